@@ -1,0 +1,63 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/txlog/txlog/txid"
+)
+
+// SubmitOptions are the query parameters of a write.
+type SubmitOptions struct {
+	Timeout time.Duration // query timeout; default DefaultTimeout
+	Ack     string        // AckQuorum (default), AckAll or AckAccepted
+}
+
+// ReadOptions are the query parameters of GET /v1/kv/{key}.
+type ReadOptions struct {
+	Consistency string // ConsistencyLinearizable (default), ConsistencyLeader, ConsistencyStale
+	// Forwarded is true when another node forwarded this request (header
+	// X-Txlog-Forwarded); a node that is not the leader must then not forward again.
+	Forwarded bool
+}
+
+// Backend is what the HTTP handlers need from a node. node.Node implements it.
+//
+// Errors: a Backend returns the sentinels and types of this package (ErrNotFound,
+// ErrNoLeader, ErrNotLeader, ErrUnknownOutcome, ErrShuttingDown, *Error) so that the
+// handlers map each to its status and code through one table. Any other error is a 500.
+// A transaction rejected by a failed if_version is not an error: it is a TxResult with
+// Status StatusRejected.
+type Backend interface {
+	// Submit runs one validated transaction. With ErrUnknownOutcome the TxResult
+	// still carries the txid and Status StatusUnknown.
+	Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error)
+	// SubmitBatch runs many independent, validated transactions. The results are in
+	// the order of txs; one that failed on its own has Error set. The error is for a
+	// failure of the whole request.
+	SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error)
+	// Propose takes transactions another node accepted and already encoded (the
+	// payloads of POST /v1/internal/propose) and proposes them; it answers
+	// ErrNotLeader when this node is not the leader. Results are in payload order.
+	Propose(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error)
+	// Tx looks a transaction up by its ID. With wait > 0 it waits up to wait for a
+	// pending or in-flight transaction to be resolved.
+	Tx(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error)
+	// TxByIdempotencyKey looks a transaction up by its idempotency key.
+	TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (TxResult, error)
+	// Get reads one key.
+	Get(ctx context.Context, key string, opts ReadOptions) (KV, error)
+	// Log returns up to limit committed transactions from index from on.
+	Log(ctx context.Context, from uint64, limit int) (LogPage, error)
+	// Cluster describes this node and the cluster as this node sees it.
+	Cluster(ctx context.Context) (ClusterStatus, error)
+	// Join adds a server to the cluster (forwarded to the leader when needed).
+	Join(ctx context.Context, req JoinRequest) error
+	// Remove takes a server out of the cluster.
+	Remove(ctx context.Context, id string) error
+	// TransferLeadership hands leadership to another server.
+	TransferLeadership(ctx context.Context, req TransferRequest) (TransferResult, error)
+	// Ready returns nil when a leader is known and this node has applied what that
+	// leader has committed, as far as it knows.
+	Ready(ctx context.Context) error
+}

@@ -1,0 +1,157 @@
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/txlog/txlog/txid"
+)
+
+// Op is one operation of a transaction on the wire.
+type Op struct {
+	Op        string          `json:"op"` // "put" or "delete"
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value,omitempty"`      // required for put, forbidden for delete
+	IfVersion *uint64         `json:"if_version,omitempty"` // nil: unconditional; 0: must not exist; N: version must be N
+}
+
+// TxRequest is the body of POST /v1/tx and one element of a batch.
+type TxRequest struct {
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Ops            []Op   `json:"ops"`
+}
+
+// BatchRequest is the body of POST /v1/tx/batch.
+type BatchRequest struct {
+	Txs []TxRequest `json:"txs"`
+}
+
+// Transaction statuses on the wire.
+const (
+	StatusCommitted = "committed"
+	StatusRejected  = "rejected"
+	StatusPending   = "pending"
+	StatusUnknown   = "unknown"
+)
+
+// Acknowledgement levels (query parameter ack).
+const (
+	AckQuorum   = "quorum"
+	AckAll      = "all"
+	AckAccepted = "accepted"
+)
+
+// Read consistency levels (query parameter consistency).
+const (
+	ConsistencyLinearizable = "linearizable"
+	ConsistencyLeader       = "leader"
+	ConsistencyStale        = "stale"
+)
+
+// Conflict is a failed if_version precondition.
+type Conflict struct {
+	Key      string `json:"key"`
+	Expected uint64 `json:"expected"`
+	Actual   uint64 `json:"actual"`
+}
+
+// TxResult is the answer for one transaction.
+type TxResult struct {
+	TxID           txid.ID           `json:"txid"`
+	Status         string            `json:"status"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	Index          uint64            `json:"index,omitempty"`
+	Term           uint64            `json:"term,omitempty"`
+	Versions       map[string]uint64 `json:"versions,omitempty"`
+	Conflict       *Conflict         `json:"conflict,omitempty"`
+	Duplicate      bool              `json:"duplicate,omitempty"`
+	// Durability is the acknowledgement level actually reached ("quorum", "all", "accepted").
+	Durability string `json:"durability,omitempty"`
+	// Error is set in batch results for a transaction that failed on its own.
+	Error *ErrorBody `json:"error,omitempty"`
+}
+
+// BatchResponse is the answer of POST /v1/tx/batch: one result per transaction, in order.
+type BatchResponse struct {
+	Results []TxResult `json:"results"`
+}
+
+// KV is the answer of GET /v1/kv/{key}.
+type KV struct {
+	Key     string          `json:"key"`
+	Value   json.RawMessage `json:"value"`
+	Version uint64          `json:"version"`
+	Index   uint64          `json:"index"` // the Raft index that last wrote the key
+}
+
+// LogEntry is one committed transaction in GET /v1/log.
+type LogEntry struct {
+	Index          uint64            `json:"index"`
+	Term           uint64            `json:"term"`
+	TxID           txid.ID           `json:"txid"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	Time           time.Time         `json:"time"` // the leader-stamped time of the entry
+	Ops            []Op              `json:"ops"`
+	Status         string            `json:"status"`
+	Conflict       *Conflict         `json:"conflict,omitempty"`
+	Versions       map[string]uint64 `json:"versions,omitempty"`
+}
+
+// LogPage is the answer of GET /v1/log. Next is the index to ask for next; it equals
+// the from that was asked for when there is nothing more yet.
+type LogPage struct {
+	Entries []LogEntry `json:"entries"`
+	Next    uint64     `json:"next"`
+}
+
+// Member is one server of the Raft configuration.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Suffrage string `json:"suffrage"` // "voter", "nonvoter", "staging"
+	Leader   bool   `json:"leader"`
+	// LastContact is the time since the leader last heard from this member, as the
+	// leader sees it; empty when unknown (asked of a follower) or for the leader itself.
+	LastContact string `json:"last_contact,omitempty"`
+}
+
+// ClusterStatus is the answer of GET /v1/cluster.
+type ClusterStatus struct {
+	ID             string   `json:"id"`
+	State          string   `json:"state"` // "leader", "follower", "candidate", "shutdown"
+	LeaderID       string   `json:"leader_id,omitempty"`
+	LeaderHTTPAddr string   `json:"leader_http_addr,omitempty"`
+	Term           uint64   `json:"term"`
+	CommitIndex    uint64   `json:"commit_index"`
+	AppliedIndex   uint64   `json:"applied_index"`
+	Members        []Member `json:"members"`
+	// Extra holds component states that later parts add (for example the Redis breaker).
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// JoinRequest is the body of POST /v1/cluster/join.
+type JoinRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Voter    *bool  `json:"voter,omitempty"` // default true
+}
+
+// TransferRequest is the body of POST /v1/cluster/transfer-leadership (optional).
+type TransferRequest struct {
+	ID string `json:"id,omitempty"` // the server to hand leadership to; empty lets Raft choose
+}
+
+// TransferResult is the answer of POST /v1/cluster/transfer-leadership.
+type TransferResult struct {
+	LeaderID string `json:"leader_id"`
+}
+
+// ErrorBody is the body of every error answer: {"error":{"code","message"}}, plus
+// the txid for errors about a transaction whose ID is known.
+type ErrorBody struct {
+	Code    string  `json:"code"`
+	Message string  `json:"message"`
+	TxID    txid.ID `json:"txid,omitempty"`
+}

@@ -1,0 +1,132 @@
+package store
+
+import (
+	"errors"
+	"time"
+
+	"github.com/txlog/txlog/txid"
+)
+
+// OpKind says what an Op does.
+type OpKind uint8
+
+// Op kinds. The numbers are part of the encoding and never change.
+const (
+	OpPut    OpKind = 1
+	OpDelete OpKind = 2
+)
+
+// Op is one operation of a transaction.
+type Op struct {
+	Kind OpKind
+	Key  string
+	// Value is the raw JSON value of a put; nil for a delete. Apply stores it as is.
+	Value []byte
+	// HasIfVersion says whether IfVersion is a precondition. IfVersion 0 means the key
+	// must not exist; N means its current version must equal N.
+	HasIfVersion bool
+	IfVersion    uint64
+}
+
+// Tx is a client transaction: all of its ops apply, or none.
+type Tx struct {
+	ID             txid.ID
+	IdempotencyKey string // may be empty
+	Ops            []Op
+}
+
+// NodeInfo is what a node publishes about itself through the log.
+type NodeInfo struct {
+	ID       string
+	HTTPAddr string
+	RaftAddr string
+	TxIDNode uint16 // the node number in the txids it issues
+}
+
+// CommandKind says what a Command carries.
+type CommandKind uint8
+
+// Command kinds. The numbers are part of the encoding and never change.
+const (
+	KindTx           CommandKind = 1 // Payload is EncodeTx bytes
+	KindRegisterNode CommandKind = 2 // Payload is EncodeNode bytes
+)
+
+// Command is the data of one Raft log entry. The leader stamps Time and
+// DedupWindow when it proposes, so that Apply depends only on the state and the
+// entry, never on the applying node's clock or configuration.
+type Command struct {
+	Kind        CommandKind
+	Time        int64         // leader's wall clock, Unix nanoseconds
+	DedupWindow time.Duration // how long txid and idempotency-key records are kept
+	Payload     []byte        // encoded Tx or NodeInfo; not re-encoded by EncodeCommand
+}
+
+// Entry is a committed Raft log entry handed to Apply.
+type Entry struct {
+	Index uint64
+	Term  uint64
+	Data  []byte // EncodeCommand bytes
+}
+
+// Status is the outcome of a transaction.
+type Status uint8
+
+// Statuses. The numbers are part of the encoding and never change.
+const (
+	StatusCommitted Status = 1
+	StatusRejected  Status = 2
+)
+
+// Conflict records a failed if_version precondition.
+type Conflict struct {
+	Key      string
+	Expected uint64 // the if_version asked for; 0 means "must not exist"
+	Actual   uint64 // the key's version when applied; 0 means it did not exist
+}
+
+// Outcome is what happened to a transaction, as recorded by Apply.
+type Outcome struct {
+	TxID           txid.ID
+	IdempotencyKey string
+	Index          uint64
+	Term           uint64
+	Time           int64 // the entry's leader-stamped time, Unix nanoseconds
+	Status         Status
+	Conflict       *Conflict         // set when Status is StatusRejected
+	Versions       map[string]uint64 // committed: each written key's new version, 0 for a delete
+}
+
+// Result is what Apply returns for one entry.
+type Result struct {
+	// Outcome is the transaction's outcome. For a duplicate it is the original one.
+	Outcome Outcome
+	// Duplicate is true when the txid or idempotency key was already recorded: the
+	// entry changed nothing.
+	Duplicate bool
+	// Skipped is true when the entry was at or below the applied index (a replay
+	// after restart) or is not a transaction.
+	Skipped bool
+}
+
+// LogRecord is one committed transaction in log order.
+type LogRecord struct {
+	Outcome
+	Ops []Op
+}
+
+// KV is one key's current state.
+type KV struct {
+	Key      string
+	Value    []byte // raw JSON
+	Version  uint64
+	ModIndex uint64 // the Raft index that last wrote the key
+}
+
+// Errors.
+var (
+	// ErrNotFound is returned by lookups of a txid, idempotency key or key that is not there.
+	ErrNotFound = errors.New("not found")
+	// ErrCorrupt is returned (wrapped) by decoders for bytes that are not a valid encoding.
+	ErrCorrupt = errors.New("corrupt encoding")
+)

@@ -1,0 +1,104 @@
+package txid
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ID is a global transaction ID: 64 bits laid out as
+//
+//	 63        22 21      12 11        0
+//	+------------+----------+-----------+
+//	|  ms (42)   | node(10) |  seq (12) |
+//	+------------+----------+-----------+
+//
+// ms counts milliseconds since Epoch, node is the issuing node's number and seq the
+// per-millisecond sequence. The zero ID is never issued and means "no ID".
+type ID uint64
+
+// Layout of an ID.
+const (
+	SeqBits  = 12
+	NodeBits = 10
+	MaxNode  = 1<<NodeBits - 1
+	MaxSeq   = 1<<SeqBits - 1
+)
+
+// StringLen is the length of an ID's text form.
+const StringLen = 13
+
+// alphabet is Crockford's base32 alphabet, in ascending ASCII order so that the
+// fixed-width text form sorts like the number.
+const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// ErrInvalid is returned (wrapped) by Parse for text that is not an ID.
+var ErrInvalid = errors.New("invalid txid")
+
+// Node returns the number of the node that issued id.
+func (id ID) Node() uint16 { return uint16(uint64(id)>>SeqBits) & MaxNode }
+
+// Seq returns id's per-millisecond sequence number.
+func (id ID) Seq() uint16 { return uint16(uint64(id) & MaxSeq) }
+
+// Millis returns id's milliseconds since Epoch.
+func (id ID) Millis() int64 { return int64(uint64(id) >> (SeqBits + NodeBits)) }
+
+// String returns the 13-character Crockford base32 form of id.
+func (id ID) String() string {
+	var b [StringLen]byte
+	v := uint64(id)
+	for i := StringLen - 1; i >= 0; i-- {
+		b[i] = alphabet[v&31]
+		v >>= 5
+	}
+	return string(b[:])
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (id *ID) UnmarshalText(b []byte) error {
+	v, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	*id = v
+	return nil
+}
+
+// Parse parses the text form of an ID. It accepts lower case letters, but no
+// other deviation: the length must be StringLen, the value must fit 64 bits and
+// must not be zero.
+func Parse(s string) (ID, error) {
+	if len(s) != StringLen {
+		return 0, fmt.Errorf("%w %q: length %d, want %d", ErrInvalid, s, len(s), StringLen)
+	}
+	var v uint64
+	for i := 0; i < len(s); i++ {
+		d := decodeDigit(s[i])
+		if d < 0 {
+			return 0, fmt.Errorf("%w %q: bad character at %d", ErrInvalid, s, i)
+		}
+		if i == 0 && d > 15 {
+			return 0, fmt.Errorf("%w %q: overflows 64 bits", ErrInvalid, s)
+		}
+		v = v<<5 | uint64(d)
+	}
+	if v == 0 {
+		return 0, fmt.Errorf("%w %q: zero", ErrInvalid, s)
+	}
+	return ID(v), nil
+}
+
+func decodeDigit(c byte) int {
+	if c >= 'a' && c <= 'z' {
+		c -= 'a' - 'A'
+	}
+	for i := 0; i < len(alphabet); i++ {
+		if alphabet[i] == c {
+			return i
+		}
+	}
+	return -1
+}
