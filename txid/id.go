@@ -3,6 +3,7 @@ package txid
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ID is a global transaction ID: 64 bits laid out as
@@ -24,6 +25,17 @@ const (
 	MaxSeq   = 1<<SeqBits - 1
 )
 
+// Epoch is the instant an ID's milliseconds count from: 2024-01-01T00:00:00Z.
+// 42 bits of milliseconds reach into the year 2163.
+var Epoch = time.UnixMilli(epochMillis).UTC()
+
+// epochMillis is Epoch in Unix milliseconds. It is a constant so that neither
+// the hot path nor Time depends on the Epoch variable.
+const epochMillis = 1704067200000
+
+// maxMillis is the largest millisecond count an ID can hold.
+const maxMillis = 1<<(64-NodeBits-SeqBits) - 1
+
 // StringLen is the length of an ID's text form.
 const StringLen = 13
 
@@ -43,6 +55,9 @@ func (id ID) Seq() uint16 { return uint16(uint64(id) & MaxSeq) }
 // Millis returns id's milliseconds since Epoch.
 func (id ID) Millis() int64 { return int64(uint64(id) >> (SeqBits + NodeBits)) }
 
+// Time returns the instant id was issued, to the millisecond, in UTC.
+func (id ID) Time() time.Time { return time.UnixMilli(epochMillis + id.Millis()).UTC() }
+
 // String returns the 13-character Crockford base32 form of id.
 func (id ID) String() string {
 	var b [StringLen]byte
@@ -54,11 +69,23 @@ func (id ID) String() string {
 	return string(b[:])
 }
 
-// MarshalText implements encoding.TextMarshaler.
-func (id ID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+// MarshalText implements encoding.TextMarshaler. The zero ID ("no ID") encodes
+// as empty text, so that it survives a round trip through UnmarshalText; every
+// other ID encodes as String.
+func (id ID) MarshalText() ([]byte, error) {
+	if id == 0 {
+		return []byte{}, nil
+	}
+	return []byte(id.String()), nil
+}
 
-// UnmarshalText implements encoding.TextUnmarshaler.
+// UnmarshalText implements encoding.TextUnmarshaler. Empty text decodes to the
+// zero ID; anything else must be accepted by Parse.
 func (id *ID) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*id = 0
+		return nil
+	}
 	v, err := Parse(string(b))
 	if err != nil {
 		return err
