@@ -18,10 +18,10 @@ func mkID(ms int64, node, seq uint16) ID {
 
 func TestFields(t *testing.T) {
 	tests := []struct {
-		name          string
-		ms            int64
-		node, seq     uint16
-		wantTime string
+		name      string
+		ms        int64
+		node, seq uint16
+		wantTime  string
 	}{
 		{"smallest", 0, 0, 1, "2024-01-01T00:00:00Z"},
 		{"middle", 86_400_000 + 1, 17, 99, "2024-01-02T00:00:00.001Z"},
