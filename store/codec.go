@@ -1,20 +1,352 @@
 package store
 
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/txlog/txlog/txid"
+)
+
+// The encodings in this file are part of the on-disk and on-wire formats: the same
+// bytes go into the WAL, Redis and the Raft log. Each starts with a version byte so
+// that it can evolve; a decoder rejects versions it does not know.
+//
+// Notation in the diagrams: (n) is a field of n bytes, big-endian for integers;
+// (uv) is an unsigned varint (encoding/binary Uvarint); (v) is a signed zig-zag
+// varint (encoding/binary Varint). Varints must be minimal: an overlong varint is
+// rejected, so that every value has exactly one encoding and decode→encode gives
+// back the input bytes.
+
+// codecVersion is the version byte of every encoding in this file.
+const codecVersion = 1
+
+// opFlagIfVersion is the op flag bit saying that IfVersion follows.
+const opFlagIfVersion = 1 << 0
+
+// Node field limits checked by DecodeNode.
+const maxNodeFieldBytes = 1024
+
+// minOpBytes is the smallest encoding of an op: kind, flags, key length, one key byte.
+const minOpBytes = 4
+
 // EncodeTx encodes a transaction. These bytes go unchanged into the WAL, Redis and
-// (inside a Command) the Raft log.
-func EncodeTx(tx Tx) []byte { panic("TODO") }
+// (inside a Command) the Raft log. EncodeTx does not validate tx: DecodeTx does, so
+// a tx beyond the limits (MaxOps and the rest) encodes but does not decode.
+//
+//	+---------+----------+--------------+-----------+-----------+--------+-----+----------+
+//	| ver (1) | txid (8) | idemLen (uv) | idem key  | nOps (uv) | op 0   | ... | op n-1   |
+//	+---------+----------+--------------+-----------+-----------+--------+-----+----------+
+//
+// Each op:
+//
+//	+----------+-----------+-------------+------+------------------+-------------+-------+
+//	| kind (1) | flags (1) | keyLen (uv) | key  | [ifVersion (uv)] | [valLen (uv)| value]|
+//	+----------+-----------+-------------+------+------------------+-------------+-------+
+//
+// flags bit 0 says that ifVersion is present; the other bits are zero. valLen and
+// value are present for a put (OpPut) and absent for a delete (OpDelete).
+func EncodeTx(tx Tx) []byte {
+	n := 1 + 8 + binary.MaxVarintLen64 + len(tx.IdempotencyKey) + binary.MaxVarintLen64
+	for _, op := range tx.Ops {
+		n += 2 + 3*binary.MaxVarintLen64 + len(op.Key) + len(op.Value)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, codecVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(tx.ID))
+	b = appendString(b, tx.IdempotencyKey)
+	b = binary.AppendUvarint(b, uint64(len(tx.Ops)))
+	for _, op := range tx.Ops {
+		var flags byte
+		if op.HasIfVersion {
+			flags |= opFlagIfVersion
+		}
+		b = append(b, byte(op.Kind), flags)
+		b = appendString(b, op.Key)
+		if op.HasIfVersion {
+			b = binary.AppendUvarint(b, op.IfVersion)
+		}
+		if op.Kind == OpPut {
+			b = appendBytes(b, op.Value)
+		}
+	}
+	return b
+}
 
 // DecodeTx decodes EncodeTx bytes; bad input gives an error wrapping ErrCorrupt.
-func DecodeTx(b []byte) (Tx, error) { panic("TODO") }
+// It checks the limits MaxOps, MaxKeyBytes and MaxIdempotencyKeyBytes, and that the
+// txid is not zero. The returned Tx does not alias b. A put's Value is never nil; a
+// delete's is.
+func DecodeTx(b []byte) (Tx, error) {
+	b = bytes.Clone(b) // one copy that the op values alias
+	d := decoder{what: "tx", b: b}
+	tx := decodeTxHeader(&d)
+	n := d.uvarint("op count")
+	if d.err == nil && n > MaxOps {
+		d.fail("op count %d over %d", n, MaxOps)
+	}
+	if d.err == nil && n > uint64(len(d.b)/minOpBytes) {
+		d.fail("op count %d too large for %d bytes left", n, len(d.b))
+	}
+	if d.err != nil {
+		return Tx{}, d.err
+	}
+	if n > 0 {
+		tx.Ops = make([]Op, 0, n)
+	}
+	for i := uint64(0); i < n && d.err == nil; i++ {
+		tx.Ops = append(tx.Ops, decodeOp(&d))
+	}
+	if err := d.finish(); err != nil {
+		return Tx{}, err
+	}
+	return tx, nil
+}
+
+// decodeTxHeader decodes the version, txid and idempotency key of a Tx.
+func decodeTxHeader(d *decoder) Tx {
+	d.version()
+	id := txid.ID(d.u64("txid"))
+	if d.err == nil && id == 0 {
+		d.fail("zero txid")
+	}
+	idem := string(d.bytes("idempotency key", MaxIdempotencyKeyBytes))
+	return Tx{ID: id, IdempotencyKey: idem}
+}
+
+func decodeOp(d *decoder) Op {
+	var op Op
+	op.Kind = OpKind(d.u8("op kind"))
+	flags := d.u8("op flags")
+	if d.err != nil {
+		return Op{}
+	}
+	if op.Kind != OpPut && op.Kind != OpDelete {
+		d.fail("unknown op kind %d", op.Kind)
+		return Op{}
+	}
+	if flags&^opFlagIfVersion != 0 {
+		d.fail("unknown op flags %#x", flags)
+		return Op{}
+	}
+	key := d.bytes("key", MaxKeyBytes)
+	if d.err == nil && len(key) == 0 {
+		d.fail("empty key")
+	}
+	op.Key = string(key)
+	if flags&opFlagIfVersion != 0 {
+		op.HasIfVersion = true
+		op.IfVersion = d.uvarint("if_version")
+	}
+	if op.Kind == OpPut {
+		op.Value = d.bytes("value", len(d.b))
+	}
+	return op
+}
 
 // EncodeNode encodes a NodeInfo.
-func EncodeNode(n NodeInfo) []byte { panic("TODO") }
+//
+//	+---------+-----------+----+-----------------+----------+-----------------+----------+--------------+
+//	| ver (1) | idLen (uv)| id | httpAddrLen (uv)| httpAddr | raftAddrLen (uv)| raftAddr | txidNode (2) |
+//	+---------+-----------+----+-----------------+----------+-----------------+----------+--------------+
+func EncodeNode(n NodeInfo) []byte {
+	b := make([]byte, 0, 1+3*binary.MaxVarintLen64+len(n.ID)+len(n.HTTPAddr)+len(n.RaftAddr)+2)
+	b = append(b, codecVersion)
+	b = appendString(b, n.ID)
+	b = appendString(b, n.HTTPAddr)
+	b = appendString(b, n.RaftAddr)
+	b = binary.BigEndian.AppendUint16(b, n.TxIDNode)
+	return b
+}
 
-// DecodeNode decodes EncodeNode bytes.
-func DecodeNode(b []byte) (NodeInfo, error) { panic("TODO") }
+// DecodeNode decodes EncodeNode bytes; bad input gives an error wrapping
+// ErrCorrupt. The ID must not be empty, each string is at most 1024 bytes and
+// TxIDNode is at most txid.MaxNode.
+func DecodeNode(b []byte) (NodeInfo, error) {
+	d := decoder{what: "node", b: b}
+	d.version()
+	var n NodeInfo
+	n.ID = string(d.bytes("id", maxNodeFieldBytes))
+	if d.err == nil && n.ID == "" {
+		d.fail("empty id")
+	}
+	n.HTTPAddr = string(d.bytes("http addr", maxNodeFieldBytes))
+	n.RaftAddr = string(d.bytes("raft addr", maxNodeFieldBytes))
+	n.TxIDNode = d.u16("txid node")
+	if d.err == nil && n.TxIDNode > txid.MaxNode {
+		d.fail("txid node %d over %d", n.TxIDNode, txid.MaxNode)
+	}
+	if err := d.finish(); err != nil {
+		return NodeInfo{}, err
+	}
+	return n, nil
+}
 
 // EncodeCommand encodes a command: a small header followed by the payload as is.
-func EncodeCommand(c Command) []byte { panic("TODO") }
+//
+//	+---------+----------+----------+------------------+---------------------------+
+//	| ver (1) | kind (1) | time (8) | dedupWindow (v)  | payload (rest of input)   |
+//	+---------+----------+----------+------------------+---------------------------+
+//
+// time is Command.Time as a two's complement int64; dedupWindow is in nanoseconds.
+func EncodeCommand(c Command) []byte {
+	b := make([]byte, 0, 1+1+8+binary.MaxVarintLen64+len(c.Payload))
+	b = append(b, codecVersion, byte(c.Kind))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Time))
+	b = binary.AppendVarint(b, int64(c.DedupWindow))
+	return append(b, c.Payload...)
+}
 
-// DecodeCommand decodes EncodeCommand bytes. The payload aliases b.
-func DecodeCommand(b []byte) (Command, error) { panic("TODO") }
+// DecodeCommand decodes EncodeCommand bytes; bad input, including an unknown
+// kind, gives an error wrapping ErrCorrupt. The payload aliases b and is not
+// decoded: DecodeTx or DecodeNode does that.
+func DecodeCommand(b []byte) (Command, error) {
+	d := decoder{what: "command", b: b}
+	d.version()
+	var c Command
+	c.Kind = CommandKind(d.u8("kind"))
+	if d.err == nil && c.Kind != KindTx && c.Kind != KindRegisterNode {
+		d.fail("unknown kind %d", c.Kind)
+	}
+	c.Time = int64(d.u64("time"))
+	c.DedupWindow = time.Duration(d.varint("dedup window"))
+	c.Payload = d.rest()
+	if err := d.finish(); err != nil {
+		return Command{}, err
+	}
+	return c, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// uvarintLen returns the length of the minimal uvarint encoding of v.
+func uvarintLen(v uint64) int {
+	if v == 0 {
+		return 1
+	}
+	return (bits.Len64(v) + 6) / 7
+}
+
+// decoder reads fields from the front of b. The first problem sets err, wrapping
+// ErrCorrupt, and every later read returns a zero value, so callers check err once
+// at the end. No read allocates; bytes returns a subslice only after checking the
+// claimed length against what is left.
+type decoder struct {
+	what string // what is being decoded, for errors
+	b    []byte // the input not read yet
+	off  int    // offset of b in the whole input
+	err  error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s at offset %d: %s", ErrCorrupt, d.what, d.off, fmt.Sprintf(format, args...))
+	}
+}
+
+func (d *decoder) take(field string, n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > len(d.b) {
+		d.fail("%s: need %d bytes, have %d", field, n, len(d.b))
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	d.off += n
+	return v
+}
+
+func (d *decoder) version() {
+	if v := d.u8("version"); d.err == nil && v != codecVersion {
+		d.fail("unknown version %d", v)
+	}
+}
+
+func (d *decoder) u8(field string) byte {
+	if v := d.take(field, 1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16(field string) uint16 {
+	if v := d.take(field, 2); v != nil {
+		return binary.BigEndian.Uint16(v)
+	}
+	return 0
+}
+
+func (d *decoder) u64(field string) uint64 {
+	if v := d.take(field, 8); v != nil {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *decoder) uvarint(field string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	switch {
+	case n == 0:
+		d.fail("%s: truncated varint", field)
+		return 0
+	case n < 0:
+		d.fail("%s: varint overflows 64 bits", field)
+		return 0
+	case n != uvarintLen(v):
+		d.fail("%s: overlong varint", field)
+		return 0
+	}
+	d.b = d.b[n:]
+	d.off += n
+	return v
+}
+
+func (d *decoder) varint(field string) int64 {
+	u := d.uvarint(field)
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
+	return v
+}
+
+// bytes reads a uvarint length of at most limit and that many bytes.
+func (d *decoder) bytes(field string, limit int) []byte {
+	n := d.uvarint(field + " length")
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(limit) {
+		d.fail("%s: length %d over %d", field, n, limit)
+		return nil
+	}
+	return d.take(field, int(n))
+}
+
+// rest reads all that is left.
+func (d *decoder) rest() []byte {
+	return d.take("rest", len(d.b))
+}
+
+// finish returns err, or an error if input is left over.
+func (d *decoder) finish() error {
+	if d.err == nil && len(d.b) > 0 {
+		d.fail("%d trailing bytes", len(d.b))
+	}
+	return d.err
+}

@@ -1,66 +1,284 @@
 package store
 
-// This file holds the signatures of DB that other packages build against; the
-// store's owner replaces the bodies.
-
 import (
-	"io"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/txlog/txlog/txid"
+	bolt "go.etcd.io/bbolt"
 )
 
-// Config holds the settings of a DB.
+// Defaults of Config.
+const (
+	DefaultLockTimeout      = 5 * time.Second
+	DefaultInitialMmapBytes = 1 << 30
+)
+
+// Config holds the settings of a DB. Zero values mean the defaults.
 type Config struct {
 	// Logger receives the store's logs; nil discards them.
 	Logger *slog.Logger
+	// NoSync turns off the fsync of each bbolt commit. For tests only: after a
+	// machine crash the database may lose applied entries or be corrupt.
+	// Default false.
+	NoSync bool
+	// LockTimeout is how long Open and Restore wait for the database file's lock,
+	// which another process may hold. Default DefaultLockTimeout (5s).
+	LockTimeout time.Duration
+	// InitialMmapBytes is the size, in bytes, of bbolt's initial memory map. A
+	// bbolt commit that outgrows the map waits until every read transaction ends,
+	// including an open Snapshot being written out; a map larger than the database
+	// avoids that stall. It reserves address space, not memory or disk.
+	// Default DefaultInitialMmapBytes (1 GiB).
+	InitialMmapBytes int
 }
 
-// DB is the bbolt state machine.
-type DB struct{}
+// Validate reports every invalid field of c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.LockTimeout < 0 {
+		errs = append(errs, fmt.Errorf("store: LockTimeout %v is negative", c.LockTimeout))
+	}
+	if c.InitialMmapBytes < 0 {
+		errs = append(errs, fmt.Errorf("store: InitialMmapBytes %d is negative", c.InitialMmapBytes))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = DefaultLockTimeout
+	}
+	if c.InitialMmapBytes == 0 {
+		c.InitialMmapBytes = DefaultInitialMmapBytes
+	}
+	return c
+}
+
+// DB is the bbolt state machine. Apply, Snapshot and Restore are called from one
+// goroutine (the apply goroutine); the read methods (Tx, TxByIdempotencyKey, Get,
+// Log, Nodes, AppliedIndex) are safe from any goroutine at any time, including
+// during Apply and Restore, and see only committed state.
+type DB struct {
+	path   string
+	cfg    Config
+	logger *slog.Logger
+
+	// mu guards the bolt pointer, not the data (bbolt guards that). Every user of
+	// the pointer holds mu.RLock while it uses it; Restore and Close swap it under
+	// mu.Lock, which is held for no I/O.
+	mu   sync.RWMutex
+	bolt *bolt.DB // nil after Close
+
+	// applied is the last applied index. Invariant: it equals the meta bucket's
+	// applied index once each Apply or Restore has committed.
+	applied atomic.Uint64
+}
 
 // Open opens or creates the state machine database at path.
-func Open(path string, cfg Config) (*DB, error) { panic("TODO") }
+func Open(path string, cfg Config) (*DB, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	db := &DB{path: path, cfg: cfg, logger: cfg.Logger.With("component", "store")}
+	db.removeRestoreTemps()
 
-// Close closes the database. It is safe to call twice.
-func (db *DB) Close() error { panic("TODO") }
+	_, statErr := os.Stat(path)
+	b, st, err := db.openBolt(path)
+	if err != nil {
+		return nil, err
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	db.bolt = b
+	db.applied.Store(st.index)
+	db.logger.Info("store opened", "path", path, "index", st.index, "term", st.term)
+	return db, nil
+}
 
-// Apply applies committed entries in order, all in one bbolt transaction, and
-// returns one Result per entry. Entries at or below AppliedIndex are skipped. A
-// non-nil error means the database could not be written: the caller must stop
-// the node rather than diverge. Called from one goroutine at a time.
-func (db *DB) Apply(entries []Entry) ([]Result, error) { panic("TODO") }
+// openBolt opens the bbolt file at path, creates the buckets if they are
+// missing, checks the schema and reads the applied state.
+func (db *DB) openBolt(path string) (*bolt.DB, appliedState, error) {
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         db.cfg.LockTimeout,
+		NoSync:          db.cfg.NoSync,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true, // rebuilt on open
+		InitialMmapSize: db.cfg.InitialMmapBytes,
+	})
+	if err != nil {
+		return nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	var st appliedState
+	err = b.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if meta.Get(metaSchema) == nil {
+			if err := meta.Put(metaSchema, []byte{schemaVersion}); err != nil {
+				return err
+			}
+		}
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		st, err = readState(tx)
+		return err
+	})
+	if err != nil {
+		b.Close()
+		return nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
+	}
+	return b, st, nil
+}
 
-// AppliedIndex returns the index of the last applied entry.
-func (db *DB) AppliedIndex() uint64 { panic("TODO") }
+// Close closes the database. It is safe to call twice, and concurrently with the
+// read methods, which then return ErrClosed. It waits for a running Apply and for
+// every Snapshot to be released.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	b := db.bolt
+	db.bolt = nil
+	db.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", db.path, err)
+	}
+	return nil
+}
 
-// Tx returns the outcome of a transaction by ID, or ErrNotFound.
-func (db *DB) Tx(id txid.ID) (Outcome, error) { panic("TODO") }
+// AppliedIndex returns the index of the last applied entry: 0 for a new
+// database. It does not touch the disk.
+func (db *DB) AppliedIndex() uint64 { return db.applied.Load() }
 
-// TxByIdempotencyKey returns the outcome of a transaction by idempotency key, or ErrNotFound.
-func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) { panic("TODO") }
+// view runs fn in a bbolt read transaction.
+func (db *DB) view(fn func(*bolt.Tx) error) error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	return db.bolt.View(fn)
+}
 
-// Get returns a key's current state, or ErrNotFound.
-func (db *DB) Get(key string) (KV, error) { panic("TODO") }
+// Tx returns the outcome of a transaction by ID, or ErrNotFound. A transaction
+// whose dedup record was pruned (older than the dedup window) is not found here,
+// though Log still has it. The caller owns the result.
+func (db *DB) Tx(id txid.ID) (Outcome, error) {
+	var o Outcome
+	err := db.view(func(tx *bolt.Tx) error {
+		var err error
+		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), txidKey(id))
+		return err
+	})
+	return o, err
+}
+
+// TxByIdempotencyKey returns the outcome of a transaction by idempotency key, or
+// ErrNotFound, as Tx does. The empty key is never found.
+func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
+	if key == "" {
+		return Outcome{}, ErrNotFound
+	}
+	var o Outcome
+	err := db.view(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucketIdem).Get([]byte(key))
+		if id == nil {
+			return ErrNotFound
+		}
+		var err error
+		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), id)
+		return err
+	})
+	return o, err
+}
+
+// Get returns a key's current state, or ErrNotFound. The caller owns the result.
+func (db *DB) Get(key string) (KV, error) {
+	var kv KV
+	err := db.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketKV).Get([]byte(key))
+		if v == nil {
+			return ErrNotFound
+		}
+		var err error
+		kv, err = decodeKV(key, v)
+		kv.Value = append([]byte{}, kv.Value...) // out of bbolt memory
+		return err
+	})
+	if err != nil {
+		return KV{}, err
+	}
+	return kv, nil
+}
 
 // Log returns up to limit committed transactions with index >= from, in index
-// order, and the index to continue from.
-func (db *DB) Log(from uint64, limit int) ([]LogRecord, uint64, error) { panic("TODO") }
+// order, and the index to continue from: the last returned index + 1, or from when
+// nothing is returned. A limit <= 0 returns nothing. Indexes have gaps: only
+// transaction entries with a new outcome (committed or rejected) are in the log,
+// not duplicates or other entries. The caller owns the result.
+func (db *DB) Log(from uint64, limit int) ([]LogRecord, uint64, error) {
+	if limit <= 0 {
+		return nil, from, nil
+	}
+	var recs []LogRecord
+	next := from
+	err := db.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketLog).Cursor()
+		for k, v := c.Seek(u64Key(from)); k != nil && len(recs) < limit; k, v = c.Next() {
+			if len(k) != 8 {
+				return fmt.Errorf("%w: log key of %d bytes", ErrCorrupt, len(k))
+			}
+			index := u64(k)
+			r, err := decodeLogValue(index, v, true)
+			if err != nil {
+				return err
+			}
+			recs = append(recs, r)
+			next = index + 1
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, from, err
+	}
+	return recs, next, nil
+}
 
-// Nodes returns the registered nodes, ordered by ID.
-func (db *DB) Nodes() ([]NodeInfo, error) { panic("TODO") }
-
-// Snapshot starts a consistent snapshot of the database.
-func (db *DB) Snapshot() (*Snapshot, error) { panic("TODO") }
-
-// Restore replaces the database with a snapshot stream.
-func (db *DB) Restore(r io.Reader) error { panic("TODO") }
-
-// Snapshot is a consistent, point-in-time view of a DB being written out.
-type Snapshot struct{}
-
-// WriteTo writes the snapshot stream to w.
-func (s *Snapshot) WriteTo(w io.Writer) (int64, error) { panic("TODO") }
-
-// Release frees the snapshot. It is safe to call twice.
-func (s *Snapshot) Release() { panic("TODO") }
+// Nodes returns the registered nodes, ordered by ID. The caller owns the result.
+func (db *DB) Nodes() ([]NodeInfo, error) {
+	var nodes []NodeInfo
+	err := db.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
+			n, err := DecodeNode(v)
+			if err != nil {
+				return fmt.Errorf("node %q: %w", k, err)
+			}
+			nodes = append(nodes, n)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}

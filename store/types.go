@@ -97,7 +97,15 @@ type Outcome struct {
 	Versions       map[string]uint64 // committed: each written key's new version, 0 for a delete
 }
 
-// Result is what Apply returns for one entry.
+// Result is what Apply returns for one entry. Every node returns the same Result
+// for the same entry applied to the same state.
+//
+//	entry                        Kind              Outcome    Duplicate  Skipped  Err
+//	index <= applied index       0                 zero       false      true     nil
+//	undecodable or unknown kind  0 or the kind     zero       false      false    wraps ErrCorrupt
+//	new transaction              KindTx            new        false      false    nil
+//	repeated txid or idem key    KindTx            original   true       false    nil
+//	node registration            KindRegisterNode  zero       false      false    nil
 type Result struct {
 	// Outcome is the transaction's outcome. For a duplicate it is the original one.
 	Outcome Outcome
@@ -105,8 +113,16 @@ type Result struct {
 	// entry changed nothing.
 	Duplicate bool
 	// Skipped is true when the entry was at or below the applied index (a replay
-	// after restart) or is not a transaction.
+	// after restart). A skipped entry is not decoded and changes nothing.
 	Skipped bool
+	// Kind is the kind of the entry's command; 0 when Skipped or when the command
+	// header could not be decoded.
+	Kind CommandKind
+	// Err is set when the committed entry could not be applied because its data is
+	// corrupt or of an unknown kind; it wraps ErrCorrupt. Apply recorded nothing for
+	// the entry but moved the applied index past it. This is not a failure of the
+	// node: every node reports the same Err for the same entry.
+	Err error
 }
 
 // LogRecord is one committed transaction in log order.
@@ -123,8 +139,21 @@ type KV struct {
 	ModIndex uint64 // the Raft index that last wrote the key
 }
 
+// Limits checked by DecodeTx.
+const (
+	MaxOps                 = 10_000 // ops in one Tx
+	MaxKeyBytes            = 1024   // bytes in an Op key, which must not be empty
+	MaxIdempotencyKeyBytes = 128    // bytes in a Tx idempotency key
+)
+
+// DefaultDedupWindow is the dedup window Apply uses for a Command whose
+// DedupWindow is zero or negative.
+const DefaultDedupWindow = 24 * time.Hour
+
 // Errors.
 var (
+	// ErrClosed is returned by the methods of a DB after Close.
+	ErrClosed = errors.New("store closed")
 	// ErrNotFound is returned by lookups of a txid, idempotency key or key that is not there.
 	ErrNotFound = errors.New("not found")
 	// ErrCorrupt is returned (wrapped) by decoders for bytes that are not a valid encoding.

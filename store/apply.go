@@ -1,0 +1,325 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// maxPrunePerEntry bounds the dedup records one applied entry deletes, so that one
+// entry never stalls the apply loop; the rest go with the next entries.
+const maxPrunePerEntry = 1000
+
+// Apply applies committed entries in order, all in one bbolt transaction, and
+// returns one Result per entry. Entries at or below AppliedIndex are skipped. A
+// non-nil error means the database could not be written: the caller must stop
+// the node rather than diverge. Called from one goroutine at a time.
+//
+// Apply depends only on the state and the entries: it reads no clock and no
+// configuration, so every replica that applies the same entries ends in the same
+// state and returns the same Results. Entry indexes must increase within entries
+// and across calls; gaps are fine. The applied index and term are written in the
+// same bbolt transaction as the effects, and AppliedIndex reports the new index
+// once that transaction has committed. Apply does not keep entries or their Data.
+func (db *DB) Apply(entries []Entry) ([]Result, error) {
+	results := make([]Result, len(entries))
+	applied := db.applied.Load()
+	if !slices.ContainsFunc(entries, func(e Entry) bool { return e.Index > applied }) {
+		for i := range results {
+			results[i].Skipped = true
+		}
+		return results, nil
+	}
+
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return nil, ErrClosed
+	}
+	var st appliedState
+	err := db.bolt.Update(func(btx *bolt.Tx) error {
+		a, err := newApplier(btx)
+		if err != nil {
+			return err
+		}
+		for i, e := range entries {
+			if e.Index <= a.st.index {
+				results[i] = Result{Skipped: true}
+				continue
+			}
+			if results[i], err = a.apply(e); err != nil {
+				return fmt.Errorf("apply entry %d: %w", e.Index, err)
+			}
+			a.st.index, a.st.term = e.Index, e.Term
+		}
+		st = a.st
+		return a.saveState()
+	})
+	if err != nil {
+		return nil, err
+	}
+	db.applied.Store(st.index)
+	return results, nil
+}
+
+// applier applies entries inside one bbolt write transaction.
+type applier struct {
+	meta, log, txs, idem, dedupTime, kv, nodes *bolt.Bucket
+
+	st       appliedState // updated as entries apply; saved by saveState
+	savedMax int64        // st.maxTime as stored in the meta bucket
+}
+
+func newApplier(btx *bolt.Tx) (*applier, error) {
+	st, err := readState(btx)
+	if err != nil {
+		return nil, err
+	}
+	return &applier{
+		meta:      btx.Bucket(bucketMeta),
+		log:       btx.Bucket(bucketLog),
+		txs:       btx.Bucket(bucketTxs),
+		idem:      btx.Bucket(bucketIdem),
+		dedupTime: btx.Bucket(bucketDedupTime),
+		kv:        btx.Bucket(bucketKV),
+		nodes:     btx.Bucket(bucketNodes),
+		st:        st,
+		savedMax:  st.maxTime,
+	}, nil
+}
+
+func (a *applier) saveState() error {
+	if err := a.meta.Put(metaApplied, encodeApplied(a.st.index, a.st.term)); err != nil {
+		return err
+	}
+	if a.st.maxTime == a.savedMax {
+		return nil
+	}
+	return a.meta.Put(metaMaxTime, binary.BigEndian.AppendUint64(nil, uint64(a.st.maxTime)))
+}
+
+// apply applies one entry above the applied index. An error is a bbolt failure
+// or a broken database; bad entry data is a Result with Err.
+func (a *applier) apply(e Entry) (Result, error) {
+	c, err := DecodeCommand(e.Data)
+	if err != nil {
+		return Result{Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
+	}
+	switch c.Kind {
+	case KindTx:
+		tx, err := DecodeTx(c.Payload)
+		if err != nil {
+			return Result{Kind: c.Kind, Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
+		}
+		return a.applyTx(e, c, tx)
+	case KindRegisterNode:
+		n, err := DecodeNode(c.Payload)
+		if err != nil {
+			return Result{Kind: c.Kind, Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
+		}
+		a.observe(c.Time)
+		return Result{Kind: c.Kind}, a.nodes.Put([]byte(n.ID), bytes.Clone(c.Payload))
+	}
+	// DecodeCommand rejects other kinds.
+	return Result{}, fmt.Errorf("command kind %d", c.Kind)
+}
+
+// observe moves the max leader time forward to t; an older t leaves it alone.
+func (a *applier) observe(t int64) { a.st.maxTime = max(a.st.maxTime, t) }
+
+// applyTx applies a decoded transaction: prune old dedup records, answer a
+// duplicate with its original outcome, or evaluate the ops and record the outcome.
+func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
+	a.observe(c.Time)
+	window := c.DedupWindow
+	if window <= 0 {
+		window = DefaultDedupWindow
+	}
+	if err := a.prune(cutoff(a.st.maxTime, window)); err != nil {
+		return Result{}, err
+	}
+
+	if o, ok, err := a.duplicate(tx); err != nil || ok {
+		return Result{Kind: KindTx, Outcome: o, Duplicate: ok}, err
+	}
+
+	o := Outcome{
+		TxID:           tx.ID,
+		IdempotencyKey: tx.IdempotencyKey,
+		Index:          e.Index,
+		Term:           e.Term,
+		Time:           c.Time,
+	}
+	writes, conflict, err := a.evaluate(tx.Ops)
+	if err != nil {
+		return Result{}, err
+	}
+	if conflict != nil {
+		o.Status, o.Conflict = StatusRejected, conflict
+	} else {
+		o.Status = StatusCommitted
+		o.Versions = make(map[string]uint64, len(writes))
+		for _, key := range slices.Sorted(maps.Keys(writes)) {
+			w := writes[key]
+			o.Versions[key] = w.version
+			if err := a.write(key, w, e.Index); err != nil {
+				return Result{}, err
+			}
+		}
+	}
+	if err := a.record(o, c.Payload); err != nil {
+		return Result{}, err
+	}
+	return Result{Kind: KindTx, Outcome: o}, nil
+}
+
+// cutoff returns the time before which dedup records are pruned: maxTime minus
+// window, or math.MinInt64 (prune nothing) when that would overflow.
+func cutoff(maxTime int64, window time.Duration) int64 {
+	if maxTime < math.MinInt64+int64(window) {
+		return math.MinInt64
+	}
+	return maxTime - int64(window)
+}
+
+// prune deletes up to maxPrunePerEntry dedup records recorded before cutoff,
+// oldest first. The log bucket keeps their records.
+func (a *applier) prune(cutoff int64) error {
+	type victim struct{ key, idem []byte }
+	var victims []victim
+	c := a.dedupTime.Cursor()
+	for k, v := c.First(); k != nil && len(victims) < maxPrunePerEntry; k, v = c.Next() {
+		t, _, err := parseDedupTimeKey(k)
+		if err != nil {
+			return err
+		}
+		if t >= cutoff {
+			break
+		}
+		// Copy out: bbolt memory is not valid across the deletes below.
+		victims = append(victims, victim{bytes.Clone(k), bytes.Clone(v)})
+	}
+	for _, vc := range victims {
+		id := vc.key[8:]
+		if err := a.dedupTime.Delete(vc.key); err != nil {
+			return err
+		}
+		if err := a.txs.Delete(id); err != nil {
+			return err
+		}
+		// The key may have been recorded again for another txid since; keep that.
+		if len(vc.idem) > 0 && bytes.Equal(a.idem.Get(vc.idem), id) {
+			if err := a.idem.Delete(vc.idem); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// duplicate returns the recorded outcome of tx's txid or, failing that, of the
+// txid its idempotency key maps to.
+func (a *applier) duplicate(tx Tx) (Outcome, bool, error) {
+	id := txidKey(tx.ID)
+	if v := a.txs.Get(id); v == nil && tx.IdempotencyKey != "" {
+		id = a.idem.Get([]byte(tx.IdempotencyKey))
+		if id == nil {
+			return Outcome{}, false, nil
+		}
+	}
+	o, err := lookupTx(a.txs, a.log, id)
+	if errors.Is(err, ErrNotFound) {
+		return Outcome{}, false, nil
+	}
+	return o, err == nil, err
+}
+
+// pending is a key's state as the ops of a transaction leave it.
+type pending struct {
+	version uint64 // 0: the key does not exist
+	value   []byte // nil when version is 0
+}
+
+// evaluate runs ops in order against the kv bucket without writing, each op
+// seeing the effects of the ones before. It returns each written key's final
+// state, or the first failed precondition.
+func (a *applier) evaluate(ops []Op) (map[string]pending, *Conflict, error) {
+	writes := make(map[string]pending, len(ops))
+	for _, op := range ops {
+		cur, ok := writes[op.Key]
+		if !ok {
+			v := a.kv.Get([]byte(op.Key))
+			if v != nil {
+				kv, err := decodeKV(op.Key, v)
+				if err != nil {
+					return nil, nil, err
+				}
+				cur.version = kv.Version
+			}
+		}
+		if op.HasIfVersion && op.IfVersion != cur.version {
+			return nil, &Conflict{Key: op.Key, Expected: op.IfVersion, Actual: cur.version}, nil
+		}
+		switch op.Kind {
+		case OpPut:
+			cur = pending{version: cur.version + 1, value: op.Value}
+		case OpDelete:
+			cur = pending{}
+		}
+		writes[op.Key] = cur
+	}
+	return writes, nil, nil
+}
+
+// write stores a key's final state: a put, or the removal of a deleted key.
+func (a *applier) write(key string, w pending, index uint64) error {
+	if w.version == 0 {
+		return a.kv.Delete([]byte(key))
+	}
+	return a.kv.Put([]byte(key), encodeKV(w.version, index, w.value))
+}
+
+// record writes a new outcome to the log and the dedup buckets. The dedup record
+// is filed under the max leader time, not the entry's own time, so that an entry
+// from a leader with a slow clock is still kept for the whole window.
+func (a *applier) record(o Outcome, tx []byte) error {
+	id := txidKey(o.TxID)
+	if err := a.log.Put(u64Key(o.Index), encodeLogValue(o, tx)); err != nil {
+		return err
+	}
+	if err := a.txs.Put(id, u64Key(o.Index)); err != nil {
+		return err
+	}
+	idem := []byte(o.IdempotencyKey)
+	if len(idem) > 0 {
+		if err := a.idem.Put(idem, id); err != nil {
+			return err
+		}
+	}
+	return a.dedupTime.Put(dedupTimeKey(a.st.maxTime, o.TxID), idem)
+}
+
+// lookupTx reads the outcome of the txid whose key is id, or ErrNotFound.
+func lookupTx(txs, log *bolt.Bucket, id []byte) (Outcome, error) {
+	v := txs.Get(id)
+	if v == nil {
+		return Outcome{}, ErrNotFound
+	}
+	if len(v) != 8 {
+		return Outcome{}, fmt.Errorf("%w: txs value of %d bytes", ErrCorrupt, len(v))
+	}
+	index := binary.BigEndian.Uint64(v)
+	rec := log.Get(v)
+	if rec == nil {
+		return Outcome{}, fmt.Errorf("%w: txid %x recorded at index %d but no log record", ErrCorrupt, id, index)
+	}
+	r, err := decodeLogValue(index, rec, false)
+	return r.Outcome, err
+}

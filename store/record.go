@@ -1,0 +1,221 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+
+	"github.com/txlog/txlog/txid"
+	bolt "go.etcd.io/bbolt"
+)
+
+// This file holds the encodings of the values in the bbolt buckets. They are
+// internal to the store (a snapshot carries them, so they are versioned too) and
+// use the notation of codec.go.
+
+// Bucket names. See doc.go for what each holds.
+var (
+	bucketMeta      = []byte("meta")
+	bucketLog       = []byte("log")
+	bucketTxs       = []byte("txs")
+	bucketIdem      = []byte("idem")
+	bucketDedupTime = []byte("dedup_time")
+	bucketKV        = []byte("kv")
+	bucketNodes     = []byte("nodes")
+
+	allBuckets = [][]byte{bucketMeta, bucketLog, bucketTxs, bucketIdem, bucketDedupTime, bucketKV, bucketNodes}
+)
+
+// Keys of the meta bucket.
+var (
+	metaSchema  = []byte("schema")   // 1 byte: schemaVersion
+	metaApplied = []byte("applied")  // index (8) | term (8)
+	metaMaxTime = []byte("max_time") // int64 (8): the largest Command.Time applied
+)
+
+// schemaVersion is the version of the bucket layout.
+const schemaVersion = 1
+
+// appliedState is what the meta bucket says about the applied entries.
+type appliedState struct {
+	index, term uint64
+	// maxTime is the largest leader time of any applied command, Unix nanoseconds;
+	// math.MinInt64 before the first. Invariant: it never decreases.
+	maxTime int64
+}
+
+func u64Key(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v) }
+
+func txidKey(id txid.ID) []byte { return u64Key(uint64(id)) }
+
+// dedupTimeKey is the key of the dedup_time bucket:
+//
+//	+----------------------+----------+
+//	| time ^ 1<<63 (8)     | txid (8) |
+//	+----------------------+----------+
+//
+// Flipping the sign bit makes the big-endian bytes sort like the signed time.
+func dedupTimeKey(t int64, id txid.ID) []byte {
+	b := make([]byte, 0, 16)
+	b = binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
+	return binary.BigEndian.AppendUint64(b, uint64(id))
+}
+
+func parseDedupTimeKey(k []byte) (int64, []byte, error) {
+	if len(k) != 16 {
+		return 0, nil, fmt.Errorf("%w: dedup_time key of %d bytes", ErrCorrupt, len(k))
+	}
+	return int64(binary.BigEndian.Uint64(k) ^ (1 << 63)), k[8:], nil
+}
+
+func encodeApplied(index, term uint64) []byte {
+	b := make([]byte, 0, 16)
+	b = binary.BigEndian.AppendUint64(b, index)
+	return binary.BigEndian.AppendUint64(b, term)
+}
+
+// readState checks that tx holds a txlog store of a known schema and reads its
+// meta bucket.
+func readState(tx *bolt.Tx) (appliedState, error) {
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil {
+			return appliedState{}, fmt.Errorf("%w: no bucket %q", ErrCorrupt, name)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(metaSchema); len(v) != 1 || v[0] != schemaVersion {
+		return appliedState{}, fmt.Errorf("%w: schema version %x, want %d", ErrCorrupt, v, schemaVersion)
+	}
+	st := appliedState{maxTime: math.MinInt64}
+	if v := meta.Get(metaApplied); v != nil {
+		if len(v) != 16 {
+			return appliedState{}, fmt.Errorf("%w: applied index of %d bytes", ErrCorrupt, len(v))
+		}
+		st.index = binary.BigEndian.Uint64(v)
+		st.term = binary.BigEndian.Uint64(v[8:])
+	}
+	if v := meta.Get(metaMaxTime); v != nil {
+		if len(v) != 8 {
+			return appliedState{}, fmt.Errorf("%w: max time of %d bytes", ErrCorrupt, len(v))
+		}
+		st.maxTime = int64(binary.BigEndian.Uint64(v))
+	}
+	return st, nil
+}
+
+// encodeKV encodes the value of a key in the kv bucket:
+//
+//	+---------+--------------+---------------+---------------------+
+//	| ver (1) | version (uv) | modIndex (uv) | value (rest)        |
+//	+---------+--------------+---------------+---------------------+
+func encodeKV(version, modIndex uint64, value []byte) []byte {
+	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(value))
+	b = append(b, codecVersion)
+	b = binary.AppendUvarint(b, version)
+	b = binary.AppendUvarint(b, modIndex)
+	return append(b, value...)
+}
+
+// decodeKV decodes encodeKV bytes. The Value aliases v.
+func decodeKV(key string, v []byte) (KV, error) {
+	d := decoder{what: "kv " + key, b: v}
+	d.version()
+	kv := KV{Key: key, Version: d.uvarint("version"), ModIndex: d.uvarint("mod index")}
+	kv.Value = d.rest()
+	return kv, d.finish()
+}
+
+// encodeLogValue encodes the value of an index in the log bucket: the outcome
+// without what the key (the index) or the tx itself (txid, idempotency key) says,
+// followed by the EncodeTx bytes as they came in the entry.
+//
+//	+---------+-----------+----------+------------+-----------+--------------------+
+//	| ver (1) | term (uv) | time (8) | status (1) | details   | tx (rest: EncodeTx)|
+//	+---------+-----------+----------+------------+-----------+--------------------+
+//
+// details of a rejected tx (the conflict):
+//
+//	+-------------+-----+---------------+-------------+
+//	| keyLen (uv) | key | expected (uv) | actual (uv) |
+//	+-------------+-----+---------------+-------------+
+//
+// details of a committed tx (the versions), keys in ascending order:
+//
+//	+---------+-------------+-----+--------------+-----+
+//	| n (uv)  | keyLen (uv) | key | version (uv) | ... |  n times
+//	+---------+-------------+-----+--------------+-----+
+func encodeLogValue(o Outcome, tx []byte) []byte {
+	b := make([]byte, 0, 64+len(tx))
+	b = append(b, codecVersion)
+	b = binary.AppendUvarint(b, o.Term)
+	b = binary.BigEndian.AppendUint64(b, uint64(o.Time))
+	b = append(b, byte(o.Status))
+	if o.Status == StatusRejected {
+		b = appendString(b, o.Conflict.Key)
+		b = binary.AppendUvarint(b, o.Conflict.Expected)
+		b = binary.AppendUvarint(b, o.Conflict.Actual)
+	} else {
+		b = binary.AppendUvarint(b, uint64(len(o.Versions)))
+		for _, k := range slices.Sorted(maps.Keys(o.Versions)) {
+			b = appendString(b, k)
+			b = binary.AppendUvarint(b, o.Versions[k])
+		}
+	}
+	return append(b, tx...)
+}
+
+// decodeLogValue decodes encodeLogValue bytes stored at index. With withOps it
+// decodes the whole tx into the record's Ops; without, only the tx header. The
+// result does not alias v.
+func decodeLogValue(index uint64, v []byte, withOps bool) (LogRecord, error) {
+	d := decoder{what: fmt.Sprintf("log record %d", index), b: v}
+	d.version()
+	var r LogRecord
+	r.Index = index
+	r.Term = d.uvarint("term")
+	r.Time = int64(d.u64("time"))
+	r.Status = Status(d.u8("status"))
+	switch {
+	case d.err != nil:
+	case r.Status == StatusRejected:
+		c := Conflict{Key: string(d.bytes("conflict key", MaxKeyBytes))}
+		c.Expected = d.uvarint("expected version")
+		c.Actual = d.uvarint("actual version")
+		r.Conflict = &c
+	case r.Status == StatusCommitted:
+		n := d.uvarint("version count")
+		if d.err == nil && (n > MaxOps || n > uint64(len(d.b)/3)) {
+			d.fail("version count %d too large", n)
+		}
+		r.Versions = make(map[string]uint64, min(n, MaxOps))
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			k := string(d.bytes("version key", MaxKeyBytes))
+			r.Versions[k] = d.uvarint("version")
+		}
+	default:
+		d.fail("unknown status %d", r.Status)
+	}
+	if d.err != nil {
+		return LogRecord{}, d.err
+	}
+	txBytes := d.rest()
+	if withOps {
+		tx, err := DecodeTx(txBytes)
+		if err != nil {
+			return LogRecord{}, fmt.Errorf("log record %d: %w", index, err)
+		}
+		r.TxID, r.IdempotencyKey, r.Ops = tx.ID, tx.IdempotencyKey, tx.Ops
+		return r, nil
+	}
+	hd := decoder{what: fmt.Sprintf("log record %d tx", index), b: txBytes}
+	tx := decodeTxHeader(&hd)
+	if hd.err != nil {
+		return LogRecord{}, hd.err
+	}
+	r.TxID, r.IdempotencyKey = tx.ID, tx.IdempotencyKey
+	return r, nil
+}
+
+func u64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

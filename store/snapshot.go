@@ -1,0 +1,239 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// restoreTempPattern names the temporary file Restore writes next to the
+// database; Open removes any left over by a crash.
+const restoreTempPattern = ".restore-*"
+
+// Snapshot is a consistent, point-in-time view of a DB being written out. It
+// holds a bbolt read transaction from Snapshot until Release.
+type Snapshot struct {
+	mu    sync.Mutex // held by WriteTo and Release, so that Release waits for a WriteTo
+	tx    *bolt.Tx   // nil after Release
+	index uint64
+	term  uint64
+}
+
+// Snapshot starts a consistent snapshot of the database: the state after the
+// last Apply, which later Applies do not change. Call it from the apply goroutine
+// (between Applies); WriteTo may then run on another goroutine while Apply goes
+// on. The caller must Release it: until then Close and Restore wait for it, and
+// bbolt cannot reuse the pages it sees.
+func (db *DB) Snapshot() (*Snapshot, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return nil, ErrClosed
+	}
+	tx, err := db.bolt.Begin(false)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", db.path, err)
+	}
+	st, err := readState(tx)
+	if err != nil {
+		tx.Rollback()
+		return nil, fmt.Errorf("snapshot %s: %w", db.path, err)
+	}
+	return &Snapshot{tx: tx, index: st.index, term: st.term}, nil
+}
+
+// AppliedIndex returns the applied index of the snapshot's state.
+func (s *Snapshot) AppliedIndex() uint64 { return s.index }
+
+// AppliedTerm returns the term of the snapshot's applied index.
+func (s *Snapshot) AppliedTerm() uint64 { return s.term }
+
+// WriteTo writes the snapshot stream to w: a complete bbolt database file, which
+// Restore reads back. It may be called again to write the same stream.
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tx == nil {
+		return 0, errors.New("write snapshot: released")
+	}
+	n, err := s.tx.WriteTo(w)
+	if err != nil {
+		return n, fmt.Errorf("write snapshot at index %d: %w", s.index, err)
+	}
+	return n, nil
+}
+
+// Release frees the snapshot. It is safe to call twice, and waits for a running
+// WriteTo.
+func (s *Snapshot) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tx != nil {
+		s.tx.Rollback()
+		s.tx = nil
+	}
+}
+
+// Restore replaces the database with a snapshot stream written by
+// Snapshot.WriteTo, and reloads the applied index from it. Call it from the apply
+// goroutine, never during Apply.
+//
+// Restore writes the stream to a temporary file next to the database, fsyncs it,
+// and checks that it is a sound bbolt file with the store's buckets. Only then
+// does it rename it over the database, fsync the directory and open it. Readers
+// keep reading the old state until the switch, which holds them off for no I/O;
+// a reader never sees a mix. After the switch Restore closes the old database,
+// which waits for open Snapshots of it to be released.
+//
+// An error before the rename leaves the database as it was. An error after it
+// (opening the new file) leaves the DB closed to Apply; the caller must stop the
+// node, which reopens the restored file when it starts.
+func (db *DB) Restore(r io.Reader) error {
+	db.mu.RLock()
+	closed := db.bolt == nil
+	db.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+
+	tmp, err := db.writeTemp(r)
+	if err != nil {
+		return err
+	}
+	if err := db.checkFile(tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, db.path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("restore %s: %w", db.path, err)
+	}
+	if err := syncDir(filepath.Dir(db.path)); err != nil {
+		return fmt.Errorf("restore %s: %w", db.path, err)
+	}
+	b, st, err := db.openBolt(db.path)
+
+	db.mu.Lock()
+	old := db.bolt
+	switch {
+	case old == nil: // closed meanwhile
+	case err != nil:
+		db.bolt = nil
+	default:
+		db.bolt = b
+		db.applied.Store(st.index)
+	}
+	db.mu.Unlock()
+
+	if old == nil {
+		if b != nil {
+			b.Close()
+		}
+		return ErrClosed
+	}
+	if cerr := old.Close(); cerr != nil {
+		db.logger.Warn("close replaced database", "path", db.path, "err", cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("restore %s: %w", db.path, err)
+	}
+	db.logger.Info("store restored", "path", db.path, "index", st.index, "term", st.term)
+	return nil
+}
+
+// writeTemp copies r into a new fsynced file next to the database and returns its
+// name.
+func (db *DB) writeTemp(r io.Reader) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(db.path), filepath.Base(db.path)+restoreTempPattern)
+	if err != nil {
+		return "", fmt.Errorf("restore %s: %w", db.path, err)
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("restore %s: write %s: %w", db.path, f.Name(), err)
+	}
+	return f.Name(), nil
+}
+
+// checkFile opens the bbolt file at path and checks its pages, buckets and
+// schema.
+func (db *DB) checkFile(path string) error {
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        db.cfg.LockTimeout,
+		NoSync:         db.cfg.NoSync,
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
+	if err != nil {
+		return fmt.Errorf("restore %s: check snapshot: %w", db.path, err)
+	}
+	err = b.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("%w: %w", ErrCorrupt, errors.Join(errs...))
+		}
+		_, err := readState(tx)
+		return err
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore %s: check snapshot: %w", db.path, err)
+	}
+	return nil
+}
+
+// removeRestoreTemps removes temporary files of a Restore that did not finish.
+func (db *DB) removeRestoreTemps() {
+	names, _ := filepath.Glob(filepath.Join(filepath.Dir(db.path), globEscape(filepath.Base(db.path))+restoreTempPattern))
+	for _, name := range names {
+		if err := os.Remove(name); err != nil {
+			db.logger.Warn("remove restore temp file", "path", name, "err", err)
+		}
+	}
+}
+
+// globEscape escapes the metacharacters of filepath.Match in s.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}
+
+// syncDir fsyncs a directory, making a rename or create in it durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
