@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 )
 
 // Sentinel errors a Backend returns and a Client gives back. Check with errors.Is.
@@ -66,4 +69,63 @@ var codes = map[string]struct {
 	CodeTimeout:          {http.StatusGatewayTimeout, ErrTimeout},
 	CodeNotReady:         {http.StatusServiceUnavailable, nil},
 	CodeInternal:         {http.StatusInternalServerError, nil},
+}
+
+// sentinelCodes lists the codes that have a sentinel, sorted, so that an error
+// wrapping two sentinels always maps to the same code.
+var sentinelCodes = func() []string {
+	var out []string
+	for code, c := range codes {
+		if c.sentinel != nil {
+			out = append(out, code)
+		}
+	}
+	slices.Sort(out)
+	return out
+}()
+
+// errorBody maps err to its HTTP status and wire body through the code table:
+// an *Error keeps its code, a wrapped sentinel gets the code of the sentinel, a
+// context error becomes timeout, and anything else is internal.
+func errorBody(err error) (int, ErrorBody) {
+	if e, ok := errors.AsType[*Error](err); ok {
+		if c, ok := codes[e.Code]; ok {
+			return c.status, ErrorBody{Code: e.Code, Message: e.Message}
+		}
+		return http.StatusInternalServerError, ErrorBody{Code: CodeInternal, Message: fmt.Sprintf("unknown error code %q: %s", e.Code, e.Message)}
+	}
+	for _, code := range sentinelCodes {
+		if errors.Is(err, codes[code].sentinel) {
+			return codes[code].status, ErrorBody{Code: code, Message: err.Error()}
+		}
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return codes[CodeTimeout].status, ErrorBody{Code: CodeTimeout, Message: err.Error()}
+	}
+	return http.StatusInternalServerError, ErrorBody{Code: CodeInternal, Message: err.Error()}
+}
+
+// codeError turns a wire error back into an error through the code table: the
+// sentinel of the code, wrapped with the message when it adds something, or an
+// *Error for a code without a sentinel (or one this version does not know).
+func codeError(b ErrorBody) error {
+	c, ok := codes[b.Code]
+	if !ok || c.sentinel == nil {
+		return &Error{Code: b.Code, Message: b.Message}
+	}
+	if b.Message == "" || b.Message == c.sentinel.Error() {
+		return c.sentinel
+	}
+	return fmt.Errorf("%w: %s", c.sentinel, b.Message)
+}
+
+// retryableCode reports whether an answer with code means that the request was
+// not carried out and that another node, or the same one a little later, may
+// carry it out.
+func retryableCode(code string) bool {
+	switch code {
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady:
+		return true
+	}
+	return false
 }

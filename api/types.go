@@ -15,6 +15,12 @@ type Op struct {
 	IfVersion *uint64         `json:"if_version,omitempty"` // nil: unconditional; 0: must not exist; N: version must be N
 }
 
+// Op names on the wire.
+const (
+	OpPut    = "put"
+	OpDelete = "delete"
+)
+
 // TxRequest is the body of POST /v1/tx and one element of a batch.
 type TxRequest struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
@@ -56,8 +62,11 @@ type Conflict struct {
 }
 
 // TxResult is the answer for one transaction.
+//
+// TxID is omitted when zero (no ID was issued, for example for a batch member
+// that failed before it got one), because the zero ID has no text form.
 type TxResult struct {
-	TxID           txid.ID           `json:"txid"`
+	TxID           txid.ID           `json:"txid,omitempty"`
 	Status         string            `json:"status"`
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	Index          uint64            `json:"index,omitempty"`

@@ -1,0 +1,489 @@
+package api
+
+// Strict decoding of request bodies.
+//
+// encoding/json is lenient in ways that would change a request silently: it
+// replaces invalid UTF-8 and lone surrogate escapes with U+FFFD, matches field
+// names case-insensitively, keeps the last of two fields with the same name, and
+// reads -1 into nothing but an error without a path. So the decoders here walk
+// objects and arrays themselves, with encoding/json doing only the tokens, and
+// report every problem as "<path>: <why>", for example "txs[3].ops[0].key: empty".
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// limits are the bounds the decoders check.
+type limits struct {
+	maxKeyBytes int
+	maxOps      int
+	maxTxs      int
+}
+
+// fieldError is a body that is valid JSON but breaks the schema or a rule. The
+// entry points turn it into an *Error with the code of the body they decode.
+type fieldError struct {
+	path string
+	msg  string
+}
+
+func (e *fieldError) Error() string { return e.path + ": " + e.msg }
+
+func fieldErr(path, format string, args ...any) error {
+	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
+}
+
+// asError gives err, from a decoder of this file, the wire code schemaCode when
+// it is a schema error.
+func asError(err error, schemaCode string) error {
+	if fe, ok := errors.AsType[*fieldError](err); ok {
+		return &Error{Code: schemaCode, Message: fe.Error()}
+	}
+	return err
+}
+
+// decodeTxBody decodes and validates the body of POST /v1/tx.
+func decodeTxBody(body []byte, lim limits) (TxRequest, error) {
+	raw, err := jsonBody(body)
+	if err != nil {
+		return TxRequest{}, err
+	}
+	tx, err := decodeTx(raw, "", lim)
+	return tx, asError(err, CodeInvalidTx)
+}
+
+// decodeBatchBody decodes and validates the body of POST /v1/tx/batch. Two
+// transactions of one batch may not share an idempotency key.
+func decodeBatchBody(body []byte, lim limits) (BatchRequest, error) {
+	raw, err := jsonBody(body)
+	if err != nil {
+		return BatchRequest{}, err
+	}
+	req, err := decodeBatch(raw, lim)
+	return req, asError(err, CodeInvalidTx)
+}
+
+func decodeBatch(raw json.RawMessage, lim limits) (BatchRequest, error) {
+	var req BatchRequest
+	fields, err := objectFields(raw, "")
+	if err != nil {
+		return req, err
+	}
+	var txs json.RawMessage
+	for _, f := range fields {
+		switch f.name {
+		case "txs":
+			txs = f.raw
+		default:
+			return req, fieldErr(f.name, "unknown field")
+		}
+	}
+	if txs == nil {
+		return req, fieldErr("txs", "missing")
+	}
+	elems, err := arrayElems(txs, "txs", lim.maxTxs)
+	if err != nil {
+		return req, err
+	}
+	if len(elems) == 0 {
+		return req, fieldErr("txs", "empty")
+	}
+	req.Txs = make([]TxRequest, len(elems))
+	first := make(map[string]int) // idempotency key → index of the first tx with it
+	for i, e := range elems {
+		path := fmt.Sprintf("txs[%d]", i)
+		if req.Txs[i], err = decodeTx(e, path, lim); err != nil {
+			return req, err
+		}
+		if k := req.Txs[i].IdempotencyKey; k != "" {
+			if j, ok := first[k]; ok {
+				return req, fieldErr(path+".idempotency_key", "same as txs[%d]", j)
+			}
+			first[k] = i
+		}
+	}
+	return req, nil
+}
+
+// decodeTx decodes one transaction object found at path ("" for the body).
+func decodeTx(raw json.RawMessage, path string, lim limits) (TxRequest, error) {
+	var tx TxRequest
+	fields, err := objectFields(raw, path)
+	if err != nil {
+		return tx, err
+	}
+	var ops json.RawMessage
+	for _, f := range fields {
+		fp := join(path, f.name)
+		switch f.name {
+		case "idempotency_key":
+			if tx.IdempotencyKey, err = stringValue(f.raw, fp); err != nil {
+				return tx, err
+			}
+			if err := checkIdempotencyKey(tx.IdempotencyKey, fp); err != nil {
+				return tx, err
+			}
+		case "ops":
+			ops = f.raw
+		default:
+			return tx, fieldErr(fp, "unknown field")
+		}
+	}
+	opsPath := join(path, "ops")
+	if ops == nil {
+		return tx, fieldErr(opsPath, "missing")
+	}
+	elems, err := arrayElems(ops, opsPath, lim.maxOps)
+	if err != nil {
+		return tx, err
+	}
+	if len(elems) == 0 {
+		return tx, fieldErr(opsPath, "empty")
+	}
+	tx.Ops = make([]Op, len(elems))
+	for i, e := range elems {
+		if tx.Ops[i], err = decodeOp(e, fmt.Sprintf("%s[%d]", opsPath, i), lim); err != nil {
+			return tx, err
+		}
+	}
+	return tx, nil
+}
+
+// decodeOp decodes one operation object found at path.
+//
+// A put needs a value, and the JSON null is a value: it is stored as null. A
+// delete must not have one. The value is kept as raw JSON, compacted.
+func decodeOp(raw json.RawMessage, path string, lim limits) (Op, error) {
+	var op Op
+	fields, err := objectFields(raw, path)
+	if err != nil {
+		return op, err
+	}
+	var hasOp, hasKey bool
+	for _, f := range fields {
+		fp := join(path, f.name)
+		switch f.name {
+		case "op":
+			hasOp = true
+			if op.Op, err = stringValue(f.raw, fp); err != nil {
+				return op, err
+			}
+		case "key":
+			hasKey = true
+			if op.Key, err = stringValue(f.raw, fp); err != nil {
+				return op, err
+			}
+		case "value":
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, f.raw); err != nil {
+				return op, fieldErr(fp, "%v", err) // unreachable: raw is valid JSON
+			}
+			op.Value = buf.Bytes()
+		case "if_version":
+			v, err := uintValue(f.raw, fp)
+			if err != nil {
+				return op, err
+			}
+			op.IfVersion = &v
+		default:
+			return op, fieldErr(fp, "unknown field")
+		}
+	}
+	switch {
+	case !hasOp:
+		return op, fieldErr(join(path, "op"), "missing")
+	case op.Op != OpPut && op.Op != OpDelete:
+		return op, fieldErr(join(path, "op"), "unknown %q, want %q or %q", op.Op, OpPut, OpDelete)
+	case !hasKey:
+		return op, fieldErr(join(path, "key"), "missing")
+	}
+	if err := checkKey(op.Key, join(path, "key"), lim.maxKeyBytes); err != nil {
+		return op, err
+	}
+	if op.Op == OpPut && op.Value == nil {
+		return op, fieldErr(join(path, "value"), "missing; a put needs a value (null is a value)")
+	}
+	if op.Op == OpDelete && op.Value != nil {
+		return op, fieldErr(join(path, "value"), "not allowed on a delete")
+	}
+	return op, nil
+}
+
+// checkKey checks a key: not empty, at most max bytes, valid UTF-8 and without
+// U+FFFD. encoding/json turns a lone surrogate escape such as "\udc00" into
+// U+FFFD, so a key with U+FFFD is refused rather than stored as something the
+// client did not send.
+func checkKey(key, path string, max int) error {
+	switch {
+	case key == "":
+		return fieldErr(path, "empty")
+	case len(key) > max:
+		return fieldErr(path, "%d bytes, limit %d", len(key), max)
+	}
+	return checkText(key, path)
+}
+
+// checkIdempotencyKey checks an idempotency key; empty means none.
+func checkIdempotencyKey(key, path string) error {
+	if len(key) > MaxIdempotencyKeyBytes {
+		return fieldErr(path, "%d bytes, limit %d", len(key), MaxIdempotencyKeyBytes)
+	}
+	return checkText(key, path)
+}
+
+// checkText refuses invalid UTF-8 and U+FFFD with code invalid_utf8.
+func checkText(s, path string) error {
+	if !utf8.ValidString(s) {
+		return &Error{Code: CodeInvalidUTF8, Message: path + ": not valid UTF-8"}
+	}
+	if strings.ContainsRune(s, utf8.RuneError) {
+		return &Error{Code: CodeInvalidUTF8, Message: path + ": contains U+FFFD (a lone surrogate escape or a replaced byte)"}
+	}
+	return nil
+}
+
+// jsonBody checks that body is valid UTF-8 holding exactly one JSON value, and
+// returns that value.
+func jsonBody(body []byte) (json.RawMessage, error) {
+	if !utf8.Valid(body) {
+		return nil, &Error{Code: CodeInvalidUTF8, Message: "body: not valid UTF-8"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, syntaxError(err)
+	}
+	off := dec.InputOffset()
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &Error{Code: CodeInvalidJSON, Message: fmt.Sprintf("body: data after the JSON value at offset %d", off)}
+	}
+	return raw, nil
+}
+
+func syntaxError(err error) error {
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return &Error{Code: CodeInvalidJSON, Message: fmt.Sprintf("body: invalid JSON at offset %d: %v", se.Offset, se)}
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		return &Error{Code: CodeInvalidJSON, Message: "body: empty"}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &Error{Code: CodeInvalidJSON, Message: "body: truncated JSON"}
+	}
+	return &Error{Code: CodeInvalidJSON, Message: fmt.Sprintf("body: %v", err)}
+}
+
+// field is one member of a JSON object, in the order of the text.
+type field struct {
+	name string
+	raw  json.RawMessage
+}
+
+// objectFields splits raw, a valid JSON value found at path ("" for the body),
+// into the members of an object, refusing any other kind of value and a name
+// that comes twice.
+func objectFields(raw json.RawMessage, path string) ([]field, error) {
+	if k := kind(raw); k != "object" {
+		return nil, fieldErr(orBody(path), "want object, got %s", k)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, syntaxError(err)
+	}
+	var fields []field
+	seen := make(map[string]bool)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntaxError(err)
+		}
+		name, _ := tok.(string) // object keys are always strings
+		if seen[name] {
+			return nil, fieldErr(join(path, name), "given twice")
+		}
+		seen[name] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, syntaxError(err)
+		}
+		fields = append(fields, field{name: name, raw: v})
+	}
+	return fields, nil
+}
+
+// arrayElems splits raw, a valid JSON value, into the elements of an array of
+// at most max elements.
+func arrayElems(raw json.RawMessage, path string, max int) ([]json.RawMessage, error) {
+	if k := kind(raw); k != "array" {
+		return nil, fieldErr(path, "want array, got %s", k)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // [
+		return nil, syntaxError(err)
+	}
+	var elems []json.RawMessage
+	for dec.More() {
+		if len(elems) == max {
+			return nil, fieldErr(path, "more than %d elements", max)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, syntaxError(err)
+		}
+		elems = append(elems, v)
+	}
+	return elems, nil
+}
+
+// stringValue decodes a JSON string.
+func stringValue(raw json.RawMessage, path string) (string, error) {
+	if k := kind(raw); k != "string" {
+		return "", fieldErr(path, "want string, got %s", k)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fieldErr(path, "%v", err) // unreachable: raw is a valid string
+	}
+	return s, nil
+}
+
+// uintValue decodes a JSON number that is a non-negative integer of 64 bits,
+// written without fraction or exponent.
+func uintValue(raw json.RawMessage, path string) (uint64, error) {
+	if k := kind(raw); k != "number" {
+		return 0, fieldErr(path, "want non-negative integer, got %s", k)
+	}
+	s := string(raw)
+	if strings.HasPrefix(s, "-") {
+		return 0, fieldErr(path, "negative (%s)", s)
+	}
+	if strings.ContainsAny(s, ".eE") {
+		return 0, fieldErr(path, "want non-negative integer, got %s", s)
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fieldErr(path, "%s does not fit 64 bits", s)
+	}
+	return v, nil
+}
+
+// kind names the kind of the valid JSON value raw.
+func kind(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// join appends a field name to a path.
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// orBody names the body when path is empty.
+func orBody(path string) string {
+	if path == "" {
+		return "body"
+	}
+	return path
+}
+
+// decodeJoinBody decodes and validates the body of POST /v1/cluster/join: id
+// and raft_addr are required.
+func decodeJoinBody(body []byte) (JoinRequest, error) {
+	var req JoinRequest
+	raw, err := jsonBody(body)
+	if err != nil {
+		return req, err
+	}
+	err = func() error {
+		fields, err := objectFields(raw, "")
+		if err != nil {
+			return err
+		}
+		for _, f := range fields {
+			var err error
+			switch f.name {
+			case "id":
+				req.ID, err = stringValue(f.raw, f.name)
+			case "raft_addr":
+				req.RaftAddr, err = stringValue(f.raw, f.name)
+			case "http_addr":
+				req.HTTPAddr, err = stringValue(f.raw, f.name)
+			case "voter":
+				var v bool
+				if k := kind(f.raw); k != "boolean" {
+					return fieldErr(f.name, "want boolean, got %s", k)
+				}
+				v = f.raw[0] == 't'
+				req.Voter = &v
+			default:
+				err = fieldErr(f.name, "unknown field")
+			}
+			if err != nil {
+				return err
+			}
+		}
+		for _, c := range []struct{ name, v string }{{"id", req.ID}, {"raft_addr", req.RaftAddr}, {"http_addr", req.HTTPAddr}} {
+			if c.v == "" && c.name != "http_addr" {
+				return fieldErr(c.name, "missing or empty")
+			}
+			if err := checkText(c.v, c.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	return req, asError(err, CodeBadRequest)
+}
+
+// decodeTransferBody decodes the optional body of POST
+// /v1/cluster/transfer-leadership; an empty body means "let Raft choose".
+func decodeTransferBody(body []byte) (TransferRequest, error) {
+	var req TransferRequest
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	raw, err := jsonBody(body)
+	if err != nil {
+		return req, err
+	}
+	err = func() error {
+		fields, err := objectFields(raw, "")
+		if err != nil {
+			return err
+		}
+		for _, f := range fields {
+			if f.name != "id" {
+				return fieldErr(f.name, "unknown field")
+			}
+			if req.ID, err = stringValue(f.raw, "id"); err != nil {
+				return err
+			}
+		}
+		return checkText(req.ID, "id")
+	}()
+	return req, asError(err, CodeBadRequest)
+}

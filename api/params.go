@@ -1,0 +1,121 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+)
+
+// query is the parsed query string of a request. Every parameter is given at
+// most once and is one the route knows.
+type query url.Values
+
+// parseQuery parses the query string of r, refusing malformed text, a
+// parameter given twice and a parameter not in allowed: a typo such as
+// "timout=1s" must not fall back to the default without a word.
+func parseQuery(r *http.Request, allowed ...string) (query, error) {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("query: %v", err)}
+	}
+	names := make([]string, 0, len(v))
+	for name := range v {
+		names = append(names, name)
+	}
+	slices.Sort(names) // report the same problem for the same query every time
+	for _, name := range names {
+		if !slices.Contains(allowed, name) {
+			want := "none"
+			if len(allowed) > 0 {
+				want = strings.Join(allowed, ", ")
+			}
+			return nil, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s: unknown query parameter, want one of: %s", name, want)}
+		}
+		if len(v[name]) > 1 {
+			return nil, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s: given %d times", name, len(v[name]))}
+		}
+	}
+	return query(v), nil
+}
+
+// get returns the value of name and whether it was given.
+func (q query) get(name string) (string, bool) {
+	vs, ok := q[name]
+	if !ok {
+		return "", false
+	}
+	return vs[0], true
+}
+
+// duration reads a Go duration ("250ms", "5s") of at most max. It must be
+// positive, or with allowZero not negative; def is the value when name is absent.
+func (q query) duration(name string, def, max time.Duration, allowZero bool) (time.Duration, error) {
+	s, ok := q.get(name)
+	if !ok {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	switch {
+	case err != nil:
+		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want a duration such as 250ms or 5s", name, s)}
+	case d < 0 || (d == 0 && !allowZero):
+		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: must be positive", name, s)}
+	case d > max:
+		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: above the limit %s", name, s, max)}
+	}
+	return d, nil
+}
+
+// choice reads one of the values in allowed; absent gives allowed[0].
+func (q query) choice(name string, allowed ...string) (string, error) {
+	s, ok := q.get(name)
+	if !ok {
+		return allowed[0], nil
+	}
+	if !slices.Contains(allowed, s) {
+		return "", &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want one of %s", name, s, strings.Join(allowed, ", "))}
+	}
+	return s, nil
+}
+
+// integer reads a decimal integer in [min, max]; absent gives def.
+func (q query) integer(name string, def, min, max uint64) (uint64, error) {
+	s, ok := q.get(name)
+	if !ok {
+		return def, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v < min || v > max {
+		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want an integer from %d to %d", name, s, min, max)}
+	}
+	return v, nil
+}
+
+// submitOptions reads the timeout and ack parameters of a write.
+func (s *Server) submitOptions(q query) (SubmitOptions, error) {
+	timeout, err := q.duration("timeout", s.cfg.DefaultTimeout, s.cfg.MaxTimeout, false)
+	if err != nil {
+		return SubmitOptions{}, err
+	}
+	ack, err := q.choice("ack", AckQuorum, AckAll, AckAccepted)
+	if err != nil {
+		return SubmitOptions{}, err
+	}
+	return SubmitOptions{Timeout: timeout, Ack: ack}, nil
+}
+
+// pathVar returns the unescaped path variable name. The router matches the
+// escaped path, so the variable is still escaped.
+func pathVar(r *http.Request, name string) (string, error) {
+	v, err := url.PathUnescape(mux.Vars(r)[name])
+	if err != nil {
+		return "", &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s: bad escaping: %v", name, err)}
+	}
+	return v, nil
+}

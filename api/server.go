@@ -1,0 +1,268 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/mux"
+)
+
+// MaxIdempotencyKeyBytes is the longest idempotency key, in bytes. It is part of
+// the contract, not a setting: every node and client must agree on it.
+const MaxIdempotencyKeyBytes = 128
+
+// Limits of GET /v1/log.
+const (
+	DefaultLogLimit = 100
+	MaxLogLimit     = 1000
+)
+
+// HeaderForwarded marks a request that another node forwarded ("1"). A node that
+// is not the leader answers such a request itself or with not_leader, and never
+// forwards it again.
+const HeaderForwarded = "X-Txlog-Forwarded"
+
+// HeaderIdempotencyKey may carry the idempotency key of POST /v1/tx instead of
+// the body field idempotency_key.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// Config holds the settings of a Server. Zero means "use the default";
+// NewServer also uses the default for a negative value, so call Validate to
+// catch mistakes.
+type Config struct {
+	// MaxBodyBytes bounds the body of every public request, in bytes. Default 1 MiB.
+	MaxBodyBytes int64
+	// MaxInternalBodyBytes bounds the body of POST /v1/internal/propose, in bytes.
+	// Default 64 MiB.
+	MaxInternalBodyBytes int64
+	// MaxKeyBytes bounds a key, in bytes. Default 1024.
+	MaxKeyBytes int
+	// MaxOpsPerTx bounds the operations of one transaction. Default 1000.
+	MaxOpsPerTx int
+	// MaxBatchTxs bounds the transactions of one batch and the frames of one
+	// internal proposal. Default 10,000.
+	MaxBatchTxs int
+	// DefaultTimeout is the timeout of a write without a timeout query parameter,
+	// and the time a read may take. Default 5s.
+	DefaultTimeout time.Duration
+	// MaxTimeout bounds the timeout and wait query parameters. Default 5 minutes.
+	MaxTimeout time.Duration
+	// Logger receives one Debug record per request and a Warn record per
+	// internal error. Default: discard.
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes         = 1 << 20
+	DefaultMaxInternalBodyBytes = 64 << 20
+	DefaultMaxKeyBytes          = 1024
+	DefaultMaxOpsPerTx          = 1000
+	DefaultMaxBatchTxs          = 10000
+	DefaultTimeout              = 5 * time.Second
+	DefaultMaxTimeout           = 5 * time.Minute
+)
+
+// Validate reports every negative or inconsistent field of c.
+func (c Config) Validate() error {
+	var errs []error
+	neg := func(name string, v int64) {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s: %d, want >= 0", name, v))
+		}
+	}
+	neg("MaxBodyBytes", c.MaxBodyBytes)
+	neg("MaxInternalBodyBytes", c.MaxInternalBodyBytes)
+	neg("MaxKeyBytes", int64(c.MaxKeyBytes))
+	neg("MaxOpsPerTx", int64(c.MaxOpsPerTx))
+	neg("MaxBatchTxs", int64(c.MaxBatchTxs))
+	neg("DefaultTimeout", int64(c.DefaultTimeout))
+	neg("MaxTimeout", int64(c.MaxTimeout))
+	d := c.withDefaults()
+	if d.DefaultTimeout > d.MaxTimeout {
+		errs = append(errs, fmt.Errorf("DefaultTimeout: %s, want <= MaxTimeout %s", d.DefaultTimeout, d.MaxTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns a copy of c with every unset field at its default.
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.MaxInternalBodyBytes <= 0 {
+		c.MaxInternalBodyBytes = DefaultMaxInternalBodyBytes
+	}
+	if c.MaxKeyBytes <= 0 {
+		c.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if c.MaxOpsPerTx <= 0 {
+		c.MaxOpsPerTx = DefaultMaxOpsPerTx
+	}
+	if c.MaxBatchTxs <= 0 {
+		c.MaxBatchTxs = DefaultMaxBatchTxs
+	}
+	if c.DefaultTimeout <= 0 {
+		c.DefaultTimeout = DefaultTimeout
+	}
+	if c.MaxTimeout <= 0 {
+		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Server serves the HTTP API over a Backend. It is an http.Handler and safe for
+// concurrent use.
+type Server struct {
+	cfg    Config // with defaults filled in
+	lim    limits
+	b      Backend
+	log    *slog.Logger
+	router *mux.Router
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// NewServer returns a Server that answers with b. It fills in the defaults of
+// cfg on its own copy.
+func NewServer(cfg Config, b Backend) *Server {
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg: cfg,
+		lim: limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs},
+		b:   b,
+		log: cfg.Logger.With("component", "api"),
+	}
+	s.router = s.routes()
+	return s
+}
+
+// routes is the one place that maps methods and paths to handlers.
+//
+// The router matches the escaped path (UseEncodedPath) and never cleans it
+// (SkipClean), so a key may contain "/", "%2F", "//" or ".." and still reach
+// GET /v1/kv/{key}; handlers unescape path variables with pathVar.
+func (s *Server) routes() *mux.Router {
+	r := mux.NewRouter()
+	r.UseEncodedPath()
+	r.SkipClean(true)
+	r.NotFoundHandler = http.HandlerFunc(s.handleNotFound)
+	r.MethodNotAllowedHandler = http.HandlerFunc(s.handleMethodNotAllowed)
+
+	r.HandleFunc("/healthz", s.handleHealth).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", s.handleReady).Methods(http.MethodGet)
+
+	r.HandleFunc("/v1/tx", s.handleSubmit).Methods(http.MethodPost)
+	r.HandleFunc("/v1/tx", s.handleTxByIdempotencyKey).Methods(http.MethodGet)
+	r.HandleFunc("/v1/tx/batch", s.handleSubmitBatch).Methods(http.MethodPost)
+	r.HandleFunc("/v1/tx/{txid}", s.handleTx).Methods(http.MethodGet)
+	r.HandleFunc("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
+	r.HandleFunc("/v1/log", s.handleLog).Methods(http.MethodGet)
+
+	r.HandleFunc("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
+	r.HandleFunc("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
+	r.HandleFunc("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
+
+	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
+	return r
+}
+
+// ServeHTTP implements http.Handler. Every answer is JSON.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	rec.Header().Set("Content-Type", "application/json")
+	rec.Header().Set("X-Content-Type-Options", "nosniff")
+	s.router.ServeHTTP(rec, r)
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		attrs := []any{"method", r.Method, "path", r.URL.EscapedPath(), "status", rec.status, "duration", time.Since(start)}
+		if rec.err != nil {
+			attrs = append(attrs, "err", rec.err)
+		}
+		s.log.Debug("request", attrs...)
+	}
+}
+
+// recorder remembers the status and the error of an answer for the request log.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	err    error
+}
+
+func (r *recorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// writeJSON answers status with v as JSON.
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		s.writeError(w, fmt.Errorf("encode answer: %w", err))
+		return
+	}
+	w.WriteHeader(status)
+	b = append(b, '\n')
+	if _, err := w.Write(b); err != nil {
+		s.log.Debug("write answer", "err", err)
+	}
+}
+
+// errorAnswer is the body of every error answer.
+type errorAnswer struct {
+	Error ErrorBody `json:"error"`
+}
+
+// writeError answers err with its status and code from the code table.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	status, body := errorBody(err)
+	if rec, ok := w.(*recorder); ok {
+		rec.err = err
+	}
+	if status == http.StatusInternalServerError {
+		s.log.Warn("internal error", "err", err)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	b, _ := json.Marshal(errorAnswer{Error: body}) // an ErrorBody always encodes
+	w.WriteHeader(status)
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		s.log.Debug("write answer", "err", err)
+	}
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	s.writeError(w, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
+}
+
+func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	s.writeError(w, &Error{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
+}
+
+// readBody reads the whole body of r, at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return nil, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
+	}
+	if err != nil {
+		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}
+	}
+	return body, nil
+}
