@@ -1,0 +1,52 @@
+// Package replication replicates the txlog state machine with Raft.
+//
+// It owns everything about Raft: the hashicorp/raft node, its bbolt log and
+// stable store (raft.db, fsynced on every write), its snapshot store
+// (snapshots/, the latest two kept), the TCP transport, the FSM glue that hands
+// committed entries to the state machine (a store.DB) in batches, membership,
+// leader-change notifications, and the waits that tie a proposal or a read to
+// the state machine's applied index. It is the only package that imports
+// hashicorp/raft, raft-boltdb or hclog, and it turns their errors into its own.
+// It must not import api, node or net/http: it knows nothing of clients.
+//
+// # Use
+//
+// Open starts a server; with Config.Bootstrap it bootstraps a new cluster (give
+// every initial member the same list). On the leader, Apply proposes an encoded
+// store.Command and returns its store.Result and log index once the local state
+// machine has applied it. ReadIndex makes a linearizable read: the state
+// machine reflects every write committed before the call once it returns.
+// WaitApplied waits for an index on any server. Subscribe reports leader
+// changes; Join, Remove, Members and TransferLeadership manage membership.
+//
+// # Errors
+//
+// Every error is, or wraps, one of:
+//
+//   - ErrNotLeader: this server is not the leader. Nothing was proposed.
+//   - ErrLeadershipLost: leadership was lost after the entry was proposed.
+//     Outcome unknown.
+//   - ErrTimeout (wraps ctx.Err()): ctx ended while waiting on Raft. From
+//     Apply, Join and Remove the outcome is unknown.
+//   - ErrShutdown: the server is closed or closing. From Apply, outcome unknown.
+//   - ErrUnknownServer: the server ID is not a cluster member.
+//   - ErrStateMachine: the state machine failed to apply a committed entry;
+//     this server applies nothing more and must be restarted.
+//
+// Apply also returns ctx's own error, not wrapped in ErrTimeout, when ctx was
+// done before the entry reached Raft: then nothing was proposed.
+// OutcomeUnknown tells the unknown outcomes apart. An entry with an unknown
+// outcome may still commit later, under a new leader; callers find out by
+// looking the transaction up.
+//
+// # Raft traps
+//
+// Raft's log store compares raft.ErrLogNotFound and raft-boltdb's "not found"
+// by identity and by text, so nothing here may wrap an error that goes back
+// into raft from a store. This package implements no store, only the FSM,
+// whose errors raft merely logs.
+//
+// Raft futures take a timeout, not a ctx, and their timeout bounds only the
+// enqueueing. raftTimeout converts a ctx's deadline in one place; await then
+// waits for the future, ctx or Close.
+package replication

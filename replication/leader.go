@@ -1,0 +1,172 @@
+package replication
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// LeaderChange is the cluster's leader as this server sees it.
+type LeaderChange struct {
+	LeaderID   string // empty while there is no known leader
+	LeaderAddr string
+	Term       uint64 // this server's current term when the change was seen
+	Self       bool   // this server is the leader
+}
+
+// Subscribe returns a channel of leader changes and a function that ends the
+// subscription. The channel first receives the current state, then every
+// change. It holds one value: a subscriber that falls behind finds only the
+// latest change, never a stale one, and never holds raft up. The channel is
+// closed by the returned function and by Close.
+func (r *Raft) Subscribe() (<-chan LeaderChange, func()) {
+	return r.feed.subscribe()
+}
+
+// feed fans leader changes out to subscribers.
+type feed struct {
+	mu     sync.Mutex // guards the fields below; held only for non-blocking sends
+	last   LeaderChange
+	subs   map[chan LeaderChange]struct{}
+	closed bool
+}
+
+func newFeed() *feed {
+	return &feed{subs: make(map[chan LeaderChange]struct{})}
+}
+
+// publish sends c to every subscriber unless it equals the last change, and
+// reports whether it was new.
+func (f *feed) publish(c LeaderChange) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed || c == f.last {
+		return false
+	}
+	f.last = c
+	for ch := range f.subs {
+		offer(ch, c)
+	}
+	return true
+}
+
+// offer puts c in ch, replacing a value the subscriber has not taken yet. Only
+// the feed sends on ch, under f.mu, so the second send always finds room.
+func offer(ch chan LeaderChange, c LeaderChange) {
+	select {
+	case ch <- c:
+		return
+	default:
+	}
+	select {
+	case <-ch:
+	default:
+	}
+	select {
+	case ch <- c:
+	default:
+	}
+}
+
+func (f *feed) subscribe() (<-chan LeaderChange, func()) {
+	ch := make(chan LeaderChange, 1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		close(ch)
+		return ch, func() {}
+	}
+	f.subs[ch] = struct{}{}
+	ch <- f.last // the channel is new and empty
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if _, ok := f.subs[ch]; ok {
+				delete(f.subs, ch)
+				close(ch)
+			}
+		})
+	}
+}
+
+func (f *feed) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	for ch := range f.subs {
+		close(ch)
+	}
+	clear(f.subs)
+}
+
+// observeFilter picks the observations the watch loop wants.
+func observeFilter(o *raft.Observation) bool {
+	switch o.Data.(type) {
+	case raft.LeaderObservation, raft.RaftState,
+		raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+		return true
+	}
+	return false
+}
+
+// watch follows raft's observations until Close. Raft drops observations when
+// obs is full rather than block, so watch reads the current state instead of
+// trusting each observation's content.
+func (r *Raft) watch(obs <-chan raft.Observation) {
+	for {
+		select {
+		case <-r.done:
+			return
+		case o := <-obs:
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				r.setFailing(string(d.PeerID), true, d.LastContact)
+			case raft.ResumedHeartbeatObservation:
+				r.setFailing(string(d.PeerID), false, time.Time{})
+			}
+			r.publishLeader()
+		}
+	}
+}
+
+// publishLeader publishes raft's current leader if it changed. On becoming
+// leader it starts the term's barrier, so that the first ReadIndex is fast.
+func (r *Raft) publishLeader() {
+	addr, id := r.raft.LeaderWithID()
+	c := LeaderChange{
+		LeaderID:   string(id),
+		LeaderAddr: string(addr),
+		Term:       r.raft.CurrentTerm(),
+		Self:       id != "" && string(id) == r.id,
+	}
+	if !r.feed.publish(c) {
+		return
+	}
+	r.logger.Info("leader changed", "leader", c.LeaderID, "leader_addr", c.LeaderAddr, "term", c.Term, "self", c.Self)
+	if c.Self {
+		r.startBarrier(c.Term)
+	} else {
+		r.clearFailing()
+	}
+}
+
+// setFailing records whether the leader's heartbeats to a follower fail, and
+// when the leader last heard from it (zero if never).
+func (r *Raft) setFailing(id string, failing bool, last time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !failing {
+		delete(r.failing, id)
+		return
+	}
+	r.failing[id] = last
+}
+
+func (r *Raft) clearFailing() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.failing)
+}

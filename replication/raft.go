@@ -1,0 +1,443 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/txlog/txlog/store"
+)
+
+const (
+	// transportTimeout is the I/O deadline of one Raft RPC; InstallSnapshot gets
+	// a multiple of it per chunk.
+	transportTimeout = 10 * time.Second
+	// transportMaxPool is how many idle connections the transport keeps per peer.
+	transportMaxPool = 3
+	// openTimeout bounds the wait for raft.db's file lock, so that a second Open
+	// of a Dir fails instead of hanging.
+	openTimeout = time.Second
+)
+
+// Raft is one server of the replicated log: a hashicorp/raft node, its log and
+// snapshot stores, its transport, and the glue to the state machine.
+type Raft struct {
+	id     string
+	raft   *raft.Raft
+	fsm    *fsm
+	logs   *raftboltdb.BoltStore
+	obs    *raft.Observer
+	feed   *feed
+	logger *slog.Logger
+
+	done      chan struct{} // closed by Close
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	mu      sync.Mutex           // guards the fields below
+	barrier *termBarrier         // the barrier of the latest term this server led
+	failing map[string]time.Time // followers whose heartbeats fail → last contact
+}
+
+// Open starts a Raft server in cfg.Dir, applying committed entries to sm. When
+// cfg.Bootstrap is set and the Dir is new, it bootstraps the cluster. Open
+// returns once the server runs; it does not wait for a leader. Before Open
+// returns, raft restores the latest snapshot into sm, if there is one.
+func Open(cfg Config, sm StateMachine) (*Raft, error) {
+	return open(cfg, storeMachine{sm})
+}
+
+func open(cfg Config, sm machine) (*Raft, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("replication config: %w", err)
+	}
+	c := cfg.withDefaults()
+	logger := c.Logger.With("component", "replication")
+	hlog := newHCLogger(c.Logger)
+
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open raft dir: %w", err)
+	}
+	boltOpts := *bolt.DefaultOptions
+	boltOpts.Timeout = openTimeout
+	logPath := filepath.Join(c.Dir, "raft.db")
+	logs, err := raftboltdb.New(raftboltdb.Options{Path: logPath, NoSync: c.NoSync, BoltOptions: &boltOpts})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log %s: %w", logPath, err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(c.Dir, snapshotsRetained, hlog)
+	if err != nil {
+		logs.Close()
+		return nil, fmt.Errorf("open snapshot store in %s: %w", c.Dir, err)
+	}
+	trans, err := newTransport(c, hlog)
+	if err != nil {
+		logs.Close()
+		return nil, err
+	}
+	rc := raftConfig(c, hlog)
+	fail := func(err error) (*Raft, error) {
+		trans.Close()
+		logs.Close()
+		return nil, err
+	}
+
+	hasState, err := raft.HasExistingState(logs, logs, snaps)
+	if err != nil {
+		return fail(fmt.Errorf("check raft state in %s: %w", c.Dir, err))
+	}
+	if !hasState && len(c.Bootstrap) > 0 {
+		if err := raft.BootstrapCluster(rc, logs, logs, snaps, trans, bootstrapConfiguration(c.Bootstrap)); err != nil {
+			return fail(fmt.Errorf("bootstrap cluster: %w", err))
+		}
+		logger.Info("cluster bootstrapped", "servers", len(c.Bootstrap))
+	}
+
+	f := newFSM(sm, c.Fatal)
+	rn, err := raft.NewRaft(rc, f, logs, logs, snaps, trans)
+	if err != nil {
+		return fail(fmt.Errorf("start raft: %w", err))
+	}
+	r := &Raft{
+		id:      c.ID,
+		raft:    rn,
+		fsm:     f,
+		logs:    logs,
+		feed:    newFeed(),
+		logger:  logger,
+		done:    make(chan struct{}),
+		failing: make(map[string]time.Time),
+	}
+	obs := make(chan raft.Observation, 64)
+	r.obs = raft.NewObserver(obs, false, observeFilter)
+	rn.RegisterObserver(r.obs)
+	r.publishLeader() // the state before the observer was registered
+	r.wg.Go(func() { r.watch(obs) })
+	logger.Info("raft started", "addr", string(trans.LocalAddr()), "existing_state", hasState)
+	return r, nil
+}
+
+func newTransport(c Config, hlog *hclogger) (*raft.NetworkTransport, error) {
+	var advertise net.Addr
+	if c.AdvertiseAddr != "" {
+		a, err := net.ResolveTCPAddr("tcp", c.AdvertiseAddr)
+		if err != nil {
+			return nil, fmt.Errorf("resolve advertise address %s: %w", c.AdvertiseAddr, err)
+		}
+		advertise = a
+	}
+	tc := &raft.NetworkTransportConfig{
+		Logger:  hlog,
+		MaxPool: transportMaxPool,
+		Timeout: transportTimeout,
+	}
+	if c.AddressProvider != nil {
+		tc.ServerAddressProvider = addressProvider(c.AddressProvider)
+	}
+	trans, err := raft.NewTCPTransportWithConfig(c.BindAddr, advertise, tc)
+	if err != nil {
+		return nil, fmt.Errorf("listen for raft on %s: %w", c.BindAddr, err)
+	}
+	return trans, nil
+}
+
+// addressProvider adapts Config.AddressProvider to raft.
+type addressProvider func(id string) (string, error)
+
+func (p addressProvider) ServerAddr(id raft.ServerID) (raft.ServerAddress, error) {
+	addr, err := p(string(id))
+	return raft.ServerAddress(addr), err
+}
+
+func raftConfig(c Config, hlog *hclogger) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.ID)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
+	rc.SnapshotInterval = c.SnapshotInterval
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.TrailingLogs = c.TrailingLogs
+	rc.MaxAppendEntries = c.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.Logger = hlog
+	return rc
+}
+
+func bootstrapConfiguration(servers []Server) raft.Configuration {
+	var conf raft.Configuration
+	for _, s := range servers {
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter,
+			ID:       raft.ServerID(s.ID),
+			Address:  raft.ServerAddress(s.Addr),
+		})
+	}
+	return conf
+}
+
+// Close shuts the server down and closes its stores. It does not hand
+// leadership over; call TransferLeadership first for that. When Close returns,
+// raft makes no more calls into the state machine. It is safe to call twice.
+func (r *Raft) Close() error {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		close(r.done) // under mu: startBarrier adds to wg only before this
+		r.mu.Unlock()
+		r.raft.DeregisterObserver(r.obs)
+		err := r.raft.Shutdown().Error() // waits for raft's goroutines, closes the transport
+		r.wg.Wait()
+		if cerr := r.logs.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close raft log: %w", cerr))
+		}
+		r.feed.close()
+		r.closeErr = err
+		r.logger.Info("raft stopped")
+	})
+	return r.closeErr
+}
+
+// await waits for a raft future, for ctx and for Close, whichever comes first,
+// and returns the future's raw error. Raft futures have no channel, so a
+// goroutine blocks in f.Error(). It is not tracked: raft answers every future
+// it dequeues, but not one still queued when it shuts down, and then the
+// goroutine (which holds nothing) stays blocked for good.
+func (r *Raft) await(ctx context.Context, f raft.Future) error {
+	errc := make(chan error, 1)
+	go func() { errc <- f.Error() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return timeoutError(ctx)
+	case <-r.done:
+		return ErrShutdown
+	}
+}
+
+// Apply proposes data as a new log entry and waits until this server's state
+// machine has applied it. It returns the entry's Result and index.
+//
+// Errors: ErrNotLeader (nothing was proposed); ctx's error itself, not wrapped
+// in ErrTimeout, when ctx ended before the entry reached raft (nothing was
+// proposed); and, with the outcome unknown, ErrLeadershipLost, ErrTimeout
+// (ctx ended after the entry was proposed) and ErrShutdown. See OutcomeUnknown.
+// ErrStateMachine means the entry committed but this server failed to apply it.
+//
+// Concurrent calls are written to the log in batches.
+func (r *Raft) Apply(ctx context.Context, data []byte) (store.Result, uint64, error) {
+	timeout, err := raftTimeout(ctx)
+	if err != nil {
+		return store.Result{}, 0, fmt.Errorf("apply: %w", err)
+	}
+	if r.raft.State() != raft.Leader {
+		return store.Result{}, 0, ErrNotLeader
+	}
+	f := r.raft.Apply(data, timeout)
+	if err := r.await(ctx, f); err != nil {
+		if errors.Is(err, raft.ErrEnqueueTimeout) {
+			return store.Result{}, 0, fmt.Errorf("apply: %w", context.DeadlineExceeded)
+		}
+		return store.Result{}, 0, translate("apply", err)
+	}
+	switch resp := f.Response().(type) {
+	case store.Result:
+		return resp, f.Index(), nil
+	case error:
+		return store.Result{}, f.Index(), resp
+	default:
+		return store.Result{}, f.Index(), fmt.Errorf("apply: unexpected response %T at index %d", resp, f.Index())
+	}
+}
+
+// WaitApplied waits until this server's state machine has applied the entry at
+// index and everything before it. Use indexes from Apply or ReadIndex: raft's
+// barrier and no-op entries never reach the state machine, so waiting for one
+// lasts until the next entry that does.
+func (r *Raft) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		applied, changed := r.fsm.watch()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return timeoutError(ctx)
+		case <-r.done:
+			return ErrShutdown
+		}
+	}
+}
+
+// AppliedIndex returns the index this server's state machine is current to.
+func (r *Raft) AppliedIndex() uint64 {
+	applied, _ := r.fsm.watch()
+	return applied
+}
+
+// ReadIndex returns an index such that this server's state machine, once it
+// has applied it, reflects every write committed before the call; it has
+// waited for that already. It is the linearizable read barrier of Raft's
+// ReadIndex: it costs a heartbeat round to a quorum, not a log write.
+//
+// Errors: ErrNotLeader (this server is not, or stopped being, the leader),
+// ErrTimeout, ErrShutdown. None of them has side effects; retry anywhere.
+func (r *Raft) ReadIndex(ctx context.Context) (uint64, error) {
+	if r.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	term := r.raft.CurrentTerm()
+	// A new leader does not know the commit index until it has committed an
+	// entry of its own term; the term's barrier is that entry.
+	b := r.startBarrier(term)
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		return 0, timeoutError(ctx)
+	case <-r.done:
+		return 0, ErrShutdown
+	}
+	if b.err != nil {
+		return 0, readError(b.err)
+	}
+	commit := r.raft.CommitIndex()
+	// Confirm that no other leader could have committed anything past commit.
+	if err := r.await(ctx, r.raft.VerifyLeader()); err != nil {
+		return 0, readError(err)
+	}
+	if r.raft.CurrentTerm() != term {
+		return 0, ErrNotLeader
+	}
+	index := commit
+	if commit <= b.index {
+		// commit is the barrier itself, which the state machine never sees.
+		index = b.floor
+	}
+	if err := r.WaitApplied(ctx, index); err != nil {
+		return 0, err
+	}
+	return index, nil
+}
+
+// readError translates errors for reads, which have no outcome to lose:
+// losing leadership is simply not being the leader.
+func readError(err error) error {
+	err = translate("read index", err)
+	if errors.Is(err, ErrLeadershipLost) {
+		return ErrNotLeader
+	}
+	return err
+}
+
+// termBarrier is the barrier a leader commits once per term, before it serves
+// ReadIndex. Its fields other than done are written before done is closed.
+type termBarrier struct {
+	term uint64
+	done chan struct{}
+	// index is the barrier entry's index. Every entry after it in the term
+	// reaches the state machine (commands and configuration changes).
+	index uint64
+	// floor is the index the state machine is current to once it has applied
+	// everything up to the barrier: the last entry at or below index that
+	// reaches it.
+	floor uint64
+	err   error
+}
+
+// startBarrier returns the barrier of term, starting it unless it is running
+// or has succeeded. A failed one is retried by the next call.
+func (r *Raft) startBarrier(term uint64) *termBarrier {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.done:
+		b := &termBarrier{term: term, done: make(chan struct{}), err: ErrShutdown}
+		close(b.done)
+		return b
+	default:
+	}
+	if b := r.barrier; b != nil && b.term == term {
+		select {
+		case <-b.done:
+			if b.err == nil {
+				return b
+			}
+		default:
+			return b
+		}
+	}
+	b := &termBarrier{term: term, done: make(chan struct{})}
+	r.barrier = b
+	r.wg.Go(func() { r.runBarrier(b) })
+	return b
+}
+
+func (r *Raft) runBarrier(b *termBarrier) {
+	defer close(b.done)
+	f := r.raft.Barrier(0)
+	if err := r.await(context.Background(), f); err != nil {
+		b.err = err
+		return
+	}
+	if r.raft.CurrentTerm() != b.term {
+		b.err = ErrNotLeader // committed, but in a later term than b's
+		return
+	}
+	b.index = f.(raft.IndexFuture).Index()
+	b.floor = min(r.AppliedIndex(), b.index)
+}
+
+// Status is a snapshot of a server's Raft state.
+type Status struct {
+	ID           string
+	State        string // "leader", "follower", "candidate" or "shutdown"
+	Term         uint64
+	CommitIndex  uint64    // the highest index known to be committed
+	AppliedIndex uint64    // the index this server's state machine is current to
+	LastIndex    uint64    // the last index in this server's log or snapshot
+	LeaderID     string    // empty while no leader is known
+	LeaderAddr   string    // the leader's Raft address
+	LastContact  time.Time // when a follower last heard from the leader; zero if never, and meaningless on the leader
+}
+
+// Status returns this server's Raft state.
+func (r *Raft) Status() Status {
+	addr, id := r.raft.LeaderWithID()
+	return Status{
+		ID:           r.id,
+		State:        strings.ToLower(r.raft.State().String()),
+		Term:         r.raft.CurrentTerm(),
+		CommitIndex:  r.raft.CommitIndex(),
+		AppliedIndex: r.AppliedIndex(),
+		LastIndex:    r.raft.LastIndex(),
+		LeaderID:     string(id),
+		LeaderAddr:   string(addr),
+		LastContact:  r.raft.LastContact(),
+	}
+}
+
+// Leader returns the current leader's ID and Raft address, or empty strings
+// while no leader is known.
+func (r *Raft) Leader() (id, addr string) {
+	a, i := r.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// IsLeader reports whether this server is the leader.
+func (r *Raft) IsLeader() bool {
+	return r.raft.State() == raft.Leader
+}
