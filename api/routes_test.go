@@ -1,0 +1,397 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txlog/txlog/txid"
+)
+
+const testID = txid.ID(0x0123456789ABCDEF)
+
+// decodeAs decodes the body of an answer into a value of type T.
+func decodeAs[T any](t *testing.T, body []byte) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("decode %s: %v", body, err)
+	}
+	return v
+}
+
+func TestSubmit(t *testing.T) {
+	tests := []struct {
+		name   string
+		res    TxResult
+		err    error
+		status int
+		code   string // of the error object, if any
+	}{
+		{"committed", TxResult{TxID: testID, Status: StatusCommitted, Index: 7, Versions: map[string]uint64{"k": 1}}, nil, 200, ""},
+		{"rejected", TxResult{TxID: testID, Status: StatusRejected, Conflict: &Conflict{Key: "k", Expected: 1, Actual: 2}}, nil, 409, ""},
+		{"pending", TxResult{TxID: testID, Status: StatusPending}, nil, 202, ""},
+		{"unknown outcome", TxResult{TxID: testID}, fmt.Errorf("apply: %w", ErrUnknownOutcome), 503, CodeUnknownOutcome},
+		{"unknown status without error", TxResult{TxID: testID, Status: StatusUnknown}, nil, 503, CodeUnknownOutcome},
+		{"no leader", TxResult{}, ErrNoLeader, 503, CodeNoLeader},
+		{"shutting down", TxResult{}, ErrShuttingDown, 503, CodeShuttingDown},
+		{"timeout", TxResult{}, context.DeadlineExceeded, 504, CodeTimeout},
+		{"invalid from backend", TxResult{}, &Error{Code: CodeInvalidParam, Message: "ack=all: not available"}, 400, CodeInvalidParam},
+		{"internal", TxResult{}, errors.New("disk on fire"), 500, CodeInternal},
+		{"bad status from backend", TxResult{TxID: testID, Status: "weird"}, nil, 500, CodeInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got TxRequest
+			var gotOpts SubmitOptions
+			b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+				if _, ok := ctx.Deadline(); !ok {
+					t.Error("Submit ctx has no deadline")
+				}
+				got, gotOpts = tx, opts
+				return tt.res, tt.err
+			}}
+			rec := serve(t, Config{}, b, "POST", "/v1/tx", `{"idempotency_key":"ik","ops":[{"op":"put","key":"k","value": { "a" : [1, 2] }}]}`, nil)
+			if rec.Code != tt.status {
+				t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
+			}
+			want := TxRequest{IdempotencyKey: "ik", Ops: []Op{{Op: OpPut, Key: "k", Value: json.RawMessage(`{"a":[1,2]}`)}}}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("backend got %+v, want %+v", got, want)
+			}
+			if gotOpts != (SubmitOptions{Timeout: DefaultTimeout, Ack: AckQuorum}) {
+				t.Errorf("backend got options %+v, want the defaults", gotOpts)
+			}
+			if tt.status == 503 && rec.Header().Get("Retry-After") != "1" {
+				t.Errorf("Retry-After = %q, want 1", rec.Header().Get("Retry-After"))
+			}
+			res := decodeAs[TxResult](t, rec.Body.Bytes())
+			if tt.code != "" {
+				e := errorOf(t, rec)
+				if e.Code != tt.code {
+					t.Errorf("code = %q, want %q", e.Code, tt.code)
+				}
+			}
+			if tt.code == CodeUnknownOutcome {
+				if res.TxID != testID || res.Status != StatusUnknown || res.IdempotencyKey != "ik" {
+					t.Errorf("unknown outcome answer %s: want txid, status unknown and idempotency key", rec.Body)
+				}
+				return
+			}
+			if tt.code == "" && !reflect.DeepEqual(res, withKey(tt.res, "ik")) {
+				t.Errorf("answer = %+v, want %+v", res, withKey(tt.res, "ik"))
+			}
+		})
+	}
+}
+
+func withKey(r TxResult, key string) TxResult {
+	r.IdempotencyKey = key
+	return r
+}
+
+func TestSubmitOptionsAndHeader(t *testing.T) {
+	var got TxRequest
+	var gotOpts SubmitOptions
+	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		got, gotOpts = tx, opts
+		return TxResult{TxID: testID, Status: StatusCommitted}, nil
+	}}
+	tests := []struct {
+		name     string
+		body     string
+		header   http.Header
+		wantKey  string
+		wantNull bool
+	}{
+		{"key from header", `{"ops":[{"op":"put","key":"k","value":null}]}`, http.Header{"Idempotency-Key": {"from-header"}}, "from-header", true},
+		{"same key in both", `{"idempotency_key":"same","ops":[{"op":"put","key":"k","value":null}]}`, http.Header{"Idempotency-Key": {"same"}}, "same", true},
+		{"no key", `{"ops":[{"op":"put","key":"k","value":null}]}`, nil, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, Config{}, b, "POST", "/v1/tx?timeout=250ms&ack=all", tt.body, tt.header)
+			if rec.Code != 200 {
+				t.Fatalf("status = %d; body %s", rec.Code, rec.Body)
+			}
+			if got.IdempotencyKey != tt.wantKey {
+				t.Errorf("idempotency key = %q, want %q", got.IdempotencyKey, tt.wantKey)
+			}
+			if string(got.Ops[0].Value) != "null" {
+				t.Errorf("value = %q, want null (a put of null is stored as null)", got.Ops[0].Value)
+			}
+			if gotOpts != (SubmitOptions{Timeout: 250 * time.Millisecond, Ack: AckAll}) {
+				t.Errorf("options = %+v", gotOpts)
+			}
+		})
+	}
+}
+
+func TestSubmitBatch(t *testing.T) {
+	b := &fakeBackend{SubmitBatchFunc: func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
+		if len(txs) != 2 || txs[1].Ops[0].IfVersion == nil || *txs[1].Ops[0].IfVersion != 0 {
+			t.Errorf("backend got %+v", txs)
+		}
+		return []TxResult{
+			{TxID: testID, Status: StatusCommitted},
+			{Error: &ErrorBody{Code: CodeNoLeader, Message: "no leader"}},
+		}, nil
+	}}
+	rec := serve(t, Config{}, b, "POST", "/v1/tx/batch?ack=accepted", `{"txs":[{"idempotency_key":"a","ops":[{"op":"delete","key":"x"}]},{"ops":[{"op":"put","key":"y","value":"v","if_version":0}]}]}`, nil)
+	if rec.Code != 200 {
+		t.Fatalf("status = %d; body %s", rec.Code, rec.Body)
+	}
+	br := decodeAs[BatchResponse](t, rec.Body.Bytes())
+	if len(br.Results) != 2 || br.Results[0].Status != StatusCommitted || br.Results[0].IdempotencyKey != "a" || br.Results[1].Error.Code != CodeNoLeader {
+		t.Errorf("answer = %s", rec.Body)
+	}
+
+	b.SubmitBatchFunc = func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
+		return nil, ErrNoLeader
+	}
+	rec = serve(t, Config{}, b, "POST", "/v1/tx/batch", `{"txs":[`+okTx+`]}`, nil)
+	if rec.Code != 503 || errorOf(t, rec).Code != CodeNoLeader {
+		t.Errorf("no leader: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestPropose(t *testing.T) {
+	var got [][]byte
+	b := &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		got = payloads
+		res := make([]TxResult, len(payloads))
+		for i := range res {
+			res[i] = TxResult{TxID: testID + txid.ID(i), Status: StatusCommitted}
+		}
+		return res, nil
+	}}
+	payloads := [][]byte{[]byte("one"), {0, 1, 2}, make([]byte, 300)}
+	rec := serve(t, Config{}, b, "POST", "/v1/internal/propose?timeout=2s", string(EncodeFrames(payloads)), nil)
+	if rec.Code != 200 {
+		t.Fatalf("status = %d; body %s", rec.Code, rec.Body)
+	}
+	if !reflect.DeepEqual(got, payloads) {
+		t.Errorf("backend got %q, want %q", got, payloads)
+	}
+	if br := decodeAs[BatchResponse](t, rec.Body.Bytes()); len(br.Results) != 3 {
+		t.Errorf("answer = %s", rec.Body)
+	}
+
+	b.ProposeFunc = func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		return nil, ErrNotLeader
+	}
+	rec = serve(t, Config{}, b, "POST", "/v1/internal/propose", string(EncodeFrames(payloads)), nil)
+	if rec.Code != 503 || errorOf(t, rec).Code != CodeNotLeader {
+		t.Errorf("not leader: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestTxLookup(t *testing.T) {
+	b := &fakeBackend{
+		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error) {
+			switch id {
+			case testID:
+				return TxResult{TxID: id, Status: StatusRejected, IdempotencyKey: fmt.Sprint(wait)}, nil
+			case testID + 1:
+				return TxResult{TxID: id, Status: StatusPending}, nil
+			}
+			return TxResult{}, fmt.Errorf("tx %s: %w", id, ErrNotFound)
+		},
+		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (TxResult, error) {
+			if key == "a b/c" {
+				return TxResult{TxID: testID, Status: StatusCommitted, IdempotencyKey: key}, nil
+			}
+			return TxResult{}, ErrNotFound
+		},
+	}
+	tests := []struct {
+		name   string
+		target string
+		status int
+		want   TxResult
+	}{
+		{"rejected with wait", "/v1/tx/" + testID.String() + "?wait=1500ms", 200, TxResult{TxID: testID, Status: StatusRejected, IdempotencyKey: "1.5s"}},
+		{"lower case txid", "/v1/tx/" + lower(testID.String()), 200, TxResult{TxID: testID, Status: StatusRejected, IdempotencyKey: "0s"}},
+		{"pending", "/v1/tx/" + (testID + 1).String(), 200, TxResult{TxID: testID + 1, Status: StatusPending}},
+		{"not found", "/v1/tx/" + (testID + 2).String(), 404, TxResult{}},
+		{"by key", "/v1/tx?idempotency_key=a+b%2Fc&wait=1s", 200, TxResult{TxID: testID, Status: StatusCommitted, IdempotencyKey: "a b/c"}},
+		{"by key not found", "/v1/tx?idempotency_key=zzz", 404, TxResult{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, Config{}, b, "GET", tt.target, "", nil)
+			if rec.Code != tt.status {
+				t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
+			}
+			if tt.status == 404 {
+				if e := errorOf(t, rec); e.Code != CodeNotFound {
+					t.Errorf("code = %q, want not_found", e.Code)
+				}
+				return
+			}
+			if got := decodeAs[TxResult](t, rec.Body.Bytes()); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("answer = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func TestGet(t *testing.T) {
+	var gotKey string
+	var gotOpts ReadOptions
+	b := &fakeBackend{GetFunc: func(ctx context.Context, key string, opts ReadOptions) (KV, error) {
+		gotKey, gotOpts = key, opts
+		if key == "missing" {
+			return KV{}, ErrNotFound
+		}
+		return KV{Key: key, Value: json.RawMessage(`{"n":1}`), Version: 3, Index: 9}, nil
+	}}
+	tests := []struct {
+		name     string
+		target   string
+		header   http.Header
+		wantKey  string
+		wantOpts ReadOptions
+		status   int
+	}{
+		{"plain", "/v1/kv/k", nil, "k", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
+		{"slashes", "/v1/kv/dir/sub//leaf", nil, "dir/sub//leaf", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
+		{"escaped slash and percent", "/v1/kv/a%2Fb%25c", nil, "a/b%c", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
+		{"dot segments", "/v1/kv/a/../b", nil, "a/../b", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
+		{"escaped query chars", "/v1/kv/what%3F%23%20now", nil, "what?# now", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
+		{"unicode", "/v1/kv/%E2%82%AC", nil, "€", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
+		{"stale", "/v1/kv/k?consistency=stale", nil, "k", ReadOptions{Consistency: ConsistencyStale}, 200},
+		{"leader forwarded", "/v1/kv/k?consistency=leader", http.Header{"X-Txlog-Forwarded": {"1"}}, "k", ReadOptions{Consistency: ConsistencyLeader, Forwarded: true}, 200},
+		{"missing", "/v1/kv/missing", nil, "missing", ReadOptions{Consistency: ConsistencyLinearizable}, 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := serve(t, Config{}, b, "GET", tt.target, "", tt.header)
+			if rec.Code != tt.status {
+				t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
+			}
+			if gotKey != tt.wantKey || gotOpts != tt.wantOpts {
+				t.Errorf("backend got %q %+v, want %q %+v", gotKey, gotOpts, tt.wantKey, tt.wantOpts)
+			}
+			if tt.status == 200 {
+				kv := decodeAs[KV](t, rec.Body.Bytes())
+				if kv.Key != tt.wantKey || string(kv.Value) != `{"n":1}` || kv.Version != 3 {
+					t.Errorf("answer = %s", rec.Body)
+				}
+			} else if e := errorOf(t, rec); e.Code != CodeNotFound {
+				t.Errorf("code = %q, want not_found", e.Code)
+			}
+		})
+	}
+}
+
+func TestLog(t *testing.T) {
+	var gotFrom uint64
+	var gotLimit int
+	b := &fakeBackend{LogFunc: func(ctx context.Context, from uint64, limit int) (LogPage, error) {
+		gotFrom, gotLimit = from, limit
+		return LogPage{Next: from}, nil
+	}}
+	for _, tt := range []struct {
+		target    string
+		from      uint64
+		limit     int
+		wantPart string
+	}{
+		{"/v1/log", 1, DefaultLogLimit, `"entries":[]`},
+		{"/v1/log?from=42&limit=1000", 42, 1000, `"next":42`},
+	} {
+		rec := serve(t, Config{}, b, "GET", tt.target, "", nil)
+		if rec.Code != 200 || gotFrom != tt.from || gotLimit != tt.limit {
+			t.Errorf("%s: status %d, backend got from=%d limit=%d, want %d %d", tt.target, rec.Code, gotFrom, gotLimit, tt.from, tt.limit)
+		}
+		if !strings.Contains(rec.Body.String(), tt.wantPart) {
+			t.Errorf("%s: answer %s, want %s", tt.target, rec.Body, tt.wantPart)
+		}
+	}
+}
+
+func TestClusterRoutes(t *testing.T) {
+	var joined JoinRequest
+	var removed string
+	var transfer TransferRequest
+	b := &fakeBackend{
+		ClusterFunc: func(ctx context.Context) (ClusterStatus, error) {
+			return ClusterStatus{ID: "n1", State: "leader", LeaderID: "n1", Members: []Member{{ID: "n1", Suffrage: "voter", Leader: true}}}, nil
+		},
+		JoinFunc: func(ctx context.Context, req JoinRequest) error { joined = req; return nil },
+		RemoveFunc: func(ctx context.Context, id string) error {
+			removed = id
+			if id == "ghost" {
+				return ErrNotFound
+			}
+			return nil
+		},
+		TransferLeadershipFunc: func(ctx context.Context, req TransferRequest) (TransferResult, error) {
+			transfer = req
+			return TransferResult{LeaderID: "n2"}, nil
+		},
+	}
+	rec := serve(t, Config{}, b, "GET", "/v1/cluster", "", nil)
+	if st := decodeAs[ClusterStatus](t, rec.Body.Bytes()); rec.Code != 200 || st.ID != "n1" || len(st.Members) != 1 {
+		t.Errorf("cluster: %d %s", rec.Code, rec.Body)
+	}
+
+	rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"10.0.0.2:7000","http_addr":"10.0.0.2:8080","voter":false}`, nil)
+	if rec.Code != 200 || joined.ID != "n2" || joined.RaftAddr != "10.0.0.2:7000" || joined.Voter == nil || *joined.Voter {
+		t.Errorf("join: %d %s, backend got %+v", rec.Code, rec.Body, joined)
+	}
+
+	rec = serve(t, Config{}, b, "DELETE", "/v1/cluster/nodes/n%2F3", "", nil)
+	if rec.Code != 200 || removed != "n/3" {
+		t.Errorf("remove: %d %s, backend got %q", rec.Code, rec.Body, removed)
+	}
+	rec = serve(t, Config{}, b, "DELETE", "/v1/cluster/nodes/ghost", "", nil)
+	if rec.Code != 404 || errorOf(t, rec).Code != CodeNotFound {
+		t.Errorf("remove unknown: %d %s", rec.Code, rec.Body)
+	}
+
+	for _, tt := range []struct{ body, want string }{{"", ""}, {"  ", ""}, {`{}`, ""}, {`{"id":"n2"}`, "n2"}} {
+		rec = serve(t, Config{}, b, "POST", "/v1/cluster/transfer-leadership", tt.body, nil)
+		if res := decodeAs[TransferResult](t, rec.Body.Bytes()); rec.Code != 200 || res.LeaderID != "n2" || transfer.ID != tt.want {
+			t.Errorf("transfer %q: %d %s, backend got %+v", tt.body, rec.Code, rec.Body, transfer)
+		}
+	}
+}
+
+func TestHealthAndReady(t *testing.T) {
+	var ready error
+	b := &fakeBackend{ReadyFunc: func(ctx context.Context) error { return ready }}
+	for _, target := range []string{"/healthz", "/readyz"} {
+		rec := serve(t, Config{}, b, "GET", target, "", nil)
+		if rec.Code != 200 || rec.Body.String() != "{\"status\":\"ok\"}\n" {
+			t.Errorf("%s: %d %q", target, rec.Code, rec.Body)
+		}
+	}
+	for _, err := range []error{ErrNoLeader, &Error{Code: CodeNotReady, Message: "applied index 3 behind commit index 5"}} {
+		ready = err
+		rec := serve(t, Config{}, b, "GET", "/readyz", "", nil)
+		if e := errorOf(t, rec); rec.Code != 503 || e.Code != CodeNotReady {
+			t.Errorf("readyz with %v: %d %+v", err, rec.Code, e)
+		}
+		if rec := serve(t, Config{}, b, "GET", "/healthz", "", nil); rec.Code != 200 {
+			t.Errorf("healthz while not ready: %d", rec.Code)
+		}
+	}
+}
