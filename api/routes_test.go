@@ -309,9 +309,9 @@ func TestLog(t *testing.T) {
 		return LogPage{Next: from}, nil
 	}}
 	for _, tt := range []struct {
-		target    string
-		from      uint64
-		limit     int
+		target   string
+		from     uint64
+		limit    int
 		wantPart string
 	}{
 		{"/v1/log", 1, DefaultLogLimit, `"entries":[]`},
