@@ -1,0 +1,124 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// openT opens a log in dir and closes it when the test ends.
+func openT(t testing.TB, dir string, cfg Config) *Log {
+	t.Helper()
+	l, err := Open(dir, cfg)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", dir, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// payloadFor returns a distinct payload of n bytes for record i.
+func payloadFor(i, n int) []byte {
+	p := make([]byte, n)
+	for j := range p {
+		p[j] = byte(i*131 + j*7 + 1)
+	}
+	copy(p, fmt.Sprintf("rec-%d:", i))
+	return p
+}
+
+// appendN appends n records of size bytes, numbered from first, one Append
+// each, and returns what it appended.
+func appendN(t testing.TB, l *Log, first, n, size int) []Record {
+	t.Helper()
+	var recs []Record
+	for i := first; i < first+n; i++ {
+		p := payloadFor(i, size)
+		seq, err := l.Append(context.Background(), p)
+		if err != nil {
+			t.Fatalf("Append(record %d) = %v", i, err)
+		}
+		recs = append(recs, Record{Seq: seq, Payload: p})
+	}
+	return recs
+}
+
+// checkPending fails the test unless l.Pending() equals want.
+func checkPending(t testing.TB, l *Log, want []Record) {
+	t.Helper()
+	got := l.Pending()
+	if len(got) != len(want) {
+		t.Fatalf("Pending() has %d records %v, want %d %v", len(got), seqsOf(got), len(want), seqsOf(want))
+	}
+	for i := range got {
+		if got[i].Seq != want[i].Seq || string(got[i].Payload) != string(want[i].Payload) {
+			t.Fatalf("Pending()[%d] = seq %d %q, want seq %d %q", i, got[i].Seq, got[i].Payload, want[i].Seq, want[i].Payload)
+		}
+	}
+	if s := l.Stats(); s.Pending != len(want) {
+		t.Fatalf("Stats().Pending = %d, want %d", s.Pending, len(want))
+	}
+}
+
+func seqsOf(recs []Record) []uint64 {
+	seqs := make([]uint64, len(recs))
+	for i, r := range recs {
+		seqs[i] = r.Seq
+	}
+	return seqs
+}
+
+// segFiles returns the names of the segment files in dir, in order.
+func segFiles(t testing.TB, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if _, ok := parseSegName(e.Name()); ok {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// copyDir copies the regular files of src into a new temporary directory.
+func copyDir(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// recordOffsets returns the offset of each record in a segment file's bytes.
+func recordOffsets(t testing.TB, buf []byte) []int {
+	t.Helper()
+	var offs []int
+	for off := segHeaderLen; off < len(buf); {
+		_, n, err := decodeRecord(buf[off:])
+		if err != nil {
+			t.Fatalf("decode record at %d: %v", off, err)
+		}
+		offs = append(offs, off)
+		off += n
+	}
+	return offs
+}

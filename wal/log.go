@@ -1,0 +1,278 @@
+package wal
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Keys of the attributes that Log logs.
+const (
+	keyComponent    = "component"
+	keyDir          = "dir"
+	keyFile         = "file"
+	keyOffset       = "offset"
+	keyDroppedBytes = "dropped_bytes"
+	keySeq          = "seq"
+	keySegments     = "segments"
+	keyPending      = "pending"
+	keyErr          = "err"
+)
+
+// Record is a data record that is not yet marked done.
+type Record struct {
+	// Seq is the record's identity, as Append returned it.
+	Seq uint64
+	// Payload is the record's content. The caller owns it.
+	Payload []byte
+}
+
+// Stats is a snapshot of a Log's size.
+type Stats struct {
+	// Segments is the number of segment files, the active one included.
+	Segments int
+	// Bytes is the total size of the segment files.
+	Bytes int64
+	// Pending is the number of records not marked done.
+	Pending int
+	// NextSeq is the Seq that the next appended record will get.
+	NextSeq uint64
+}
+
+// Log is a write-ahead log of opaque records in one directory. Its methods
+// may be called from any goroutine. Open it with Open and release it with
+// Close. Only one Log may use a directory at a time; Log does not lock it.
+type Log struct {
+	dir    string
+	cfg    Config
+	fs     fileSystem
+	logger *slog.Logger
+
+	reqCh     chan *appendReq // unbuffered: Append hands a request to the writer
+	kick      chan struct{}   // capacity 1: MarkDone wakes the writer
+	closing   chan struct{}   // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the writer goroutine
+	closeErr  error          // set by the writer as it stops; read after wg.Wait
+
+	// mu guards the fields below. It is never held across I/O or a
+	// channel operation.
+	mu sync.Mutex
+	// pending maps each Seq written and not marked done to its payload.
+	// Payloads are never modified once stored.
+	pending map[uint64][]byte
+	marks   []uint64 // Seqs marked done and not yet handed to the writer
+	closed  bool     // Close was called; MarkDone refuses
+	stats   Stats    // as of the writer's last commit; Pending unused
+
+	// w belongs to the writer goroutine (and to Open before it starts).
+	w writer
+
+	// syncs counts fsyncs of segment files, for tests and benchmarks.
+	syncs atomic.Int64
+}
+
+// Open opens the log in dir, creating dir and a first segment if needed, and
+// recovers it: it truncates a torn tail of the last segment, loads the
+// records not marked done (see Pending) and deletes segments whose records
+// are all done. It returns a *CorruptError if a segment is damaged anywhere
+// but in a torn tail, and an error from cfg.Validate if cfg is out of
+// bounds.
+func Open(dir string, cfg Config) (*Log, error) {
+	return openFS(dir, cfg, osFS{})
+}
+
+func openFS(dir string, cfg Config, fsys fileSystem) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	l := &Log{
+		dir:     dir,
+		cfg:     cfg,
+		fs:      fsys,
+		logger:  cfg.Logger.With(keyComponent, "wal"),
+		reqCh:   make(chan *appendReq),
+		kick:    make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		pending: map[uint64][]byte{},
+	}
+	if err := fsys.MkdirAll(dir); err != nil {
+		return nil, fmt.Errorf("wal: create dir %s: %w", dir, err)
+	}
+	err := l.recover()
+	if err == nil {
+		l.collect()
+		err = l.w.err
+	}
+	if err != nil {
+		if l.w.f != nil {
+			l.w.f.Close()
+		}
+		return nil, err
+	}
+	l.publish()
+	l.logger.Info("wal opened", keyDir, dir, keySegments, len(l.w.segs),
+		keyPending, len(l.pending), keySeq, l.w.nextSeq)
+	l.wg.Go(l.run)
+	return l, nil
+}
+
+// path is the path of the segment file with header h.
+func (l *Log) path(h segHeader) string { return filepath.Join(l.dir, segName(h)) }
+
+// Append writes payload as a new record and returns its Seq once the record
+// is durable (fsynced, unless Config.NoSync). Concurrent Appends share one
+// fsync. The log keeps its own copy of payload.
+//
+// Seqs start at 1 and increase by one with each record, across segments
+// and restarts. A Seq is never reused, except the Seq of a record that was
+// lost in a torn tail and so was never acknowledged.
+//
+// If ctx ends before the record is durable, Append returns ctx.Err(); the
+// record may then still be written. If it is, the log marks it done itself,
+// but a crash before that mark is written replays it. After a write or
+// fsync error the log is broken: this and every later Append return that
+// error, and only Close and a new Open help.
+func (l *Log) Append(ctx context.Context, payload []byte) (uint64, error) {
+	seqs, err := l.append(ctx, [][]byte{payload})
+	if err != nil {
+		return 0, err
+	}
+	return seqs[0], nil
+}
+
+// AppendBatch is Append for several payloads, written in one go with
+// consecutive Seqs. The batch is not atomic across a crash: none of it is
+// acknowledged unless all of it is durable, but a prefix of it may survive
+// a crash that happens before.
+func (l *Log) AppendBatch(ctx context.Context, payloads [][]byte) ([]uint64, error) {
+	if len(payloads) == 0 {
+		return nil, ctx.Err()
+	}
+	return l.append(ctx, payloads)
+}
+
+func (l *Log) append(ctx context.Context, payloads [][]byte) ([]uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r := &appendReq{payloads: make([][]byte, len(payloads)), done: make(chan struct{})}
+	for i, p := range payloads {
+		if len(p) > l.cfg.MaxRecordBytes {
+			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), l.cfg.MaxRecordBytes)
+		}
+		r.payloads[i] = bytes.Clone(p)
+		r.size += len(p)
+	}
+	select {
+	case l.reqCh <- r:
+	case <-l.closing:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqWaiting, reqAbandoned) {
+			return nil, ctx.Err()
+		}
+		<-r.done // the writer is answering
+	}
+	return r.seqs, r.err
+}
+
+// MarkDone marks the records seqs as done: Pending no longer returns them,
+// and a done-mark record listing them is written to the log. Seqs that are
+// not pending (unknown, or already done) are ignored.
+//
+// MarkDone does not wait for the mark to be written or fsynced. The writer
+// writes it soon after and it becomes durable with the next fsync (of the
+// next Append, a rotation, a deletion or Close). A mark lost to a crash
+// only means that the record is pending again after Open, and is replayed;
+// the consumer must tolerate that.
+func (l *Log) MarkDone(seqs ...uint64) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	n := 0
+	for _, s := range seqs {
+		if _, ok := l.pending[s]; ok {
+			delete(l.pending, s)
+			l.marks = append(l.marks, s)
+			n++
+		}
+	}
+	l.mu.Unlock()
+	if n > 0 {
+		l.wake()
+	}
+	return nil
+}
+
+// Sync returns once every done-mark made before the call is written and
+// fsynced, and the segments it completed are deleted. The node does not
+// need it for correctness (a lost mark means a replay); tests and a
+// graceful handover use it.
+func (l *Log) Sync(ctx context.Context) error {
+	_, err := l.append(ctx, nil)
+	return err
+}
+
+// wake makes the writer look at l.marks, without blocking.
+func (l *Log) wake() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Pending returns the records that are durable and not marked done, in Seq
+// order. After Open these are the records to replay. The caller owns the
+// result.
+func (l *Log) Pending() []Record {
+	l.mu.Lock()
+	recs := make([]Record, 0, len(l.pending))
+	for seq, p := range l.pending {
+		recs = append(recs, Record{Seq: seq, Payload: p})
+	}
+	l.mu.Unlock()
+	for i := range recs {
+		recs[i].Payload = bytes.Clone(recs[i].Payload) // stored payloads are immutable
+	}
+	slices.SortFunc(recs, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	return recs
+}
+
+// Stats returns the log's current size.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.stats
+	s.Pending = len(l.pending)
+	return s
+}
+
+// Close stops the log: Appends not yet taken by the writer return
+// ErrClosed, marks already made are written, and the active segment is
+// fsynced and closed. Close waits for the writer goroutine and may be called
+// more than once; every call returns the same error.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
+		close(l.closing)
+	})
+	l.wg.Wait()
+	return l.closeErr
+}

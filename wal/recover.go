@@ -1,0 +1,251 @@
+package wal
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// scanned is what the first recovery pass learns of one segment.
+type scanned struct {
+	seg *segment
+	// marks holds the Seqs of each done record in the segment, in file order.
+	marks [][]uint64
+	// tornAt is the offset at which the torn tail of the last segment
+	// starts, or -1 if it has none. 0 means the segment header is torn.
+	tornAt int64
+}
+
+// recover reads every segment in l.dir, repairs a torn tail of the last one,
+// and sets up the writer's state: l.w.segs, l.w.nextSeq, l.pending and
+// the open active file. It runs in Open, before the writer goroutine starts.
+//
+// Recovery takes two passes. The first decodes and checks every record and
+// collects the done-marks; the second reads again only the segments that
+// still have pending records, to copy their payloads. So recovery holds in
+// memory one segment file and the pending payloads, never the whole log.
+func (l *Log) recover() error {
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("wal: read dir %s: %w", l.dir, err)
+	}
+	var heads []segHeader
+	for _, name := range names {
+		if h, ok := parseSegName(name); ok {
+			heads = append(heads, h)
+		}
+	}
+	slices.SortFunc(heads, func(a, b segHeader) int { return cmp.Compare(a.id, b.id) })
+
+	var scans []scanned
+	next := uint64(1) // Seq of the next data record
+	for i, h := range heads {
+		path := l.path(h)
+		if i > 0 {
+			prev := heads[i-1]
+			switch {
+			case h.id == prev.id:
+				return &CorruptError{File: path, Offset: 0, Err: fmt.Errorf("%w: two segments with ID %d", errBadSegment, h.id)}
+			case h.firstSeq < next || (h.id == prev.id+1 && h.firstSeq != next):
+				return &CorruptError{File: path, Offset: 0, Err: fmt.Errorf("%w: segment starts at seq %d after seq %d", errSequence, h.firstSeq, next-1)}
+			}
+		}
+		if h.firstSeq == 0 {
+			return &CorruptError{File: path, Offset: 0, Err: fmt.Errorf("%w: first seq 0", errBadSegment)}
+		}
+		buf, err := l.fs.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("wal: read segment %s: %w", path, err)
+		}
+		sc, err := scanSegment(buf, h, i == len(heads)-1)
+		if err != nil {
+			var ce *CorruptError
+			if errors.As(err, &ce) {
+				ce.File = path
+			}
+			return err
+		}
+		if sc.tornAt >= 0 {
+			if err := l.repairTail(path, h, sc.tornAt, int64(len(buf))); err != nil {
+				return err
+			}
+		}
+		next = sc.seg.lastSeq + 1
+		scans = append(scans, sc)
+	}
+
+	segs := make([]*segment, len(scans))
+	for i, sc := range scans {
+		segs[i] = sc.seg
+		sc.seg.live = int(sc.seg.lastSeq + 1 - sc.seg.firstSeq)
+	}
+	// Apply the done-marks. A mark for a Seq that no segment holds refers
+	// to a deleted segment and is ignored.
+	done := map[uint64]struct{}{}
+	for _, sc := range scans {
+		for _, seqs := range sc.marks {
+			for _, s := range seqs {
+				y := findSegment(segs, s)
+				if y == nil {
+					continue
+				}
+				if _, dup := done[s]; !dup {
+					done[s] = struct{}{}
+					y.live--
+				}
+				if y != sc.seg {
+					sc.seg.cross[y.id] = append(sc.seg.cross[y.id], s)
+				}
+			}
+		}
+	}
+	for _, seg := range segs {
+		if seg.live > 0 {
+			if err := l.readPending(seg, done); err != nil {
+				return err
+			}
+		}
+	}
+
+	l.w.segs = segs
+	l.w.nextSeq = next
+	if len(segs) == 0 {
+		return l.createSegment(segHeader{id: 1, firstSeq: 1})
+	}
+	active := segs[len(segs)-1]
+	if scans[len(scans)-1].tornAt == 0 {
+		return l.rewriteHeader(active)
+	}
+	f, err := l.fs.OpenAppend(l.path(active.segHeader))
+	if err != nil {
+		return fmt.Errorf("wal: open segment %s: %w", l.path(active.segHeader), err)
+	}
+	l.w.f = f
+	return nil
+}
+
+// scanSegment decodes and checks the segment h held in buf. last says
+// whether it is the last segment, the only one that may have a torn tail.
+// A *CorruptError it returns has File unset.
+//
+// The rule that tells a torn tail from corruption: when a record (or the
+// segment header) fails to decode at offset off, the segment is torn at off
+// if it is the last segment and no valid record starts at any byte offset
+// after off. Otherwise the record is corrupt. A valid record with a Seq out
+// of sequence is always corrupt: a torn write cannot make one.
+func scanSegment(buf []byte, h segHeader, last bool) (scanned, error) {
+	sc := scanned{seg: newSegment(h), tornAt: -1}
+	sc.seg.size = int64(len(buf))
+	got, err := decodeSegHeader(buf)
+	if err == nil && got != h {
+		return sc, &CorruptError{Offset: 0, Err: fmt.Errorf("%w: header has ID %d first seq %d, name has %d and %d",
+			errBadSegment, got.id, got.firstSeq, h.id, h.firstSeq)}
+	}
+	if err != nil {
+		if last && !validRecordAfter(buf, 0, h.firstSeq) {
+			sc.tornAt = 0
+			sc.seg.size = segHeaderLen
+			return sc, nil
+		}
+		return sc, &CorruptError{Offset: 0, Err: err}
+	}
+	next := h.firstSeq
+	for off := segHeaderLen; off < len(buf); {
+		r, n, err := decodeRecord(buf[off:])
+		if err != nil {
+			if last && !validRecordAfter(buf, off+1, next) {
+				sc.tornAt = int64(off)
+				sc.seg.size = int64(off)
+				return sc, nil
+			}
+			return sc, &CorruptError{Offset: int64(off), Err: err}
+		}
+		switch r.typ {
+		case recData:
+			if r.seq != next {
+				return sc, &CorruptError{Offset: int64(off), Err: fmt.Errorf("%w: seq %d, want %d", errSequence, r.seq, next)}
+			}
+			sc.seg.lastSeq = r.seq
+			next++
+		case recDone:
+			seqs := doneSeqs(r)
+			for _, s := range seqs {
+				if s >= next {
+					return sc, &CorruptError{Offset: int64(off), Err: fmt.Errorf("%w: seq %d, next is %d", errBadMark, s, next)}
+				}
+			}
+			sc.marks = append(sc.marks, seqs)
+		}
+		off += n
+	}
+	return sc, nil
+}
+
+// validRecordAfter reports whether a record that could follow a damaged one
+// decodes at any byte offset from off on: a done record, or a data record
+// with a Seq of at least next.
+func validRecordAfter(buf []byte, off int, next uint64) bool {
+	for p := max(off, 0); p+recHeaderLen <= len(buf); p++ {
+		r, _, err := decodeRecord(buf[p:])
+		if err == nil && (r.typ == recDone || r.seq >= next) {
+			return true
+		}
+	}
+	return false
+}
+
+// repairTail truncates the torn tail of segment h at off.
+func (l *Log) repairTail(path string, h segHeader, off, size int64) error {
+	l.logger.Warn("torn tail truncated", keyFile, path, keyOffset, off, keyDroppedBytes, size-off)
+	if off == 0 {
+		return nil // rewriteHeader truncates, once the segment is set up
+	}
+	if err := l.fs.Truncate(path, off); err != nil {
+		return fmt.Errorf("wal: truncate segment %s at %d: %w", path, off, err)
+	}
+	return nil
+}
+
+// rewriteHeader writes a fresh header into the last segment, whose header was
+// torn, and opens it as the active segment.
+func (l *Log) rewriteHeader(seg *segment) error {
+	path := l.path(seg.segHeader)
+	if err := l.fs.Truncate(path, 0); err != nil {
+		return fmt.Errorf("wal: truncate segment %s: %w", path, err)
+	}
+	f, err := l.fs.OpenAppend(path)
+	if err != nil {
+		return fmt.Errorf("wal: open segment %s: %w", path, err)
+	}
+	l.w.f = f
+	if _, err := f.Write(appendSegHeader(nil, seg.segHeader)); err != nil {
+		return fmt.Errorf("wal: write segment header %s: %w", path, err)
+	}
+	seg.size = segHeaderLen
+	return l.sync()
+}
+
+// readPending copies into l.pending the payloads of seg's data records that
+// are not in done.
+func (l *Log) readPending(seg *segment, done map[uint64]struct{}) error {
+	path := l.path(seg.segHeader)
+	buf, err := l.fs.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("wal: read segment %s: %w", path, err)
+	}
+	buf = buf[:min(int64(len(buf)), seg.size)]
+	for off := segHeaderLen; off < len(buf); {
+		r, n, err := decodeRecord(buf[off:])
+		if err != nil {
+			// The first pass checked this file; it changed under us.
+			return &CorruptError{File: path, Offset: int64(off), Err: err}
+		}
+		if _, ok := done[r.seq]; r.typ == recData && !ok {
+			l.pending[r.seq] = bytes.Clone(r.payload)
+		}
+		off += n
+	}
+	return nil
+}

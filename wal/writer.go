@@ -1,0 +1,383 @@
+package wal
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+)
+
+// States of an appendReq.
+const (
+	reqWaiting   int32 = iota // handed to the writer, not answered
+	reqAnswered               // the writer claimed it; done will close
+	reqAbandoned              // Append returned ctx.Err(); nobody waits
+)
+
+// appendReq is one Append or AppendBatch handed to the writer.
+type appendReq struct {
+	payloads [][]byte // the log's own copies
+	size     int      // total payload bytes
+
+	// state moves from reqWaiting to reqAnswered (by the writer) or to
+	// reqAbandoned (by Append), never both.
+	state atomic.Int32
+	// seqs and err are set by the writer before it closes done.
+	seqs []uint64
+	err  error
+	done chan struct{}
+}
+
+// writer is the state that only the writer goroutine touches.
+type writer struct {
+	segs     []*segment // by ID; the last is the active segment
+	f        file       // the active segment, open for appending
+	nextSeq  uint64     // Seq of the next data record
+	buf      []byte     // encoded records not yet written to f
+	unsynced bool       // f has writes that are not fsynced
+	err      error      // sticky: once set, the log writes nothing more
+}
+
+func (l *Log) active() *segment { return l.w.segs[len(l.w.segs)-1] }
+
+// run is the writer goroutine: group commit in the manner of hashicorp/raft's
+// leaderLoop. It takes one request (or a wake-up from MarkDone), drains
+// whatever else is queued without blocking, writes it all, fsyncs once and
+// answers everyone.
+func (l *Log) run() {
+	for {
+		var reqs []*appendReq
+		size := 0
+		select {
+		case r := <-l.reqCh:
+			reqs, size = append(reqs, r), r.size
+		case <-l.kick:
+		case <-l.closing:
+			l.closeErr = l.shutdown()
+			return
+		}
+	drain:
+		for size < l.cfg.MaxBatchBytes {
+			select {
+			case r := <-l.reqCh:
+				reqs, size = append(reqs, r), size+r.size
+			default:
+				break drain
+			}
+		}
+		l.commit(reqs)
+	}
+}
+
+// commit writes the queued done-marks and the records of reqs, fsyncs if
+// there are requests, deletes segments that became all done, and answers
+// reqs. Deleting before answering costs the few Appends that complete a
+// segment's marks a second fsync, and lets Sync promise the deletion.
+func (l *Log) commit(reqs []*appendReq) {
+	marks := l.takeMarks()
+	if l.w.err == nil {
+		l.w.err = l.writeBatch(marks, reqs)
+	}
+	l.collect()
+	l.publish()
+	l.answer(reqs, l.w.err)
+}
+
+// takeMarks returns the Seqs that MarkDone queued, sorted.
+func (l *Log) takeMarks() []uint64 {
+	l.mu.Lock()
+	marks := l.marks
+	l.marks = nil
+	l.mu.Unlock()
+	slices.Sort(marks)
+	return marks
+}
+
+// writeBatch writes done records for marks and data records for reqs, and
+// fsyncs if reqs is not empty (a request from Sync has no records but
+// wants the fsync). It assigns the Seqs of reqs.
+func (l *Log) writeBatch(marks []uint64, reqs []*appendReq) error {
+	if err := l.writeMarks(marks, false); err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		r.seqs = make([]uint64, len(r.payloads))
+		for i, p := range r.payloads {
+			seq := l.w.nextSeq
+			if err := l.reserve(encodedLen(len(p))); err != nil {
+				return err
+			}
+			l.w.buf = appendRecord(l.w.buf, record{typ: recData, seq: seq, payload: p})
+			l.w.nextSeq++
+			a := l.active()
+			a.lastSeq = seq
+			a.live++
+			r.seqs[i] = seq
+		}
+	}
+	if err := l.flush(); err != nil {
+		return err
+	}
+	if len(reqs) > 0 {
+		return l.sync()
+	}
+	return nil
+}
+
+// writeMarks encodes done records for seqs into l.w.buf and updates the
+// segment accounting. carried says the marks are copies of marks already
+// counted, moved out of a segment about to be deleted.
+func (l *Log) writeMarks(seqs []uint64, carried bool) error {
+	for chunk := range slices.Chunk(seqs, maxDoneSeqs) {
+		if err := l.reserve(encodedLen(8 * len(chunk))); err != nil {
+			return err
+		}
+		l.w.buf = appendDone(l.w.buf, chunk)
+		x := l.active()
+		for _, s := range chunk {
+			y := findSegment(l.w.segs, s)
+			if y == nil {
+				continue
+			}
+			if !carried {
+				y.live--
+			}
+			if y != x {
+				x.cross[y.id] = append(x.cross[y.id], s)
+			}
+		}
+	}
+	return nil
+}
+
+// reserve makes room for a record of n bytes in the active segment: if it
+// would take the segment past SegmentBytes, it writes out l.w.buf and
+// rotates, unless the segment is still empty.
+func (l *Log) reserve(n int) error {
+	used := l.active().size + int64(len(l.w.buf))
+	if used+int64(n) <= l.cfg.SegmentBytes || used == segHeaderLen {
+		return nil
+	}
+	if err := l.flush(); err != nil {
+		return err
+	}
+	return l.rotate()
+}
+
+// flush writes l.w.buf to the active segment.
+func (l *Log) flush() error {
+	if len(l.w.buf) == 0 {
+		return nil
+	}
+	a := l.active()
+	_, err := l.w.f.Write(l.w.buf)
+	if err != nil {
+		return fmt.Errorf("wal: write segment %s: %w", l.path(a.segHeader), err)
+	}
+	a.size += int64(len(l.w.buf))
+	l.w.buf = l.w.buf[:0]
+	l.w.unsynced = true
+	return nil
+}
+
+// sync fsyncs the active segment if it has unsynced writes.
+func (l *Log) sync() error {
+	if !l.w.unsynced || l.cfg.NoSync {
+		l.w.unsynced = false
+		return nil
+	}
+	if err := l.w.f.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync segment %s: %w", l.path(l.active().segHeader), err)
+	}
+	l.syncs.Add(1)
+	l.w.unsynced = false
+	return nil
+}
+
+// rotate fsyncs and closes the active segment and starts the next one. The
+// old segment is durable before the new one exists, so only the last
+// segment can ever have a torn tail.
+func (l *Log) rotate() error {
+	old := l.active()
+	if err := l.sync(); err != nil {
+		return err
+	}
+	if err := l.w.f.Close(); err != nil {
+		return fmt.Errorf("wal: close segment %s: %w", l.path(old.segHeader), err)
+	}
+	l.w.f = nil
+	if err := l.createSegment(segHeader{id: old.id + 1, firstSeq: l.w.nextSeq}); err != nil {
+		return err
+	}
+	l.logger.Info("segment rotated", keyFile, l.path(l.active().segHeader), keySeq, l.w.nextSeq)
+	return nil
+}
+
+// createSegment creates the segment h, writes and fsyncs its header, fsyncs
+// the directory, and makes it the active segment.
+func (l *Log) createSegment(h segHeader) error {
+	path := l.path(h)
+	f, err := l.fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("wal: create segment %s: %w", path, err)
+	}
+	l.w.f = f
+	l.w.segs = append(l.w.segs, newSegment(h))
+	if _, err := f.Write(appendSegHeader(nil, h)); err != nil {
+		return fmt.Errorf("wal: write segment header %s: %w", path, err)
+	}
+	l.w.unsynced = true
+	if err := l.sync(); err != nil {
+		return err
+	}
+	if l.cfg.NoSync {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return fmt.Errorf("wal: fsync dir %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// answer tells each request in reqs its outcome. Records of abandoned
+// requests that were written are marked done at once.
+func (l *Log) answer(reqs []*appendReq, err error) {
+	if len(reqs) == 0 {
+		return
+	}
+	claimed := make([]bool, len(reqs))
+	abandoned := false
+	for i, r := range reqs {
+		claimed[i] = r.state.CompareAndSwap(reqWaiting, reqAnswered)
+		abandoned = abandoned || !claimed[i]
+	}
+	if err == nil {
+		l.mu.Lock()
+		for i, r := range reqs {
+			if claimed[i] {
+				for j, seq := range r.seqs {
+					l.pending[seq] = r.payloads[j]
+				}
+			} else {
+				l.marks = append(l.marks, r.seqs...)
+			}
+		}
+		l.mu.Unlock()
+		if abandoned {
+			l.wake()
+		}
+	}
+	for i, r := range reqs {
+		if claimed[i] {
+			if err != nil {
+				r.seqs = nil
+			}
+			r.err = err
+			close(r.done)
+		}
+	}
+}
+
+// collect deletes every segment but the active one whose records are all
+// marked done. Before it deletes a segment it makes every written mark
+// durable, and carries into the active segment the marks that the segment
+// holds for records of older segments that stay; so a deleted segment
+// never takes with it a mark that a surviving record needs. Marks in later
+// segments that refer to a deleted segment are ignored by Open.
+//
+// A failure to delete a file is logged and the segment is dropped from the
+// account anyway; the next Open finds it all done and deletes it again.
+func (l *Log) collect() {
+	if l.w.err != nil {
+		return
+	}
+	segs := l.w.segs
+	dead := map[uint64]*segment{}
+	for _, s := range segs[:len(segs)-1] {
+		if s.live == 0 {
+			dead[s.id] = s
+		}
+	}
+	if len(dead) == 0 {
+		return
+	}
+	var carry []uint64
+	for _, s := range dead {
+		for target, seqs := range s.cross {
+			if dead[target] == nil {
+				carry = append(carry, seqs...)
+			}
+		}
+	}
+	slices.Sort(carry)
+	carry = slices.Compact(carry)
+	err := l.writeMarks(carry, true)
+	if err == nil {
+		err = l.flush()
+	}
+	if err == nil {
+		err = l.sync()
+	}
+	if err != nil {
+		l.w.err = err
+		return
+	}
+	// writeMarks may have rotated, so the active segment is not in dead,
+	// but a rotated-out segment may now qualify too; the next collect
+	// takes it.
+	for _, s := range dead {
+		path := l.path(s.segHeader)
+		if err := l.fs.Remove(path); err != nil {
+			l.logger.Warn("segment delete failed", keyFile, path, keyErr, err)
+			continue
+		}
+		l.logger.Info("segment deleted", keyFile, path)
+	}
+	if !l.cfg.NoSync {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			l.logger.Warn("dir fsync failed", keyDir, l.dir, keyErr, err)
+		}
+	}
+	l.w.segs = slices.DeleteFunc(l.w.segs, func(s *segment) bool { return dead[s.id] != nil })
+	for _, s := range l.w.segs {
+		for id := range dead {
+			delete(s.cross, id)
+		}
+	}
+}
+
+// publish copies the writer's figures into l.stats for Stats.
+func (l *Log) publish() {
+	var bytes int64
+	for _, s := range l.w.segs {
+		bytes += s.size
+	}
+	l.mu.Lock()
+	l.stats = Stats{Segments: len(l.w.segs), Bytes: bytes, NextSeq: l.w.nextSeq}
+	l.mu.Unlock()
+}
+
+// shutdown writes the remaining marks, fsyncs and closes the active
+// segment. Close has set l.closed, so no more marks arrive.
+func (l *Log) shutdown() error {
+	marks := l.takeMarks()
+	err := l.w.err
+	if err == nil {
+		err = l.writeMarks(marks, false)
+	}
+	if err == nil {
+		err = l.flush()
+	}
+	if err == nil {
+		err = l.sync()
+	}
+	if l.w.f != nil {
+		if cerr := l.w.f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("wal: close segment %s: %w", l.path(l.active().segHeader), cerr)
+		}
+		l.w.f = nil
+	}
+	if err == nil {
+		l.logger.Info("wal closed", keyDir, l.dir)
+	}
+	return err
+}
