@@ -1,0 +1,568 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/txlog/txlog/api"
+)
+
+// ErrClosed is returned by Cluster methods that would start a node after Close.
+var ErrClosed = errors.New("cluster is closed")
+
+// Defaults of ClusterConfig.
+const (
+	DefaultNodes       = 3
+	DefaultStopTimeout = 10 * time.Second
+)
+
+// loopback is the only host the launcher binds nodes to.
+const loopback = "127.0.0.1"
+
+// requestTimeout bounds one HTTP request of the launcher to one node, so that a
+// paused node does not hold a poll round hostage.
+const requestTimeout = time.Second
+
+// httpPollInterval is how often Leader and WaitReady ask the nodes again.
+const httpPollInterval = 50 * time.Millisecond
+
+// ClusterConfig describes a cluster of txlogd processes bootstrapped together on
+// loopback. Zero values mean "use the default".
+type ClusterConfig struct {
+	// Bin is the txlogd binary. Required.
+	Bin string
+	// Dir holds node n's data dir <Dir>/<n> and log file <Dir>/<n>.log. Required;
+	// made absolute by StartCluster.
+	Dir string
+	// Nodes is the number of nodes, named n1..nN. Default DefaultNodes.
+	Nodes int
+	// HTTPBasePort, when set, gives node i (from 1) the HTTP port HTTPBasePort+i-1.
+	// Default 0: every node binds port 0 and the launcher reads the port back.
+	HTTPBasePort int
+	// RaftBasePort, when set, gives node i (from 1) the Raft port RaftBasePort+i-1.
+	// Default 0: free ports are reserved just before launch. Raft addresses are part
+	// of the cluster's stored configuration, so a cluster on reserved ports cannot be
+	// started again on the same Dir by a new StartCluster (Restart keeps them).
+	RaftBasePort int
+	// ExtraArgs are appended to every node's command line.
+	ExtraArgs []string
+	// Env is added to every node's environment (see ProcessConfig.Env).
+	Env []string
+	// StopTimeout bounds each node's graceful stop in Stop, Restart and Close, after
+	// which the node gets SIGKILL. Default DefaultStopTimeout.
+	StopTimeout time.Duration
+	// Logger receives the launcher's records; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c ClusterConfig) withDefaults() ClusterConfig {
+	if c.Nodes == 0 {
+		c.Nodes = DefaultNodes
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports every missing or out-of-range field.
+func (c ClusterConfig) Validate() error {
+	var errs []error
+	if c.Bin == "" {
+		errs = append(errs, errors.New("Bin is required"))
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("Dir is required"))
+	}
+	if c.Nodes < 0 || c.Nodes > 100 {
+		errs = append(errs, fmt.Errorf("Nodes %d: want 1..100", c.Nodes))
+	}
+	for _, f := range []struct {
+		name string
+		port int
+	}{{"HTTPBasePort", c.HTTPBasePort}, {"RaftBasePort", c.RaftBasePort}} {
+		if f.port < 0 || f.port > 0 && f.port+c.Nodes-1 > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d: want 0, or 1..%d for %d nodes", f.name, f.port, 65536-c.Nodes, c.Nodes))
+		}
+	}
+	if c.HTTPBasePort > 0 && c.RaftBasePort > 0 {
+		h, r := c.HTTPBasePort, c.RaftBasePort
+		if h < r+c.Nodes && r < h+c.Nodes {
+			errs = append(errs, fmt.Errorf("HTTPBasePort %d and RaftBasePort %d: port ranges overlap", h, r))
+		}
+	}
+	if c.StopTimeout < 0 {
+		errs = append(errs, fmt.Errorf("StopTimeout %v: must not be negative", c.StopTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Cluster is a set of txlogd processes bootstrapped together with --cluster. Its
+// methods are safe to call from any goroutine, but lifecycle calls on the same node
+// (Restart against Restart) must not race.
+type Cluster struct {
+	cfg       ClusterConfig // defaults filled in, Dir absolute; immutable
+	log       *slog.Logger
+	client    *http.Client
+	nodes     []*Process        // in ID order n1..nN; immutable
+	raftAddrs map[string]string // immutable
+
+	mu   sync.Mutex
+	urls map[string]string // base URL of each node's current or last run
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error // set inside closeOnce
+}
+
+// StartCluster launches cfg.Nodes txlogd processes with static bootstrap and returns
+// once each of them listens on HTTP. It does not wait for a leader: use Leader or
+// WaitReady. On error it kills what it started.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster config: %w", err)
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("cluster dir: %w", err)
+	}
+	cfg.Dir = dir
+
+	ids := make([]string, cfg.Nodes)
+	for i := range ids {
+		ids[i] = "n" + strconv.Itoa(i+1)
+	}
+	raftPorts, err := ports(cfg.RaftBasePort, cfg.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("reserve raft ports: %w", err)
+	}
+	c := &Cluster{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "chaos"),
+		client:    &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		raftAddrs: make(map[string]string, len(ids)),
+		urls:      make(map[string]string, len(ids)),
+	}
+	members := make([]string, len(ids))
+	for i, id := range ids {
+		c.raftAddrs[id] = net.JoinHostPort(loopback, strconv.Itoa(raftPorts[i]))
+		members[i] = id + "=" + c.raftAddrs[id]
+	}
+	for i, id := range ids {
+		httpPort := 0
+		if cfg.HTTPBasePort > 0 {
+			httpPort = cfg.HTTPBasePort + i
+		}
+		dataDir := filepath.Join(dir, id)
+		args := []string{
+			"--id=" + id,
+			"--data-dir=" + dataDir,
+			"--http-addr=" + net.JoinHostPort(loopback, strconv.Itoa(httpPort)),
+			"--raft-addr=" + c.raftAddrs[id],
+			"--cluster=" + strings.Join(members, ","),
+		}
+		p, err := NewProcess(ProcessConfig{
+			ID:      id,
+			Bin:     cfg.Bin,
+			Args:    append(args, cfg.ExtraArgs...),
+			Env:     cfg.Env,
+			DataDir: dataDir,
+			LogDir:  dir,
+			Logger:  cfg.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, p)
+	}
+
+	for _, p := range c.nodes {
+		if err := p.Start(); err != nil {
+			c.killAll()
+			return nil, err
+		}
+	}
+	for _, p := range c.nodes {
+		addr, err := p.HTTPAddr(ctx)
+		if err != nil {
+			c.killAll()
+			return nil, err
+		}
+		c.setURL(p.ID(), addr)
+	}
+	c.log.Info("cluster started", "nodes", len(c.nodes), "dir", dir)
+	return c, nil
+}
+
+// ports returns n ports from base on, or n reserved free loopback ports when base is 0.
+func ports(base, n int) ([]int, error) {
+	if base == 0 {
+		return freePorts(n)
+	}
+	ps := make([]int, n)
+	for i := range ps {
+		ps[i] = base + i
+	}
+	return ps, nil
+}
+
+// freePorts reserves n distinct free loopback TCP ports: it binds 127.0.0.1:0 n times,
+// reads the ports back and closes the listeners. Another process may take a port
+// between that close and the node's own bind; launching right after keeps the
+// window short.
+func freePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ps := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ps, nil
+}
+
+func (c *Cluster) killAll() {
+	for _, p := range c.nodes {
+		if err := p.Kill(); err != nil {
+			c.log.Warn("kill failed", "node", p.ID(), "err", err)
+		}
+	}
+}
+
+func (c *Cluster) setURL(id, hostPort string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.urls[id] = "http://" + hostPort
+}
+
+// Dir returns the absolute directory that holds the nodes' data dirs and logs.
+func (c *Cluster) Dir() string { return c.cfg.Dir }
+
+// Node returns the node with the given ID, or nil.
+func (c *Cluster) Node(id string) *Process {
+	for _, p := range c.nodes {
+		if p.ID() == id {
+			return p
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) node(id string) (*Process, error) {
+	if p := c.Node(id); p != nil {
+		return p, nil
+	}
+	return nil, fmt.Errorf("no node %q in the cluster", id)
+}
+
+// Nodes returns all nodes in ID order, running or not. The caller owns the slice.
+func (c *Cluster) Nodes() []*Process { return append([]*Process(nil), c.nodes...) }
+
+// RaftAddr returns the Raft host:port of node id ("" for an unknown id).
+func (c *Cluster) RaftAddr(id string) string { return c.raftAddrs[id] }
+
+// URL returns the base URL (http://host:port) of node id's HTTP API in its current
+// or last run ("" for an unknown id).
+func (c *Cluster) URL(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.urls[id]
+}
+
+// HTTPAddrs returns the base URLs (http://host:port) of all nodes in ID order, the
+// last known one for a node that is down. The caller owns the slice.
+func (c *Cluster) HTTPAddrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.nodes))
+	for _, p := range c.nodes {
+		if u := c.urls[p.ID()]; u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// liveNodes returns the nodes that run, are not paused and have a known URL.
+func (c *Cluster) liveNodes() []*Process {
+	var live []*Process
+	for _, p := range c.nodes {
+		if p.Running() && !p.Paused() && c.URL(p.ID()) != "" {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+// Leader polls GET /v1/cluster on every live (running, not paused) node until all of
+// them name the same leader and that leader, itself live, says it leads. It returns
+// the leader's ID, or an error with the last disagreement once ctx ends.
+func (c *Cluster) Leader(ctx context.Context) (string, error) {
+	var leader string
+	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
+		id, err := c.agreedLeader(ctx)
+		leader = id
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("wait for leader: %w", err)
+	}
+	return leader, nil
+}
+
+func (c *Cluster) agreedLeader(ctx context.Context) (string, error) {
+	live := c.liveNodes()
+	if len(live) == 0 {
+		return "", errors.New("no live nodes")
+	}
+	statuses := make([]api.ClusterStatus, len(live))
+	errs := make([]error, len(live))
+	var wg sync.WaitGroup
+	for i, p := range live {
+		wg.Go(func() { statuses[i], errs[i] = c.status(ctx, p.ID()) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	leader := statuses[0].LeaderID
+	for i, s := range statuses {
+		if s.LeaderID == "" {
+			return "", fmt.Errorf("%s knows no leader", live[i].ID())
+		}
+		if s.LeaderID != leader {
+			return "", fmt.Errorf("%s sees leader %q, %s sees %q", live[0].ID(), leader, live[i].ID(), s.LeaderID)
+		}
+	}
+	for i, s := range statuses {
+		if live[i].ID() == leader {
+			if s.State != "leader" {
+				return "", fmt.Errorf("all see leader %s, but it is %s", leader, s.State)
+			}
+			return leader, nil
+		}
+	}
+	return "", fmt.Errorf("all see leader %q, which is not live", leader)
+}
+
+// status asks node id for GET /v1/cluster.
+func (c *Cluster) status(ctx context.Context, id string) (api.ClusterStatus, error) {
+	var s api.ClusterStatus
+	body, err := c.get(ctx, id, "/v1/cluster")
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(body, &s); err != nil {
+		return s, fmt.Errorf("%s: decode /v1/cluster: %w", id, err)
+	}
+	return s, nil
+}
+
+// get does one GET on node id with requestTimeout and wants status 200.
+func (c *Cluster) get(ctx context.Context, id, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(id)+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", id, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: GET %s: %s: %s", id, path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return body, nil
+}
+
+// WaitReady polls GET /readyz on every live node until all answer 200.
+func (c *Cluster) WaitReady(ctx context.Context) error {
+	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
+		live := c.liveNodes()
+		if len(live) == 0 {
+			return errors.New("no live nodes")
+		}
+		errs := make([]error, len(live))
+		var wg sync.WaitGroup
+		for i, p := range live {
+			wg.Go(func() { _, errs[i] = c.get(ctx, p.ID(), "/readyz") })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	})
+	if err != nil {
+		return fmt.Errorf("wait until ready: %w", err)
+	}
+	return nil
+}
+
+// poll calls f every interval until it returns nil or ctx ends. Then it returns
+// ctx's error joined with f's last error.
+func poll(ctx context.Context, interval time.Duration, f func(context.Context) error) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; last: %w", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// Kill sends SIGKILL to node id and waits until it is gone.
+func (c *Cluster) Kill(id string) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
+// Stop stops node id gracefully (see Process.Stop), within ctx and StopTimeout.
+func (c *Cluster) Stop(ctx context.Context, id string) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	return c.stop(ctx, p)
+}
+
+func (c *Cluster) stop(ctx context.Context, p *Process) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StopTimeout)
+	defer cancel()
+	return p.Stop(ctx)
+}
+
+// Pause stops node id with SIGSTOP.
+func (c *Cluster) Pause(id string) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	return p.Pause()
+}
+
+// Resume continues node id with SIGCONT.
+func (c *Cluster) Resume(id string) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	return p.Resume()
+}
+
+// Restart starts node id again with the same arguments and data dir, first stopping
+// it gracefully if it still runs, and returns once it listens on HTTP. Its HTTP port
+// may change (when the cluster uses port 0); URL and HTTPAddrs follow it.
+func (c *Cluster) Restart(ctx context.Context, id string) error {
+	p, err := c.node(id)
+	if err != nil {
+		return err
+	}
+	if c.closed.Load() {
+		return fmt.Errorf("restart %s: %w", id, ErrClosed)
+	}
+	if err := c.stop(ctx, p); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	if err := p.Start(); err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	addr, err := p.HTTPAddr(ctx)
+	if err != nil {
+		return fmt.Errorf("restart: %w", err)
+	}
+	c.setURL(id, addr)
+	return nil
+}
+
+// Close stops every running node gracefully, followers first and the leader last so
+// that the cluster does not hold an election for each stop, each within ctx and
+// StopTimeout, after which a straggler gets SIGKILL. Close can be called twice; the
+// second call returns the first one's result.
+func (c *Cluster) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		c.closeErr = c.shutdown(ctx)
+		c.client.CloseIdleConnections()
+	})
+	return c.closeErr
+}
+
+func (c *Cluster) shutdown(ctx context.Context) error {
+	leader := c.leaderHint(ctx)
+	var followers []*Process
+	for _, p := range c.nodes {
+		if p.Running() && p.ID() != leader {
+			followers = append(followers, p)
+		}
+	}
+	errs := make([]error, len(followers))
+	var wg sync.WaitGroup
+	for i, p := range followers {
+		wg.Go(func() { errs[i] = c.stop(ctx, p) })
+	}
+	wg.Wait()
+	if p := c.Node(leader); p != nil {
+		errs = append(errs, c.stop(ctx, p))
+	}
+	c.log.Info("cluster stopped", "leader", leader)
+	return errors.Join(errs...)
+}
+
+// leaderHint asks the live nodes once, briefly, which of them leads, and returns its
+// ID or "" when none answers that it does.
+func (c *Cluster) leaderHint(ctx context.Context) string {
+	live := c.liveNodes()
+	ids := make([]string, len(live))
+	var wg sync.WaitGroup
+	for i, p := range live {
+		wg.Go(func() {
+			if s, err := c.status(ctx, p.ID()); err == nil && s.State == "leader" {
+				ids[i] = p.ID()
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != "" {
+			return id
+		}
+	}
+	return ""
+}

@@ -1,0 +1,236 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func startFakeCluster(t *testing.T, ctx context.Context, cfg ClusterConfig) *Cluster {
+	t.Helper()
+	if cfg.Bin == "" {
+		cfg.Bin = fakeBin
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	c, err := StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatalf("StartCluster: %v", err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// failWithLogs reports err together with the tail of every node's log.
+func failWithLogs(t *testing.T, c *Cluster, format string, args ...any) {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range c.Nodes() {
+		b.WriteString("--- " + p.ID() + " ---\n" + p.LogTail(20) + "\n")
+	}
+	t.Fatalf(format+"\n%s", append(args, b.String())...)
+}
+
+func wantLeader(t *testing.T, ctx context.Context, c *Cluster, want string) {
+	t.Helper()
+	got, err := c.Leader(ctx)
+	if err != nil {
+		failWithLogs(t, c, "Leader() = %v", err)
+	}
+	if got != want {
+		t.Fatalf("Leader() = %s, want %s", got, want)
+	}
+}
+
+func TestCluster(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	c := startFakeCluster(t, ctx, ClusterConfig{})
+
+	if got := len(c.Nodes()); got != DefaultNodes {
+		t.Fatalf("len(Nodes()) = %d, want %d", got, DefaultNodes)
+	}
+	urls := c.HTTPAddrs()
+	if len(urls) != 3 || !strings.HasPrefix(urls[0], "http://127.0.0.1:") {
+		t.Fatalf("HTTPAddrs() = %v, want 3 loopback URLs", urls)
+	}
+	for _, p := range c.Nodes() {
+		if c.RaftAddr(p.ID()) == "" {
+			t.Fatalf("RaftAddr(%s) is empty", p.ID())
+		}
+		if p.DataDir() != filepath.Join(c.Dir(), p.ID()) || p.LogPath() != filepath.Join(c.Dir(), p.ID()+".log") {
+			t.Fatalf("%s: data dir %s, log %s; want them under %s", p.ID(), p.DataDir(), p.LogPath(), c.Dir())
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		failWithLogs(t, c, "WaitReady() = %v", err)
+	}
+	wantLeader(t, ctx, c, "n1")
+
+	// Killing the leader moves leadership; the fake picks the first reachable member.
+	if err := c.Kill("n1"); err != nil {
+		t.Fatalf("Kill(n1) = %v", err)
+	}
+	wantLeader(t, ctx, c, "n2")
+
+	oldURL := c.URL("n1")
+	if err := c.Restart(ctx, "n1"); err != nil {
+		t.Fatalf("Restart(n1) = %v", err)
+	}
+	wantLeader(t, ctx, c, "n1")
+	if c.URL("n1") == oldURL {
+		t.Fatalf("URL(n1) = %s after restart on port 0, want a new port", oldURL)
+	}
+	// The restarted node kept its data dir: the fake counts its starts there.
+	s, err := c.status(ctx, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Term != 2 {
+		t.Fatalf("n1 term (starts on its data dir) = %d, want 2", s.Term)
+	}
+
+	// A paused node is left out of the agreement rather than stalling it.
+	if err := c.Pause("n2"); err != nil {
+		t.Fatalf("Pause(n2) = %v", err)
+	}
+	wantLeader(t, ctx, c, "n1")
+	if err := c.Resume("n2"); err != nil {
+		t.Fatalf("Resume(n2) = %v", err)
+	}
+
+	// Restart of a running node stops it gracefully first.
+	if err := c.Restart(ctx, "n3"); err != nil {
+		t.Fatalf("Restart(n3) = %v", err)
+	}
+	if tail := c.Node("n3").LogTail(10); !strings.Contains(tail, "shutting down") {
+		t.Fatalf("n3 log:\n%s\nwant a graceful shutdown before the restart", tail)
+	}
+	if err := c.Stop(ctx, "n3"); err != nil {
+		t.Fatalf("Stop(n3) = %v", err)
+	}
+	if c.Node("n3").Running() {
+		t.Fatal("n3 runs after Stop")
+	}
+	if err := c.Kill("n9"); err == nil {
+		t.Fatal("Kill(n9) = nil, want an unknown-node error")
+	}
+
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("second Close() = %v", err)
+	}
+	for _, p := range c.Nodes() {
+		if p.Running() {
+			t.Fatalf("%s runs after Close", p.ID())
+		}
+	}
+	if err := c.Restart(ctx, "n1"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Restart() after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestClusterCloseStopsLeaderLast(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	c := startFakeCluster(t, ctx, ClusterConfig{Nodes: 3})
+	wantLeader(t, ctx, c, "n1")
+
+	// Record the order in which the nodes exit.
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	for _, p := range c.Nodes() {
+		wg.Go(func() {
+			p.Wait(ctx)
+			mu.Lock()
+			order = append(order, p.ID())
+			mu.Unlock()
+		})
+	}
+	if err := c.Close(ctx); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	wg.Wait()
+	if len(order) != 3 || order[2] != "n1" {
+		t.Fatalf("exit order %v, want the leader n1 last", order)
+	}
+}
+
+func TestClusterCloseKillsStragglers(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	c := startFakeCluster(t, ctx, ClusterConfig{Nodes: 2, Env: []string{"FAKENODE_IGNORE_TERM=1"}, StopTimeout: 100 * time.Millisecond})
+	err := c.Close(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Close() = %v, want the stop timeouts reported", err)
+	}
+	for _, p := range c.Nodes() {
+		if p.Running() {
+			t.Fatalf("%s runs after Close", p.ID())
+		}
+	}
+}
+
+func TestClusterFixedPorts(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	hp, err := freePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startFakeCluster(t, ctx, ClusterConfig{Nodes: 1, HTTPBasePort: hp[0], RaftBasePort: hp[1]})
+	if got, want := c.URL("n1"), "http://127.0.0.1:"+strconv.Itoa(hp[0]); got != want {
+		t.Fatalf("URL(n1) = %s, want %s", got, want)
+	}
+	if got, want := c.RaftAddr("n1"), "127.0.0.1:"+strconv.Itoa(hp[1]); got != want {
+		t.Fatalf("RaftAddr(n1) = %s, want %s", got, want)
+	}
+	wantLeader(t, ctx, c, "n1")
+}
+
+func TestClusterStartFailure(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	dir := t.TempDir()
+	_, err := StartCluster(ctx, ClusterConfig{Bin: fakeBin, Dir: dir, Env: []string{"FAKENODE_EXIT=2"}})
+	if err == nil || !strings.Contains(err.Error(), "exiting on request") {
+		t.Fatalf("StartCluster() = %v, want an error quoting the node's log", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "n1.log")); err != nil {
+		t.Fatalf("log file: %v", err)
+	}
+}
+
+func TestClusterConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     ClusterConfig
+		wantErr []string
+	}{
+		{"ok", ClusterConfig{Bin: "b", Dir: "d"}, nil},
+		{"fixed ports", ClusterConfig{Bin: "b", Dir: "d", HTTPBasePort: 8081, RaftBasePort: 7101}, nil},
+		{"missing", ClusterConfig{}, []string{"Bin is required", "Dir is required"}},
+		{"too many nodes", ClusterConfig{Bin: "b", Dir: "d", Nodes: 101}, []string{"Nodes 101"}},
+		{"port overflow", ClusterConfig{Bin: "b", Dir: "d", HTTPBasePort: 65535}, []string{"HTTPBasePort 65535"}},
+		{"negative port", ClusterConfig{Bin: "b", Dir: "d", RaftBasePort: -1}, []string{"RaftBasePort -1"}},
+		{"overlap", ClusterConfig{Bin: "b", Dir: "d", HTTPBasePort: 7000, RaftBasePort: 7002}, []string{"overlap"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.withDefaults().Validate()
+			if (err == nil) != (len(tt.wantErr) == 0) {
+				t.Fatalf("Validate() = %v, want errors %v", err, tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %v, want it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}

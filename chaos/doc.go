@@ -1,0 +1,39 @@
+// Package chaos runs txlog the way a user does: as txlogd processes on this machine,
+// driven by signals and HTTP. It owns the process launcher used by `txlog local`, by
+// the integration tests of other packages and by the chaos verifier.
+//
+// A [Process] is one node's program across its runs: Start launches it in its own
+// process group with stdout and stderr appended to <LogDir>/<ID>.log, and Kill, Stop,
+// Pause, Resume, Wait and HTTPAddr act on the current run. A [Cluster] is N such
+// processes bootstrapped together with --cluster:
+//
+//	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: txlogd, Dir: t.TempDir()})
+//	if err != nil { ... }
+//	defer c.Close(context.Background())
+//	leader, err := c.Leader(ctx)
+//	c.Kill(leader)
+//	c.Restart(ctx, leader)
+//
+// Everything that waits polls with a deadline taken from its ctx; nothing sleeps for a
+// fixed time.
+//
+// # Children and an abruptly dying parent
+//
+// Children run in their own process group, so a Ctrl-C on the terminal reaches only
+// the parent, which then decides how to stop them (Cluster.Close). On Linux each child
+// also gets SIGKILL when its parent dies (PR_SET_PDEATHSIG), so a crashed or killed
+// test binary or `txlog local` leaves no nodes behind. Two limits:
+//   - Linux ties that signal to the OS thread that forked the child, not to the
+//     process. Go keeps its threads alive, except that a goroutine locked with
+//     runtime.LockOSThread that returns without unlocking takes its thread down. Do not
+//     call Process.Start from such a goroutine, or its children die with it.
+//   - On other Unix systems there is no such signal: children of a parent that dies
+//     without running Close keep running and keep their ports.
+//
+// The package builds on Unix only (it needs SIGSTOP and SIGCONT).
+//
+// # Imports
+//
+// chaos imports only api and txid from txlog. It never imports node, replication,
+// store or wal: it must see txlog only through processes, signals and HTTP.
+package chaos
