@@ -102,7 +102,6 @@ func (b block) rawArgs() []string {
 	return s
 }
 
-
 func parseScenario(t *testing.T, file string) []block {
 	f, err := os.Open(file)
 	if err != nil {
