@@ -1,6 +1,7 @@
 package txid
 
 import (
+	"encoding"
 	"errors"
 	"fmt"
 	"time"
@@ -26,7 +27,8 @@ const (
 )
 
 // Epoch is the instant an ID's milliseconds count from: 2024-01-01T00:00:00Z.
-// 42 bits of milliseconds reach into the year 2163.
+// 42 bits of milliseconds reach into the year 2163. It is fixed: assigning to
+// it changes nothing in this package.
 var Epoch = time.UnixMilli(epochMillis).UTC()
 
 // epochMillis is Epoch in Unix milliseconds. It is a constant so that neither
@@ -68,6 +70,11 @@ func (id ID) String() string {
 	}
 	return string(b[:])
 }
+
+var (
+	_ encoding.TextMarshaler   = ID(0)
+	_ encoding.TextUnmarshaler = (*ID)(nil)
+)
 
 // MarshalText implements encoding.TextMarshaler. The zero ID ("no ID") encodes
 // as empty text, so that it survives a round trip through UnmarshalText; every
@@ -118,14 +125,31 @@ func Parse(s string) (ID, error) {
 	return ID(v), nil
 }
 
+// decodeDigit returns the value of the base32 digit c, either case, or -1.
 func decodeDigit(c byte) int {
-	if c >= 'a' && c <= 'z' {
-		c -= 'a' - 'A'
+	d := digitValues[c]
+	if d == noDigit {
+		return -1
+	}
+	return int(d)
+}
+
+// noDigit marks the bytes that are not base32 digits in digitValues.
+const noDigit = 0xFF
+
+// digitValues maps each byte to its base32 value, accepting upper and lower
+// case letters, or to noDigit.
+var digitValues = func() [256]byte {
+	var d [256]byte
+	for i := range d {
+		d[i] = noDigit
 	}
 	for i := 0; i < len(alphabet); i++ {
-		if alphabet[i] == c {
-			return i
+		c := alphabet[i]
+		d[c] = byte(i)
+		if c >= 'A' && c <= 'Z' {
+			d[c+'a'-'A'] = byte(i)
 		}
 	}
-	return -1
-}
+	return d
+}()
