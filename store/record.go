@@ -189,7 +189,10 @@ func decodeLogValue(index uint64, v []byte, withOps bool) (LogRecord, error) {
 		if d.err == nil && (n > MaxOps || n > uint64(len(d.b)/3)) {
 			d.fail("version count %d too large", n)
 		}
-		r.Versions = make(map[string]uint64, min(n, MaxOps))
+		if d.err != nil {
+			break
+		}
+		r.Versions = make(map[string]uint64, n)
 		for i := uint64(0); i < n && d.err == nil; i++ {
 			k := string(d.bytes("version key", MaxKeyBytes))
 			r.Versions[k] = d.uvarint("version")
