@@ -460,6 +460,18 @@ func (c *Client) callAt(ctx context.Context, base string, req request, out any) 
 	return aerr
 }
 
+// marshalJSON encodes v without escaping <, > and &, so that a value goes
+// over the wire, and into the log, as the caller wrote it.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
 // newIdempotencyKey returns a random idempotency key of 26 characters.
 func newIdempotencyKey() string { return rand.Text() }
 
@@ -509,7 +521,7 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 	if tx.IdempotencyKey == "" {
 		tx.IdempotencyKey = newIdempotencyKey()
 	}
-	body, err := json.Marshal(tx)
+	body, err := marshalJSON(tx)
 	if err != nil {
 		return TxResult{}, fmt.Errorf("encode transaction: %w", err)
 	}
@@ -658,7 +670,7 @@ func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOp
 			txs[i].IdempotencyKey = newIdempotencyKey()
 		}
 	}
-	body, err := json.Marshal(BatchRequest{Txs: txs})
+	body, err := marshalJSON(BatchRequest{Txs: txs})
 	if err != nil {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
@@ -802,7 +814,7 @@ func (c *Client) ClusterFrom(ctx context.Context, baseURL string) (ClusterStatus
 }
 
 func joinRequest(req JoinRequest) (request, error) {
-	body, err := json.Marshal(req)
+	body, err := marshalJSON(req)
 	if err != nil {
 		return request{}, fmt.Errorf("encode join request: %w", err)
 	}
@@ -844,7 +856,7 @@ func (c *Client) RemoveVia(ctx context.Context, baseURL, id string) error {
 }
 
 func transferRequest(req TransferRequest) (request, error) {
-	body, err := json.Marshal(req)
+	body, err := marshalJSON(req)
 	if err != nil {
 		return request{}, fmt.Errorf("encode transfer request: %w", err)
 	}

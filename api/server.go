@@ -209,7 +209,7 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // writeJSON answers status with v as JSON.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		s.writeError(w, fmt.Errorf("encode answer: %w", err))
 		return
