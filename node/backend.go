@@ -1,0 +1,404 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/replication"
+	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/txid"
+)
+
+var _ api.Backend = (*Node)(nil)
+
+// checkAck reports whether this node serves the acknowledgement level.
+func checkAck(ack string) error {
+	switch ack {
+	case "", api.AckQuorum:
+		return nil
+	}
+	return &api.Error{Code: api.CodeInvalidParam, Message: fmt.Sprintf("ack=%s: not available yet; use ack=quorum", ack)}
+}
+
+// Submit implements api.Backend.
+func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+	results, err := n.SubmitBatch(ctx, []api.TxRequest{tx}, opts)
+	if err != nil {
+		return api.TxResult{}, err
+	}
+	r := results[0]
+	if r.Error != nil {
+		err := codeError(r.Error)
+		r.Error = nil
+		return r, err
+	}
+	return r, nil
+}
+
+// codeError turns a per-transaction error body back into an error.
+func codeError(e *api.ErrorBody) error {
+	switch e.Code {
+	case api.CodeNoLeader:
+		return api.ErrNoLeader
+	case api.CodeUnknownOutcome:
+		return api.ErrUnknownOutcome
+	case api.CodeShuttingDown:
+		return api.ErrShuttingDown
+	}
+	return &api.Error{Code: e.Code, Message: e.Message}
+}
+
+// errorBody is the per-transaction error of a batch result.
+func errorBody(err error) *api.ErrorBody {
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		return &api.ErrorBody{Code: ae.Code, Message: ae.Message}
+	case errors.Is(err, api.ErrNoLeader):
+		return &api.ErrorBody{Code: api.CodeNoLeader, Message: err.Error()}
+	case errors.Is(err, api.ErrUnknownOutcome):
+		return &api.ErrorBody{Code: api.CodeUnknownOutcome, Message: err.Error()}
+	case errors.Is(err, api.ErrNotLeader):
+		return &api.ErrorBody{Code: api.CodeNotLeader, Message: err.Error()}
+	case errors.Is(err, api.ErrShuttingDown):
+		return &api.ErrorBody{Code: api.CodeShuttingDown, Message: err.Error()}
+	}
+	return &api.ErrorBody{Code: api.CodeInternal, Message: err.Error()}
+}
+
+// SubmitBatch implements api.Backend: every transaction gets a txid here, the
+// receiving node, and is proposed through the leader together with the others.
+func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
+	if err := checkAck(opts.Ack); err != nil {
+		return nil, err
+	}
+	results := make([]api.TxResult, len(txs))
+	ps := make([]*pending, 0, len(txs))
+	slot := make([]int, 0, len(txs))
+	for i, req := range txs {
+		if req.IdempotencyKey != "" {
+			// Fast path: a resubmission this node already knows about.
+			if o, err := n.db.TxByIdempotencyKey(req.IdempotencyKey); err == nil {
+				results[i] = n.result(o, true)
+				continue
+			}
+		}
+		id := n.ids.Next()
+		tx, err := toStoreTx(id, req)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id})
+		slot = append(slot, i)
+	}
+	for _, p := range ps {
+		n.inflight.add(uint64(p.id))
+	}
+	n.propose(ctx, ps, opts)
+	for j, p := range ps {
+		n.inflight.remove(uint64(p.id))
+		r := p.res
+		if p.err != nil {
+			r.Error = errorBody(p.err)
+		}
+		results[slot[j]] = r
+	}
+	return results, nil
+}
+
+// Propose implements api.Backend: the leader's side of forwarding. It makes one
+// attempt; the forwarding node retries.
+func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
+	if !n.raft.IsLeader() {
+		return nil, api.ErrNotLeader
+	}
+	results := make([]api.TxResult, len(frames))
+	ps := make([]*pending, 0, len(frames))
+	slot := make([]int, 0, len(frames))
+	for i, f := range frames {
+		p, err := decodeFrame(f)
+		if err != nil {
+			results[i].Error = &api.ErrorBody{Code: api.CodeInvalidTx, Message: err.Error()}
+			continue
+		}
+		ps = append(ps, p)
+		slot = append(slot, i)
+	}
+	n.proposeLocal(ctx, ps)
+	for j, p := range ps {
+		r := p.res
+		switch {
+		case p.done && p.err != nil:
+			r.Error = errorBody(p.err)
+		case !p.done && p.sent:
+			r = api.TxResult{TxID: p.id, Status: api.StatusUnknown, Error: errorBody(api.ErrUnknownOutcome)}
+		case !p.done:
+			r = api.TxResult{TxID: p.id, Error: errorBody(api.ErrNotLeader)}
+		}
+		results[slot[j]] = r
+	}
+	return results, nil
+}
+
+// decodeFrame decodes a forwarded command and checks its payload.
+func decodeFrame(f []byte) (*pending, error) {
+	c, err := store.DecodeCommand(f)
+	if err != nil {
+		return nil, err
+	}
+	p := &pending{kind: c.Kind, payload: c.Payload}
+	switch c.Kind {
+	case store.KindTx:
+		tx, err := store.DecodeTx(c.Payload)
+		if err != nil {
+			return nil, err
+		}
+		p.id = tx.ID
+	case store.KindRegisterNode:
+		if _, err := store.DecodeNode(c.Payload); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("command kind %d: not accepted from other nodes", c.Kind)
+	}
+	return p, nil
+}
+
+// Tx implements api.Backend.
+func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (api.TxResult, error) {
+	return n.lookup(ctx, wait, id, func() (store.Outcome, error) { return n.db.Tx(id) })
+}
+
+// TxByIdempotencyKey implements api.Backend.
+func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (api.TxResult, error) {
+	return n.lookup(ctx, wait, 0, func() (store.Outcome, error) { return n.db.TxByIdempotencyKey(key) })
+}
+
+// lookup finds a transaction's outcome after catching up with the leader's
+// commit index, waiting up to wait for it to appear. A transaction this node
+// accepted and has not resolved yet is "pending".
+func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error)) (api.TxResult, error) {
+	n.catchUp(ctx)
+	deadline := time.Now().Add(wait)
+	for {
+		o, err := find()
+		if err == nil {
+			return n.result(o, false), nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return api.TxResult{}, err
+		}
+		if time.Now().After(deadline) {
+			if id != 0 && n.inflight.has(uint64(id)) {
+				return api.TxResult{TxID: id, Status: api.StatusPending}, nil
+			}
+			return api.TxResult{}, api.ErrNotFound
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		err = n.raft.WaitApplied(wctx, n.db.AppliedIndex()+1)
+		cancel()
+		if ctx.Err() != nil {
+			return api.TxResult{}, ctx.Err()
+		}
+	}
+}
+
+// catchUp waits briefly until this node has applied what it knows is committed:
+// on the leader through a ReadIndex, elsewhere up to the commit index the leader
+// last told it.
+func (n *Node) catchUp(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if n.raft.IsLeader() {
+		if _, err := n.raft.ReadIndex(ctx); err == nil {
+			return
+		}
+	}
+	_ = n.raft.WaitApplied(ctx, n.raft.Status().CommitIndex)
+}
+
+// Get implements api.Backend.
+func (n *Node) Get(ctx context.Context, key string, opts api.ReadOptions) (api.KV, error) {
+	switch opts.Consistency {
+	case api.ConsistencyStale:
+		return n.localGet(key)
+	case api.ConsistencyLeader, api.ConsistencyLinearizable, "":
+	default:
+		return api.KV{}, &api.Error{Code: api.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
+	}
+	var kv api.KV
+	err := n.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
+		if opts.Consistency != api.ConsistencyLeader {
+			if _, err := n.raft.ReadIndex(ctx); err != nil {
+				return translate(err)
+			}
+		}
+		var err error
+		kv, err = n.localGet(key)
+		return err
+	}, func(ctx context.Context, base string) error {
+		fwd := opts
+		fwd.Forwarded = true
+		var err error
+		kv, err = n.client.GetFrom(ctx, base, key, fwd)
+		return err
+	})
+	return kv, err
+}
+
+func (n *Node) localGet(key string) (api.KV, error) {
+	kv, err := n.db.Get(key)
+	if err != nil {
+		return api.KV{}, translate(err)
+	}
+	return fromKV(kv), nil
+}
+
+// viaLeader runs local on the leader, or remote against the leader's HTTP base
+// URL, retrying across leader changes until ctx ends. A request forwarded to this
+// node is never forwarded again.
+func (n *Node) viaLeader(ctx context.Context, forwarded bool, local func(context.Context) error, remote func(context.Context, string) error) error {
+	backoff := minBackoff
+	for {
+		leader, _ := n.raft.Leader()
+		var err error
+		switch {
+		case leader == n.cfg.ID:
+			err = local(ctx)
+		case forwarded:
+			return api.ErrNotLeader
+		case leader == "":
+			err = api.ErrNoLeader
+		default:
+			info, ok := n.peers.lookup(leader)
+			if !ok || info.HTTPAddr == "" {
+				err = api.ErrNoLeader
+			} else {
+				err = remote(ctx, "http://"+info.HTTPAddr)
+			}
+		}
+		if !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// retryable reports whether an error may go away once a leader is found.
+func retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ae *api.Error
+	if errors.As(err, &ae) || errors.Is(err, api.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return true
+}
+
+// Log implements api.Backend. It reads this node's applied log.
+func (n *Node) Log(ctx context.Context, from uint64, limit int) (api.LogPage, error) {
+	recs, next, err := n.db.Log(from, limit)
+	if err != nil {
+		return api.LogPage{}, err
+	}
+	page := api.LogPage{Entries: make([]api.LogEntry, len(recs)), Next: next}
+	for i, r := range recs {
+		page.Entries[i] = fromLogRecord(r)
+	}
+	return page, nil
+}
+
+// Cluster implements api.Backend.
+func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
+	st := n.raft.Status()
+	cs := api.ClusterStatus{
+		ID:           n.cfg.ID,
+		State:        st.State,
+		LeaderID:     st.LeaderID,
+		Term:         st.Term,
+		CommitIndex:  st.CommitIndex,
+		AppliedIndex: st.AppliedIndex,
+	}
+	peers := n.peers.all()
+	if info, ok := peers[st.LeaderID]; ok {
+		cs.LeaderHTTPAddr = info.HTTPAddr
+	}
+	members, err := n.raft.Members(ctx)
+	if err != nil {
+		return cs, translate(err)
+	}
+	for _, m := range members {
+		am := api.Member{ID: m.ID, RaftAddr: m.Addr, Suffrage: m.Suffrage, Leader: m.Leader, HTTPAddr: peers[m.ID].HTTPAddr}
+		if m.LastContact > 0 {
+			am.LastContact = m.LastContact.String()
+		}
+		cs.Members = append(cs.Members, am)
+	}
+	return cs, nil
+}
+
+// Join implements api.Backend.
+func (n *Node) Join(ctx context.Context, req api.JoinRequest) error {
+	voter := req.Voter == nil || *req.Voter
+	return n.viaLeader(ctx, false, func(ctx context.Context) error {
+		return translate(n.raft.Join(ctx, req.ID, req.RaftAddr, voter))
+	}, func(ctx context.Context, base string) error {
+		return n.client.JoinVia(ctx, base, req)
+	})
+}
+
+// Remove implements api.Backend.
+func (n *Node) Remove(ctx context.Context, id string) error {
+	return n.viaLeader(ctx, false, func(ctx context.Context) error {
+		err := n.raft.Remove(ctx, id)
+		if errors.Is(err, replication.ErrUnknownServer) {
+			return api.ErrNotFound
+		}
+		return translate(err)
+	}, func(ctx context.Context, base string) error {
+		return n.client.RemoveVia(ctx, base, id)
+	})
+}
+
+// TransferLeadership implements api.Backend.
+func (n *Node) TransferLeadership(ctx context.Context, req api.TransferRequest) (api.TransferResult, error) {
+	var res api.TransferResult
+	err := n.viaLeader(ctx, false, func(ctx context.Context) error {
+		id, err := n.raft.TransferLeadership(ctx, req.ID)
+		if errors.Is(err, replication.ErrUnknownServer) {
+			return &api.Error{Code: api.CodeInvalidParam, Message: fmt.Sprintf("id %q: not a member", req.ID)}
+		}
+		res.LeaderID = id
+		return translate(err)
+	}, func(ctx context.Context, base string) error {
+		var err error
+		res, err = n.client.TransferLeadershipVia(ctx, base, req)
+		return err
+	})
+	return res, err
+}
+
+// Ready implements api.Backend: a leader is known and this node has applied what
+// it knows the leader has committed.
+func (n *Node) Ready(ctx context.Context) error {
+	st := n.raft.Status()
+	if st.LeaderID == "" {
+		return &api.Error{Code: api.CodeNotReady, Message: "no leader known"}
+	}
+	if st.AppliedIndex < st.CommitIndex {
+		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("applied index %d behind commit index %d", st.AppliedIndex, st.CommitIndex)}
+	}
+	if _, ok := n.peers.lookup(st.LeaderID); !ok {
+		return &api.Error{Code: api.CodeNotReady, Message: "leader's HTTP address not known yet"}
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+package node
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/txlog/txlog/txid"
+)
+
+// Peer is one initial member of a statically bootstrapped cluster.
+type Peer struct {
+	ID       string
+	RaftAddr string
+}
+
+// Config holds a node's settings. Zero values mean "use the default".
+type Config struct {
+	// ID names the node in the cluster. Required.
+	ID string
+	// DataDir holds the node's state. Default "data/<ID>".
+	DataDir string
+	// HTTPAddr is the address the HTTP API listens on; port 0 picks a free port,
+	// written to <DataDir>/http.addr once listening. Default "127.0.0.1:8080".
+	HTTPAddr string
+	// AdvertiseHTTPAddr is the HTTP address other nodes use to reach this one.
+	// Default: the bound HTTP address.
+	AdvertiseHTTPAddr string
+	// RaftAddr is the address Raft listens on and advertises. Default "127.0.0.1:7101".
+	RaftAddr string
+	// Cluster lists the initial members for a static bootstrap. Mutually exclusive with Join.
+	Cluster []Peer
+	// Join is the HTTP base URL of a member to join through. Mutually exclusive with Cluster.
+	Join string
+	// NodeNumber is this node's number inside the txids it issues (0..1023). It must
+	// be unique in the cluster. Default: the trailing digits of ID ("n3" → 3), or
+	// else the node's position in Cluster.
+	NodeNumber int
+	// DedupWindow is how long txids and idempotency keys are remembered. Default 24h.
+	DedupWindow time.Duration
+	// MaxBodyBytes limits request bodies. Default 1 MiB.
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds each step of a graceful shutdown. Default 5s.
+	ShutdownTimeout time.Duration
+	// LogLevel is debug, info, warn or error. Default info.
+	LogLevel string
+	// Logger receives the node's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultHTTPAddr        = "127.0.0.1:8080"
+	DefaultRaftAddr        = "127.0.0.1:7101"
+	DefaultDedupWindow     = 24 * time.Hour
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// withDefaults returns a copy of c with defaults filled in.
+func (c Config) withDefaults() Config {
+	if c.DataDir == "" && c.ID != "" {
+		c.DataDir = filepath.Join("data", c.ID)
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DefaultHTTPAddr
+	}
+	if c.RaftAddr == "" {
+		c.RaftAddr = DefaultRaftAddr
+	}
+	if c.NodeNumber == 0 {
+		c.NodeNumber = defaultNodeNumber(c.ID, c.Cluster)
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = DefaultDedupWindow
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+var trailingDigits = regexp.MustCompile(`([0-9]+)$`)
+
+// defaultNodeNumber derives a txid node number: the trailing digits of id, or
+// else id's 1-based position among the sorted cluster IDs, or else 0 (invalid).
+func defaultNodeNumber(id string, cluster []Peer) int {
+	if m := trailingDigits.FindString(id); m != "" {
+		if n, err := strconv.Atoi(m); err == nil && n <= txid.MaxNode {
+			return n
+		}
+	}
+	ids := make([]string, 0, len(cluster))
+	for _, p := range cluster {
+		ids = append(ids, p.ID)
+	}
+	sort.Strings(ids)
+	for i, v := range ids {
+		if v == id {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Validate reports every problem with c, each naming the field and the bound.
+func (c Config) Validate() error {
+	var errs []error
+	if c.ID == "" {
+		errs = append(errs, errors.New("id: required"))
+	} else if strings.ContainsAny(c.ID, ",= \t\n") || len(c.ID) > 64 {
+		errs = append(errs, fmt.Errorf("id %q: at most 64 characters, no spaces, commas or '='", c.ID))
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		errs = append(errs, fmt.Errorf("http-addr %q: %w", c.HTTPAddr, err))
+	}
+	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
+		errs = append(errs, fmt.Errorf("raft-addr %q: %w", c.RaftAddr, err))
+	}
+	if len(c.Cluster) > 0 && c.Join != "" {
+		errs = append(errs, errors.New("cluster and join: give one, not both"))
+	}
+	if len(c.Cluster) > 0 {
+		found := false
+		seen := map[string]bool{}
+		for _, p := range c.Cluster {
+			if seen[p.ID] {
+				errs = append(errs, fmt.Errorf("cluster: id %q listed twice", p.ID))
+			}
+			seen[p.ID] = true
+			if p.ID == c.ID {
+				found = true
+				if p.RaftAddr != c.RaftAddr {
+					errs = append(errs, fmt.Errorf("cluster: %s=%s does not match raft-addr %s", p.ID, p.RaftAddr, c.RaftAddr))
+				}
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("cluster: does not list this node's id %q", c.ID))
+		}
+	}
+	if c.Join != "" {
+		if u, err := url.Parse(c.Join); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("join %q: want an http:// or https:// base URL", c.Join))
+		}
+	}
+	if c.NodeNumber < 1 || c.NodeNumber > txid.MaxNode {
+		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d (default: the trailing digits of the id)", c.NodeNumber, txid.MaxNode))
+	}
+	if c.DedupWindow < time.Minute {
+		errs = append(errs, fmt.Errorf("dedup-window %s: at least 1m", c.DedupWindow))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max-body-bytes %d: at least 1024", c.MaxBodyBytes))
+	}
+	if c.ShutdownTimeout < 0 {
+		errs = append(errs, fmt.Errorf("shutdown-timeout %s: must not be negative", c.ShutdownTimeout))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("log-level %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// Level returns the configured log level (info when unset or invalid).
+func (c Config) Level() slog.Level {
+	l, err := parseLevel(c.LogLevel)
+	if err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}
+
+// ParseConfig reads a node's configuration from command-line args (without the
+// program name) and from environment variables: each flag --foo-bar may also be
+// given as TXLOG_FOO_BAR; a flag on the command line wins. lookup is usually
+// os.LookupEnv; tests pass their own. The result is validated, with defaults filled.
+func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, error) {
+	var c Config
+	var cluster string
+	fs := flag.NewFlagSet("txlogd", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&c.ID, "id", "", "node id (required)")
+	fs.StringVar(&c.DataDir, "data-dir", "", "data directory (default data/<id>)")
+	fs.StringVar(&c.HTTPAddr, "http-addr", DefaultHTTPAddr, "HTTP listen address (port 0: pick one)")
+	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", "", "HTTP address other nodes use (default: the bound address)")
+	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "Raft listen and advertise address")
+	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr,... (the same list on every initial member)")
+	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
+	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
+	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+
+	if err := fs.Parse(args); err != nil {
+		return Config{}, fmt.Errorf("parse flags: %w\n%s", err, usage(fs))
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), usage(fs))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || lookup == nil {
+			return
+		}
+		env := EnvName(f.Name)
+		if v, ok := lookup(env); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	peers, err := ParseCluster(cluster)
+	if err != nil {
+		return Config{}, err
+	}
+	c.Cluster = peers
+	c = c.withDefaults()
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// EnvName returns the environment variable for a flag name: http-addr → TXLOG_HTTP_ADDR.
+func EnvName(flagName string) string {
+	return "TXLOG_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// ParseCluster parses "n1=127.0.0.1:7101,n2=127.0.0.1:7102".
+func ParseCluster(s string) ([]Peer, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var peers []Peer
+	for _, part := range strings.Split(s, ",") {
+		id, addr, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("cluster %q: entry %q: want id=host:port", s, part)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("cluster %q: entry %q: %w", s, part, err)
+		}
+		peers = append(peers, Peer{ID: id, RaftAddr: addr})
+	}
+	return peers, nil
+}
+
+func usage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString("usage: txlogd --id ID [flags]\n")
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+	b.WriteString("every flag may also be set as TXLOG_<FLAG> (e.g. TXLOG_HTTP_ADDR)\n")
+	return b.String()
+}

@@ -1,0 +1,85 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestParseConfig(t *testing.T) {
+	const cluster = "n1=127.0.0.1:7101,n2=127.0.0.1:7102,n3=127.0.0.1:7103"
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, c Config)
+		wantErr string
+	}{
+		{
+			name: "flags",
+			args: []string{"--id", "n2", "--raft-addr", "127.0.0.1:7102", "--cluster", cluster, "--http-addr", "127.0.0.1:0"},
+			check: func(t *testing.T, c Config) {
+				if c.ID != "n2" || c.NodeNumber != 2 || len(c.Cluster) != 3 || c.DataDir != "data/n2" {
+					t.Fatalf("config = %+v", c)
+				}
+				if c.DedupWindow != 24*time.Hour || c.MaxBodyBytes != 1<<20 {
+					t.Fatalf("defaults not filled: %+v", c)
+				}
+			},
+		},
+		{
+			name: "env fills what flags leave out",
+			args: []string{"--id", "n1"},
+			env:  map[string]string{"TXLOG_ID": "ignored", "TXLOG_RAFT_ADDR": "127.0.0.1:7101", "TXLOG_CLUSTER": cluster, "TXLOG_DEDUP_WINDOW": "1h"},
+			check: func(t *testing.T, c Config) {
+				if c.ID != "n1" || c.RaftAddr != "127.0.0.1:7101" || c.DedupWindow != time.Hour {
+					t.Fatalf("config = %+v", c)
+				}
+			},
+		},
+		{
+			name: "join",
+			args: []string{"--id", "n4", "--join", "http://127.0.0.1:8081"},
+			check: func(t *testing.T, c Config) {
+				if c.Join != "http://127.0.0.1:8081" || c.NodeNumber != 4 {
+					t.Fatalf("config = %+v", c)
+				}
+			},
+		},
+		{name: "missing id", args: nil, wantErr: "id: required"},
+		{name: "cluster and join", args: []string{"--id", "n1", "--cluster", cluster, "--join", "http://x:1"}, wantErr: "give one, not both"},
+		{name: "cluster without self", args: []string{"--id", "n9", "--cluster", cluster}, wantErr: "does not list"},
+		{name: "raft addr mismatch", args: []string{"--id", "n1", "--raft-addr", "127.0.0.1:9", "--cluster", cluster}, wantErr: "does not match raft-addr"},
+		{name: "bad cluster entry", args: []string{"--id", "n1", "--cluster", "n1"}, wantErr: "want id=host:port"},
+		{name: "bad env duration", args: []string{"--id", "n1"}, env: map[string]string{"TXLOG_DEDUP_WINDOW": "soon"}, wantErr: "TXLOG_DEDUP_WINDOW"},
+		{name: "no node number", args: []string{"--id", "alpha"}, wantErr: "node-number"},
+		{name: "bad log level", args: []string{"--id", "n1", "--log-level", "loud"}, wantErr: "log-level"},
+		{name: "stray argument", args: []string{"--id", "n1", "extra"}, wantErr: "unexpected arguments"},
+		{name: "several problems at once", args: []string{"--id", "", "--http-addr", "nope", "--dedup-window", "1s"}, wantErr: "dedup-window"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseConfig(tt.args, env(tt.env))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseConfig() error = %v, want it to mention %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseConfig() error = %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	if got := EnvName("http-addr"); got != "TXLOG_HTTP_ADDR" {
+		t.Fatalf("EnvName(http-addr) = %q", got)
+	}
+}

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/replication"
+	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/txid"
+)
+
+// toStoreTx converts a validated wire transaction into a store transaction.
+func toStoreTx(id txid.ID, req api.TxRequest) (store.Tx, error) {
+	tx := store.Tx{ID: id, IdempotencyKey: req.IdempotencyKey, Ops: make([]store.Op, len(req.Ops))}
+	for i, op := range req.Ops {
+		o := store.Op{Key: op.Key}
+		switch op.Op {
+		case "put":
+			o.Kind = store.OpPut
+			o.Value = []byte(op.Value)
+		case "delete":
+			o.Kind = store.OpDelete
+		default:
+			return store.Tx{}, &api.Error{Code: api.CodeInvalidTx, Message: fmt.Sprintf("ops[%d].op: unknown %q", i, op.Op)}
+		}
+		if op.IfVersion != nil {
+			o.HasIfVersion, o.IfVersion = true, *op.IfVersion
+		}
+		tx.Ops[i] = o
+	}
+	return tx, nil
+}
+
+func fromStoreOps(ops []store.Op) []api.Op {
+	out := make([]api.Op, len(ops))
+	for i, op := range ops {
+		o := api.Op{Key: op.Key}
+		switch op.Kind {
+		case store.OpPut:
+			o.Op, o.Value = "put", op.Value
+		case store.OpDelete:
+			o.Op = "delete"
+		}
+		if op.HasIfVersion {
+			v := op.IfVersion
+			o.IfVersion = &v
+		}
+		out[i] = o
+	}
+	return out
+}
+
+func statusString(s store.Status) string {
+	if s == store.StatusRejected {
+		return api.StatusRejected
+	}
+	return api.StatusCommitted
+}
+
+func fromConflict(c *store.Conflict) *api.Conflict {
+	if c == nil {
+		return nil
+	}
+	return &api.Conflict{Key: c.Key, Expected: c.Expected, Actual: c.Actual}
+}
+
+// fromOutcome converts a recorded outcome to a wire result.
+func fromOutcome(o store.Outcome) api.TxResult {
+	return api.TxResult{
+		TxID:           o.TxID,
+		Status:         statusString(o.Status),
+		IdempotencyKey: o.IdempotencyKey,
+		Index:          o.Index,
+		Term:           o.Term,
+		Versions:       o.Versions,
+		Conflict:       fromConflict(o.Conflict),
+	}
+}
+
+func fromLogRecord(r store.LogRecord) api.LogEntry {
+	return api.LogEntry{
+		Index:          r.Index,
+		Term:           r.Term,
+		TxID:           r.TxID,
+		IdempotencyKey: r.IdempotencyKey,
+		Time:           time.Unix(0, r.Time).UTC(),
+		Ops:            fromStoreOps(r.Ops),
+		Status:         statusString(r.Status),
+		Conflict:       fromConflict(r.Conflict),
+		Versions:       r.Versions,
+	}
+}
+
+func fromKV(kv store.KV) api.KV {
+	return api.KV{Key: kv.Key, Value: kv.Value, Version: kv.Version, Index: kv.ModIndex}
+}
+
+// Errors inside node: whether a proposal may have reached a leader decides
+// between "no leader" (nothing happened) and "unknown outcome".
+var errRetry = errors.New("retry with the current leader")
+
+// translate maps replication and store errors to the errors api.Backend documents.
+func translate(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return api.ErrNotFound
+	case errors.Is(err, replication.ErrNotLeader):
+		return api.ErrNotLeader
+	case errors.Is(err, replication.ErrShutdown):
+		return api.ErrShuttingDown
+	case errors.Is(err, replication.ErrLeadershipLost), errors.Is(err, replication.ErrTimeout):
+		return api.ErrUnknownOutcome
+	}
+	return err
+}

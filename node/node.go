@@ -1,0 +1,211 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/replication"
+	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/txid"
+)
+
+// Node is one running txlog node.
+type Node struct {
+	cfg    Config
+	log    *slog.Logger
+	ids    *txid.Generator
+	db     *store.DB
+	raft   *replication.Raft
+	client *api.Client // forwards to the leader over persistent connections
+
+	ln       net.Listener
+	srv      *http.Server
+	httpAddr string // advertised HTTP address, host:port
+
+	peers    *peerBook
+	inflight *inflight
+
+	stop      chan struct{} // closed by Close to stop background loops
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens a node's parts in order: the data directory, the txid generator, the
+// store, Raft and the HTTP listener. It does not serve yet; call Run.
+func Open(cfg Config) (*Node, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:      cfg,
+		log:      cfg.Logger.With("component", "node"),
+		stop:     make(chan struct{}),
+		inflight: newInflight(),
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			n.closeParts()
+		}
+	}()
+
+	var err error
+	n.ids, err = txid.OpenGenerator(filepath.Join(cfg.DataDir, "txid.hwm"), txid.Config{Node: uint16(cfg.NodeNumber)})
+	if err != nil {
+		return nil, fmt.Errorf("open txid generator: %w", err)
+	}
+	n.db, err = store.Open(filepath.Join(cfg.DataDir, "state.db"), store.Config{Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	var bootstrap []replication.Server
+	for _, p := range cfg.Cluster {
+		bootstrap = append(bootstrap, replication.Server{ID: p.ID, Addr: p.RaftAddr})
+	}
+	n.raft, err = replication.Open(replication.Config{
+		ID:        cfg.ID,
+		Dir:       filepath.Join(cfg.DataDir, "raft"),
+		BindAddr:  cfg.RaftAddr,
+		Bootstrap: bootstrap,
+		Logger:    cfg.Logger,
+	}, n.db)
+	if err != nil {
+		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	n.peers = newPeerBook(n.db)
+
+	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
+	}
+	n.httpAddr = n.ln.Addr().String()
+	if cfg.AdvertiseHTTPAddr != "" {
+		n.httpAddr = cfg.AdvertiseHTTPAddr
+	}
+	n.client = api.NewClient(api.ClientConfig{})
+	n.srv = &http.Server{
+		Handler: api.NewServer(api.Config{
+			MaxBodyBytes: cfg.MaxBodyBytes,
+			Logger:       cfg.Logger,
+		}, n),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	ok = true
+	return n, nil
+}
+
+// HTTPAddr returns the advertised HTTP address (host:port).
+func (n *Node) HTTPAddr() string { return n.httpAddr }
+
+// Run serves the HTTP API and runs the background loops until ctx is done, then
+// shuts down gracefully: a leader hands leadership over, requests in flight
+// finish, and the parts close in reverse order.
+func (n *Node) Run(ctx context.Context) error {
+	serveErr := make(chan error, 1)
+	n.wg.Go(func() {
+		if err := n.srv.Serve(n.ln); !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- err
+		}
+	})
+	if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, "http.addr"), []byte(n.ln.Addr().String()+"\n")); err != nil {
+		n.Close()
+		return err
+	}
+	n.log.Info("http listening", "addr", n.ln.Addr().String(), "raft_addr", n.cfg.RaftAddr, "data_dir", n.cfg.DataDir)
+	n.wg.Go(n.registerLoop)
+	if n.cfg.Join != "" {
+		n.wg.Go(n.joinLoop)
+	}
+
+	var err error
+	select {
+	case <-ctx.Done():
+		n.log.Info("shutting down", "reason", context.Cause(ctx))
+	case err = <-serveErr:
+		n.log.Error("http server failed", "err", err)
+	}
+	return errors.Join(err, n.Close())
+}
+
+// Close shuts the node down: it hands leadership over if it is the leader, stops
+// the HTTP server (letting requests in flight finish, up to ShutdownTimeout), and
+// closes Raft, the store and the txid generator. It is safe to call twice.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		if n.raft != nil && n.raft.IsLeader() {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+			start := time.Now()
+			id, err := n.raft.TransferLeadership(ctx, "")
+			cancel()
+			if err != nil {
+				n.log.Warn("leadership transfer failed", "err", err)
+			} else {
+				n.log.Info("leadership transferred", "leader", id, "took", time.Since(start))
+			}
+		}
+		if n.srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+			if err := n.srv.Shutdown(ctx); err != nil {
+				n.log.Warn("http shutdown", "err", err)
+				n.srv.Close()
+			}
+			cancel()
+		}
+		n.wg.Wait()
+		n.closeErr = n.closeParts()
+		n.log.Info("stopped")
+	})
+	return n.closeErr
+}
+
+// closeParts closes what Open opened, in reverse order.
+func (n *Node) closeParts() error {
+	var errs []error
+	if n.ln != nil && n.srv == nil {
+		errs = append(errs, n.ln.Close())
+	}
+	if n.raft != nil {
+		if err := n.raft.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close raft: %w", err))
+		}
+	}
+	if n.db != nil {
+		if err := n.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	if n.ids != nil {
+		if err := n.ids.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close txid generator: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeFileAtomic writes data to path through a temporary file and a rename.
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return nil
+}

@@ -1,0 +1,229 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/txid"
+)
+
+// pending is one command on its way into the log.
+//
+// A pending transaction keeps its txid across every retry, so proposing it again
+// after an ambiguous failure is safe: the store deduplicates by txid, and a
+// re-proposal of a transaction that did commit returns the original outcome.
+type pending struct {
+	kind    store.CommandKind
+	payload []byte  // EncodeTx or EncodeNode bytes, never re-encoded
+	id      txid.ID // zero for non-transaction commands
+
+	// sent is true once the command may have reached a leader: from then on its
+	// outcome is unknown until it is found in the log.
+	sent bool
+	done bool
+	res  api.TxResult
+	err  error
+}
+
+// frame returns the bytes forwarded to the leader: the command without a time,
+// which the leader stamps when it proposes.
+func (p *pending) frame() []byte {
+	return store.EncodeCommand(store.Command{Kind: p.kind, Payload: p.payload})
+}
+
+func (p *pending) resolve(res api.TxResult, err error) {
+	if res.TxID == p.id && p.id != 0 {
+		// Our own earlier proposal, found again through the txid: not a duplicate
+		// of somebody else's transaction.
+		res.Duplicate = false
+	}
+	p.res, p.err, p.done = res, err, true
+}
+
+// Retry pacing while no leader is reachable.
+const (
+	minBackoff = 5 * time.Millisecond
+	maxBackoff = 200 * time.Millisecond
+)
+
+// propose gets every pending command into the log through whichever node leads,
+// retrying across leader changes, until each has an outcome or ctx ends. A
+// command whose outcome is still open at the end is resolved by looking it up.
+func (n *Node) propose(ctx context.Context, ps []*pending, opts api.SubmitOptions) {
+	// Keep a reserve of the time for looking up the outcome of commands whose
+	// fate is unknown.
+	loopCtx, cancel := ctx, context.CancelFunc(func() {})
+	if dl, ok := ctx.Deadline(); ok {
+		reserve := min(time.Until(dl)/5, time.Second)
+		loopCtx, cancel = context.WithDeadline(ctx, dl.Add(-reserve))
+	}
+	defer cancel()
+
+	backoff := minBackoff
+	for {
+		todo := unresolved(ps)
+		if len(todo) == 0 {
+			return
+		}
+		if loopCtx.Err() != nil {
+			break
+		}
+		leader, _ := n.raft.Leader()
+		switch {
+		case leader == "":
+		case leader == n.cfg.ID:
+			n.proposeLocal(loopCtx, todo)
+		default:
+			if info, ok := n.peers.lookup(leader); ok && info.HTTPAddr != "" {
+				n.proposeRemote(loopCtx, "http://"+info.HTTPAddr, todo, opts)
+			}
+		}
+		if len(unresolved(ps)) == 0 {
+			return
+		}
+		select {
+		case <-loopCtx.Done():
+		case <-n.stop:
+			// Shutting down: keep trying through the leader a little longer only
+			// while ctx allows; the HTTP server waits for us.
+			select {
+			case <-loopCtx.Done():
+			case <-time.After(backoff):
+			}
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	n.settle(ctx, unresolved(ps))
+}
+
+func unresolved(ps []*pending) []*pending {
+	var out []*pending
+	for _, p := range ps {
+		if !p.done {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// settle resolves commands left open when time ran out: one that never reached a
+// leader failed with ErrNoLeader; one that may have is looked up in the log, and
+// is reported with ErrUnknownOutcome when it is not (yet) there.
+func (n *Node) settle(ctx context.Context, ps []*pending) {
+	if len(ps) == 0 {
+		return
+	}
+	// Catch up with what the leader has committed, as far as this node knows.
+	_ = n.raft.WaitApplied(ctx, n.raft.Status().CommitIndex)
+	for _, p := range ps {
+		if p.id != 0 && p.sent {
+			if o, err := n.db.Tx(p.id); err == nil {
+				p.resolve(n.result(o, false), nil)
+				continue
+			}
+		}
+		res := api.TxResult{TxID: p.id, Status: api.StatusUnknown}
+		if !p.sent {
+			p.resolve(res, api.ErrNoLeader)
+			continue
+		}
+		p.resolve(res, api.ErrUnknownOutcome)
+	}
+}
+
+// proposeLocal proposes commands on this node, which believes it leads. Each is
+// proposed concurrently so that Raft batches them into shared fsyncs.
+func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		if p.id != 0 {
+			// Already in the log (an earlier, ambiguous attempt that did commit)?
+			if o, err := n.db.Tx(p.id); err == nil {
+				p.resolve(n.result(o, false), nil)
+				continue
+			}
+		}
+		wg.Go(func() { n.applyOne(ctx, p) })
+	}
+	wg.Wait()
+}
+
+// applyOne stamps the leader's time on one command and proposes it through Raft.
+func (n *Node) applyOne(ctx context.Context, p *pending) {
+	data := store.EncodeCommand(store.Command{
+		Kind:        p.kind,
+		Time:        time.Now().UnixNano(),
+		DedupWindow: n.cfg.DedupWindow,
+		Payload:     p.payload,
+	})
+	res, _, err := n.raft.Apply(ctx, data)
+	switch terr := translate(err); {
+	case err == nil:
+		if res.Err != nil {
+			p.resolve(api.TxResult{TxID: p.id}, res.Err)
+			return
+		}
+		p.resolve(n.result(res.Outcome, res.Duplicate), nil)
+	case errors.Is(terr, api.ErrNotLeader):
+		// Not proposed: try again through the current leader.
+	default:
+		// Leadership lost, timed out or shutting down after the entry may have
+		// been appended: its fate is unknown.
+		p.sent = true
+	}
+}
+
+// proposeRemote forwards commands to the leader at base in one request.
+func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, opts api.SubmitOptions) {
+	frames := make([][]byte, len(ps))
+	wasSent := make([]bool, len(ps))
+	for i, p := range ps {
+		frames[i] = p.frame()
+		wasSent[i] = p.sent
+		p.sent = true // the request may reach the leader whatever comes back
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		opts.Timeout = time.Until(dl)
+	}
+	results, err := n.client.ProposeTo(ctx, base, frames, opts)
+	if err != nil {
+		if errors.Is(err, api.ErrNotLeader) {
+			for i, p := range ps {
+				p.sent = wasSent[i]
+			}
+		}
+		n.log.Debug("forward to leader", "leader", base, "err", err)
+		return
+	}
+	for i, p := range ps {
+		if i >= len(results) {
+			break
+		}
+		r := results[i]
+		if r.Error == nil {
+			p.resolve(r, nil)
+			continue
+		}
+		switch r.Error.Code {
+		case api.CodeNotLeader:
+			p.sent = wasSent[i]
+		case api.CodeUnknownOutcome, api.CodeNoLeader, api.CodeShuttingDown, api.CodeTimeout:
+			// Try again; the txid makes that safe.
+		default:
+			p.resolve(api.TxResult{TxID: p.id}, &api.Error{Code: r.Error.Code, Message: r.Error.Message})
+		}
+	}
+}
+
+// result converts an outcome read from the store or returned by Apply.
+func (n *Node) result(o store.Outcome, duplicate bool) api.TxResult {
+	r := fromOutcome(o)
+	r.Duplicate = duplicate
+	r.Durability = api.AckQuorum
+	return r
+}
