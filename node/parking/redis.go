@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -63,6 +64,7 @@ func Open(ctx context.Context, cfg Config) (*Redis, error) {
 	}
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("component", "parking")
+	redisLogOnce.Do(func() { redis.SetLogger(redisLogger{log}) })
 	r := &Redis{
 		cfg: cfg,
 		log: log,
@@ -86,10 +88,21 @@ func Open(ctx context.Context, cfg Config) (*Redis, error) {
 		breaker: newBreaker(cfg.Breaker, log),
 	}
 	if err := r.do(ctx, r.createGroup); err != nil {
-		log.Warn("redis unavailable at start; parking falls back to the WAL until it answers",
+		log.Warn("redis unavailable at open",
 			"addr", cfg.Addr, "err", err)
 	}
 	return r, nil
+}
+
+// redisLogOnce routes go-redis's internal log lines (dial failures and the
+// like, which reach us as errors anyway) to the first Open's logger at Debug,
+// instead of stderr. go-redis has one logger per process.
+var redisLogOnce sync.Once
+
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "go-redis", "line", fmt.Sprintf(format, v...))
 }
 
 // Close closes the connections to Redis. Calls after Close return ErrClosed.
@@ -145,7 +158,7 @@ func (r *Redis) Claim(ctx context.Context, max int) ([]Entry, error) {
 		entries, err = r.claim(ctx, max)
 		if replyCode(err) == "NOGROUP" {
 			r.hasGroup.Store(false)
-			r.log.Warn("consumer group missing; recreating it (redis restarted empty?)",
+			r.log.Warn("consumer group missing, recreating it",
 				"stream", r.cfg.Stream, "group", r.cfg.Group)
 			entries, err = r.claim(ctx, max)
 		}
