@@ -11,9 +11,12 @@ import (
 
 // Defaults and bounds of Config.
 const (
+	// DefaultReserve is the Config.Reserve used when it is zero.
 	DefaultReserve = 3 * time.Second
-	MinReserve     = 10 * time.Millisecond
-	MaxReserve     = time.Hour
+	// MinReserve is the smallest Config.Reserve Validate accepts.
+	MinReserve = 10 * time.Millisecond
+	// MaxReserve is the largest Config.Reserve Validate accepts.
+	MaxReserve = time.Hour
 )
 
 // Config configures a Generator. The zero Config is valid: node 0, the system
