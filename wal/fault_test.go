@@ -1,0 +1,131 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+)
+
+// faultFS is the OS file system with a hook before each file fsync.
+type faultFS struct {
+	osFS
+	// beforeSync runs before each file Sync; an error it returns is
+	// returned instead of syncing. Nil means no hook.
+	beforeSync func(name string) error
+}
+
+func (f faultFS) Create(name string) (file, error) {
+	fl, err := f.osFS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return faultFile{file: fl, name: name, beforeSync: f.beforeSync}, nil
+}
+
+func (f faultFS) OpenAppend(name string) (file, error) {
+	fl, err := f.osFS.OpenAppend(name)
+	if err != nil {
+		return nil, err
+	}
+	return faultFile{file: fl, name: name, beforeSync: f.beforeSync}, nil
+}
+
+type faultFile struct {
+	file
+	name       string
+	beforeSync func(name string) error
+}
+
+func (f faultFile) Sync() error {
+	if f.beforeSync != nil {
+		if err := f.beforeSync(f.name); err != nil {
+			return err
+		}
+	}
+	return f.file.Sync()
+}
+
+func TestSyncErrorIsSticky(t *testing.T) {
+	errDisk := errors.New("injected fsync failure")
+	var failing atomic.Bool
+	fsys := faultFS{beforeSync: func(string) error {
+		if failing.Load() {
+			return errDisk
+		}
+		return nil
+	}}
+	dir := t.TempDir()
+	l, err := openFS(dir, Config{}, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := appendN(t, l, 0, 2, 10)
+	failing.Store(true)
+	ctx := context.Background()
+	if _, err := l.Append(ctx, []byte("lost")); !errors.Is(err, errDisk) {
+		t.Fatalf("Append() with failing fsync = %v, want %v", err, errDisk)
+	}
+	failing.Store(false)
+	if _, err := l.Append(ctx, []byte("after")); !errors.Is(err, errDisk) {
+		t.Fatalf("Append() after a failed fsync = %v, want the same error", err)
+	}
+	checkPending(t, l, recs)
+	if err := l.Close(); !errors.Is(err, errDisk) {
+		t.Fatalf("Close() = %v, want %v", err, errDisk)
+	}
+	// The record whose fsync failed may or may not be there after a new
+	// Open; the acknowledged ones are.
+	l = openT(t, dir, Config{})
+	if got := l.Pending(); len(got) < len(recs) || got[0].Seq != 1 || got[1].Seq != 2 {
+		t.Fatalf("Pending() after reopen = %v, want records 1 and 2 first", seqsOf(got))
+	}
+}
+
+// TestAbandonedAppend cancels an Append while its fsync is under way: the
+// record is then written but nobody owns it, so the log marks it done.
+func TestAbandonedAppend(t *testing.T) {
+	var blocking atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	fsys := faultFS{beforeSync: func(string) error {
+		if blocking.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	}}
+	dir := t.TempDir()
+	l, err := openFS(dir, Config{}, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	kept := appendN(t, l, 0, 1, 10)
+
+	blocking.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error)
+	go func() {
+		_, err := l.Append(ctx, []byte("abandoned"))
+		result <- err
+	}()
+	<-entered // the writer is in fsync with our record
+	cancel()
+	if err := <-result; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Append() canceled during fsync = %v, want context.Canceled", err)
+	}
+	blocking.Store(false)
+	close(release)
+
+	if err := l.Sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkPending(t, l, kept)
+	if s := l.Stats(); s.NextSeq != 3 {
+		t.Fatalf("Stats().NextSeq = %d, want 3: the abandoned record took seq 2", s.NextSeq)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkPending(t, openT(t, dir, Config{}), kept)
+}
