@@ -475,19 +475,53 @@ func marshalJSON(v any) ([]byte, error) {
 // newIdempotencyKey returns a random idempotency key of 26 characters.
 func newIdempotencyKey() string { return rand.Text() }
 
-// submitQuery is the query of a write.
-func submitQuery(opts SubmitOptions) url.Values {
-	q := url.Values{}
-	if opts.Timeout > 0 {
-		q.Set("timeout", opts.Timeout.String())
+// answerMargin is the least time the Client keeps between the timeout it asks
+// a server for and the end of its own ctx, so that the server's answer (say
+// "no leader") arrives before the Client stops listening. A request cut off by
+// the Client's own deadline leaves its outcome open.
+const answerMargin = 50 * time.Millisecond
+
+// errNoTimeLeft ends a call that has too little time left for another attempt.
+var errNoTimeLeft = fmt.Errorf("too little time left: %w", context.DeadlineExceeded)
+
+// fit returns d, shortened so that a server working for that long answers a
+// margin before ctx ends; false when too little time is left to try at all.
+func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return d, true
 	}
+	left := time.Until(dl)
+	left -= max(left/10, answerMargin)
+	if left < time.Millisecond {
+		return 0, false
+	}
+	return min(d, left), true
+}
+
+// writeQuery returns the query of a write and the time it asks the server for:
+// opts.Timeout (none: the server's default), fitted to ctx; false when too
+// little time is left to try.
+func writeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Duration, bool) {
+	q := url.Values{}
 	if opts.Ack != "" {
 		q.Set("ack", opts.Ack)
 	}
-	return q
+	want := opts.Timeout
+	if want <= 0 {
+		want = DefaultTimeout
+	}
+	d, ok := fit(ctx, want)
+	if !ok {
+		return nil, 0, false
+	}
+	if opts.Timeout > 0 || d < want {
+		q.Set("timeout", d.String())
+	}
+	return q, d, true
 }
 
-// serverTimeout is the timeout a write asks the server for.
+// serverTimeout is the timeout a write asks the server for at most.
 func serverTimeout(opts SubmitOptions) time.Duration {
 	if opts.Timeout > 0 {
 		return opts.Timeout
@@ -525,8 +559,8 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 	if err != nil {
 		return TxResult{}, fmt.Errorf("encode transaction: %w", err)
 	}
-	req := request{method: http.MethodPost, path: "/v1/tx", query: submitQuery(opts), body: body, serverTime: serverTimeout(opts)}
-	ctx, cancel := c.callContext(ctx, req.serverTime)
+	req := request{method: http.MethodPost, path: "/v1/tx", body: body}
+	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
 	defer cancel()
 	base, err := c.first()
 	if err != nil {
@@ -544,10 +578,9 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return s.giveUp(ctx.Err())
+			case err != nil && !retryable(err):
+				return s.giveUp(err)
 			case err != nil:
-				if !retryable(err) {
-					return TxResult{}, err
-				}
 				s.last, base = err, c.next(base)
 				continue
 			case found && (res.Status == StatusCommitted || res.Status == StatusRejected):
@@ -561,6 +594,10 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 				continue
 			}
 			// Not known to the cluster: submit again, with the same key.
+		}
+		var ok bool
+		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+			return s.giveUp(errNoTimeLeft)
 		}
 		a, err := c.roundTrip(ctx, base, req)
 		if te, ok := errors.AsType[*transportError](err); ok {
@@ -618,7 +655,17 @@ func (s *submission) giveUp(ctxErr error) (TxResult, error) {
 		return TxResult{}, giveUp(s.last, ctxErr)
 	}
 	res := TxResult{TxID: s.id, Status: StatusUnknown, IdempotencyKey: s.key}
-	return res, fmt.Errorf("%w: idempotency key %q (last error: %v): %w", ErrUnknownOutcome, s.key, s.last, ctxErr)
+	return res, fmt.Errorf("%w: idempotency key %q%s: %w", ErrUnknownOutcome, s.key, lastError(s.last), ctxErr)
+}
+
+// lastError describes the last failure of an ambiguous call for its error
+// message; it is not wrapped, so that errors.Is does not mistake an open
+// outcome for, say, "no leader".
+func lastError(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (last error: %v)", err)
 }
 
 // retryable reports whether err, from a request that changes nothing, may go
@@ -642,7 +689,11 @@ func retryable(err error) bool {
 // is not zero, else by idempotency key. found is false when base does not know
 // it.
 func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key string) (res TxResult, found bool, err error) {
-	req := request{method: http.MethodGet, query: waitQuery(c.cfg.LookupWait), serverTime: c.cfg.LookupWait}
+	wait, ok := fit(ctx, c.cfg.LookupWait)
+	if !ok {
+		return TxResult{}, false, errNoTimeLeft
+	}
+	req := request{method: http.MethodGet, query: waitQuery(wait), serverTime: wait}
 	if id != 0 {
 		req.path = "/v1/tx/" + id.String()
 	} else {
@@ -674,8 +725,8 @@ func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOp
 	if err != nil {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
-	req := request{method: http.MethodPost, path: "/v1/tx/batch", query: submitQuery(opts), body: body, serverTime: serverTimeout(opts)}
-	ctx, cancel := c.callContext(ctx, req.serverTime)
+	req := request{method: http.MethodPost, path: "/v1/tx/batch", body: body}
+	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
 	defer cancel()
 	base, err := c.first()
 	if err != nil {
@@ -693,13 +744,17 @@ func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOp
 		for i, tx := range txs {
 			res[i] = TxResult{Status: StatusUnknown, IdempotencyKey: tx.IdempotencyKey}
 		}
-		return res, fmt.Errorf("%w: batch of %d (last error: %v): %w", ErrUnknownOutcome, len(txs), last, ctxErr)
+		return res, fmt.Errorf("%w: batch of %d%s: %w", ErrUnknownOutcome, len(txs), lastError(last), ctxErr)
 	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := c.pause(ctx, attempt); err != nil {
 				return unknown(err)
 			}
+		}
+		var ok bool
+		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+			return unknown(errNoTimeLeft)
 		}
 		a, err := c.roundTrip(ctx, base, req)
 		if te, ok := errors.AsType[*transportError](err); ok {
@@ -891,13 +946,17 @@ func (c *Client) TransferLeadershipVia(ctx context.Context, baseURL string, req 
 // node uses it to forward what it accepted to the leader; a node that is not
 // the leader answers ErrNotLeader.
 func (c *Client) ProposeTo(ctx context.Context, baseURL string, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+	q, serverTime, ok := writeQuery(ctx, opts)
+	if !ok {
+		return nil, fmt.Errorf("propose to %s: %w", baseURL, errNoTimeLeft)
+	}
 	req := request{
 		method:     http.MethodPost,
 		path:       "/v1/internal/propose",
-		query:      submitQuery(opts),
+		query:      q,
 		header:     http.Header{"Content-Type": {"application/octet-stream"}},
 		body:       EncodeFrames(payloads),
-		serverTime: serverTimeout(opts),
+		serverTime: serverTime,
 	}
 	var br BatchResponse
 	if err := c.callAt(ctx, baseURL, req, &br); err != nil {
