@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	realBinDir = filepath.Join(dir, "bin")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

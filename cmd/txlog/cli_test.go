@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/txid"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCLI runs txlog with args and env as its whole environment.
+func runCLI(t *testing.T, ctx context.Context, env map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	c := &cli{stdout: &stdout, stderr: &stderr, lookupEnv: func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	}}
+	err := c.run(ctx, args)
+	code := report(err, &stderr)
+	return result{stdout.String(), stderr.String(), code}
+}
+
+// serve runs an api.Server over b and returns its base URL.
+func serve(t *testing.T, b *fakeBackend) string {
+	t.Helper()
+	srv := httptest.NewServer(api.NewServer(api.Config{}, b))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// deadURL returns the URL of a server that is gone.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(nil)
+	srv.Close()
+	return srv.URL
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// jsonString decodes raw as a JSON string.
+func jsonString(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("%s is not a JSON string: %v", raw, err)
+	}
+	return s
+}
+
+// compact returns raw without insignificant space.
+func compact(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		t.Fatalf("compact %s: %v", raw, err)
+	}
+	return b.String()
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string // in stdout
+		wantErr  string // in stderr
+	}{
+		{"no command", nil, 2, "", "usage: txlog COMMAND"},
+		{"unknown command", []string{"bogus"}, 2, "", `unknown command "bogus"`},
+		{"help", []string{"help"}, 0, "Commands:", ""},
+		{"command help", []string{"submit", "-h"}, 0, "usage: txlog submit", ""},
+		{"unknown flag", []string{"submit", "--nope", "k", "v"}, 2, "", "flag provided but not defined: -nope"},
+		{"submit without key", []string{"submit"}, 2, "", "no KEY given"},
+		{"submit without value", []string{"submit", "k"}, 2, "", `no VALUE given for key "k"`},
+		{"submit extra args", []string{"submit", "k", "v", "w"}, 2, "", "too many arguments"},
+		{"submit bad ack", []string{"submit", "--ack", "some", "k", "v"}, 2, "", `--ack "some"`},
+		{"submit bad version", []string{"submit", "--if-version", "x", "k", "v"}, 2, "", "want a version number"},
+		{"submit tx with key", []string{"submit", "--tx", `{"ops":[]}`, "k"}, 2, "", "--tx takes the whole transaction"},
+		{"submit bad tx", []string{"submit", "--tx", `{"ops":`}, 2, "", "--tx:"},
+		{"submit tx unknown field", []string{"submit", "--tx", `{"opz":[]}`}, 2, "", "unknown field"},
+		{"submit delete with value", []string{"submit", "--delete", "k", "v"}, 2, "", "--delete takes no VALUE"},
+		{"submit negative timeout", []string{"submit", "--timeout", "-1s", "k", "v"}, 2, "", "--timeout"},
+		{"get without key", []string{"get"}, 2, "", "get takes one KEY"},
+		{"get two keys", []string{"get", "a", "b"}, 2, "", "get takes one KEY"},
+		{"get bad consistency", []string{"get", "--consistency", "weird", "k"}, 2, "", `--consistency "weird"`},
+		{"bad targets", []string{"get", "--targets", "ftp://x", "k"}, 2, "", "--targets"},
+		{"empty targets", []string{"get", "--targets", ",", "k"}, 2, "", "--targets: no URLs"},
+		{"log zero limit", []string{"log", "--limit", "0"}, 2, "", "--limit 0"},
+		{"log from zero", []string{"log", "--from", "0"}, 2, "", "--from 0"},
+		{"log args", []string{"log", "x"}, 2, "", "log takes no arguments"},
+		{"status args", []string{"status", "x"}, 2, "", "status takes no arguments"},
+		{"local no nodes", []string{"local", "--nodes", "0"}, 2, "", "--nodes 0"},
+		{"local overlapping ports", []string{"local", "--http-base-port", "7102"}, 2, "", "overlap"},
+		{"local bad port", []string{"local", "--raft-base-port", "70000"}, 2, "", "RaftBasePort 70000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, testCtx(t), nil, tt.args...)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, tt.wantCode, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tt.wantOut) {
+				t.Errorf("stdout:\n%s\nwant it to contain %q", r.stdout, tt.wantOut)
+			}
+			if !strings.Contains(r.stderr, tt.wantErr) {
+				t.Errorf("stderr:\n%s\nwant it to contain %q", r.stderr, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestSubmitArgsRequest(t *testing.T) {
+	v3 := uint64(3)
+	tests := []struct {
+		name string
+		args submitArgs
+		want string // the TxRequest as JSON
+	}{
+		{"string value", submitArgs{pos: []string{"k", "hello"}}, `{"ops":[{"op":"put","key":"k","value":"hello"}]}`},
+		{"number value", submitArgs{pos: []string{"k", "42"}}, `{"ops":[{"op":"put","key":"k","value":42}]}`},
+		{"object value", submitArgs{pos: []string{"k", ` {"a":[1,true]} `}}, `{"ops":[{"op":"put","key":"k","value":{"a":[1,true]}}]}`},
+		{"quoted string", submitArgs{pos: []string{"k", `"x y"`}}, `{"ops":[{"op":"put","key":"k","value":"x y"}]}`},
+		{"empty value", submitArgs{pos: []string{"k", ""}}, `{"ops":[{"op":"put","key":"k","value":""}]}`},
+		{"broken json is a string", submitArgs{pos: []string{"k", `{"a":`}}, `{"ops":[{"op":"put","key":"k","value":"{\"a\":"}]}`},
+		{"key flag", submitArgs{key: "k", pos: []string{"null"}}, `{"ops":[{"op":"put","key":"k","value":null}]}`},
+		{"delete", submitArgs{del: true, pos: []string{"k"}}, `{"ops":[{"op":"delete","key":"k"}]}`},
+		{"if version", submitArgs{ifVersion: &v3, idempotencyKey: "i1", pos: []string{"k", "1"}},
+			`{"idempotency_key":"i1","ops":[{"op":"put","key":"k","value":1,"if_version":3}]}`},
+		{"tx", submitArgs{tx: `{"ops":[{"op":"delete","key":"a"},{"op":"put","key":"b","value":2}]}`, idempotencyKey: "i2"},
+			`{"idempotency_key":"i2","ops":[{"op":"delete","key":"a"},{"op":"put","key":"b","value":2}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tx, err := tt.args.request()
+			if err != nil {
+				t.Fatalf("request() error = %v", err)
+			}
+			got, _ := json.Marshal(tx)
+			if string(got) != tt.want {
+				t.Fatalf("request() = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSubmit(t *testing.T) {
+	ctx := testCtx(t)
+	var gotTx api.TxRequest
+	var gotOpts api.SubmitOptions
+	url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+		gotTx, gotOpts = tx, opts
+		return api.TxResult{TxID: 12345, Status: api.StatusCommitted, Index: 7, IdempotencyKey: tx.IdempotencyKey}, nil
+	}})
+	// Flags may follow the arguments; the dead target first shows failover.
+	r := runCLI(t, ctx, nil, "submit", "--targets", deadURL(t)+","+url, "greeting", "<hello>", "--ack", "all", "--timeout", "2s", "--if-version", "0")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	if len(gotTx.Ops) != 1 || gotTx.Ops[0].Key != "greeting" || jsonString(t, gotTx.Ops[0].Value) != "<hello>" ||
+		gotTx.Ops[0].IfVersion == nil || *gotTx.Ops[0].IfVersion != 0 {
+		t.Fatalf("server got %+v", gotTx)
+	}
+	if gotTx.IdempotencyKey == "" {
+		t.Error("server got no idempotency key; the client should make one")
+	}
+	if gotOpts.Ack != api.AckAll || gotOpts.Timeout != 2*time.Second {
+		t.Errorf("server got options %+v, want ack all, timeout 2s", gotOpts)
+	}
+	var res api.TxResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("stdout is not a TxResult: %v\n%s", err, r.stdout)
+	}
+	if res.Status != api.StatusCommitted || res.Index != 7 {
+		t.Fatalf("printed %+v", res)
+	}
+}
+
+func TestSubmitRejectedIsNotAnError(t *testing.T) {
+	url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+		return api.TxResult{TxID: 1, Status: api.StatusRejected, Conflict: &api.Conflict{Key: "k", Expected: 2, Actual: 3}}, nil
+	}})
+	r := runCLI(t, testCtx(t), map[string]string{targetsEnv: url}, "submit", "--if-version", "2", "k", "v")
+	if r.code != 0 || !strings.Contains(r.stdout, `"status": "rejected"`) {
+		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 0 and the rejection", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestSubmitServerRefuses(t *testing.T) {
+	url := serve(t, &fakeBackend{})
+	// An empty key passes the CLI and is refused by the server's validation.
+	r := runCLI(t, testCtx(t), map[string]string{targetsEnv: url}, "submit", "--tx", `{"ops":[{"op":"put","key":"","value":1}]}`)
+	if r.code != 1 || !strings.Contains(r.stderr, "txlog: submit:") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 and the server's error", r.code, r.stderr)
+	}
+}
+
+func TestGet(t *testing.T) {
+	ctx := testCtx(t)
+	var gotOpts api.ReadOptions
+	url := serve(t, &fakeBackend{GetFunc: func(ctx context.Context, key string, opts api.ReadOptions) (api.KV, error) {
+		gotOpts = opts
+		if key != "a/b c" {
+			return api.KV{}, api.ErrNotFound
+		}
+		return api.KV{Key: key, Value: json.RawMessage(`{"x":1}`), Version: 2, Index: 9}, nil
+	}})
+	env := map[string]string{targetsEnv: deadURL(t) + "," + url}
+
+	r := runCLI(t, ctx, env, "get", "--consistency", "stale", "a/b c")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	var kv api.KV
+	if err := json.Unmarshal([]byte(r.stdout), &kv); err != nil || kv.Version != 2 || compact(t, kv.Value) != `{"x":1}` {
+		t.Fatalf("stdout %s: %+v, %v", r.stdout, kv, err)
+	}
+	if gotOpts.Consistency != api.ConsistencyStale {
+		t.Errorf("consistency %q, want stale", gotOpts.Consistency)
+	}
+
+	r = runCLI(t, ctx, env, "get", "missing")
+	if r.code != 1 || !strings.Contains(r.stderr, "not found") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1, not found", r.code, r.stderr)
+	}
+}
+
+func clusterStatus(id, state, leader string, members ...api.Member) func(context.Context) (api.ClusterStatus, error) {
+	return func(context.Context) (api.ClusterStatus, error) {
+		return api.ClusterStatus{ID: id, State: state, LeaderID: leader, Term: 4, CommitIndex: 10, AppliedIndex: 9, Members: members}, nil
+	}
+}
+
+func TestStatus(t *testing.T) {
+	ctx := testCtx(t)
+	n3 := httptest.NewServer(api.NewServer(api.Config{}, &fakeBackend{ClusterFunc: clusterStatus("n3", "follower", "n1")}))
+	t.Cleanup(n3.Close)
+	members := []api.Member{
+		{ID: "n1", RaftAddr: "127.0.0.1:7101", Suffrage: "voter", Leader: true},
+		{ID: "n2", RaftAddr: "127.0.0.1:7102", Suffrage: "voter", LastContact: "12ms"},
+		{ID: "n3", RaftAddr: "127.0.0.1:7103", HTTPAddr: strings.TrimPrefix(n3.URL, "http://"), Suffrage: "voter"},
+	}
+	n1 := serve(t, &fakeBackend{ClusterFunc: clusterStatus("n1", "leader", "n1", members...)})
+	n2 := serve(t, &fakeBackend{ClusterFunc: clusterStatus("n2", "follower", "n1", members...)})
+	dead := deadURL(t)
+
+	r := runCLI(t, ctx, nil, "status", "--targets", strings.Join([]string{dead, n2, n1}, ","))
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(r.stdout, "\n")
+	for i, want := range []string{"NODE", "n1  ", "n2  ", "n3  ", "?  "} {
+		if i >= len(lines) || !strings.HasPrefix(lines[i], want) {
+			t.Fatalf("line %d of:\n%s\nwant it to start with %q", i, r.stdout, want)
+		}
+	}
+	for _, want := range []string{"unreachable", "MEMBERS (as n1, leader, sees them)", "12ms", n3.URL} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout:\n%s\nwant it to contain %q", r.stdout, want)
+		}
+	}
+
+	r = runCLI(t, ctx, nil, "status", "--json", "--targets", n1)
+	var views []nodeView
+	if err := json.Unmarshal([]byte(r.stdout), &views); err != nil || len(views) != 2 || views[0].Status.ID != "n1" {
+		t.Fatalf("--json printed %s (%v), want n1 and the discovered n3", r.stdout, err)
+	}
+
+	r = runCLI(t, ctx, nil, "status", "--targets", dead)
+	if r.code != 1 || !strings.Contains(r.stderr, "no node answered") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1 when no node answers", r.code, r.stderr)
+	}
+}
+
+// logBackend serves entries 1..n, at most limit at a time.
+func logBackend(n *int, mu *sync.Mutex) *fakeBackend {
+	return &fakeBackend{LogFunc: func(ctx context.Context, from uint64, limit int) (api.LogPage, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		page := api.LogPage{Next: from}
+		for i := from; i <= uint64(*n) && len(page.Entries) < limit; i++ {
+			page.Entries = append(page.Entries, api.LogEntry{Index: i, Term: 1, TxID: txid.ID(1000 + i), Status: api.StatusCommitted,
+				Ops: []api.Op{{Op: "put", Key: "k", Value: json.RawMessage("1")}}})
+			page.Next = i + 1
+		}
+		return page, nil
+	}}
+}
+
+func TestLog(t *testing.T) {
+	ctx := testCtx(t)
+	var mu sync.Mutex
+	n := 5
+	url := serve(t, logBackend(&n, &mu))
+
+	r := runCLI(t, ctx, map[string]string{targetsEnv: url}, "log", "--from", "2", "--limit", "2")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"index":2`) || !strings.Contains(lines[1], `"index":3`) {
+		t.Fatalf("stdout:\n%s\nwant entries 2 and 3, one per line", r.stdout)
+	}
+}
+
+func TestLogFollow(t *testing.T) {
+	ctx := testCtx(t)
+	var mu sync.Mutex
+	n := 3
+	url := serve(t, logBackend(&n, &mu))
+
+	followCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stdout, stderr syncBuffer
+	c := &cli{stdout: &stdout, stderr: &stderr, lookupEnv: func(string) (string, bool) { return "", false }}
+	done := make(chan error, 1)
+	go func() { done <- c.run(followCtx, []string{"log", "--follow", "--limit", "2", "--targets", url}) }()
+
+	waitFor := func(lines int) {
+		t.Helper()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for strings.Count(stdout.String(), "\n") < lines {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("stdout:\n%s\nwant %d lines", stdout.String(), lines)
+			case <-tick.C:
+			}
+		}
+	}
+	waitFor(3)
+	mu.Lock()
+	n = 4 // one more entry commits
+	mu.Unlock()
+	waitFor(4)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("log --follow after Ctrl-C = %v, want nil", err)
+	}
+	if got := strings.Count(stdout.String(), "\n"); got != 4 {
+		t.Fatalf("stdout:\n%s\nwant 4 entries, each once", stdout.String())
+	}
+}
+
+func TestParseValueKeepsHTML(t *testing.T) {
+	if got := string(parseValue("a<b>&c")); got != `"a<b>&c"` {
+		t.Fatalf("parseValue() = %s, want the characters as typed", got)
+	}
+}

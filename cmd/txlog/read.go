@@ -1,0 +1,266 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/txlog/txlog/api"
+)
+
+var consistencies = []string{api.ConsistencyLinearizable, api.ConsistencyLeader, api.ConsistencyStale}
+
+func (c *cli) get(ctx context.Context, args []string) error {
+	cmd := c.command("get", "[flags] KEY")
+	targets := cmd.targets()
+	consistency := cmd.String("consistency", api.ConsistencyLinearizable, "linearizable, leader or stale")
+	pos, err := cmd.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("get takes one KEY, got %d arguments", len(pos))
+	}
+	if !slices.Contains(consistencies, *consistency) {
+		return usagef("--consistency %q: want linearizable, leader or stale", *consistency)
+	}
+	cl, err := newClient(*targets)
+	if err != nil {
+		return err
+	}
+	kv, err := cl.Get(ctx, pos[0], api.ReadOptions{Consistency: *consistency})
+	if err != nil {
+		return fmt.Errorf("get %q: %w", pos[0], err)
+	}
+	return printJSON(c.stdout, kv)
+}
+
+// statusTimeout bounds how long status waits for one node.
+const statusTimeout = 3 * time.Second
+
+// nodeView is one node's answer to GET /v1/cluster, or why there is none.
+type nodeView struct {
+	URL    string             `json:"url"`
+	Status *api.ClusterStatus `json:"status,omitempty"`
+	Err    string             `json:"error,omitempty"`
+}
+
+func (c *cli) status(ctx context.Context, args []string) error {
+	cmd := c.command("status", "[flags]")
+	targets := cmd.targets()
+	asJSON := cmd.Bool("json", false, "print each node's answer as JSON")
+	pos, err := cmd.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("status takes no arguments, got %q", pos)
+	}
+	cl, err := newClient(*targets)
+	if err != nil {
+		return err
+	}
+	views := askNodes(ctx, cl, cl.Endpoints())
+	// Members the targets do not list but the nodes know an address of.
+	var more []string
+	for _, v := range views {
+		if v.Status == nil {
+			continue
+		}
+		for _, m := range v.Status.Members {
+			if u := memberURL(m.HTTPAddr); u != "" && !slices.ContainsFunc(views, func(v nodeView) bool { return v.URL == u }) && !slices.Contains(more, u) {
+				more = append(more, u)
+			}
+		}
+	}
+	views = append(views, askNodes(ctx, cl, more)...)
+	slices.SortStableFunc(views, func(a, b nodeView) int {
+		// Nodes that answered first, by ID; then the rest by URL.
+		if (a.Status == nil) != (b.Status == nil) {
+			if a.Status != nil {
+				return -1
+			}
+			return 1
+		}
+		if a.Status != nil {
+			return cmp.Compare(a.Status.ID, b.Status.ID)
+		}
+		return cmp.Compare(a.URL, b.URL)
+	})
+
+	if *asJSON {
+		if err := printJSON(c.stdout, views); err != nil {
+			return err
+		}
+	} else if err := printStatus(c.stdout, views); err != nil {
+		return err
+	}
+	if len(views) == 0 || views[0].Status == nil {
+		return errors.New("status: no node answered")
+	}
+	return nil
+}
+
+// memberURL makes a base URL of a member's HTTP address ("" when it has none).
+func memberURL(addr string) string {
+	switch {
+	case addr == "":
+		return ""
+	case strings.Contains(addr, "://"):
+		return strings.TrimRight(addr, "/")
+	default:
+		return "http://" + addr
+	}
+}
+
+// askNodes asks every node in urls, in parallel, for its view of the cluster.
+func askNodes(ctx context.Context, cl *api.Client, urls []string) []nodeView {
+	views := make([]nodeView, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			defer cancel()
+			views[i].URL = u
+			st, err := cl.ClusterFrom(ctx, u)
+			if err != nil {
+				views[i].Err = err.Error()
+				return
+			}
+			views[i].Status = &st
+		})
+	}
+	wg.Wait()
+	return views
+}
+
+// printStatus writes a table of the nodes' views, then the members as the
+// leader (or else the first node that answered) sees them.
+func printStatus(w io.Writer, views []nodeView) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	header := "NODE\tSTATE\tLEADER\tTERM\tCOMMIT\tAPPLIED\tURL"
+	if slices.ContainsFunc(views, func(v nodeView) bool { return v.Status == nil }) {
+		header += "\tERROR"
+	}
+	fmt.Fprintln(tw, header)
+	var ref *api.ClusterStatus
+	for _, v := range views {
+		s := v.Status
+		if s == nil {
+			fmt.Fprintf(tw, "?\tunreachable\t-\t-\t-\t-\t%s\t%s\n", v.URL, v.Err)
+			continue
+		}
+		if ref == nil || s.State == "leader" && ref.State != "leader" {
+			ref = s
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", s.ID, s.State, dash(s.LeaderID), s.Term, s.CommitIndex, s.AppliedIndex, v.URL)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if ref == nil {
+		return nil
+	}
+	fmt.Fprintf(w, "\nMEMBERS (as %s, %s, sees them)\n", ref.ID, ref.State)
+	fmt.Fprintln(tw, "ID\tSUFFRAGE\tRAFT ADDR\tHTTP ADDR\tLEADER\tLAST CONTACT")
+	for _, m := range ref.Members {
+		leader := ""
+		if m.Leader {
+			leader = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Suffrage, m.RaftAddr, dash(m.HTTPAddr), leader, dash(m.LastContact))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, v := range views {
+		if v.Status == nil || len(v.Status.Extra) == 0 {
+			continue
+		}
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(v.Status.Extra)) {
+			kv = append(kv, k+"="+v.Status.Extra[k])
+		}
+		fmt.Fprintf(w, "%s: %s\n", v.Status.ID, strings.Join(kv, " "))
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// followInterval is how long log --follow waits before asking again once it has
+// caught up.
+const followInterval = 250 * time.Millisecond
+
+func (c *cli) log(ctx context.Context, args []string) error {
+	cmd := c.command("log", "[flags]\n\nPrints one committed transaction per line, as JSON.")
+	targets := cmd.targets()
+	from := cmd.Uint64("from", 1, "first Raft index to print")
+	limit := cmd.Int("limit", 100, "entries per request; without --follow, txlog prints one request's worth")
+	follow := cmd.Bool("follow", false, "keep printing entries as they commit, until Ctrl-C")
+	pos, err := cmd.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("log takes no arguments, got %q", pos)
+	}
+	if *limit <= 0 {
+		return usagef("--limit %d: want at least 1", *limit)
+	}
+	if *from == 0 {
+		return usagef("--from 0: indexes start at 1")
+	}
+	cl, err := newClient(*targets)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(c.stdout)
+	enc.SetEscapeHTML(false)
+	next := *from
+	for {
+		page, err := cl.Log(ctx, next, *limit)
+		if err != nil {
+			if *follow && ctx.Err() != nil {
+				return nil // Ctrl-C ends --follow
+			}
+			return fmt.Errorf("log from %d: %w", next, err)
+		}
+		for _, e := range page.Entries {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+		if !*follow {
+			return nil
+		}
+		if len(page.Entries) > 0 {
+			if page.Next <= next {
+				return fmt.Errorf("log from %d: the node answered next=%d", next, page.Next)
+			}
+			next = page.Next
+			continue
+		}
+		t := time.NewTimer(followInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/txlog/txlog/api"
+)
+
+// defaultTargets are the nodes of `txlog local` on its default ports.
+const defaultTargets = "http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083"
+
+// targetsEnv overrides defaultTargets.
+const targetsEnv = "TXLOG_TARGETS"
+
+const usageText = `usage: txlog COMMAND [flags] [args]
+
+Commands:
+  local    run a cluster of txlogd processes on this machine until Ctrl-C
+  submit   run a transaction and print its result
+  get      read a key
+  status   show each node's view of the cluster
+  log      print committed transactions
+  help     print this text
+
+submit, get, status and log take --targets URL,URL,... (default $TXLOG_TARGETS,
+else ` + defaultTargets + `).
+Run 'txlog COMMAND -h' for a command's flags.
+`
+
+// usageError is a command line txlog cannot run; it exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// cli is one invocation of txlog: where it writes and what environment it reads.
+type cli struct {
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+}
+
+// run runs the command line args (without the program name).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := &cli{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}
+	return c.run(ctx, args)
+}
+
+func (c *cli) run(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usageText)
+		return usagef("no command given")
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "local":
+		return c.local(ctx, rest)
+	case "submit":
+		return c.submit(ctx, rest)
+	case "get":
+		return c.get(ctx, rest)
+	case "status":
+		return c.status(ctx, rest)
+	case "log":
+		return c.log(ctx, rest)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, usageText)
+		return nil
+	default:
+		return usagef("unknown command %q", name)
+	}
+}
+
+// command is the flag set of one subcommand and its synopsis.
+type command struct {
+	*flag.FlagSet
+	cli      *cli
+	synopsis string
+}
+
+func (c *cli) command(name, synopsis string) *command {
+	fs := flag.NewFlagSet("txlog "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // parse reports errors itself
+	return &command{FlagSet: fs, cli: c, synopsis: "txlog " + name + " " + synopsis}
+}
+
+func (cmd *command) printUsage(w io.Writer) {
+	fmt.Fprintf(w, "usage: %s\n\nFlags:\n", cmd.synopsis)
+	cmd.SetOutput(w)
+	cmd.PrintDefaults()
+	cmd.SetOutput(io.Discard)
+}
+
+// parse parses flags and positional arguments in any order ("--" ends the flags)
+// and returns the positional ones. -h prints the usage and gives flag.ErrHelp; a
+// bad flag gives a *usageError.
+func (cmd *command) parse(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := cmd.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				cmd.printUsage(cmd.cli.stdout)
+				return nil, err
+			}
+			cmd.printUsage(cmd.cli.stderr)
+			return nil, &usageError{msg: err.Error()}
+		}
+		rest := cmd.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// targets adds the --targets flag.
+func (cmd *command) targets() *string {
+	def := defaultTargets
+	if v, ok := cmd.cli.lookupEnv(targetsEnv); ok && strings.TrimSpace(v) != "" {
+		def = v
+	}
+	return cmd.String("targets", def, "comma-separated base URLs of the nodes (env "+targetsEnv+")")
+}
+
+// newClient returns an api.Client for the comma-separated targets. A target
+// without a scheme gets http://.
+func newClient(targets string) (*api.Client, error) {
+	var eps []string
+	for _, t := range strings.Split(targets, ",") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		if !strings.Contains(t, "://") {
+			t = "http://" + t
+		}
+		eps = append(eps, t)
+	}
+	if len(eps) == 0 {
+		return nil, usagef("--targets: no URLs")
+	}
+	cfg := api.ClientConfig{Endpoints: eps}
+	if err := cfg.Validate(); err != nil {
+		return nil, usagef("--targets: %v", err)
+	}
+	return api.NewClient(cfg), nil
+}
+
+// printJSON writes v as indented JSON, with <, > and & as they are.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
