@@ -1,0 +1,51 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkAppend measures Append of 256-byte payloads with fsync on, from
+// one writer and from 64 concurrent writers sharing fsyncs by group commit.
+// It reports appends/s and appends/fsync (the mean group size).
+func BenchmarkAppend(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			l := openT(b, b.TempDir(), Config{})
+			payload := make([]byte, 256)
+			ctx := context.Background()
+			var n atomic.Int64
+			syncs := l.syncs.Load() // Open's fsyncs are not the benchmark's
+			b.SetBytes(int64(len(payload)))
+			if writers == 1 {
+				for b.Loop() {
+					if _, err := l.Append(ctx, payload); err != nil {
+						b.Fatal(err)
+					}
+					n.Add(1)
+				}
+			} else {
+				// RunParallel starts parallelism*GOMAXPROCS goroutines.
+				b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						if _, err := l.Append(ctx, payload); err != nil {
+							b.Error(err)
+							return
+						}
+						n.Add(1)
+					}
+				})
+				b.StopTimer()
+			}
+			b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "appends/s")
+			if s := l.syncs.Load() - syncs; s > 0 {
+				b.ReportMetric(float64(n.Load())/float64(s), "appends/fsync")
+			}
+		})
+	}
+}
