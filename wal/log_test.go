@@ -1,10 +1,12 @@
 package wal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -329,4 +331,50 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCloseDuringAppends closes the log under 64 appending goroutines: each
+// Append either returns a Seq, and its record survives, or ErrClosed.
+func TestCloseDuringAppends(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		acked []Record
+	)
+	started := make(chan struct{}, 64)
+	for w := range 64 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				p := payloadFor(w*1000+i, 32)
+				seq, err := l.Append(context.Background(), p)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("Append() = %v, want a seq or ErrClosed", err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, Record{Seq: seq, Payload: p})
+				mu.Unlock()
+				if i == 0 {
+					started <- struct{}{}
+				}
+			}
+		})
+	}
+	for range 64 {
+		<-started
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	wg.Wait()
+	slices.SortFunc(acked, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	checkPending(t, openT(t, dir, Config{}), acked)
 }
