@@ -122,7 +122,9 @@ func (r *Redis) State() BreakerState { return r.breaker.State() }
 
 // Park appends a transaction to the stream (XADD). A nil error means Redis
 // has the entry: with appendfsync always, on its disk (see docs/parking.md).
-// Park does not need the consumer group.
+// An error does not mean Redis lacks it: a command that timed out may still
+// run, so the entry can come back from Claim although Park failed (dedup by
+// txid makes that harmless). Park does not need the consumer group.
 func (r *Redis) Park(ctx context.Context, id uint64, payload []byte) error {
 	err := r.do(ctx, func(ctx context.Context) error {
 		return r.client.XAdd(ctx, &redis.XAddArgs{
