@@ -28,6 +28,17 @@ type ReadOptions struct {
 // handlers map each to its status and code through one table. Any other error is a 500.
 // A transaction rejected by a failed if_version is not an error: it is a TxResult with
 // Status StatusRejected.
+//
+// For writes, ErrNoLeader, ErrNotLeader and ErrShuttingDown promise that the
+// transaction was not carried out and will not be: clients retry them on any node.
+// When a write may have entered the log, the answer must be ErrUnknownOutcome (with
+// the txid in the TxResult), never one of those.
+//
+// Deadlines: every call's ctx has a deadline. For Submit, SubmitBatch and Propose
+// it is opts.Timeout, which the handlers always fill in; for Tx and
+// TxByIdempotencyKey it is wait plus Config.DefaultTimeout; for the rest it is
+// Config.DefaultTimeout. The options and arguments a Backend receives are already
+// validated (keys, op names, values, limits, ack and consistency levels).
 type Backend interface {
 	// Submit runs one validated transaction. With ErrUnknownOutcome the TxResult
 	// still carries the txid and Status StatusUnknown.

@@ -129,3 +129,16 @@ func retryableCode(code string) bool {
 	}
 	return false
 }
+
+// NewErrorBody returns the wire form of err through the code table, as the
+// handlers write it: for example the Error of one failed transaction in a
+// batch result.
+func NewErrorBody(err error) *ErrorBody {
+	_, b := errorBody(err)
+	return &b
+}
+
+// Err turns a wire error back into an error through the code table, as the
+// Client does: the sentinel of the code (wrapped with the message; check with
+// errors.Is), or an *Error for a code without a sentinel.
+func (b *ErrorBody) Err() error { return codeError(*b) }

@@ -1,0 +1,63 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+)
+
+func TestErrorTable(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		status int
+		code   string
+	}{
+		{"sentinel", ErrNotFound, 404, CodeNotFound},
+		{"wrapped sentinel", fmt.Errorf("forward: %w", ErrNoLeader), 503, CodeNoLeader},
+		{"typed", &Error{Code: CodeInvalidTx, Message: "ops: empty"}, 400, CodeInvalidTx},
+		{"wrapped typed", fmt.Errorf("validate: %w", &Error{Code: CodeNotReady, Message: "x"}), 503, CodeNotReady},
+		{"unknown code", &Error{Code: "nonsense", Message: "x"}, 500, CodeInternal},
+		{"deadline", fmt.Errorf("apply: %w", context.DeadlineExceeded), 504, CodeTimeout},
+		{"timeout sentinel", ErrTimeout, 504, CodeTimeout},
+		{"other", errors.New("boom"), 500, CodeInternal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := errorBody(tt.err)
+			if status != tt.status || body.Code != tt.code {
+				t.Errorf("errorBody(%v) = %d %q, want %d %q", tt.err, status, body.Code, tt.status, tt.code)
+			}
+			if nb := NewErrorBody(tt.err); nb.Code != tt.code {
+				t.Errorf("NewErrorBody(%v).Code = %q, want %q", tt.err, nb.Code, tt.code)
+			}
+		})
+	}
+}
+
+// TestErrorRoundTrip checks that every code of the table comes back from the
+// wire as its sentinel, or as an *Error with the code.
+func TestErrorRoundTrip(t *testing.T) {
+	for code, c := range codes {
+		if c.status < 400 || http.StatusText(c.status) == "" {
+			t.Errorf("code %s: status %d", code, c.status)
+		}
+		err := (&ErrorBody{Code: code, Message: "because"}).Err()
+		if c.sentinel != nil {
+			if !errors.Is(err, c.sentinel) {
+				t.Errorf("code %s: Err() = %v, want %v", code, err, c.sentinel)
+			}
+			if _, ok := errors.AsType[*Error](err); ok {
+				t.Errorf("code %s: Err() is an *Error, want the sentinel", code)
+			}
+		} else if e, ok := errors.AsType[*Error](err); !ok || e.Code != code {
+			t.Errorf("code %s: Err() = %v, want *Error with the code", code, err)
+		}
+		// And back to the wire again.
+		if status, body := errorBody(err); status != c.status || body.Code != code {
+			t.Errorf("code %s: back to the wire as %d %s", code, status, body.Code)
+		}
+	}
+}
