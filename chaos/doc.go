@@ -14,6 +14,11 @@
 //	c.Kill(leader)
 //	c.Restart(ctx, leader)
 //
+// StartCluster reserves free loopback ports for Raft (or takes ClusterConfig's base
+// ports), lets each node bind HTTP port 0 and reads the bound address back from
+// <data dir>/http.addr, which txlogd writes once it listens. BuildBinaries builds
+// txlogd for tests and for `txlog local`.
+//
 // Everything that waits polls with a deadline taken from its ctx; nothing sleeps for a
 // fixed time.
 //

@@ -72,8 +72,7 @@ func (c ProcessConfig) Validate() error {
 
 // Process is one program across its runs: Start launches a run, and the other methods
 // act on the current (or, once it exited, the last) run. Its methods are safe to call
-// from any goroutine, but Start must not race another Start or a Restart of the
-// same process.
+// from any goroutine; of two Starts that race, one gets ErrRunning.
 type Process struct {
 	cfg ProcessConfig // immutable after NewProcess
 	log *slog.Logger
@@ -144,8 +143,8 @@ func (p *Process) current() *run {
 
 // Start launches a new run. It removes the data dir's stale http.addr first, so that
 // HTTPAddr reads only what this run writes. It returns ErrRunning when a run is
-// still alive (a paused one too). Start does not wait for the program to be ready:
-// use HTTPAddr for that.
+// still alive (a paused one too) or another Start is underway. Start does not wait
+// for the program to be ready: use HTTPAddr for that.
 func (p *Process) Start() error {
 	p.mu.Lock()
 	if p.starting || (p.cur != nil && !p.cur.exited()) {
