@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -125,6 +127,7 @@ func TestUsage(t *testing.T) {
 		{"log from zero", []string{"log", "--from", "0"}, 2, "", "--from 0"},
 		{"log args", []string{"log", "x"}, 2, "", "log takes no arguments"},
 		{"status args", []string{"status", "x"}, 2, "", "status takes no arguments"},
+		{"local args", []string{"local", "x"}, 2, "", "txlogd flags go after --"},
 		{"local no nodes", []string{"local", "--nodes", "0"}, 2, "", "--nodes 0"},
 		{"local overlapping ports", []string{"local", "--http-base-port", "7102"}, 2, "", "overlap"},
 		{"local bad port", []string{"local", "--raft-base-port", "70000"}, 2, "", "RaftBasePort 70000"},
@@ -140,6 +143,36 @@ func TestUsage(t *testing.T) {
 			}
 			if !strings.Contains(r.stderr, tt.wantErr) {
 				t.Errorf("stderr:\n%s\nwant it to contain %q", r.stderr, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name          string
+		args          []string
+		wantPos       []string
+		wantAfterDash []string
+		wantFlag      string
+	}{
+		{"flags first", []string{"-f", "x", "a", "b"}, []string{"a", "b"}, nil, "x"},
+		{"flags between", []string{"a", "--f=x", "b"}, []string{"a", "b"}, nil, "x"},
+		{"flags last", []string{"a", "b", "-f", "x"}, []string{"a", "b"}, nil, "x"},
+		{"dash", []string{"a", "--", "-f", "y"}, []string{"a"}, []string{"-f", "y"}, ""},
+		{"dash first", []string{"--", "a"}, nil, []string{"a"}, ""},
+		{"none", nil, nil, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := (&cli{stdout: io.Discard, stderr: io.Discard}).command("test", "")
+			f := cmd.String("f", "", "")
+			pos, after, err := cmd.parseSplit(tt.args)
+			if err != nil {
+				t.Fatalf("parseSplit() error = %v", err)
+			}
+			if !slices.Equal(pos, tt.wantPos) || !slices.Equal(after, tt.wantAfterDash) || *f != tt.wantFlag {
+				t.Fatalf("parseSplit(%q) = %q, %q, -f %q; want %q, %q, -f %q", tt.args, pos, after, *f, tt.wantPos, tt.wantAfterDash, tt.wantFlag)
 			}
 		})
 	}

@@ -40,9 +40,12 @@ func (c *cli) local(ctx context.Context, args []string) error {
 	httpBase := cmd.Int("http-base-port", 8081, "HTTP port of n1, n2 gets the next one, and so on; 0 picks free ports")
 	raftBase := cmd.Int("raft-base-port", 7101, "Raft port of n1, n2 gets the next one, and so on; 0 picks free ports (such a cluster cannot be resumed)")
 	txlogd := cmd.String("txlogd", "", "txlogd binary (default: next to txlog, else on PATH, else built)")
-	extra, err := cmd.parse(args)
+	pos, extra, err := cmd.parseSplit(args)
 	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return usagef("local takes no arguments, got %q (txlogd flags go after --)", pos)
 	}
 	cfg := chaos.ClusterConfig{
 		Dir:          *dir,

@@ -104,22 +104,28 @@ func (cmd *command) printUsage(w io.Writer) {
 // and returns the positional ones. -h prints the usage and gives flag.ErrHelp; a
 // bad flag gives a *usageError.
 func (cmd *command) parse(args []string) ([]string, error) {
-	var pos []string
+	pos, afterDash, err := cmd.parseSplit(args)
+	return append(pos, afterDash...), err
+}
+
+// parseSplit is parse, but returns the positional arguments before and after "--"
+// apart.
+func (cmd *command) parseSplit(args []string) (pos, afterDash []string, err error) {
 	for {
 		if err := cmd.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				cmd.printUsage(cmd.cli.stdout)
-				return nil, err
+				return nil, nil, err
 			}
 			cmd.printUsage(cmd.cli.stderr)
-			return nil, &usageError{msg: err.Error()}
+			return nil, nil, &usageError{msg: err.Error()}
 		}
 		rest := cmd.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
+			return pos, rest, nil
 		}
 		if len(rest) == 0 {
-			return pos, nil
+			return pos, nil, nil
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
