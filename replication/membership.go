@@ -114,7 +114,9 @@ func (r *Raft) Join(ctx context.Context, id, addr string, voter bool) error {
 
 // Remove removes a server from the cluster and waits until the change is
 // committed. A removed server shuts its Raft down (Status reports
-// "shutdown"); removing the leader makes the rest elect a new one.
+// "shutdown") if it learns of its removal, which it may not, as the leader
+// stops replicating to it at once: close it. Removing the leader makes the
+// rest elect a new one.
 //
 // Errors: ErrNotLeader; ErrUnknownServer when id is not a member; ErrTimeout,
 // ErrLeadershipLost and ErrShutdown leave the outcome unknown.

@@ -34,6 +34,7 @@ const (
 // snapshot stores, its transport, and the glue to the state machine.
 type Raft struct {
 	id     string
+	addr   string // advertised Raft address
 	raft   *raft.Raft
 	fsm    *fsm
 	logs   *raftboltdb.BoltStore
@@ -112,6 +113,7 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	}
 	r := &Raft{
 		id:      c.ID,
+		addr:    string(trans.LocalAddr()),
 		raft:    rn,
 		fsm:     f,
 		logs:    logs,
@@ -404,6 +406,7 @@ func (r *Raft) runBarrier(b *termBarrier) {
 // Status is a snapshot of a server's Raft state.
 type Status struct {
 	ID           string
+	Addr         string // this server's advertised Raft address
 	State        string // "leader", "follower", "candidate" or "shutdown"
 	Term         uint64
 	CommitIndex  uint64    // the highest index known to be committed
@@ -419,6 +422,7 @@ func (r *Raft) Status() Status {
 	addr, id := r.raft.LeaderWithID()
 	return Status{
 		ID:           r.id,
+		Addr:         r.addr,
 		State:        strings.ToLower(r.raft.State().String()),
 		Term:         r.raft.CurrentTerm(),
 		CommitIndex:  r.raft.CommitIndex(),
@@ -436,6 +440,9 @@ func (r *Raft) Leader() (id, addr string) {
 	a, i := r.raft.LeaderWithID()
 	return string(i), string(a)
 }
+
+// Addr returns the Raft address this server advertises.
+func (r *Raft) Addr() string { return r.addr }
 
 // IsLeader reports whether this server is the leader.
 func (r *Raft) IsLeader() bool {
