@@ -290,20 +290,22 @@ func (l *Log) collect() {
 	if l.w.err != nil {
 		return
 	}
-	segs := l.w.segs
-	dead := map[uint64]*segment{}
-	for _, s := range segs[:len(segs)-1] {
+	var dead []*segment // by ID
+	for _, s := range l.w.segs[:len(l.w.segs)-1] {
 		if s.live == 0 {
-			dead[s.id] = s
+			dead = append(dead, s)
 		}
 	}
 	if len(dead) == 0 {
 		return
 	}
+	isDead := func(id uint64) bool {
+		return slices.ContainsFunc(dead, func(s *segment) bool { return s.id == id })
+	}
 	var carry []uint64
 	for _, s := range dead {
 		for target, seqs := range s.cross {
-			if dead[target] == nil {
+			if !isDead(target) {
 				carry = append(carry, seqs...)
 			}
 		}
@@ -337,10 +339,10 @@ func (l *Log) collect() {
 			l.logger.Warn("dir fsync failed", keyDir, l.dir, keyErr, err)
 		}
 	}
-	l.w.segs = slices.DeleteFunc(l.w.segs, func(s *segment) bool { return dead[s.id] != nil })
+	l.w.segs = slices.DeleteFunc(l.w.segs, func(s *segment) bool { return isDead(s.id) })
 	for _, s := range l.w.segs {
-		for id := range dead {
-			delete(s.cross, id)
+		for _, d := range dead {
+			delete(s.cross, d.id)
 		}
 	}
 }
