@@ -19,8 +19,9 @@
 //     "txs[3].ops[0].key: empty".
 //   - frames.go: EncodeFrames and DecodeFrames, the body of
 //     POST /v1/internal/propose.
-//   - client.go: Client, which talks to any node, fails over, and makes
-//     retried writes safe with idempotency keys.
+//   - client.go, exchange.go, submit.go: Client, which talks to any node,
+//     fails over with backoff (exchange.go), and makes retried writes safe with
+//     idempotency keys and lookups of open outcomes (submit.go).
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.
 //

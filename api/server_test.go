@@ -1,7 +1,10 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -203,6 +206,24 @@ func TestConfigValidate(t *testing.T) {
 	for _, want := range []string{"MaxBodyBytes: -1", "MaxOpsPerTx: -2", "DefaultTimeout: 1h0m0s, want <= MaxTimeout"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
+		}
+	}
+}
+
+func TestRequestLog(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		return TxResult{}, errors.New("disk on fire")
+	}}
+	rec := serve(t, Config{Logger: logger}, b, "POST", "/v1/tx", okTx, nil)
+	if rec.Code != 500 {
+		t.Fatalf("status = %d, want 500", rec.Code)
+	}
+	out := buf.String()
+	for _, want := range []string{`"msg":"internal error"`, `"level":"WARN"`, `"msg":"request"`, `"component":"api"`, `"status":500`, `"path":"/v1/tx"`, `"err":"disk on fire"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log %s: want %s", out, want)
 		}
 	}
 }

@@ -1,0 +1,296 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxAnswerBytes bounds the body of an answer the Client reads.
+const maxAnswerBytes = 256 << 20
+
+// request is one HTTP request the Client sends, maybe several times.
+type request struct {
+	method string
+	path   string // escaped, starting with "/"
+	query  url.Values
+	header http.Header
+	body   []byte
+	// serverTime is the timeout or wait the request asks the server for; the
+	// attempt and call deadlines are extended by it.
+	serverTime time.Duration
+}
+
+// answer is a complete HTTP answer.
+type answer struct {
+	status int
+	body   []byte
+}
+
+// transportError is an HTTP exchange that got no answer.
+type transportError struct {
+	endpoint string
+	err      error
+	// sent is false only when the request certainly did not reach the server
+	// (the connection was never made).
+	sent bool
+}
+
+func (e *transportError) Error() string { return e.endpoint + ": " + e.err.Error() }
+
+func (e *transportError) Unwrap() error { return e.err }
+
+// roundTrip sends req to base once and reads the whole answer.
+func (c *Client) roundTrip(ctx context.Context, base string, req request) (answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout+req.serverTime)
+	defer cancel()
+	u := base + req.path
+	if len(req.query) > 0 {
+		u += "?" + req.query.Encode()
+	}
+	var body io.Reader
+	if req.body != nil {
+		body = bytes.NewReader(req.body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, u, body)
+	if err != nil {
+		return answer{}, fmt.Errorf("%s %s: %w", req.method, u, err)
+	}
+	for k, vs := range req.header {
+		hr.Header[k] = vs
+	}
+	if req.body != nil && hr.Header.Get("Content-Type") == "" {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	hr.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(hr)
+	if err != nil {
+		return answer{}, &transportError{endpoint: base, err: err, sent: !dialFailed(err)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return answer{}, &transportError{endpoint: base, err: fmt.Errorf("read answer: %w", err), sent: true}
+	}
+	if len(b) > maxAnswerBytes {
+		return answer{}, &transportError{endpoint: base, err: fmt.Errorf("answer longer than %d bytes", maxAnswerBytes), sent: true}
+	}
+	return answer{status: resp.StatusCode, body: b}, nil
+}
+
+// dialFailed reports whether err happened before a connection was made.
+func dialFailed(err error) bool {
+	oe, ok := errors.AsType[*net.OpError](err)
+	return ok && oe.Op == "dial"
+}
+
+// classify turns a non-2xx answer into its wire code and error. An answer
+// without an error object (from a proxy, say) gets the code "http_<status>".
+func classify(a answer) (string, error) {
+	var body struct {
+		Error *ErrorBody `json:"error"`
+	}
+	if json.Unmarshal(a.body, &body) == nil && body.Error != nil && body.Error.Code != "" {
+		return body.Error.Code, codeError(*body.Error)
+	}
+	code := "http_" + strconv.Itoa(a.status)
+	msg := strings.TrimSpace(string(a.body))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	if msg == "" {
+		msg = http.StatusText(a.status)
+	}
+	return code, &Error{Code: code, Message: msg}
+}
+
+// refused reports whether code says the request was not carried out and may be
+// carried out by another node or later.
+func refused(code string) bool {
+	return retryableCode(code) || code == "http_503"
+}
+
+// ambiguousCode reports whether code leaves open whether the request was
+// carried out.
+func ambiguousCode(code string) bool {
+	return code == CodeTimeout || code == "http_502" || code == "http_504"
+}
+
+// decodeAnswer decodes the JSON body of a 2xx answer into out.
+func decodeAnswer(a answer, out any) error {
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(a.body, out); err != nil {
+		return fmt.Errorf("decode answer (status %d): %w", a.status, err)
+	}
+	return nil
+}
+
+// callContext bounds a call by the Timeout, or longer when the request asks
+// the server for longer.
+func (c *Client) callContext(ctx context.Context, serverTime time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(c.cfg.Timeout, serverTime+c.cfg.AttemptTimeout))
+}
+
+// pause waits the backoff before retry number attempt (from 1), or until ctx
+// ends.
+func (c *Client) pause(ctx context.Context, attempt int) error {
+	d := c.cfg.MaxBackoff
+	if shift := attempt - 1; shift < 30 {
+		d = min(c.cfg.MinBackoff<<shift, c.cfg.MaxBackoff)
+	}
+	d = d/2 + rand.N(d/2+1) // jitter: between half and all of d
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// giveUp is the error of a call whose time ran out: the last failure, and
+// why the time ran out.
+func giveUp(last, ctxErr error) error {
+	if last == nil {
+		return ctxErr
+	}
+	return fmt.Errorf("%w; gave up: %w", last, ctxErr)
+}
+
+// afterRefusal picks the endpoint to try after base refused with code: the
+// leader base names when code is not_leader and base knows one, else the next.
+func (c *Client) afterRefusal(ctx context.Context, base, code string) string {
+	if code == CodeNotLeader {
+		if leader, ok := c.learnLeader(ctx, base); ok {
+			return leader
+		}
+	}
+	return c.next(base)
+}
+
+// learnLeader asks base for the leader's HTTP address and prefers it.
+func (c *Client) learnLeader(ctx context.Context, base string) (string, bool) {
+	var st ClusterStatus
+	if err := c.callAt(ctx, base, request{method: http.MethodGet, path: "/v1/cluster"}, &st); err != nil {
+		return "", false
+	}
+	leader, ok := leaderURL(base, st.LeaderHTTPAddr)
+	if ok {
+		c.prefer(leader)
+	}
+	return leader, ok
+}
+
+// leaderURL makes a base URL of addr, a host:port or a URL that from (a base
+// URL) named. A host:port gets the scheme of from. An address without a usable
+// host, such as ":8080" or "0.0.0.0:8080", gives false.
+func leaderURL(from, addr string) (string, bool) {
+	if addr == "" {
+		return "", false
+	}
+	if strings.Contains(addr, "://") {
+		u, err := normalizeBaseURL(addr)
+		return u, err == nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host == "" {
+		return "", false
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return "", false
+	}
+	scheme := "http"
+	if u, err := url.Parse(from); err == nil && u.Scheme != "" {
+		scheme = u.Scheme
+	}
+	return scheme + "://" + addr, true
+}
+
+// call sends req to any node, retrying as the Client's doc says, and decodes
+// a 2xx answer into out. An idempotent request is also retried after a
+// failure that leaves open whether it was carried out.
+func (c *Client) call(ctx context.Context, req request, idempotent bool, out any) error {
+	ctx, cancel := c.callContext(ctx, req.serverTime)
+	defer cancel()
+	base, err := c.first()
+	if err != nil {
+		return err
+	}
+	var last error
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := c.pause(ctx, attempt); err != nil {
+				return giveUp(last, err)
+			}
+		}
+		a, err := c.roundTrip(ctx, base, req)
+		if te, ok := errors.AsType[*transportError](err); ok {
+			if ctx.Err() != nil {
+				return giveUp(last, ctx.Err())
+			}
+			if te.sent && !idempotent {
+				return err
+			}
+			last, base = err, c.next(base)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if a.status/100 == 2 {
+			c.prefer(base)
+			return decodeAnswer(a, out)
+		}
+		code, aerr := classify(a)
+		switch {
+		case refused(code):
+			last, base = aerr, c.afterRefusal(ctx, base, code)
+		case idempotent && ambiguousCode(code):
+			last, base = aerr, c.next(base)
+		default:
+			return aerr
+		}
+	}
+}
+
+// callAt sends req to base once and decodes a 2xx answer into out.
+func (c *Client) callAt(ctx context.Context, base string, req request, out any) error {
+	b, err := normalizeBaseURL(base)
+	if err != nil {
+		return fmt.Errorf("api client: base URL: %w", err)
+	}
+	a, err := c.roundTrip(ctx, b, req)
+	if err != nil {
+		return err
+	}
+	if a.status/100 == 2 {
+		return decodeAnswer(a, out)
+	}
+	_, aerr := classify(a)
+	return aerr
+}
+
+// marshalJSON encodes v without escaping <, > and &, so that a value goes
+// over the wire, and into the log, as the caller wrote it.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

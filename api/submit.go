@@ -1,0 +1,325 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/txlog/txlog/txid"
+)
+
+// newIdempotencyKey returns a random idempotency key of 26 characters.
+func newIdempotencyKey() string { return rand.Text() }
+
+// answerMargin is the least time the Client keeps between the timeout it asks
+// a server for and the end of its own ctx, so that the server's answer (say
+// "no leader") arrives before the Client stops listening. A request cut off by
+// the Client's own deadline leaves its outcome open.
+const answerMargin = 50 * time.Millisecond
+
+// errNoTimeLeft ends a call that has too little time left for another attempt.
+var errNoTimeLeft = fmt.Errorf("too little time left: %w", context.DeadlineExceeded)
+
+// fit returns d, shortened so that a server working for that long answers a
+// margin before ctx ends; false when too little time is left to try at all.
+func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return d, true
+	}
+	left := time.Until(dl)
+	left -= max(left/10, answerMargin)
+	if left < time.Millisecond {
+		return 0, false
+	}
+	return min(d, left), true
+}
+
+// writeQuery returns the query of a write and the time it asks the server for:
+// opts.Timeout (none: the server's default), fitted to ctx; false when too
+// little time is left to try.
+func writeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Duration, bool) {
+	q := url.Values{}
+	if opts.Ack != "" {
+		q.Set("ack", opts.Ack)
+	}
+	want := opts.Timeout
+	if want <= 0 {
+		want = DefaultTimeout
+	}
+	d, ok := fit(ctx, want)
+	if !ok {
+		return nil, 0, false
+	}
+	if opts.Timeout > 0 || d < want {
+		q.Set("timeout", d.String())
+	}
+	return q, d, true
+}
+
+// serverTimeout is the timeout a write asks the server for at most.
+func serverTimeout(opts SubmitOptions) time.Duration {
+	if opts.Timeout > 0 {
+		return opts.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Submit runs one transaction on any node and returns its result: committed,
+// rejected by a failed if_version (not an error), or pending (with
+// ack=accepted).
+//
+// Without an idempotency key in tx, Submit makes a random one, and every
+// retry carries the same key, so a retry can never create a second
+// transaction. After an answer that leaves the outcome open (503
+// unknown_outcome, 504, a connection lost after sending) Submit first looks the
+// transaction up, by txid when it knows it and by key otherwise, and
+// resubmits only when the cluster does not know it. If the time runs out with
+// the outcome still open, the error wraps ErrUnknownOutcome and the result has
+// Status StatusUnknown, the idempotency key, and the txid when known: look it
+// up later with Tx or TxByIdempotencyKey.
+func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	if tx.IdempotencyKey == "" {
+		tx.IdempotencyKey = newIdempotencyKey()
+	}
+	body, err := marshalJSON(tx)
+	if err != nil {
+		return TxResult{}, fmt.Errorf("encode transaction: %w", err)
+	}
+	req := request{method: http.MethodPost, path: "/v1/tx", body: body}
+	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
+	defer cancel()
+	base, err := c.first()
+	if err != nil {
+		return TxResult{}, err
+	}
+	s := submission{key: tx.IdempotencyKey}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := c.pause(ctx, attempt); err != nil {
+				return s.giveUp(err)
+			}
+		}
+		if s.ambiguous {
+			res, found, err := c.resolve(ctx, base, s.id, s.key)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return s.giveUp(ctx.Err())
+			case err != nil && !retryable(err):
+				return s.giveUp(err)
+			case err != nil:
+				s.last, base = err, c.next(base)
+				continue
+			case found && (res.Status == StatusCommitted || res.Status == StatusRejected):
+				c.prefer(base)
+				return res, nil
+			case found:
+				// Still in flight: look again rather than submit a second time.
+				if res.TxID != 0 {
+					s.id = res.TxID
+				}
+				continue
+			}
+			// Not known to the cluster: submit again, with the same key.
+		}
+		var ok bool
+		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+			return s.giveUp(errNoTimeLeft)
+		}
+		a, err := c.roundTrip(ctx, base, req)
+		if te, ok := errors.AsType[*transportError](err); ok {
+			s.ambiguous = s.ambiguous || te.sent
+			if ctx.Err() != nil {
+				return s.giveUp(ctx.Err())
+			}
+			s.last, base = err, c.next(base)
+			continue
+		}
+		if err != nil {
+			return TxResult{}, err
+		}
+		switch a.status {
+		case http.StatusOK, http.StatusAccepted, http.StatusConflict:
+			var res TxResult
+			if err := decodeAnswer(a, &res); err != nil {
+				return TxResult{}, err
+			}
+			if a.status != http.StatusConflict || res.Status == StatusRejected {
+				c.prefer(base)
+				return res, nil
+			}
+		}
+		code, aerr := classify(a)
+		switch {
+		case code == CodeUnknownOutcome:
+			var res TxResult
+			if json.Unmarshal(a.body, &res) == nil && res.TxID != 0 {
+				s.id = res.TxID
+			}
+			s.ambiguous, s.last = true, aerr // look it up where it was accepted
+		case ambiguousCode(code):
+			s.ambiguous, s.last, base = true, aerr, c.next(base)
+		case refused(code):
+			s.last, base = aerr, c.afterRefusal(ctx, base, code)
+		default:
+			return TxResult{}, aerr
+		}
+	}
+}
+
+// submission is the state of one Submit across its attempts.
+type submission struct {
+	key string
+	id  txid.ID // the txid a node gave the transaction, once known
+	// ambiguous is true once an attempt may have been carried out.
+	ambiguous bool
+	last      error
+}
+
+// giveUp is Submit's answer when its time ran out.
+func (s *submission) giveUp(ctxErr error) (TxResult, error) {
+	if !s.ambiguous {
+		return TxResult{}, giveUp(s.last, ctxErr)
+	}
+	res := TxResult{TxID: s.id, Status: StatusUnknown, IdempotencyKey: s.key}
+	return res, fmt.Errorf("%w: idempotency key %q%s: %w", ErrUnknownOutcome, s.key, lastError(s.last), ctxErr)
+}
+
+// lastError describes the last failure of an ambiguous call for its error
+// message; it is not wrapped, so that errors.Is does not mistake an open
+// outcome for, say, "no leader".
+func lastError(err error) string {
+	if err == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (last error: %v)", err)
+}
+
+// retryable reports whether err, from a request that changes nothing, may go
+// away on another node or later.
+func retryable(err error) bool {
+	if _, ok := errors.AsType[*transportError](err); ok {
+		return true
+	}
+	for _, code := range []string{CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeTimeout} {
+		if errors.Is(err, codes[code].sentinel) {
+			return true
+		}
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
+		return refused(e.Code) || ambiguousCode(e.Code)
+	}
+	return false
+}
+
+// resolve looks up at base a transaction whose outcome is open: by id when it
+// is not zero, else by idempotency key. found is false when base does not know
+// it.
+func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key string) (res TxResult, found bool, err error) {
+	wait, ok := fit(ctx, c.cfg.LookupWait)
+	if !ok {
+		return TxResult{}, false, errNoTimeLeft
+	}
+	req := request{method: http.MethodGet, query: waitQuery(wait), serverTime: wait}
+	if id != 0 {
+		req.path = "/v1/tx/" + id.String()
+	} else {
+		req.path = "/v1/tx"
+		req.query.Set("idempotency_key", key)
+	}
+	err = c.callAt(ctx, base, req, &res)
+	if errors.Is(err, ErrNotFound) {
+		return TxResult{}, false, nil
+	}
+	return res, err == nil, err
+}
+
+// SubmitBatch runs many independent transactions on any node and returns one
+// result per transaction, in order; a transaction that failed on its own has
+// Error set. Like Submit, it gives every transaction without an idempotency
+// key a random one, and retries with the same keys. If the time runs out after
+// an attempt that may have been carried out, the error wraps
+// ErrUnknownOutcome and each result has Status StatusUnknown and the
+// transaction's idempotency key.
+func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
+	txs = slices.Clone(txs)
+	for i := range txs {
+		if txs[i].IdempotencyKey == "" {
+			txs[i].IdempotencyKey = newIdempotencyKey()
+		}
+	}
+	body, err := marshalJSON(BatchRequest{Txs: txs})
+	if err != nil {
+		return nil, fmt.Errorf("encode batch: %w", err)
+	}
+	req := request{method: http.MethodPost, path: "/v1/tx/batch", body: body}
+	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
+	defer cancel()
+	base, err := c.first()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		ambiguous bool
+		last      error
+	)
+	unknown := func(ctxErr error) ([]TxResult, error) {
+		if !ambiguous {
+			return nil, giveUp(last, ctxErr)
+		}
+		res := make([]TxResult, len(txs))
+		for i, tx := range txs {
+			res[i] = TxResult{Status: StatusUnknown, IdempotencyKey: tx.IdempotencyKey}
+		}
+		return res, fmt.Errorf("%w: batch of %d%s: %w", ErrUnknownOutcome, len(txs), lastError(last), ctxErr)
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			if err := c.pause(ctx, attempt); err != nil {
+				return unknown(err)
+			}
+		}
+		var ok bool
+		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+			return unknown(errNoTimeLeft)
+		}
+		a, err := c.roundTrip(ctx, base, req)
+		if te, ok := errors.AsType[*transportError](err); ok {
+			ambiguous = ambiguous || te.sent
+			if ctx.Err() != nil {
+				return unknown(ctx.Err())
+			}
+			last, base = err, c.next(base)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if a.status == http.StatusOK {
+			var br BatchResponse
+			if err := decodeAnswer(a, &br); err != nil {
+				return nil, err
+			}
+			if len(br.Results) != len(txs) {
+				return nil, fmt.Errorf("batch answer: %d results for %d transactions", len(br.Results), len(txs))
+			}
+			c.prefer(base)
+			return br.Results, nil
+		}
+		code, aerr := classify(a)
+		switch {
+		case ambiguousCode(code) || code == CodeUnknownOutcome:
+			ambiguous, last, base = true, aerr, c.next(base)
+		case refused(code):
+			last, base = aerr, c.afterRefusal(ctx, base, code)
+		default:
+			return nil, aerr
+		}
+	}
+}
