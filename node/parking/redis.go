@@ -88,8 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Redis, error) {
 		breaker: newBreaker(cfg.Breaker, log),
 	}
 	if err := r.do(ctx, r.createGroup); err != nil {
-		log.Warn("redis unavailable at open",
-			"addr", cfg.Addr, "err", err)
+		log.Warn("consumer group not created at open, will retry", "addr", cfg.Addr, "err", err)
 	}
 	return r, nil
 }
