@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -13,30 +14,6 @@ import (
 )
 
 var _ api.Backend = (*Node)(nil)
-
-// checkAck reports whether this node serves the acknowledgement level.
-func checkAck(ack string) error {
-	switch ack {
-	case "", api.AckQuorum:
-		return nil
-	}
-	return &api.Error{Code: api.CodeInvalidParam, Message: fmt.Sprintf("ack=%s: not available yet; use ack=quorum", ack)}
-}
-
-// Submit implements api.Backend.
-func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
-	results, err := n.SubmitBatch(ctx, []api.TxRequest{tx}, opts)
-	if err != nil {
-		return api.TxResult{}, err
-	}
-	r := results[0]
-	if r.Error != nil {
-		err := codeError(r.Error)
-		r.Error = nil
-		return r, err
-	}
-	return r, nil
-}
 
 // codeError turns a per-transaction error body back into an error.
 func codeError(e *api.ErrorBody) error {
@@ -67,46 +44,6 @@ func errorBody(err error) *api.ErrorBody {
 		return &api.ErrorBody{Code: api.CodeShuttingDown, Message: err.Error()}
 	}
 	return &api.ErrorBody{Code: api.CodeInternal, Message: err.Error()}
-}
-
-// SubmitBatch implements api.Backend: every transaction gets a txid here, the
-// receiving node, and is proposed through the leader together with the others.
-func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
-	if err := checkAck(opts.Ack); err != nil {
-		return nil, err
-	}
-	results := make([]api.TxResult, len(txs))
-	ps := make([]*pending, 0, len(txs))
-	slot := make([]int, 0, len(txs))
-	for i, req := range txs {
-		if req.IdempotencyKey != "" {
-			// Fast path: a resubmission this node already knows about.
-			if o, err := n.db.TxByIdempotencyKey(req.IdempotencyKey); err == nil {
-				results[i] = n.result(o, true)
-				continue
-			}
-		}
-		id := n.ids.Next()
-		tx, err := toStoreTx(id, req)
-		if err != nil {
-			return nil, err
-		}
-		ps = append(ps, &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id})
-		slot = append(slot, i)
-	}
-	for _, p := range ps {
-		n.inflight.add(uint64(p.id))
-	}
-	n.propose(ctx, ps, opts)
-	for j, p := range ps {
-		n.inflight.remove(uint64(p.id))
-		r := p.res
-		if p.err != nil {
-			r.Error = errorBody(p.err)
-		}
-		results[slot[j]] = r
-	}
-	return results, nil
 }
 
 // Propose implements api.Backend: the leader's side of forwarding. It makes one
@@ -192,7 +129,7 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 			return api.TxResult{}, err
 		}
 		if time.Now().After(deadline) {
-			if id != 0 && n.inflight.has(uint64(id)) {
+			if id != 0 && n.intake.has(id) {
 				return api.TxResult{TxID: id, Status: api.StatusPending}, nil
 			}
 			return api.TxResult{}, api.ErrNotFound
@@ -342,6 +279,12 @@ func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 			am.LastContact = m.LastContact.String()
 		}
 		cs.Members = append(cs.Members, am)
+	}
+	cs.Extra = map[string]string{"intake_unresolved": strconv.Itoa(n.intake.size())}
+	if n.park != nil {
+		cs.Extra["redis_breaker"] = string(n.park.State())
+	} else {
+		cs.Extra["redis_breaker"] = "disabled"
 	}
 	return cs, nil
 }

@@ -42,6 +42,9 @@ type Config struct {
 	Cluster []Peer
 	// Join is the HTTP base URL of a member to join through. Mutually exclusive with Cluster.
 	Join string
+	// RedisAddr is the host:port of the Redis that parks transactions while there
+	// is no leader. Empty: parking uses the intake WAL alone.
+	RedisAddr string
 	// NodeNumber is this node's number inside the txids it issues (0..1023). It must
 	// be unique in the cluster. Default: the trailing digits of ID ("n3" → 3), or
 	// else the node's position in Cluster.
@@ -163,6 +166,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("join %q: want an http:// or https:// base URL", c.Join))
 		}
 	}
+	if c.RedisAddr != "" {
+		if _, _, err := net.SplitHostPort(c.RedisAddr); err != nil {
+			errs = append(errs, fmt.Errorf("redis-addr %q: %w", c.RedisAddr, err))
+		}
+	}
 	if c.NodeNumber < 1 || c.NodeNumber > txid.MaxNode {
 		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d (default: the trailing digits of the id)", c.NodeNumber, txid.MaxNode))
 	}
@@ -214,6 +222,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "Raft listen and advertise address")
 	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr,... (the same list on every initial member)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
+	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")

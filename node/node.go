@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
+	"github.com/txlog/txlog/wal"
 )
 
 // Node is one running txlog node.
@@ -31,8 +33,10 @@ type Node struct {
 	srv      *http.Server
 	httpAddr string // advertised HTTP address, host:port
 
-	peers    *peerBook
-	inflight *inflight
+	peers       *peerBook
+	peerClients sync.Map // base URL → *api.Client, for ack=all
+	intake      *intake
+	park        parker // nil without --redis-addr
 
 	stop      chan struct{} // closed by Close to stop background loops
 	wg        sync.WaitGroup
@@ -50,8 +54,7 @@ func Open(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg:      cfg,
 		log:      cfg.Logger.With("component", "node"),
-		stop:     make(chan struct{}),
-		inflight: newInflight(),
+		stop: make(chan struct{}),
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
@@ -71,6 +74,23 @@ func Open(cfg Config) (*Node, error) {
 	n.db, err = store.Open(filepath.Join(cfg.DataDir, "state.db"), store.Config{Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("open intake wal: %w", err)
+	}
+	n.intake = newIntake(w)
+	if count, err := n.intake.recover(); err != nil {
+		return nil, err
+	} else if count > 0 {
+		n.log.Info("intake wal has transactions to replay", "count", count)
+	}
+	if cfg.RedisAddr != "" {
+		r, err := parking.Open(context.Background(), parking.Config{Addr: cfg.RedisAddr, Consumer: cfg.ID, Logger: cfg.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("open redis parking: %w", err)
+		}
+		n.park = r
 	}
 	var bootstrap []replication.Server
 	for _, p := range cfg.Cluster {
@@ -128,6 +148,12 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.log.Info("http listening", "addr", n.ln.Addr().String(), "raft_addr", n.cfg.RaftAddr, "data_dir", n.cfg.DataDir)
 	n.wg.Go(n.registerLoop)
+	n.wg.Go(n.replayLoop)
+	if n.park != nil {
+		n.wg.Go(n.drainLoop)
+	} else {
+		n.log.Info("no redis configured: parking uses the intake wal alone")
+	}
 	if n.cfg.Join != "" {
 		n.wg.Go(n.joinLoop)
 	}
@@ -188,6 +214,16 @@ func (n *Node) closeParts() error {
 	if n.db != nil {
 		if err := n.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+	}
+	if n.intake != nil {
+		if err := n.intake.wal.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close intake wal: %w", err))
+		}
+	}
+	if r, ok := n.park.(interface{ Close() error }); ok && r != nil {
+		if err := r.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close redis: %w", err))
 		}
 	}
 	if n.ids != nil {

@@ -66,30 +66,3 @@ func (p *peerBook) refresh() (map[string]store.NodeInfo, error) {
 	return m, nil
 }
 
-// inflight tracks the transactions this node accepted and has not resolved yet,
-// so that GET /v1/tx/{txid} can answer "pending" for them.
-type inflight struct {
-	mu  sync.Mutex
-	ids map[uint64]struct{}
-}
-
-func newInflight() *inflight { return &inflight{ids: map[uint64]struct{}{}} }
-
-func (f *inflight) add(id uint64) {
-	f.mu.Lock()
-	f.ids[id] = struct{}{}
-	f.mu.Unlock()
-}
-
-func (f *inflight) remove(id uint64) {
-	f.mu.Lock()
-	delete(f.ids, id)
-	f.mu.Unlock()
-}
-
-func (f *inflight) has(id uint64) bool {
-	f.mu.Lock()
-	_, ok := f.ids[id]
-	f.mu.Unlock()
-	return ok
-}

@@ -51,54 +51,46 @@ const (
 )
 
 // propose gets every pending command into the log through whichever node leads,
-// retrying across leader changes, until each has an outcome or ctx ends. A
-// command whose outcome is still open at the end is resolved by looking it up.
+// retrying across leader changes, until each has an outcome or ctx ends. What is
+// still open then is left for the caller: see settle and park.
 func (n *Node) propose(ctx context.Context, ps []*pending, opts api.SubmitOptions) {
-	// Keep a reserve of the time for looking up the outcome of commands whose
-	// fate is unknown.
-	loopCtx, cancel := ctx, context.CancelFunc(func() {})
-	if dl, ok := ctx.Deadline(); ok {
-		reserve := min(time.Until(dl)/5, time.Second)
-		loopCtx, cancel = context.WithDeadline(ctx, dl.Add(-reserve))
-	}
-	defer cancel()
-
 	backoff := minBackoff
 	for {
 		todo := unresolved(ps)
-		if len(todo) == 0 {
+		if len(todo) == 0 || ctx.Err() != nil {
 			return
-		}
-		if loopCtx.Err() != nil {
-			break
 		}
 		leader, _ := n.raft.Leader()
 		switch {
 		case leader == "":
 		case leader == n.cfg.ID:
-			n.proposeLocal(loopCtx, todo)
+			n.proposeLocal(ctx, todo)
 		default:
 			if info, ok := n.peers.lookup(leader); ok && info.HTTPAddr != "" {
-				n.proposeRemote(loopCtx, "http://"+info.HTTPAddr, todo, opts)
+				n.proposeRemote(ctx, "http://"+info.HTTPAddr, todo, opts)
 			}
 		}
 		if len(unresolved(ps)) == 0 {
 			return
 		}
 		select {
-		case <-loopCtx.Done():
-		case <-n.stop:
-			// Shutting down: keep trying through the leader a little longer only
-			// while ctx allows; the HTTP server waits for us.
-			select {
-			case <-loopCtx.Done():
-			case <-time.After(backoff):
-			}
+		case <-ctx.Done():
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
-	n.settle(ctx, unresolved(ps))
+}
+
+// withReserve returns a context that ends a little before ctx, keeping the rest
+// of the time for what follows a proposal whose outcome is open: parking it, or
+// looking it up.
+func withReserve(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	reserve := min(time.Until(dl)/5, time.Second)
+	return context.WithDeadline(ctx, dl.Add(-reserve))
 }
 
 func unresolved(ps []*pending) []*pending {

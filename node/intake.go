@@ -1,0 +1,444 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/node/parking"
+	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/txid"
+	"github.com/txlog/txlog/wal"
+)
+
+// parker is what the intake and the leader's drain need from Redis. parking.Redis
+// implements it; it is nil when no Redis is configured.
+type parker interface {
+	Park(ctx context.Context, id uint64, payload []byte) error
+	Claim(ctx context.Context, max int) ([]parking.Entry, error)
+	Ack(ctx context.Context, streamIDs ...string) error
+	State() parking.BreakerState
+}
+
+var _ parker = (*parking.Redis)(nil)
+
+// intake tracks the transactions this node accepted and has not seen resolved:
+// in flight in a request, or parked (answered 202) and waiting for the replayer.
+// It owns the intake WAL's done-marks.
+type intake struct {
+	wal  *wal.Log
+	kick chan struct{} // capacity 1: wakes the replayer
+
+	mu      sync.Mutex // guards entries and the fields of every entry in it
+	entries map[txid.ID]*intakeEntry
+}
+
+// intakeEntry is one accepted, unresolved transaction.
+type intakeEntry struct {
+	id      txid.ID
+	payload []byte // EncodeTx bytes: the same in the WAL, in Redis and in Raft
+	seq     uint64 // WAL sequence; 0 until the append returns
+	// busy is true while a request or the replayer proposes the entry.
+	// Invariant: an entry that is not busy has seq != 0 and belongs to the replayer.
+	busy bool
+}
+
+func newIntake(w *wal.Log) *intake {
+	return &intake{wal: w, kick: make(chan struct{}, 1), entries: map[txid.ID]*intakeEntry{}}
+}
+
+// recover loads the WAL's records that are not done, for the replayer.
+func (in *intake) recover() (int, error) {
+	recs := in.wal.Pending()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for _, r := range recs {
+		tx, err := store.DecodeTx(r.Payload)
+		if err != nil {
+			return 0, fmt.Errorf("intake wal record %d: %w", r.Seq, err)
+		}
+		in.entries[tx.ID] = &intakeEntry{id: tx.ID, payload: r.Payload, seq: r.Seq}
+	}
+	return len(recs), nil
+}
+
+// add registers transactions a request is about to propose.
+func (in *intake) add(ps []*pending) []*intakeEntry {
+	es := make([]*intakeEntry, len(ps))
+	in.mu.Lock()
+	for i, p := range ps {
+		es[i] = &intakeEntry{id: p.id, payload: p.payload, busy: true}
+		in.entries[p.id] = es[i]
+	}
+	in.mu.Unlock()
+	return es
+}
+
+// appended records the WAL sequences of entries.
+func (in *intake) appended(es []*intakeEntry, seqs []uint64) {
+	in.mu.Lock()
+	for i, e := range es {
+		e.seq = seqs[i]
+	}
+	in.mu.Unlock()
+}
+
+// finish forgets resolved entries and marks their WAL records done. An entry
+// whose append failed has no record to mark.
+func (in *intake) finish(es ...*intakeEntry) {
+	seqs := make([]uint64, 0, len(es))
+	in.mu.Lock()
+	for _, e := range es {
+		delete(in.entries, e.id)
+		if e.seq != 0 {
+			seqs = append(seqs, e.seq)
+		}
+	}
+	in.mu.Unlock()
+	if len(seqs) > 0 {
+		_ = in.wal.MarkDone(seqs...) // only fails when closed: the record is then replayed, harmlessly
+	}
+}
+
+// release hands entries to the replayer.
+func (in *intake) release(es ...*intakeEntry) {
+	in.mu.Lock()
+	for _, e := range es {
+		e.busy = false
+	}
+	in.mu.Unlock()
+	select {
+	case in.kick <- struct{}{}:
+	default:
+	}
+}
+
+// releaseQuiet hands entries back to the replayer without waking it: they wait
+// for its next tick.
+func (in *intake) releaseQuiet(es ...*intakeEntry) {
+	in.mu.Lock()
+	for _, e := range es {
+		e.busy = false
+	}
+	in.mu.Unlock()
+}
+
+// drop forgets entries whose WAL append failed; their requests report an error.
+func (in *intake) drop(es ...*intakeEntry) {
+	in.mu.Lock()
+	for _, e := range es {
+		delete(in.entries, e.id)
+	}
+	in.mu.Unlock()
+}
+
+// take marks up to max idle entries busy and returns them, oldest txid first.
+func (in *intake) take(max int) []*intakeEntry {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var es []*intakeEntry
+	for _, e := range in.entries {
+		if !e.busy && e.seq != 0 {
+			es = append(es, e)
+		}
+	}
+	sortByID(es)
+	if len(es) > max {
+		es = es[:max]
+	}
+	for _, e := range es {
+		e.busy = true
+	}
+	return es
+}
+
+// has reports whether a transaction is accepted here and unresolved.
+func (in *intake) has(id txid.ID) bool {
+	in.mu.Lock()
+	_, ok := in.entries[id]
+	in.mu.Unlock()
+	return ok
+}
+
+// size returns how many transactions are unresolved here.
+func (in *intake) size() int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return len(in.entries)
+}
+
+// walFuture is the result of an intake WAL append running beside a proposal.
+type walFuture struct {
+	done chan struct{}
+	seqs []uint64
+	err  error
+}
+
+// appendAsync appends entries to the intake WAL in the background. The append
+// does not depend on the request's ctx: once started it completes, so that a
+// transaction parked later is on disk.
+func (n *Node) appendAsync(es []*intakeEntry) *walFuture {
+	f := &walFuture{done: make(chan struct{})}
+	payloads := make([][]byte, len(es))
+	for i, e := range es {
+		payloads[i] = e.payload
+	}
+	go func() {
+		defer close(f.done)
+		ctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
+		defer cancel()
+		f.seqs, f.err = n.intake.wal.AppendBatch(ctx, payloads)
+		if f.err == nil {
+			n.intake.appended(es, f.seqs)
+		}
+	}()
+	return f
+}
+
+// walAppendTimeout bounds one intake WAL append (a group commit: one fsync).
+const walAppendTimeout = 30 * time.Second
+
+// Submit implements api.Backend.
+func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+	results, err := n.SubmitBatch(ctx, []api.TxRequest{tx}, opts)
+	if err != nil {
+		return api.TxResult{}, err
+	}
+	r := results[0]
+	if r.Error != nil {
+		err := codeError(r.Error)
+		r.Error = nil
+		return r, err
+	}
+	return r, nil
+}
+
+// SubmitBatch implements api.Backend. Each transaction gets its txid here, on the
+// receiving node, and goes into the intake WAL. Then, by acknowledgement level:
+//
+//   - quorum (default), all: it is proposed through the leader while the WAL append
+//     runs beside it (the Raft commit is the durability point, so the WAL fsync is
+//     not on this path's latency). If no leader commits it within the timeout, the
+//     node waits for the WAL append, parks it in Redis and answers 202 pending.
+//   - accepted: the node waits for the WAL fsync (and parks it in Redis when
+//     configured), answers 202, and the replayer commits it in the background.
+func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
+	if opts.Ack == "" {
+		opts.Ack = api.AckQuorum
+	}
+	results := make([]api.TxResult, len(txs))
+	ps := make([]*pending, 0, len(txs))
+	slot := make([]int, 0, len(txs))
+	for i, req := range txs {
+		if req.IdempotencyKey != "" {
+			// Fast path: a resubmission this node already knows about.
+			if o, err := n.db.TxByIdempotencyKey(req.IdempotencyKey); err == nil {
+				results[i] = n.result(o, true)
+				continue
+			}
+		}
+		id := n.ids.Next()
+		tx, err := toStoreTx(id, req)
+		if err != nil {
+			return nil, err
+		}
+		ps = append(ps, &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id})
+		slot = append(slot, i)
+	}
+	if len(ps) == 0 {
+		return results, nil
+	}
+	es := n.intake.add(ps)
+	walf := n.appendAsync(es)
+
+	if opts.Ack != api.AckAccepted {
+		pctx, cancel := withReserve(ctx)
+		n.propose(pctx, ps, opts)
+		cancel()
+	}
+	n.parkOrSettle(ctx, ps, es, walf)
+	if opts.Ack == api.AckAll {
+		n.awaitAll(ctx, ps)
+	}
+	for j, p := range ps {
+		r := p.res
+		if p.err != nil {
+			r.Error = errorBody(p.err)
+		}
+		results[slot[j]] = r
+	}
+	return results, nil
+}
+
+// parkOrSettle finishes the intake side of a request. Resolved transactions are
+// forgotten once their WAL append is through (in the background, off the answer's
+// path). Open ones are parked: they answer 202 pending once the WAL has them, and
+// the replayer owns them from then on. If the WAL append failed, an open one is
+// settled the old way: looked up, else 503.
+func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntry, walf *walFuture) {
+	var open []int
+	for i, p := range ps {
+		if !p.done || (p.err != nil && !isClientError(p.err)) {
+			open = append(open, i)
+		}
+	}
+	if len(open) == 0 {
+		n.wg.Go(func() {
+			<-walf.done
+			n.intake.finish(es...)
+		})
+		return
+	}
+	select {
+	case <-walf.done:
+	case <-ctx.Done():
+	}
+	walOK := isDone(walf.done) && walf.err == nil
+	var parked []*intakeEntry
+	var settled []*pending
+	for i, p := range ps {
+		if !contains(open, i) {
+			continue
+		}
+		if !walOK {
+			p.done, p.err = false, nil
+			settled = append(settled, p)
+			continue
+		}
+		if n.park != nil {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
+			if err := n.park.Park(pctx, uint64(p.id), p.payload); err != nil {
+				n.log.Warn("park in redis failed; the wal has it", "txid", p.id, "err", err)
+			}
+			cancel()
+		}
+		p.resolve(api.TxResult{TxID: p.id, Status: api.StatusPending, Durability: api.AckAccepted}, nil)
+		parked = append(parked, es[i])
+	}
+	if !walOK {
+		n.log.Warn("intake wal append failed", "err", walf.err)
+		n.settle(ctx, settled)
+	}
+	n.wg.Go(func() {
+		<-walf.done
+		var done, failed []*intakeEntry
+		for i, e := range es {
+			switch {
+			case contains(open, i) && walf.err == nil:
+			case walf.err != nil:
+				failed = append(failed, e)
+			default:
+				done = append(done, e)
+			}
+		}
+		n.intake.finish(done...)
+		n.intake.drop(failed...)
+		n.intake.release(parked...)
+	})
+}
+
+// parkTimeout bounds parking one transaction in Redis; the breaker keeps a down
+// Redis from costing even that.
+const parkTimeout = 250 * time.Millisecond
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// isClientError reports whether err is about the transaction itself (a 4xx),
+// so retrying it can never succeed.
+func isClientError(err error) bool {
+	var ae *api.Error
+	return errors.As(err, &ae)
+}
+
+// awaitAll upgrades committed results to durability "all" once every voter has
+// applied them; if one has not by the timeout, the answer is 202 pending with
+// durability "quorum" (the transaction is committed by the quorum regardless).
+func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
+	voters, err := n.otherVoters(ctx)
+	for _, p := range ps {
+		if !p.done || p.err != nil || p.res.Status == api.StatusPending || p.res.Index == 0 {
+			continue
+		}
+		if err == nil && n.appliedEverywhere(ctx, voters, p.res.TxID) {
+			p.res.Durability = api.AckAll
+			continue
+		}
+		p.res.Status = api.StatusPending
+		p.res.Durability = api.AckQuorum
+	}
+}
+
+// otherVoters returns the HTTP base URLs of the voters other than this node.
+func (n *Node) otherVoters(ctx context.Context) ([]string, error) {
+	members, err := n.raft.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, m := range members {
+		if m.ID == n.cfg.ID || m.Suffrage != "voter" {
+			continue
+		}
+		info, ok := n.peers.lookup(m.ID)
+		if !ok || info.HTTPAddr == "" {
+			return nil, fmt.Errorf("voter %s: HTTP address unknown", m.ID)
+		}
+		urls = append(urls, "http://"+info.HTTPAddr)
+	}
+	return urls, nil
+}
+
+// appliedEverywhere asks each voter, in parallel, to wait until it has applied
+// the transaction, within ctx.
+func (n *Node) appliedEverywhere(ctx context.Context, voters []string, id txid.ID) bool {
+	wait := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl) - 50*time.Millisecond
+	}
+	if wait <= 0 {
+		return false
+	}
+	var wg sync.WaitGroup
+	ok := make([]bool, len(voters))
+	for i, base := range voters {
+		wg.Go(func() {
+			res, err := n.peerClient(base).Tx(ctx, id, wait)
+			ok[i] = err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected)
+		})
+	}
+	wg.Wait()
+	for _, v := range ok {
+		if !v {
+			return false
+		}
+	}
+	return true
+}
+
+// peerClient returns a client bound to one node, cached.
+func (n *Node) peerClient(base string) *api.Client {
+	if c, ok := n.peerClients.Load(base); ok {
+		return c.(*api.Client)
+	}
+	c, _ := n.peerClients.LoadOrStore(base, api.NewClient(api.ClientConfig{Endpoints: []string{base}, MaxBackoff: 50 * time.Millisecond}))
+	return c.(*api.Client)
+}
