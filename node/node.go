@@ -52,8 +52,8 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:      cfg,
-		log:      cfg.Logger.With("component", "node"),
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "node"),
 		stop: make(chan struct{}),
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {

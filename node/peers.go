@@ -65,4 +65,3 @@ func (p *peerBook) refresh() (map[string]store.NodeInfo, error) {
 	p.mu.Unlock()
 	return m, nil
 }
-

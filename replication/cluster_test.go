@@ -14,7 +14,6 @@ import (
 )
 
 func TestApplyReplicates(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, nil)
 	l := leader(t, nodes)
 
@@ -62,7 +61,6 @@ func TestApplyReplicates(t *testing.T) {
 }
 
 func TestReadIndexOnNewLeader(t *testing.T) {
-	t.Parallel()
 	// Right after an election the last entries are raft's no-op and barrier,
 	// which the state machine never sees; ReadIndex must not wait for them.
 	nodes := newCluster(t, 3, nil)
@@ -79,7 +77,6 @@ func TestReadIndexOnNewLeader(t *testing.T) {
 }
 
 func TestApplyConcurrentBatches(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, nil)
 	l := leader(t, nodes)
 
@@ -112,7 +109,6 @@ func TestApplyConcurrentBatches(t *testing.T) {
 }
 
 func TestFailover(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, nil)
 	old := leader(t, nodes)
 	index := apply(t, old, "before")
@@ -152,7 +148,6 @@ func TestFailover(t *testing.T) {
 }
 
 func TestTransferLeadership(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, nil)
 	l := leader(t, nodes)
 	target := followers(nodes, l)[0]
@@ -186,7 +181,6 @@ func TestTransferLeadership(t *testing.T) {
 }
 
 func TestJoinRemove(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, nil)
 	l := leader(t, nodes)
 	index := apply(t, l, "a")
@@ -253,7 +247,6 @@ func members(t *testing.T, n *testNode) map[string]Member {
 }
 
 func TestSnapshotCatchUp(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, func(c *Config) {
 		c.SnapshotThreshold = 16
 		c.TrailingLogs = 4
@@ -288,7 +281,6 @@ func TestSnapshotCatchUp(t *testing.T) {
 }
 
 func TestRestartKeepsState(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, nil)
 	l := leader(t, nodes)
 	var want []string
@@ -330,7 +322,6 @@ func TestRestartKeepsState(t *testing.T) {
 }
 
 func TestApplyContext(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 3, nil)
 	l := leader(t, nodes)
 
@@ -355,7 +346,6 @@ func TestApplyContext(t *testing.T) {
 }
 
 func TestFatal(t *testing.T) {
-	t.Parallel()
 	boom := errors.New("disk on fire")
 	var failing atomic.Bool
 	sm := &fakeMachine{ApplyFunc: func([]store.Entry) error {
@@ -406,7 +396,6 @@ func TestFatal(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	t.Parallel()
 	nodes := newCluster(t, 1, nil)
 	n := leader(t, nodes)
 	changes, _ := n.r.Subscribe()

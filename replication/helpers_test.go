@@ -160,13 +160,19 @@ type testNode struct {
 	r   *Raft
 }
 
-// testConfig returns a config with the default timeouts.
+// testConfig returns a config for a test server. Its timeouts are twice the
+// defaults: three servers per test, the race detector and a busy machine can
+// starve a heartbeat for a few hundred milliseconds, and a leader that steps
+// down mid-test makes the test fail, not wrong.
 func testConfig(t *testing.T, id, addr string) Config {
 	return Config{
-		ID:       id,
-		Dir:      t.TempDir(),
-		BindAddr: addr,
-		Logger:   testLogger(t, id),
+		ID:                 id,
+		Dir:                t.TempDir(),
+		BindAddr:           addr,
+		HeartbeatTimeout:   2 * DefaultHeartbeatTimeout,
+		ElectionTimeout:    2 * DefaultElectionTimeout,
+		LeaderLeaseTimeout: 2 * DefaultLeaderLeaseTimeout,
+		Logger:             testLogger(t, id),
 	}
 }
 
