@@ -133,7 +133,8 @@ func (l *Log) path(h segHeader) string { return filepath.Join(l.dir, segName(h))
 //
 // Seqs start at 1 and increase by one with each record, across segments
 // and restarts. A Seq is never reused, except the Seq of a record that was
-// lost in a torn tail and so was never acknowledged.
+// never acknowledged (lost in a torn tail, or from a failed Append) and did
+// not reach the disk.
 //
 // If ctx ends before the record is durable, Append returns ctx.Err(); the
 // record may then still be written. If it is, the log marks it done itself,
