@@ -3,10 +3,10 @@ package node
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
 )
@@ -128,10 +128,10 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 	}
 }
 
-// proposeLocal proposes commands on this node, which believes it leads. Each is
-// proposed concurrently so that Raft batches them into shared fsyncs.
+// proposeLocal proposes commands on this node, which believes it leads, in the
+// order given: Raft writes them in shared batches and keeps their order.
 func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
-	var wg sync.WaitGroup
+	var todo []*pending
 	for _, p := range ps {
 		if p.id != 0 {
 			// Already in the log (an earlier, ambiguous attempt that did commit)?
@@ -140,33 +140,33 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 				continue
 			}
 		}
-		wg.Go(func() { n.applyOne(ctx, p) })
+		todo = append(todo, p)
 	}
-	wg.Wait()
-}
-
-// applyOne stamps the leader's time on one command and proposes it through Raft.
-func (n *Node) applyOne(ctx context.Context, p *pending) {
-	data := store.EncodeCommand(store.Command{
-		Kind:        p.kind,
-		Time:        time.Now().UnixNano(),
-		DedupWindow: n.cfg.DedupWindow,
-		Payload:     p.payload,
-	})
-	res, _, err := n.raft.Apply(ctx, data)
-	switch terr := translate(err); {
-	case err == nil:
-		if res.Err != nil {
-			p.resolve(api.TxResult{TxID: p.id}, res.Err)
-			return
+	if len(todo) == 0 {
+		return
+	}
+	now := time.Now().UnixNano()
+	datas := make([][]byte, len(todo))
+	for i, p := range todo {
+		// The leader stamps its time and the dedup window on each command.
+		datas[i] = store.EncodeCommand(store.Command{Kind: p.kind, Time: now, DedupWindow: n.cfg.DedupWindow, Payload: p.payload})
+	}
+	for i, a := range n.raft.ApplyMany(ctx, datas) {
+		p := todo[i]
+		switch terr := translate(a.Err); {
+		case a.Err == nil:
+			if a.Result.Err != nil {
+				p.resolve(api.TxResult{TxID: p.id}, a.Result.Err)
+				continue
+			}
+			p.resolve(n.result(a.Result.Outcome, a.Result.Duplicate), nil)
+		case errors.Is(terr, api.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
+			// Not proposed: try again through the current leader.
+		default:
+			// Leadership lost, timed out or shutting down after the entry may have
+			// been appended: its fate is unknown.
+			p.sent = true
 		}
-		p.resolve(n.result(res.Outcome, res.Duplicate), nil)
-	case errors.Is(terr, api.ErrNotLeader):
-		// Not proposed: try again through the current leader.
-	default:
-		// Leadership lost, timed out or shutting down after the entry may have
-		// been appended: its fate is unknown.
-		p.sent = true
 	}
 }
 
