@@ -19,48 +19,70 @@ type Applied struct {
 
 // ApplyMany proposes entries in the order given, so that they enter the log in
 // that order, and waits for all of them. Raft writes them in shared batches.
-// Errors per entry are Apply's; once one entry cannot be proposed
-// (ErrNotLeader, or ctx ended before it reached raft), neither can the rest.
+// Errors per entry are Apply's. Once one entry cannot be proposed
+// (ErrNotLeader, or ctx's deadline passed before it reached raft), the later
+// ones are not proposed either. One exception: if this server loses and
+// regains leadership while ApplyMany hands entries to raft, an entry can fail
+// with ErrNotLeader and a later one still be proposed.
 func (r *Raft) ApplyMany(ctx context.Context, datas [][]byte) []Applied {
 	out := make([]Applied, len(datas))
-	timeout, err := raftTimeout(ctx)
-	if err != nil {
-		for i := range out {
-			out[i].Err = fmt.Errorf("apply: %w", err)
-		}
-		return out
-	}
 	futures := make([]raft.ApplyFuture, len(datas))
+	var stop error // why the rest are not proposed
 	for i, d := range datas {
-		if r.raft.State() != raft.Leader {
-			for j := i; j < len(datas); j++ {
-				out[j].Err = ErrNotLeader
-			}
-			break
+		// Recomputed per entry: once an enqueue timed out at the deadline, every
+		// later entry finds no time left, so none is proposed after a gap.
+		timeout, err := raftTimeout(ctx)
+		switch {
+		case stop != nil:
+		case err != nil:
+			stop = fmt.Errorf("apply: %w", err)
+		case r.raft.State() != raft.Leader:
+			stop = ErrNotLeader
+		}
+		if stop != nil {
+			out[i].Err = stop
+			continue
 		}
 		futures[i] = r.raft.Apply(d, timeout)
 	}
 	for i, f := range futures {
-		if f == nil {
-			continue
-		}
-		if err := r.await(ctx, f); err != nil {
-			if errors.Is(err, raft.ErrEnqueueTimeout) {
-				out[i].Err = fmt.Errorf("apply: %w", context.DeadlineExceeded)
-			} else {
-				out[i].Err = translate("apply", err)
-			}
-			continue
-		}
-		out[i].Index = f.Index()
-		switch resp := f.Response().(type) {
-		case store.Result:
-			out[i].Result = resp
-		case error:
-			out[i].Err = resp
-		default:
-			out[i].Err = fmt.Errorf("apply: unexpected response %T at index %d", resp, f.Index())
+		if f != nil {
+			out[i] = r.applied(ctx, f)
 		}
 	}
 	return out
+}
+
+// Apply proposes data as a new log entry and waits until this server's state
+// machine has applied it. It returns the entry's Result and index.
+//
+// Errors: ErrNotLeader (nothing was proposed); ctx's error itself, not wrapped
+// in ErrTimeout, when ctx ended before the entry reached raft (nothing was
+// proposed); and, with the outcome unknown, ErrLeadershipLost, ErrTimeout
+// (ctx ended after the entry was proposed) and ErrShutdown. See OutcomeUnknown.
+// ErrStateMachine means the entry committed but this server failed to apply it.
+//
+// Concurrent calls are written to the log in batches.
+func (r *Raft) Apply(ctx context.Context, data []byte) (store.Result, uint64, error) {
+	a := r.ApplyMany(ctx, [][]byte{data})[0]
+	return a.Result, a.Index, a.Err
+}
+
+// applied waits for a proposed entry and decodes its outcome.
+func (r *Raft) applied(ctx context.Context, f raft.ApplyFuture) Applied {
+	if err := r.await(ctx, f); err != nil {
+		if errors.Is(err, raft.ErrEnqueueTimeout) {
+			// Raft's enqueue timer is ctx's deadline: nothing was proposed.
+			return Applied{Err: fmt.Errorf("apply: %w", context.DeadlineExceeded)}
+		}
+		return Applied{Err: translate("apply", err)}
+	}
+	switch resp := f.Response().(type) {
+	case store.Result:
+		return Applied{Result: resp, Index: f.Index()}
+	case error: // from the glue: wraps ErrStateMachine
+		return Applied{Index: f.Index(), Err: resp}
+	default:
+		return Applied{Index: f.Index(), Err: fmt.Errorf("apply: unexpected response %T at index %d", resp, f.Index())}
+	}
 }

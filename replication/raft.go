@@ -15,8 +15,6 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/txlog/txlog/store"
 )
 
 const (
@@ -227,41 +225,6 @@ func (r *Raft) await(ctx context.Context, f raft.Future) error {
 		return timeoutError(ctx)
 	case <-r.done:
 		return ErrShutdown
-	}
-}
-
-// Apply proposes data as a new log entry and waits until this server's state
-// machine has applied it. It returns the entry's Result and index.
-//
-// Errors: ErrNotLeader (nothing was proposed); ctx's error itself, not wrapped
-// in ErrTimeout, when ctx ended before the entry reached raft (nothing was
-// proposed); and, with the outcome unknown, ErrLeadershipLost, ErrTimeout
-// (ctx ended after the entry was proposed) and ErrShutdown. See OutcomeUnknown.
-// ErrStateMachine means the entry committed but this server failed to apply it.
-//
-// Concurrent calls are written to the log in batches.
-func (r *Raft) Apply(ctx context.Context, data []byte) (store.Result, uint64, error) {
-	timeout, err := raftTimeout(ctx)
-	if err != nil {
-		return store.Result{}, 0, fmt.Errorf("apply: %w", err)
-	}
-	if r.raft.State() != raft.Leader {
-		return store.Result{}, 0, ErrNotLeader
-	}
-	f := r.raft.Apply(data, timeout)
-	if err := r.await(ctx, f); err != nil {
-		if errors.Is(err, raft.ErrEnqueueTimeout) {
-			return store.Result{}, 0, fmt.Errorf("apply: %w", context.DeadlineExceeded)
-		}
-		return store.Result{}, 0, translate("apply", err)
-	}
-	switch resp := f.Response().(type) {
-	case store.Result:
-		return resp, f.Index(), nil
-	case error:
-		return store.Result{}, f.Index(), resp
-	default:
-		return store.Result{}, f.Index(), fmt.Errorf("apply: unexpected response %T at index %d", resp, f.Index())
 	}
 }
 
