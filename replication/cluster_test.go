@@ -303,6 +303,9 @@ func TestRestartKeepsState(t *testing.T) {
 	waitApplied(t, nodes, index)
 	before := f.r.Status()
 	f.stop(t)
+	waitFor(t, 10*time.Second, "the leader to see the stopped follower unreachable", func() bool {
+		return members(t, l)[f.cfg.ID].Unreachable
+	})
 
 	index = apply(t, l, "while-down")
 	want = append(want, "while-down")
@@ -319,6 +322,74 @@ func TestRestartKeepsState(t *testing.T) {
 	if id, _ := f.r.Leader(); id != l.cfg.ID {
 		t.Errorf("restarted node follows %q, want %s", id, l.cfg.ID)
 	}
+	waitFor(t, 10*time.Second, "the restarted follower reachable again", func() bool {
+		m := members(t, l)[f.cfg.ID]
+		return !m.Unreachable && m.LastContact == 0
+	})
+}
+
+func TestApplyManyKeepsOrder(t *testing.T) {
+	nodes := newCluster(t, 3, nil)
+	l := leader(t, nodes)
+	var datas [][]byte
+	var want []string
+	for i := range 50 {
+		d := fmt.Sprintf("m%02d", i)
+		datas = append(datas, []byte(d))
+		want = append(want, d)
+	}
+	out := l.r.ApplyMany(ctxTimeout(t, 10*time.Second), datas)
+	for i, a := range out {
+		if a.Err != nil {
+			t.Fatalf("ApplyMany entry %d: %v", i, a.Err)
+		}
+		if i > 0 && a.Index <= out[i-1].Index {
+			t.Errorf("entry %d at index %d, not after entry %d at %d", i, a.Index, i-1, out[i-1].Index)
+		}
+	}
+	waitApplied(t, nodes, out[len(out)-1].Index)
+	sameData(t, nodes, want)
+
+	f := followers(nodes, l)[0]
+	for i, a := range f.r.ApplyMany(ctxTimeout(t, time.Second), datas[:3]) {
+		if !errors.Is(a.Err, ErrNotLeader) {
+			t.Errorf("ApplyMany on a follower, entry %d: err = %v, want ErrNotLeader", i, a.Err)
+		}
+	}
+	past, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	for i, a := range l.r.ApplyMany(past, datas[:3]) {
+		if !errors.Is(a.Err, context.DeadlineExceeded) || OutcomeUnknown(a.Err) {
+			t.Errorf("ApplyMany past its deadline, entry %d: err = %v, want DeadlineExceeded, not proposed", i, a.Err)
+		}
+	}
+}
+
+func TestAddressProvider(t *testing.T) {
+	// The configuration holds names that do not resolve; the provider maps them
+	// to the real addresses, as a fault-injecting proxy would.
+	real := make(map[string]string)
+	var mu sync.Mutex
+	provider := func(id string) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if a, ok := real[id]; ok {
+			return a, nil
+		}
+		return "", fmt.Errorf("no address for %s", id)
+	}
+	nodes := newCluster(t, 3, func(c *Config) {
+		mu.Lock()
+		real[c.ID] = c.BindAddr
+		mu.Unlock()
+		for i := range c.Bootstrap {
+			c.Bootstrap[i].Addr = c.Bootstrap[i].ID + ".invalid:1"
+		}
+		c.AddressProvider = provider
+	})
+	l := leader(t, nodes)
+	index := apply(t, l, "via provider")
+	waitApplied(t, nodes, index)
 }
 
 func TestApplyContext(t *testing.T) {

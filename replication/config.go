@@ -43,8 +43,9 @@ type Config struct {
 	// BindAddr is the host:port the Raft transport listens on. Port 0 picks a free
 	// port; Status and Leader then report the port actually bound. Required.
 	BindAddr string
-	// AdvertiseAddr is the host:port other servers dial to reach this one.
-	// Default: the address bound for BindAddr, which must then not be 0.0.0.0 or [::].
+	// AdvertiseAddr is the host:port other servers dial to reach this one; a
+	// host name is resolved once, by Open. Default: the address bound for
+	// BindAddr, which must then not be 0.0.0.0 or [::].
 	AdvertiseAddr string
 	// Bootstrap is the initial membership of a new cluster. When it is set and Dir
 	// holds no Raft state yet, Open bootstraps the cluster with exactly this list.
