@@ -218,13 +218,20 @@ func (r *Raft) Close() error {
 func (r *Raft) await(ctx context.Context, f raft.Future) error {
 	errc := make(chan error, 1)
 	go func() { errc <- f.Error() }()
+	var stopped error
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
-		return timeoutError(ctx)
+		stopped = timeoutError(ctx)
 	case <-r.done:
-		return ErrShutdown
+		stopped = ErrShutdown
+	}
+	select {
+	case err := <-errc: // answered meanwhile: a known outcome beats an unknown one
+		return err
+	default:
+		return stopped
 	}
 }
 
