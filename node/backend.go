@@ -123,7 +123,8 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 	for {
 		o, err := find()
 		if err == nil {
-			return n.result(o, false), nil
+			// Found under another txid: this one was a resubmission of it.
+			return n.result(o, id != 0 && o.TxID != id), nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return api.TxResult{}, err

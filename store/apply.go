@@ -11,6 +11,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/txlog/txlog/txid"
 )
 
 // maxPrunePerEntry bounds the dedup records one applied entry deletes, so that one
@@ -147,6 +149,11 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 	}
 
 	if o, ok, err := a.duplicate(tx); err != nil || ok {
+		if err == nil && o.TxID != tx.ID {
+			// A resubmission under another txid (same idempotency key): remember
+			// that txid too, so that a client holding it finds the outcome.
+			err = a.alias(tx.ID, o.Index)
+		}
 		return Result{Kind: KindTx, Outcome: o, Duplicate: ok}, err
 	}
 
@@ -304,6 +311,16 @@ func (a *applier) record(o Outcome, tx []byte) error {
 		}
 	}
 	return a.dedupTime.Put(dedupTimeKey(a.st.maxTime, o.TxID), idem)
+}
+
+// alias records txid id as another name of the transaction at log index: Tx(id)
+// then returns that transaction's outcome. The alias is pruned with the dedup
+// window like any other dedup record.
+func (a *applier) alias(id txid.ID, index uint64) error {
+	if err := a.txs.Put(txidKey(id), u64Key(index)); err != nil {
+		return err
+	}
+	return a.dedupTime.Put(dedupTimeKey(a.st.maxTime, id), nil)
 }
 
 // lookupTx reads the outcome of the txid whose key is id, or ErrNotFound.

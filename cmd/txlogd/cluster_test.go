@@ -43,9 +43,19 @@ func TestMain(m *testing.M) {
 // stops them when the test ends, printing each node's log tail if it failed.
 func startCluster(t *testing.T) *chaos.Cluster {
 	t.Helper()
+	return startClusterWith(t)
+}
+
+// startClusterWith is startCluster with extra txlogd flags for every node.
+func startClusterWith(t *testing.T, args ...string) *chaos.Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: txlogdBin, Dir: t.TempDir()})
+	dir := t.TempDir()
+	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
+		dir = d
+	}
+	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: txlogdBin, Dir: dir, ExtraArgs: args})
 	if err != nil {
 		t.Fatalf("StartCluster() = %v", err)
 	}
