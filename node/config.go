@@ -40,6 +40,11 @@ type Config struct {
 	RaftAddr string
 	// Cluster lists the initial members for a static bootstrap. Mutually exclusive with Join.
 	Cluster []Peer
+	// RaftDial maps peer IDs to the address this node dials to reach them, when
+	// that differs from the peer's advertised Raft address (a proxy in between,
+	// as the chaos verifier's fault proxies). Peers not listed are dialled at
+	// their advertised address.
+	RaftDial map[string]string
 	// Join is the HTTP base URL of a member to join through. Mutually exclusive with Cluster.
 	Join string
 	// RedisAddr is the host:port of the Redis that parks transactions while there
@@ -212,7 +217,7 @@ func (c Config) Level() slog.Level {
 // os.LookupEnv; tests pass their own. The result is validated, with defaults filled.
 func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, error) {
 	var c Config
-	var cluster string
+	var cluster, raftDial string
 	fs := flag.NewFlagSet("txlogd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.ID, "id", "", "node id (required)")
@@ -221,6 +226,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", "", "HTTP address other nodes use (default: the bound address)")
 	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "Raft listen and advertise address")
 	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr,... (the same list on every initial member)")
+	fs.StringVar(&raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
@@ -257,6 +263,16 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 		return Config{}, err
 	}
 	c.Cluster = peers
+	dial, err := ParseCluster(raftDial)
+	if err != nil {
+		return Config{}, fmt.Errorf("raft-dial: %w", err)
+	}
+	for _, p := range dial {
+		if c.RaftDial == nil {
+			c.RaftDial = map[string]string{}
+		}
+		c.RaftDial[p.ID] = p.RaftAddr
+	}
 	c = c.withDefaults()
 	if err := c.Validate(); err != nil {
 		return Config{}, err

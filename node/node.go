@@ -97,11 +97,12 @@ func Open(cfg Config) (*Node, error) {
 		bootstrap = append(bootstrap, replication.Server{ID: p.ID, Addr: p.RaftAddr})
 	}
 	n.raft, err = replication.Open(replication.Config{
-		ID:        cfg.ID,
-		Dir:       filepath.Join(cfg.DataDir, "raft"),
-		BindAddr:  cfg.RaftAddr,
-		Bootstrap: bootstrap,
-		Logger:    cfg.Logger,
+		ID:              cfg.ID,
+		Dir:             filepath.Join(cfg.DataDir, "raft"),
+		BindAddr:        cfg.RaftAddr,
+		Bootstrap:       bootstrap,
+		Logger:          cfg.Logger,
+		AddressProvider: dialer(cfg.RaftDial),
 	}, n.db)
 	if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
@@ -127,6 +128,20 @@ func Open(cfg Config) (*Node, error) {
 	}
 	ok = true
 	return n, nil
+}
+
+// dialer returns the Raft address override for --raft-dial, or nil without one.
+// A peer not in the map is dialled at its advertised address.
+func dialer(m map[string]string) func(string) (string, error) {
+	if len(m) == 0 {
+		return nil
+	}
+	return func(id string) (string, error) {
+		if addr, ok := m[id]; ok {
+			return addr, nil
+		}
+		return "", fmt.Errorf("peer %s: not in --raft-dial, using its advertised address", id)
+	}
 }
 
 // HTTPAddr returns the advertised HTTP address (host:port).

@@ -286,4 +286,3 @@ func TestFailoverLosesNothing(t *testing.T) {
 		t.Fatalf("the load saw %d×200 and %d×202; want both", l.counts[200], l.counts[202])
 	}
 }
-
