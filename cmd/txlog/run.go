@@ -72,6 +72,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.status(ctx, rest)
 	case "log":
 		return c.log(ctx, rest)
+	case "bench":
+		return c.bench(ctx, rest)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, usageText)
 		return nil

@@ -1,0 +1,831 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/chaos"
+)
+
+const benchSynopsis = `[flags] [-- TXLOGD-FLAGS...]
+
+Runs a closed-loop load against a cluster: --clients clients, each with one
+request in flight at a time, send puts of random keys to the --targets in turn
+(client i starts at target i). It prints a progress line every --progress to
+stderr and a summary at the end (with --json: one JSON object on stdout).
+
+Throughput counts the transactions answered with 200, 202 or 409 within the
+measured window (after --warmup); latencies are those of the successful
+requests. A failed request counts under its error kind (the API's error code,
+or the transport's: conn_refused, client_timeout, ...) and its client pauses
+10ms before the next one. Every transaction carries a fresh idempotency key.
+
+With --local, bench first starts a fresh cluster of three txlogd in a new
+directory under --local-dir, runs against it and removes it (flags after "--"
+go to every txlogd); the summary then also gives the nodes' CPU use.
+
+The load generator shares the machine's CPUs with the nodes it drives: the
+summary gives its own CPU use (client_cpu_cores) so you can tell.`
+
+// Defaults and bounds of txlog bench.
+const (
+	benchDefaultKeys   = 100_000
+	benchErrorPause    = 10 * time.Millisecond // a client's pause after a failed request
+	benchTimeoutMargin = 2 * time.Second       // the client waits this much longer than the server may take
+	benchLeaderTimeout = time.Minute           // --local: for the first leader
+	benchStopTimeout   = 30 * time.Second      // --local: for stopping the nodes
+)
+
+// benchConfig is what the command line of bench asks for.
+type benchConfig struct {
+	targets    []string      // base URLs, without a trailing slash
+	clients    int           // concurrent clients, each with one request in flight
+	duration   time.Duration // measured window; unused when n > 0
+	warmup     time.Duration // unmeasured time before the window
+	n          int64         // > 0: stop after this many transactions (after warmup)
+	valueSize  int           // bytes of each value as stored: a JSON string, quotes included
+	opsPerTx   int           // puts per transaction
+	ack        string        // ack level of every request
+	batch      int           // transactions per request; 1 is POST /v1/tx
+	keys       int           // key space: bench/00000000 .. bench/<keys-1>
+	timeout    time.Duration // the server's timeout of each request
+	progress   time.Duration // interval of progress lines; 0: none
+	json       bool
+	local      bool
+	localDir   string   // --local: parent of the cluster's directory
+	txlogd     string   // --local: txlogd binary
+	txlogdArgs []string // --local: flags for every txlogd
+}
+
+// parseBench parses the command line of bench. Every problem is a *usageError.
+func (c *cli) parseBench(args []string) (benchConfig, error) {
+	cmd := c.command("bench", benchSynopsis)
+	targets := cmd.targets()
+	var b benchConfig
+	var n int64
+	cmd.IntVar(&b.clients, "clients", 16, "concurrent clients, each with one request in flight")
+	cmd.DurationVar(&b.duration, "duration", 10*time.Second, "how long to measure (after --warmup)")
+	cmd.DurationVar(&b.warmup, "warmup", 0, "how long to run before measuring")
+	cmd.Int64Var(&n, "n", 0, "stop after this many transactions instead of after --duration")
+	cmd.IntVar(&b.valueSize, "value-size", 256, "bytes of each value as stored: a JSON string, quotes included (at least 2)")
+	cmd.IntVar(&b.opsPerTx, "ops-per-tx", 1, "puts per transaction")
+	cmd.StringVar(&b.ack, "ack", api.AckQuorum, "acknowledgement level: quorum, all or accepted")
+	cmd.IntVar(&b.batch, "batch", 0, "transactions per POST /v1/tx/batch request; 0 or 1 sends each alone to POST /v1/tx")
+	cmd.IntVar(&b.keys, "keys", benchDefaultKeys, "number of distinct keys; few keys make contention")
+	cmd.DurationVar(&b.timeout, "timeout", api.DefaultTimeout, "the server's timeout of each request")
+	cmd.DurationVar(&b.progress, "progress", time.Second, "interval of progress lines on stderr; 0 turns them off")
+	cmd.BoolVar(&b.json, "json", false, "print the summary as one JSON object")
+	cmd.BoolVar(&b.local, "local", false, "start a fresh three-node cluster for the run and remove it after")
+	cmd.StringVar(&b.localDir, "local-dir", "", "--local: where the cluster's directory goes (default: the system's temporary directory)")
+	cmd.StringVar(&b.txlogd, "txlogd", "", "--local: txlogd binary (default: next to txlog, else on PATH, else built)")
+	pos, extra, err := cmd.parseSplit(args)
+	if err != nil {
+		return b, err
+	}
+	if len(pos) > 0 {
+		return b, usagef("bench takes no arguments, got %q (txlogd flags go after --)", pos)
+	}
+	b.n, b.txlogdArgs = n, extra
+	if b.batch == 0 {
+		b.batch = 1
+	}
+	if len(extra) > 0 && !b.local {
+		return b, usagef("txlogd flags after -- need --local")
+	}
+	if !b.local {
+		if b.targets, err = splitTargets(*targets); err != nil {
+			return b, err
+		}
+	}
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if b.clients < 1 {
+		bad("--clients %d: want at least 1", b.clients)
+	}
+	if b.n < 0 {
+		bad("--n %d: must not be negative", b.n)
+	}
+	if b.n == 0 && b.duration <= 0 {
+		bad("--duration %v: want more than 0", b.duration)
+	}
+	if b.warmup < 0 {
+		bad("--warmup %v: must not be negative", b.warmup)
+	}
+	if b.valueSize < 2 {
+		bad("--value-size %d: want at least 2 (the quotes of the JSON string)", b.valueSize)
+	}
+	if b.opsPerTx < 1 {
+		bad("--ops-per-tx %d: want at least 1", b.opsPerTx)
+	}
+	if b.batch < 0 {
+		bad("--batch %d: must not be negative", b.batch)
+	}
+	if b.keys < 1 {
+		bad("--keys %d: want at least 1", b.keys)
+	}
+	if !slices.Contains(acks, b.ack) {
+		bad("--ack %q: want quorum, all or accepted", b.ack)
+	}
+	if b.timeout <= 0 {
+		bad("--timeout %v: want more than 0", b.timeout)
+	}
+	if b.progress < 0 {
+		bad("--progress %v: must not be negative", b.progress)
+	}
+	if len(errs) > 0 {
+		return b, usagef("%s", strings.Join(errs, "; "))
+	}
+	return b, nil
+}
+
+// splitTargets returns the base URLs in the comma-separated list s. A target
+// without a scheme gets http://.
+func splitTargets(s string) ([]string, error) {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			continue
+		}
+		if !strings.Contains(t, "://") {
+			t = "http://" + t
+		}
+		if err := (api.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
+			return nil, usagef("--targets: %v", err)
+		}
+		out = append(out, strings.TrimRight(t, "/"))
+	}
+	if len(out) == 0 {
+		return nil, usagef("--targets: no URLs")
+	}
+	return out, nil
+}
+
+func (c *cli) bench(ctx context.Context, args []string) error {
+	cfg, err := c.parseBench(args)
+	if err != nil {
+		return err
+	}
+	var nodePIDs func() []int
+	if cfg.local {
+		cl, dir, err := c.benchCluster(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), benchStopTimeout+5*time.Second)
+			defer cancel()
+			if err := cl.Close(stopCtx); err != nil {
+				fmt.Fprintf(c.stderr, "txlog bench: stop the cluster: %v\n", err)
+			}
+			os.RemoveAll(dir)
+		}()
+		cfg.targets = cl.HTTPAddrs()
+		nodePIDs = func() []int {
+			var pids []int
+			for _, p := range cl.Nodes() {
+				pids = append(pids, p.PID())
+			}
+			return pids
+		}
+	}
+	var progress io.Writer
+	if cfg.progress > 0 {
+		progress = c.stderr
+	}
+	res, err := runBench(ctx, cfg, progress, nodePIDs)
+	if err != nil {
+		return err
+	}
+	if cfg.json {
+		return printJSON(c.stdout, res)
+	}
+	return res.print(c.stdout)
+}
+
+// benchCluster starts a fresh cluster for --local in a new directory and waits
+// until it is ready. The caller closes the cluster and removes the directory.
+func (c *cli) benchCluster(ctx context.Context, cfg benchConfig) (*chaos.Cluster, string, error) {
+	dir, err := os.MkdirTemp(cfg.localDir, "txlog-bench-")
+	if err != nil {
+		return nil, "", fmt.Errorf("bench: %w", err)
+	}
+	exeDir := ""
+	if exe, err := os.Executable(); err == nil {
+		exeDir = filepath.Dir(exe)
+	}
+	bin, err := findTxlogd(ctx, cfg.txlogd, exeDir, filepath.Join(dir, "bin"), c.stderr)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", err
+	}
+	cl, err := chaos.StartCluster(ctx, chaos.ClusterConfig{
+		Bin:         bin,
+		Dir:         filepath.Join(dir, "cluster"),
+		ExtraArgs:   cfg.txlogdArgs,
+		StopTimeout: benchStopTimeout,
+	})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("bench: %w", err)
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, benchLeaderTimeout)
+	defer cancel()
+	if _, err = cl.Leader(readyCtx); err == nil {
+		err = cl.WaitReady(readyCtx)
+	}
+	if err != nil {
+		tails := logTails(cl)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), benchStopTimeout)
+		defer cancel()
+		cl.Close(stopCtx)
+		os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("bench: %w\n%s", err, tails)
+	}
+	return cl, dir, nil
+}
+
+// workload builds the request bodies of one client. It is not safe for
+// concurrent use.
+type workload struct {
+	batch, opsPerTx, keys int
+	rng                   *rand.Rand
+	keyPrefix             []byte // idempotency key prefix, unique to the run and the client
+	seq                   uint64
+	value                 []byte // a JSON string
+	buf                   []byte // owned by body's result until the next call
+}
+
+func newWorkload(cfg benchConfig, run string, client int) *workload {
+	value := make([]byte, cfg.valueSize)
+	for i := range value {
+		value[i] = 'a' + byte((i+client)%26)
+	}
+	value[0], value[len(value)-1] = '"', '"'
+	return &workload{
+		batch:     cfg.batch,
+		opsPerTx:  cfg.opsPerTx,
+		keys:      cfg.keys,
+		rng:       rand.New(rand.NewPCG(uint64(client), uint64(time.Now().UnixNano()))),
+		keyPrefix: fmt.Appendf(nil, "bench-%s-%d-", run, client),
+		value:     value,
+	}
+}
+
+// body returns the next request body: one transaction, or a batch of them.
+// The slice is valid until the next call.
+func (w *workload) body() []byte {
+	b := w.buf[:0]
+	if w.batch > 1 {
+		b = append(b, `{"txs":[`...)
+	}
+	for i := range w.batch {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"idempotency_key":"`...)
+		b = append(b, w.keyPrefix...)
+		b = strconv.AppendUint(b, w.seq, 10)
+		w.seq++
+		b = append(b, `","ops":[`...)
+		for j := range w.opsPerTx {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"op":"put","key":"`...)
+			b = appendKey(b, w.rng.IntN(w.keys))
+			b = append(b, `","value":`...)
+			b = append(b, w.value...)
+			b = append(b, '}')
+		}
+		b = append(b, "]}"...)
+	}
+	if w.batch > 1 {
+		b = append(b, "]}"...)
+	}
+	w.buf = b
+	return b
+}
+
+// appendKey appends the key with number k: bench/ and k in at least 8 digits.
+func appendKey(b []byte, k int) []byte {
+	b = append(b, "bench/"...)
+	var d [20]byte
+	s := strconv.AppendInt(d[:0], int64(k), 10)
+	for range 8 - len(s) {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+// reqSample is one successful request: its latency and how many of its
+// transactions succeeded.
+type reqSample struct {
+	lat time.Duration
+	txs int32
+}
+
+// clientStats is what one client saw in the measured window. Each client owns
+// its own; they are merged after the run.
+type clientStats struct {
+	samples                      []reqSample
+	committed, pending, rejected int64
+	errors                       map[string]int64
+}
+
+// benchRun is one run of the load: its settings and shared counters.
+type benchRun struct {
+	cfg      benchConfig
+	hc       *http.Client
+	urls     []string // one per target: the write URL with its query
+	start    time.Time
+	measured time.Time // start of the measured window
+	stopAt   time.Time // end of the window; zero with --n
+	stop     atomic.Bool
+	claimed  atomic.Int64 // --n: transactions claimed by the clients
+	// Progress counters, warmup included.
+	doneTxs, failed atomic.Int64
+}
+
+func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs func() []int) (*benchResult, error) {
+	path := "/v1/tx"
+	if cfg.batch > 1 {
+		path = "/v1/tx/batch"
+	}
+	query := "?ack=" + cfg.ack + "&timeout=" + cfg.timeout.String()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = cfg.clients
+	tr.MaxIdleConns = cfg.clients * len(cfg.targets)
+	tr.DisableCompression = true
+	r := &benchRun{cfg: cfg, hc: &http.Client{Transport: tr}}
+	defer tr.CloseIdleConnections()
+	for _, t := range cfg.targets {
+		r.urls = append(r.urls, t+path+query)
+	}
+	run := strconv.FormatUint(rand.Uint64()%(1<<40), 36)
+
+	r.start = time.Now()
+	r.measured = r.start.Add(cfg.warmup)
+	if cfg.n == 0 {
+		r.stopAt = r.measured.Add(cfg.duration)
+	}
+	stats := make([]*clientStats, cfg.clients)
+	var wg sync.WaitGroup
+	for i := range cfg.clients {
+		stats[i] = &clientStats{errors: map[string]int64{}}
+		w := newWorkload(cfg, run, i)
+		wg.Go(func() { r.client(ctx, i, w, stats[i]) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	var progressDone chan struct{}
+	if progress != nil {
+		progressDone = make(chan struct{})
+		go func() { defer close(progressDone); r.report(progress, done) }()
+	}
+
+	// The CPU use of the bench and of the nodes over the measured window.
+	var cpu0, cpu1 cpuSample
+	select {
+	case <-time.After(time.Until(r.measured)):
+	case <-done:
+	}
+	cpu0 = takeCPUSample(nodePIDs)
+	if cfg.n == 0 {
+		select {
+		case <-time.After(time.Until(r.stopAt)):
+		case <-done: // ctx ended
+		}
+	} else {
+		<-done
+	}
+	end := time.Now()
+	cpu1 = takeCPUSample(nodePIDs)
+	r.stop.Store(true)
+	<-done
+	if progressDone != nil {
+		<-progressDone
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("bench: %w", ctx.Err())
+	}
+	elapsed := end.Sub(r.measured)
+	if cfg.n == 0 {
+		elapsed = cfg.duration
+	}
+	return summarize(cfg, stats, elapsed, cpu0, cpu1), nil
+}
+
+// client sends requests until the run stops. It records what ended inside the
+// measured window in st.
+func (r *benchRun) client(ctx context.Context, i int, w *workload, st *clientStats) {
+	var resp bytes.Buffer
+	target := i % len(r.urls)
+	for !r.stop.Load() && ctx.Err() == nil {
+		started := time.Now()
+		inWindow := !started.Before(r.measured)
+		if r.cfg.n > 0 && inWindow && r.claimed.Add(int64(r.cfg.batch)) > r.cfg.n {
+			return
+		}
+		body := w.body()
+		o := r.send(ctx, r.urls[target], body, &resp)
+		target = (target + 1) % len(r.urls)
+		ended := time.Now()
+		if o.err == "" {
+			r.doneTxs.Add(o.committed + o.pending + o.rejected)
+		} else {
+			r.failed.Add(1)
+		}
+		if inWindow && (r.stopAt.IsZero() || !ended.After(r.stopAt)) && ctx.Err() == nil {
+			st.record(o, ended.Sub(started))
+		}
+		if o.err != "" {
+			select {
+			case <-time.After(benchErrorPause):
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// record adds one request's outcome to st.
+func (st *clientStats) record(o outcome, lat time.Duration) {
+	for k, n := range o.itemErrors {
+		st.errors[k] += n
+	}
+	if o.err != "" {
+		st.errors[o.err]++
+		return
+	}
+	st.committed += o.committed
+	st.pending += o.pending
+	st.rejected += o.rejected
+	st.samples = append(st.samples, reqSample{lat: lat, txs: int32(o.committed + o.pending + o.rejected)})
+}
+
+// outcome is the answer to one request: the transactions by status, or the
+// error kind of the whole request.
+type outcome struct {
+	committed, pending, rejected int64
+	err                          string           // "" when the request succeeded
+	itemErrors                   map[string]int64 // batch: failed transactions by error code
+}
+
+// send posts body to url and classifies the answer. resp is a buffer for the
+// answer's body.
+func (r *benchRun) send(ctx context.Context, url string, body []byte, resp *bytes.Buffer) outcome {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout+benchTimeoutMargin)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return outcome{err: "request"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := r.hc.Do(req)
+	if err != nil {
+		return outcome{err: transportKind(err)}
+	}
+	resp.Reset()
+	_, err = resp.ReadFrom(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return outcome{err: transportKind(err)}
+	}
+	if r.cfg.batch > 1 {
+		if res.StatusCode != http.StatusOK {
+			return outcome{err: errorKind(res.StatusCode, resp.Bytes())}
+		}
+		return batchOutcome(resp.Bytes(), r.cfg.batch)
+	}
+	switch res.StatusCode {
+	case http.StatusOK:
+		return outcome{committed: 1}
+	case http.StatusAccepted:
+		return outcome{pending: 1}
+	case http.StatusConflict:
+		return outcome{rejected: 1}
+	}
+	return outcome{err: errorKind(res.StatusCode, resp.Bytes())}
+}
+
+// Status fields as they appear in the answer of POST /v1/tx/batch; counting
+// them is cheaper than decoding the whole answer.
+var (
+	committedField = []byte(`"status":"` + api.StatusCommitted + `"`)
+	pendingField   = []byte(`"status":"` + api.StatusPending + `"`)
+	rejectedField  = []byte(`"status":"` + api.StatusRejected + `"`)
+)
+
+// batchOutcome counts the results of a batch answer with status 200 and n
+// transactions; it decodes the answer only when some of them failed.
+func batchOutcome(body []byte, n int) outcome {
+	o := outcome{
+		committed: int64(bytes.Count(body, committedField)),
+		pending:   int64(bytes.Count(body, pendingField)),
+		rejected:  int64(bytes.Count(body, rejectedField)),
+	}
+	if o.committed+o.pending+o.rejected == int64(n) {
+		return o
+	}
+	var br api.BatchResponse
+	if err := json.Unmarshal(body, &br); err != nil || len(br.Results) != n {
+		return outcome{err: "bad_answer"}
+	}
+	o = outcome{itemErrors: map[string]int64{}}
+	for _, res := range br.Results {
+		switch {
+		case res.Error != nil:
+			o.itemErrors["batch_item_"+res.Error.Code]++
+		case res.Status == api.StatusCommitted:
+			o.committed++
+		case res.Status == api.StatusPending:
+			o.pending++
+		case res.Status == api.StatusRejected:
+			o.rejected++
+		default:
+			o.itemErrors["batch_item_"+res.Status]++
+		}
+	}
+	return o
+}
+
+// errorKind names a failed answer by its API error code, else by its status.
+func errorKind(status int, body []byte) string {
+	var e struct {
+		Error *api.ErrorBody `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Code != "" {
+		return e.Error.Code
+	}
+	return "http_" + strconv.Itoa(status)
+}
+
+// transportKind names a failed exchange.
+func transportKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "conn_refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "conn_reset"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "client_timeout"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "conn_closed"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "transport"
+}
+
+// report prints a progress line every interval until done is closed.
+func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
+	tick := time.NewTicker(r.cfg.progress)
+	defer tick.Stop()
+	var last int64
+	lastAt := r.start
+	for {
+		select {
+		case <-done:
+			return
+		case now := <-tick.C:
+			txs, failed := r.doneTxs.Load(), r.failed.Load()
+			rate := float64(txs-last) / now.Sub(lastAt).Seconds()
+			phase := ""
+			if now.Before(r.measured) {
+				phase = " (warmup)"
+			}
+			fmt.Fprintf(w, "%6.1fs %10d tx %9.0f tx/s %6d failed requests%s\n",
+				now.Sub(r.start).Seconds(), txs, rate, failed, phase)
+			last, lastAt = txs, now
+		}
+	}
+}
+
+// cpuSample is the CPU time used so far by the bench process and by the nodes.
+type cpuSample struct {
+	self, nodes time.Duration
+	nodesOK     bool
+}
+
+func takeCPUSample(nodePIDs func() []int) cpuSample {
+	var s cpuSample
+	s.self, _ = procCPU("self")
+	if nodePIDs == nil {
+		return s
+	}
+	s.nodesOK = true
+	for _, pid := range nodePIDs() {
+		d, err := procCPU(strconv.Itoa(pid))
+		if err != nil {
+			s.nodesOK = false
+		}
+		s.nodes += d
+	}
+	return s
+}
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat; it is
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// procCPU returns the user plus system CPU time of process pid ("self" for
+// this one) from /proc; it fails where there is no /proc.
+func procCPU(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name in parentheses may hold spaces: count fields after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+}
+
+// benchResult is the summary of a run, printed as text or JSON. tools/etcdbench
+// prints the same JSON fields; keep the two in step.
+type benchResult struct {
+	System    string   `json:"system"`
+	Targets   []string `json:"targets"`
+	Clients   int      `json:"clients"`
+	ValueSize int      `json:"value_size"`
+	OpsPerTx  int      `json:"ops_per_tx"`
+	Batch     int      `json:"batch"`
+	Ack       string   `json:"ack"`
+	Keys      int      `json:"keys"`
+	Seconds   float64  `json:"seconds"` // the measured window
+	// Requests and transactions that succeeded in the window.
+	Requests  int64   `json:"requests"`
+	Txs       int64   `json:"txs"`
+	Committed int64   `json:"committed"`
+	Pending   int64   `json:"pending"`
+	Rejected  int64   `json:"rejected"`
+	ReqPerSec float64 `json:"req_per_sec"`
+	TxPerSec  float64 `json:"tx_per_sec"`
+	// Latency of the successful requests, and for batches of their
+	// transactions (each has its request's latency; weighted by count).
+	Latency   latencySummary  `json:"latency_ms"`
+	TxLatency *latencySummary `json:"tx_latency_ms,omitempty"`
+	// Errors counts failed requests by kind, and failed transactions inside
+	// successful batch answers as batch_item_<code>.
+	Errors map[string]int64 `json:"errors"`
+	// ClientCPU is the load generator's CPU use in cores over the window;
+	// ClientCPUPerReq its CPU time per request in microseconds.
+	ClientCPU       float64 `json:"client_cpu_cores"`
+	ClientCPUPerReq float64 `json:"client_cpu_us_per_req"`
+	// NodesCPU and NodesCPUPerTx are the same for all nodes together, known
+	// with --local only.
+	NodesCPU      float64 `json:"nodes_cpu_cores,omitempty"`
+	NodesCPUPerTx float64 `json:"nodes_cpu_us_per_tx,omitempty"`
+}
+
+// latencySummary gives latencies in milliseconds.
+type latencySummary struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+func summarize(cfg benchConfig, stats []*clientStats, elapsed time.Duration, cpu0, cpu1 cpuSample) *benchResult {
+	res := &benchResult{
+		System: "txlog", Targets: cfg.targets, Clients: cfg.clients, ValueSize: cfg.valueSize,
+		OpsPerTx: cfg.opsPerTx, Batch: cfg.batch, Ack: cfg.ack, Keys: cfg.keys,
+		Seconds: elapsed.Seconds(), Errors: map[string]int64{},
+	}
+	var samples []reqSample
+	for _, st := range stats {
+		samples = append(samples, st.samples...)
+		res.Committed += st.committed
+		res.Pending += st.pending
+		res.Rejected += st.rejected
+		for k, n := range st.errors {
+			res.Errors[k] += n
+		}
+	}
+	res.Requests = int64(len(samples))
+	res.Txs = res.Committed + res.Pending + res.Rejected
+	if s := elapsed.Seconds(); s > 0 {
+		res.ReqPerSec = float64(res.Requests) / s
+		res.TxPerSec = float64(res.Txs) / s
+		res.ClientCPU = (cpu1.self - cpu0.self).Seconds() / s
+		if cpu0.nodesOK && cpu1.nodesOK {
+			res.NodesCPU = (cpu1.nodes - cpu0.nodes).Seconds() / s
+		}
+	}
+	if res.Requests > 0 {
+		res.ClientCPUPerReq = float64((cpu1.self - cpu0.self).Microseconds()) / float64(res.Requests)
+	}
+	if res.Txs > 0 && cpu0.nodesOK && cpu1.nodesOK {
+		res.NodesCPUPerTx = float64((cpu1.nodes - cpu0.nodes).Microseconds()) / float64(res.Txs)
+	}
+	slices.SortFunc(samples, func(a, b reqSample) int { return int(a.lat - b.lat) })
+	res.Latency = summarizeLatency(samples, func(reqSample) int64 { return 1 })
+	if cfg.batch > 1 {
+		tl := summarizeLatency(samples, func(s reqSample) int64 { return int64(s.txs) })
+		res.TxLatency = &tl
+	}
+	return res
+}
+
+// summarizeLatency returns the percentiles of samples, sorted by latency, each
+// counted weight times (nearest rank).
+func summarizeLatency(samples []reqSample, weight func(reqSample) int64) latencySummary {
+	var total int64
+	var sum float64
+	for _, s := range samples {
+		w := weight(s)
+		total += w
+		sum += float64(w) * float64(s.lat)
+	}
+	if total == 0 {
+		return latencySummary{}
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	at := func(p float64) float64 {
+		rank := int64(p*float64(total) + 0.999999) // ceil, the nearest rank
+		rank = max(rank, 1)
+		var seen int64
+		for _, s := range samples {
+			seen += weight(s)
+			if seen >= rank {
+				return ms(s.lat)
+			}
+		}
+		return ms(samples[len(samples)-1].lat)
+	}
+	return latencySummary{
+		P50: at(0.50), P90: at(0.90), P99: at(0.99),
+		Max: ms(samples[len(samples)-1].lat), Mean: sum / float64(total) / float64(time.Millisecond),
+	}
+}
+
+// print writes res as text.
+func (res *benchResult) print(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s bench: %d clients, %d targets, %.1fs, %d op/tx, %d-byte values, ack=%s, batch %d, %d keys\n",
+		res.System, res.Clients, len(res.Targets), res.Seconds, res.OpsPerTx, res.ValueSize, res.Ack, res.Batch, res.Keys)
+	fmt.Fprintf(&b, "throughput   %.0f tx/s  (%d tx: %d committed, %d pending, %d rejected)\n",
+		res.TxPerSec, res.Txs, res.Committed, res.Pending, res.Rejected)
+	if res.Batch > 1 {
+		fmt.Fprintf(&b, "requests     %.0f req/s  (%d)\n", res.ReqPerSec, res.Requests)
+	}
+	l := res.Latency
+	fmt.Fprintf(&b, "latency      p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms  mean %.2fms  (per request)\n",
+		l.P50, l.P90, l.P99, l.Max, l.Mean)
+	if t := res.TxLatency; t != nil {
+		fmt.Fprintf(&b, "tx latency   p50 %.2fms  p90 %.2fms  p99 %.2fms  max %.2fms  (per transaction)\n",
+			t.P50, t.P90, t.P99, t.Max)
+	}
+	if len(res.Errors) == 0 {
+		b.WriteString("errors       none\n")
+	} else {
+		kinds := make([]string, 0, len(res.Errors))
+		for k := range res.Errors {
+			kinds = append(kinds, k)
+		}
+		slices.Sort(kinds)
+		b.WriteString("errors      ")
+		for _, k := range kinds {
+			fmt.Fprintf(&b, " %s %d", k, res.Errors[k])
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "client CPU   %.2f cores  (%.0fµs per request)\n", res.ClientCPU, res.ClientCPUPerReq)
+	if res.NodesCPU > 0 {
+		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx)\n", res.NodesCPU, res.NodesCPUPerTx)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
