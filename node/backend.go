@@ -130,7 +130,7 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 			return api.TxResult{}, err
 		}
 		if time.Now().After(deadline) {
-			if id != 0 && n.intake.has(id) {
+			if id != 0 && n.pendingAnywhere(ctx, id) {
 				return api.TxResult{TxID: id, Status: api.StatusPending}, nil
 			}
 			return api.TxResult{}, api.ErrNotFound
@@ -142,6 +142,27 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 			return api.TxResult{}, ctx.Err()
 		}
 	}
+}
+
+// pendingAnywhere reports whether a transaction is accepted and unresolved: here,
+// or on the node that issued its txid (the txid names it), which it asks.
+func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) bool {
+	if n.intake.has(id) {
+		return true
+	}
+	if int(id.Node()) == n.cfg.NodeNumber {
+		return false
+	}
+	for _, info := range n.peers.all() {
+		if info.TxIDNode != id.Node() || info.ID == n.cfg.ID || info.HTTPAddr == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		res, err := n.peerClient("http://"+info.HTTPAddr).Tx(ctx, id, 0)
+		return err == nil && res.Status == api.StatusPending
+	}
+	return false
 }
 
 // catchUp waits briefly until this node has applied what it knows is committed:

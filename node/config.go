@@ -50,6 +50,12 @@ type Config struct {
 	// RedisAddr is the host:port of the Redis that parks transactions while there
 	// is no leader. Empty: parking uses the intake WAL alone.
 	RedisAddr string
+	// IntakeWAL says when a transaction answered with ack=quorum or ack=all goes
+	// into the intake WAL: "parallel" (default) appends it beside the Raft
+	// proposal, off the answer's path; "sync" appends and fsyncs it before
+	// proposing; "off" appends it only when it has to be parked. ack=accepted
+	// always waits for the append. See docs/durability.md.
+	IntakeWAL string
 	// NodeNumber is this node's number inside the txids it issues (0..1023). It must
 	// be unique in the cluster. Default: the trailing digits of ID ("n3" → 3), or
 	// else the node's position in Cluster.
@@ -75,6 +81,13 @@ const (
 	DefaultShutdownTimeout = 5 * time.Second
 )
 
+// Intake WAL modes (Config.IntakeWAL).
+const (
+	IntakeParallel = "parallel"
+	IntakeSync     = "sync"
+	IntakeOff      = "off"
+)
+
 // withDefaults returns a copy of c with defaults filled in.
 func (c Config) withDefaults() Config {
 	if c.DataDir == "" && c.ID != "" {
@@ -97,6 +110,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.IntakeWAL == "" {
+		c.IntakeWAL = IntakeParallel
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
@@ -176,6 +192,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("redis-addr %q: %w", c.RedisAddr, err))
 		}
 	}
+	switch c.IntakeWAL {
+	case IntakeParallel, IntakeSync, IntakeOff:
+	default:
+		errs = append(errs, fmt.Errorf("intake-wal %q: want parallel, sync or off", c.IntakeWAL))
+	}
 	if c.NodeNumber < 1 || c.NodeNumber > txid.MaxNode {
 		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d (default: the trailing digits of the id)", c.NodeNumber, txid.MaxNode))
 	}
@@ -229,6 +250,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
+	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")

@@ -252,8 +252,17 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		return results, nil
 	}
 	es := n.intake.add(ps)
-	walf := n.appendAsync(es)
-
+	var walf *walFuture
+	switch {
+	case opts.Ack == api.AckAccepted, n.cfg.IntakeWAL == IntakeParallel:
+		walf = n.appendAsync(es)
+	case n.cfg.IntakeWAL == IntakeSync:
+		walf = n.appendAsync(es)
+		select {
+		case <-walf.done:
+		case <-ctx.Done():
+		}
+	}
 	if opts.Ack != api.AckAccepted {
 		pctx, cancel := withReserve(ctx)
 		n.propose(pctx, ps, opts)
@@ -284,6 +293,27 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		if !p.done || (p.err != nil && !isClientError(p.err)) {
 			open = append(open, i)
 		}
+	}
+	if walf == nil {
+		// --intake-wal=off: only what has to be parked goes into the WAL.
+		var openPs []*pending
+		var openEs, doneEs []*intakeEntry
+		for i, e := range es {
+			if contains(open, i) {
+				openPs, openEs = append(openPs, ps[i]), append(openEs, e)
+			} else {
+				doneEs = append(doneEs, e)
+			}
+		}
+		n.intake.finish(doneEs...)
+		if len(openEs) == 0 {
+			return
+		}
+		ps, es, open = openPs, openEs, nil
+		for i := range ps {
+			open = append(open, i)
+		}
+		walf = n.appendAsync(es)
 	}
 	if len(open) == 0 {
 		n.wg.Go(func() {

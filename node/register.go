@@ -11,6 +11,10 @@ import (
 // registerInterval paces the check that this node's published info is current.
 const registerInterval = 250 * time.Millisecond
 
+// registerRetry is how long a node waits for its committed registration to be
+// applied locally before it proposes it again.
+const registerRetry = 5 * time.Second
+
 // registerLoop publishes this node's HTTP address (and txid node number) through
 // the log whenever the registry lacks it or holds an old one, so every node can
 // reach the leader's HTTP address. It also warns when another node claims the
@@ -20,6 +24,7 @@ func (n *Node) registerLoop() {
 	t := time.NewTicker(registerInterval)
 	defer t.Stop()
 	warned := false
+	var sent time.Time // when this node last proposed its info
 	for {
 		select {
 		case <-n.stop:
@@ -33,7 +38,8 @@ func (n *Node) registerLoop() {
 				warned = true
 			}
 		}
-		if nodes[me.ID] == me {
+		if nodes[me.ID] == me || time.Since(sent) < registerRetry {
+			// Current, or proposed a moment ago and not applied here yet.
 			continue
 		}
 		if leader, _ := n.raft.Leader(); leader == "" {
@@ -44,6 +50,7 @@ func (n *Node) registerLoop() {
 		n.propose(ctx, []*pending{p}, api.SubmitOptions{})
 		cancel()
 		if p.err == nil && p.done {
+			sent = time.Now()
 			n.log.Info("node registered", "http_addr", me.HTTPAddr)
 		}
 	}

@@ -82,7 +82,7 @@ func (n *Node) replayOnce() bool {
 	n.intake.finish(done...)
 	n.intake.releaseQuiet(open...)
 	if len(done) > 0 {
-		n.log.Info("parked transactions replayed", "count", len(done), "open", len(open))
+		n.log.Debug("parked transactions replayed", "count", len(done), "open", len(open))
 	}
 	return len(es) == replayBatch && len(open) == 0
 }
@@ -138,7 +138,7 @@ func (n *Node) drainOnce() bool {
 		if err := n.park.Ack(ctx, acks...); err != nil {
 			n.log.Warn("ack parked entries", "err", err) // they come back after ClaimIdle: harmless
 		}
-		n.log.Info("parked entries drained", "count", len(acks)-len(junk))
+		n.log.Debug("parked entries drained", "count", len(acks)-len(junk))
 	}
 	return len(entries) == drainBatch && len(acks) == len(entries)
 }

@@ -286,3 +286,75 @@ func TestFailoverLosesNothing(t *testing.T) {
 		t.Fatalf("the load saw %d×200 and %d×202; want both", l.counts[200], l.counts[202])
 	}
 }
+
+// TestIntakeWALModes checks each --intake-wal mode end to end: writes commit with
+// a leader; without quorum the survivor parks them (202); they commit when the
+// quorum is back, also after the survivor itself restarted (its WAL has them).
+func TestIntakeWALModes(t *testing.T) {
+	for _, mode := range []string{"parallel", "sync", "off"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			c := startClusterWith(t, "--intake-wal="+mode)
+			cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+			put := func(cl *api.Client, key string, timeout time.Duration) api.TxResult {
+				t.Helper()
+				res, err := cl.Submit(ctx, api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: key, Value: json.RawMessage(`"v"`)}}}, api.SubmitOptions{Timeout: timeout})
+				if err != nil {
+					t.Fatalf("Submit(%s) = %v", key, err)
+				}
+				return res
+			}
+			if res := put(cl, "with-leader", 5*time.Second); res.Status != api.StatusCommitted {
+				t.Fatalf("with a leader: %+v, want committed", res)
+			}
+			leader := mustLeaderID(ctx, t, c)
+			var survivor string
+			for _, p := range c.Nodes() {
+				if p.ID() == leader || survivor != "" {
+					if err := c.Kill(p.ID()); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				survivor = p.ID()
+			}
+			sc := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
+			var parked []txid.ID
+			for i := range 5 {
+				res := put(sc, fmt.Sprintf("parked-%d", i), 300*time.Millisecond)
+				if res.Status != api.StatusPending {
+					t.Fatalf("without quorum: %+v, want pending", res)
+				}
+				parked = append(parked, res.TxID)
+			}
+			// The survivor dies too; its WAL alone carries the parked writes.
+			if err := c.Kill(survivor); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range c.Nodes() {
+				if err := c.Restart(ctx, p.ID()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mustLeaderID(ctx, t, c)
+			rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+			defer rcancel()
+			resolved := waitResolved(rctx, t, c, parked)
+			for id, res := range resolved {
+				if res.Status != api.StatusCommitted || res.TxID != id {
+					t.Fatalf("parked %s resolved as %+v, want committed under its own txid", id, res)
+				}
+			}
+		})
+	}
+}
+
+func mustLeaderID(ctx context.Context, t *testing.T, c *chaos.Cluster) string {
+	t.Helper()
+	id, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatalf("Leader() = %v", err)
+	}
+	return id
+}
