@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,7 +57,8 @@ func startClusterWith(t *testing.T, args ...string) *chaos.Cluster {
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
 		dir = d
 	}
-	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: txlogdBin, Dir: dir, ExtraArgs: args})
+	// Fixed HTTP ports, so that a restarted node is where the clients knew it.
+	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: txlogdBin, Dir: dir, ExtraArgs: args, HTTPBasePort: freePortRange(t, 3)})
 	if err != nil {
 		t.Fatalf("StartCluster() = %v", err)
 	}
@@ -78,6 +81,30 @@ func startClusterWith(t *testing.T, args ...string) *chaos.Cluster {
 	return c
 }
 
+// freePortRange finds n consecutive free loopback ports, just before launch.
+func freePortRange(t *testing.T, n int) int {
+	t.Helper()
+	for range 100 {
+		base := 20000 + rand.IntN(40000)
+		var ls []net.Listener
+		for i := range n {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if len(ls) == n {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free ports found", n)
+	return 0
+}
+
 // hotKeys are the keys the compare-and-set chains contend on.
 var hotKeys = []string{"hot/a", "hot/b", "hot/c", "hot/d"}
 
@@ -87,6 +114,7 @@ type ack struct {
 	res    api.TxResult
 	err    error // non-nil: the outcome stayed unknown to the client
 	casKey string
+	at     time.Time // when the answer came (set by the failover load)
 }
 
 // TestClusterSurvivesLeaderKill is the core cluster's acceptance test: 16 clients

@@ -57,6 +57,36 @@ func startLoad(c *chaos.Cluster, clients int) *load {
 	return l
 }
 
+// firstAfter waits up to 10 s for the load's first 200 and first 202 answered
+// after t, and returns how long after t each came (-1 when none came).
+func (l *load) firstAfter(ctx context.Context, t time.Time) (ok, pending time.Duration) {
+	ok, pending = -1, -1
+	deadline := time.Now().Add(10 * time.Second)
+	for (ok < 0 || pending < 0) && time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, a := range l.snapshot() {
+			if a.err != nil || !a.at.After(t) {
+				continue
+			}
+			d := a.at.Sub(t)
+			switch a.res.Status {
+			case api.StatusCommitted, api.StatusRejected:
+				if ok < 0 || d < ok {
+					ok = d
+				}
+			case api.StatusPending:
+				if (pending < 0 || d < pending) && a.res.Durability == api.AckAccepted {
+					pending = d
+				}
+			}
+		}
+		select { // poll with a deadline
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return ok, pending
+}
+
 // tally returns a copy of the outcome counts.
 func (l *load) tally() map[int]int {
 	l.mu.Lock()
@@ -69,6 +99,7 @@ func (l *load) tally() map[int]int {
 }
 
 func (l *load) record(a ack) {
+	a.at = time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.acks = append(l.acks, a)
@@ -164,7 +195,10 @@ func TestFailoverLosesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		next := newLeader("kill")
-		t.Logf("kill %d: %s → %s leads after %v (load so far: %v)", i+1, leader, next, time.Since(killed).Round(time.Millisecond), l.tally())
+		elected := time.Since(killed)
+		first200, first202 := l.firstAfter(ctx, killed)
+		t.Logf("kill %d: %s → %s leads after %v; first 200 after %v, first 202 after %v (load so far: %v)",
+			i+1, leader, next, elected.Round(time.Millisecond), first200.Round(time.Millisecond), first202.Round(time.Millisecond), l.tally())
 		if err := c.Restart(ctx, leader); err != nil {
 			t.Fatal(err)
 		}
