@@ -15,7 +15,10 @@ var (
 	ErrNotLeader      = errors.New("this node is not the leader")
 	ErrUnknownOutcome = errors.New("transaction outcome unknown")
 	ErrShuttingDown   = errors.New("node is shutting down")
-	ErrTimeout        = errors.New("timed out")
+	// ErrOverloaded means the node holds too many accepted, unresolved
+	// transactions to take more; nothing was done. Retry later or elsewhere.
+	ErrOverloaded = errors.New("node overloaded: too many unresolved transactions")
+	ErrTimeout    = errors.New("timed out")
 )
 
 // Error is a failure with a wire code, mostly bad input. Its HTTP status comes from
@@ -42,6 +45,7 @@ const (
 	CodeNotLeader        = "not_leader"
 	CodeUnknownOutcome   = "unknown_outcome"
 	CodeShuttingDown     = "shutting_down"
+	CodeOverloaded       = "overloaded"
 	CodeTimeout          = "timeout"
 	CodeNotReady         = "not_ready"
 	CodeInternal         = "internal"
@@ -66,6 +70,7 @@ var codes = map[string]struct {
 	CodeNotLeader:        {http.StatusServiceUnavailable, ErrNotLeader},
 	CodeUnknownOutcome:   {http.StatusServiceUnavailable, ErrUnknownOutcome},
 	CodeShuttingDown:     {http.StatusServiceUnavailable, ErrShuttingDown},
+	CodeOverloaded:       {http.StatusServiceUnavailable, ErrOverloaded},
 	CodeTimeout:          {http.StatusGatewayTimeout, ErrTimeout},
 	CodeNotReady:         {http.StatusServiceUnavailable, nil},
 	CodeInternal:         {http.StatusInternalServerError, nil},
@@ -124,7 +129,7 @@ func codeError(b ErrorBody) error {
 // carry it out.
 func retryableCode(code string) bool {
 	switch code {
-	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady:
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded:
 		return true
 	}
 	return false

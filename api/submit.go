@@ -207,7 +207,7 @@ func retryable(err error) bool {
 	if _, ok := errors.AsType[*transportError](err); ok {
 		return true
 	}
-	for _, code := range []string{CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeTimeout} {
+	for _, code := range []string{CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeOverloaded, CodeTimeout} {
 		if errors.Is(err, codes[code].sentinel) {
 			return true
 		}

@@ -15,37 +15,6 @@ import (
 
 var _ api.Backend = (*Node)(nil)
 
-// codeError turns a per-transaction error body back into an error.
-func codeError(e *api.ErrorBody) error {
-	switch e.Code {
-	case api.CodeNoLeader:
-		return api.ErrNoLeader
-	case api.CodeUnknownOutcome:
-		return api.ErrUnknownOutcome
-	case api.CodeShuttingDown:
-		return api.ErrShuttingDown
-	}
-	return &api.Error{Code: e.Code, Message: e.Message}
-}
-
-// errorBody is the per-transaction error of a batch result.
-func errorBody(err error) *api.ErrorBody {
-	var ae *api.Error
-	switch {
-	case errors.As(err, &ae):
-		return &api.ErrorBody{Code: ae.Code, Message: ae.Message}
-	case errors.Is(err, api.ErrNoLeader):
-		return &api.ErrorBody{Code: api.CodeNoLeader, Message: err.Error()}
-	case errors.Is(err, api.ErrUnknownOutcome):
-		return &api.ErrorBody{Code: api.CodeUnknownOutcome, Message: err.Error()}
-	case errors.Is(err, api.ErrNotLeader):
-		return &api.ErrorBody{Code: api.CodeNotLeader, Message: err.Error()}
-	case errors.Is(err, api.ErrShuttingDown):
-		return &api.ErrorBody{Code: api.CodeShuttingDown, Message: err.Error()}
-	}
-	return &api.ErrorBody{Code: api.CodeInternal, Message: err.Error()}
-}
-
 // Propose implements api.Backend: the leader's side of forwarding. It makes one
 // attempt; the forwarding node retries.
 func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
@@ -69,11 +38,11 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOpti
 		r := p.res
 		switch {
 		case p.done && p.err != nil:
-			r.Error = errorBody(p.err)
+			r.Error = api.NewErrorBody(p.err)
 		case !p.done && p.sent:
-			r = api.TxResult{TxID: p.id, Status: api.StatusUnknown, Error: errorBody(api.ErrUnknownOutcome)}
+			r = api.TxResult{TxID: p.id, Status: api.StatusUnknown, Error: api.NewErrorBody(api.ErrUnknownOutcome)}
 		case !p.done:
-			r = api.TxResult{TxID: p.id, Error: errorBody(api.ErrNotLeader)}
+			r = api.TxResult{TxID: p.id, Error: api.NewErrorBody(api.ErrNotLeader)}
 		}
 		results[slot[j]] = r
 	}

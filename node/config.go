@@ -56,6 +56,11 @@ type Config struct {
 	// proposing; "off" appends it only when it has to be parked. ack=accepted
 	// always waits for the append. See docs/durability.md.
 	IntakeWAL string
+	// MaxUnresolved bounds the transactions this node has accepted and not seen
+	// resolved (in flight or parked); past it, writes get 503 overloaded, so that
+	// an ack=accepted flood or a long outage cannot grow the backlog without
+	// bound. Default 100,000.
+	MaxUnresolved int
 	// NodeNumber is this node's number inside the txids it issues (0..1023). It must
 	// be unique in the cluster. Default: the trailing digits of ID ("n3" → 3), or
 	// else the node's position in Cluster.
@@ -79,6 +84,7 @@ const (
 	DefaultDedupWindow     = 24 * time.Hour
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultShutdownTimeout = 5 * time.Second
+	DefaultMaxUnresolved   = 100_000
 )
 
 // Intake WAL modes (Config.IntakeWAL).
@@ -110,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.MaxUnresolved == 0 {
+		c.MaxUnresolved = DefaultMaxUnresolved
 	}
 	if c.IntakeWAL == "" {
 		c.IntakeWAL = IntakeParallel
@@ -197,6 +206,9 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("intake-wal %q: want parallel, sync or off", c.IntakeWAL))
 	}
+	if c.MaxUnresolved < 1 {
+		errs = append(errs, fmt.Errorf("max-unresolved %d: at least 1", c.MaxUnresolved))
+	}
 	if c.NodeNumber < 1 || c.NodeNumber > txid.MaxNode {
 		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d (default: the trailing digits of the id)", c.NodeNumber, txid.MaxNode))
 	}
@@ -251,6 +263,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
 	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
+	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")

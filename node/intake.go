@@ -209,7 +209,7 @@ func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOpti
 	}
 	r := results[0]
 	if r.Error != nil {
-		err := codeError(r.Error)
+		err := r.Error.Err()
 		r.Error = nil
 		return r, err
 	}
@@ -228,6 +228,9 @@ func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOpti
 func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
 	if opts.Ack == "" {
 		opts.Ack = api.AckQuorum
+	}
+	if n.intake.size()+len(txs) > n.cfg.MaxUnresolved {
+		return nil, api.ErrOverloaded
 	}
 	results := make([]api.TxResult, len(txs))
 	ps := make([]*pending, 0, len(txs))
@@ -275,7 +278,7 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	for j, p := range ps {
 		r := p.res
 		if p.err != nil {
-			r.Error = errorBody(p.err)
+			r.Error = api.NewErrorBody(p.err)
 		}
 		results[slot[j]] = r
 	}

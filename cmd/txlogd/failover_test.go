@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -391,4 +392,58 @@ func mustLeaderID(ctx context.Context, t *testing.T, c *chaos.Cluster) string {
 		t.Fatalf("Leader() = %v", err)
 	}
 	return id
+}
+
+// TestOverloaded checks the bound on parked writes: past --max-unresolved the
+// survivor of a quorum loss answers 503 overloaded (nothing done), and takes
+// writes again once the parked ones drained.
+func TestOverloaded(t *testing.T) {
+	const limit = 3
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startClusterWith(t, fmt.Sprintf("--max-unresolved=%d", limit))
+	leader := mustLeaderID(ctx, t, c)
+	var survivor string
+	var down []string
+	for _, p := range c.Nodes() {
+		if p.ID() != leader && survivor == "" {
+			survivor = p.ID()
+			continue
+		}
+		down = append(down, p.ID())
+	}
+	for _, id := range down {
+		if err := c.Kill(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}, Timeout: 2 * time.Second})
+	submit := func(i int) (api.TxResult, error) {
+		return sc.Submit(ctx, api.TxRequest{IdempotencyKey: fmt.Sprintf("ov-%d", i), Ops: []api.Op{{Op: "put", Key: "ov", Value: json.RawMessage(fmt.Sprint(i))}}}, api.SubmitOptions{Timeout: 200 * time.Millisecond, Ack: api.AckAccepted})
+	}
+	var parked []txid.ID
+	for i := range limit {
+		res, err := submit(i)
+		if err != nil || res.Status != api.StatusPending {
+			t.Fatalf("write %d = %+v, %v; want 202 pending", i, res, err)
+		}
+		parked = append(parked, res.TxID)
+	}
+	if res, err := submit(limit); !errors.Is(err, api.ErrOverloaded) {
+		t.Fatalf("write past the limit = %+v, %v; want ErrOverloaded", res, err)
+	}
+	for _, id := range down {
+		if err := c.Restart(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustLeaderID(ctx, t, c)
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer rcancel()
+	waitResolved(rctx, t, c, parked)
+	// Drained: the survivor takes writes again (the client retries while the
+	// last done-marks land).
+	if res, err := submit(limit + 1); err != nil {
+		t.Fatalf("write after the drain = %+v, %v", res, err)
+	}
 }
