@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -40,6 +42,7 @@ func (c *cli) local(ctx context.Context, args []string) error {
 	httpBase := cmd.Int("http-base-port", 8081, "HTTP port of n1, n2 gets the next one, and so on; 0 picks free ports")
 	raftBase := cmd.Int("raft-base-port", 7101, "Raft port of n1, n2 gets the next one, and so on; 0 picks free ports (such a cluster cannot be resumed)")
 	txlogd := cmd.String("txlogd", "", "txlogd binary (default: next to txlog, else on PATH, else built)")
+	noRedis := cmd.Bool("no-redis", false, "do not start a local redis-server even when one is on PATH")
 	pos, extra, err := cmd.parseSplit(args)
 	if err != nil {
 		return err
@@ -74,7 +77,7 @@ func (c *cli) local(ctx context.Context, args []string) error {
 		return err
 	}
 
-	depArgs, stopDeps, err := startLocalDeps(ctx, *dir, cfg.Logger)
+	depArgs, stopDeps, err := startLocalDeps(ctx, *dir, cfg.Logger, c.stdout, *noRedis)
 	if err != nil {
 		return err
 	}
@@ -129,11 +132,81 @@ func (c *cli) local(ctx context.Context, args []string) error {
 
 // startLocalDeps starts what the nodes need besides each other, before they
 // start, and returns the txlogd flags that point them at it and a function that
-// stops it after the nodes. There is nothing yet. This is where a local
-// redis-server goes: a chaos.Process with Bin "redis-server" and LogDir dir,
-// returning "--redis-addr=127.0.0.1:PORT".
-func startLocalDeps(ctx context.Context, dir string, log *slog.Logger) (args []string, stop func(context.Context) error, err error) {
-	return nil, func(context.Context) error { return nil }, nil
+// stops it after the nodes: a redis-server for parking during failovers, when
+// one is on PATH (data in DIR/redis, append-only with appendfsync always, so a
+// parked write acknowledged with 202 survives a Redis crash). Without it the
+// nodes park in their intake WALs alone, and it says so.
+func startLocalDeps(ctx context.Context, dir string, log *slog.Logger, out io.Writer, noRedis bool) (args []string, stop func(context.Context) error, err error) {
+	none := func(context.Context) error { return nil }
+	if noRedis {
+		fmt.Fprintln(out, "redis: off (--no-redis): parking uses each node's intake WAL alone")
+		return nil, none, nil
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		fmt.Fprintln(out, "redis: redis-server is not on PATH: parking uses each node's intake WAL alone (apt-get install redis-server to add it)")
+		return nil, none, nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	dataDir, err := filepath.Abs(filepath.Join(dir, "redis"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	p, err := chaos.NewProcess(chaos.ProcessConfig{
+		ID:      "redis",
+		Bin:     bin,
+		Args:    []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", dataDir},
+		DataDir: dataDir,
+		LogDir:  dir,
+		Logger:  log,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	if err := p.Start(); err != nil {
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	if err := waitTCP(ctx, addr, 10*time.Second); err != nil {
+		p.Kill()
+		return nil, nil, fmt.Errorf("redis: %w; its log:\n%s", err, p.LogTail(20))
+	}
+	fmt.Fprintf(out, "redis: %s (data %s, log %s)\n", addr, dataDir, p.LogPath())
+	return []string{"--redis-addr=" + addr}, p.Stop, nil
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitTCP polls until addr accepts connections, for at most timeout.
+func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not accept connections: %w", addr, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // findTxlogd returns the txlogd to run: explicit when set, else the one in exeDir

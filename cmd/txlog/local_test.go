@@ -94,7 +94,7 @@ func TestLocal(t *testing.T) {
 		c := &cli{stdout: &stdout, stderr: &stderr, lookupEnv: func(string) (string, bool) { return "", false }}
 		done := make(chan error, 1)
 		go func() {
-			done <- c.run(localCtx, []string{"local", "--dir", dir, "--http-base-port", "0", "--raft-base-port", "0", "--txlogd", fakeTxlogd})
+			done <- c.run(localCtx, []string{"local", "--dir", dir, "--http-base-port", "0", "--raft-base-port", "0", "--txlogd", fakeTxlogd, "--no-redis"})
 		}()
 
 		tick := time.NewTicker(10 * time.Millisecond)
