@@ -3,6 +3,7 @@ module github.com/txlog/txlog
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/gorilla/mux v1.8.1
 	github.com/hashicorp/go-hclog v1.6.2
 	github.com/hashicorp/raft v1.7.3

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -58,6 +59,11 @@ type ClusterConfig struct {
 	RaftBasePort int
 	// ExtraArgs are appended to every node's command line.
 	ExtraArgs []string
+	// NodeArgs, when set, is called once per node after the Raft ports are chosen,
+	// with the node's ID and every node's Raft address; what it returns is appended
+	// to that node's command line after ExtraArgs. The chaos verifier uses it to
+	// point each node's --raft-dial at its fault proxies. An error ends StartCluster.
+	NodeArgs func(id string, raftAddrs map[string]string) ([]string, error)
 	// Env is added to every node's environment (see ProcessConfig.Env).
 	Env []string
 	// StopTimeout bounds each node's graceful stop in Stop, Restart and Close, after
@@ -177,10 +183,18 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			"--raft-addr=" + c.raftAddrs[id],
 			"--cluster=" + strings.Join(members, ","),
 		}
+		args = append(args, cfg.ExtraArgs...)
+		if cfg.NodeArgs != nil {
+			more, err := cfg.NodeArgs(id, maps.Clone(c.raftAddrs))
+			if err != nil {
+				return nil, fmt.Errorf("args of %s: %w", id, err)
+			}
+			args = append(args, more...)
+		}
 		p, err := NewProcess(ProcessConfig{
 			ID:      id,
 			Bin:     cfg.Bin,
-			Args:    append(args, cfg.ExtraArgs...),
+			Args:    args,
 			Env:     cfg.Env,
 			DataDir: dataDir,
 			LogDir:  dir,

@@ -23,6 +23,7 @@ const usageText = `usage: txlog COMMAND [flags] [args]
 
 Commands:
   local    run a cluster of txlogd processes on this machine until Ctrl-C
+  chaos    inject faults under load and check that nothing was lost
   submit   run a transaction and print its result
   get      read a key
   status   show each node's view of the cluster
@@ -64,6 +65,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 	switch name {
 	case "local":
 		return c.local(ctx, rest)
+	case "chaos":
+		return c.chaos(ctx, rest)
 	case "submit":
 		return c.submit(ctx, rest)
 	case "get":

@@ -1,0 +1,181 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is the outcome of a run: what was done, what happened, and the
+// checkers' verdicts. It is written as JSON, as HTML and as a text summary.
+type Report struct {
+	Seed     uint64        `json:"seed"`
+	Mode     string        `json:"mode"` // "local" or "targets"
+	Redis    string        `json:"redis"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration"`
+	Counts   OpCounts      `json:"counts"`
+	// LeaderKills counts SIGKILLs of the leader, in all faults together.
+	LeaderKills int            `json:"leader_kills"`
+	Faults      []FaultEvent   `json:"faults"`
+	FaultStats  []FaultStats   `json:"fault_stats"`
+	Leaders     []LeaderChange `json:"leaders"`
+	Series      []Bucket       `json:"series"`
+	Checks      []CheckResult  `json:"checks"`
+	// Dir holds the cluster's data and logs (local mode) and other artifacts.
+	Dir string `json:"dir"`
+}
+
+// OpCounts counts the operations of a run by what their first answer was.
+type OpCounts struct {
+	Total  int `json:"total"`
+	Writes int `json:"writes"`
+	Reads  int `json:"reads"`
+	OK     int `json:"ok_200"`
+	// Accepted is the writes answered 202 on their first attempt.
+	Accepted int `json:"accepted_202"`
+	Rejected int `json:"rejected_409"`
+	// Indeterminate is the writes whose first attempt left the outcome open.
+	Indeterminate int `json:"indeterminate"`
+	// StillUnknown is the writes whose outcome no client learned; the final log
+	// decided them.
+	StillUnknown int `json:"still_unknown"`
+	ReadErrors   int `json:"read_errors"`
+	Failed       int `json:"failed_writes"`
+}
+
+// Bucket is one second of the run: answers by class, by the time they came.
+type Bucket struct {
+	T        int `json:"t"` // seconds since the start
+	OK       int `json:"ok"`
+	Accepted int `json:"accepted"`
+	Rejected int `json:"rejected"`
+	Reads    int `json:"reads"`
+	Errors   int `json:"errors"`
+}
+
+// Failed reports whether a checker failed.
+func (r *Report) Failed() bool {
+	for _, c := range r.Checks {
+		if !c.Pass {
+			return true
+		}
+	}
+	return false
+}
+
+// countOps fills in OpCounts.
+func countOps(ops []Op) OpCounts {
+	var c OpCounts
+	for _, op := range ops {
+		c.Total++
+		if !op.IsWrite() {
+			c.Reads++
+			if op.Answer == AnswerFailed {
+				c.ReadErrors++
+			}
+			continue
+		}
+		c.Writes++
+		switch op.Answer {
+		case AnswerOK:
+			c.OK++
+		case AnswerPending:
+			c.Accepted++
+		case AnswerRejected:
+			c.Rejected++
+		case AnswerUnknown:
+			c.Indeterminate++
+		case AnswerFailed:
+			c.Failed++
+		}
+		if op.End.IsZero() && op.Answer != AnswerFailed {
+			c.StillUnknown++
+		}
+	}
+	return c
+}
+
+// series buckets the answers per second from start.
+func series(ops []Op, start time.Time, d time.Duration) []Bucket {
+	n := int(d/time.Second) + 1
+	out := make([]Bucket, n)
+	for i := range out {
+		out[i].T = i
+	}
+	for _, op := range ops {
+		if op.Answered.IsZero() {
+			continue
+		}
+		i := int(op.Answered.Sub(start) / time.Second)
+		if i < 0 || i >= n {
+			continue
+		}
+		b := &out[i]
+		switch {
+		case op.Answer == AnswerFailed || op.Answer == AnswerUnknown:
+			b.Errors++
+		case !op.IsWrite():
+			b.Reads++
+		case op.Answer == AnswerOK:
+			b.OK++
+		case op.Answer == AnswerPending:
+			b.Accepted++
+		case op.Answer == AnswerRejected:
+			b.Rejected++
+		}
+	}
+	return out
+}
+
+// WriteJSON writes the report as indented JSON to path.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteSummary writes the human summary of the run.
+func (r *Report) WriteSummary(w io.Writer) error {
+	var b strings.Builder
+	c := r.Counts
+	fmt.Fprintf(&b, "chaos run: seed %d, %s cluster, redis %s, %v\n", r.Seed, r.Mode, r.Redis, r.Duration.Round(time.Second))
+	fmt.Fprintf(&b, "operations: %d (%d writes, %d reads): %d×200, %d×202, %d×409, %d indeterminate (%d never learned, decided by the log), %d read errors, %d refused\n",
+		c.Total, c.Writes, c.Reads, c.OK, c.Accepted, c.Rejected, c.Indeterminate, c.StillUnknown, c.ReadErrors, c.Failed)
+	fmt.Fprintf(&b, "faults: %d, leader SIGKILLs: %d, leader changes seen: %d\n", len(r.Faults), r.LeaderKills, max(0, len(r.Leaders)-1))
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nFAULT\tCOUNT\tTO 200 p50/max\tTO 202 p50/max\tNEW LEADER p50/max\tRECOVERED p50/max\tFAILED")
+	for _, s := range r.FaultStats {
+		fmt.Fprintf(tw, "%s\t%d\t%v / %v\t%v / %v\t%v / %v\t%v / %v\t%d\n", s.Kind, s.Count,
+			round(s.To200P50), round(s.To200Max), round(s.To202P50), round(s.To202Max),
+			round(s.ElectionP50), round(s.ElectionMax), round(s.RecoveryP50), round(s.RecoveryMax), s.Failed)
+	}
+	tw.Flush()
+	b.WriteString("\ncheckers:\n")
+	for i, ch := range r.Checks {
+		verdict := "PASS"
+		if !ch.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "  %d. %s  %s: %s\n", i+1, verdict, ch.Name, ch.Summary)
+		if !ch.Pass {
+			for _, e := range ch.Evidence {
+				fmt.Fprintf(&b, "       %s\n", e)
+			}
+		}
+		for _, f := range ch.Files {
+			fmt.Fprintf(&b, "       see %s\n", f)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,436 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/txlog/txlog/api"
+)
+
+// Config describes one run of the chaos verifier. Zero values mean "use the
+// default". The cluster under test is either launched here (Bin set) or an
+// existing one (Targets set).
+type Config struct {
+	// Bin is the txlogd binary of a local three-node cluster launched for the run.
+	Bin string
+	// RedisBin is the redis-server of the local cluster; empty runs it without
+	// Redis (parking in the intake WAL alone) and leaves out redis-outage.
+	RedisBin string
+	// Targets are the base URLs of an existing cluster's nodes, instead of Bin.
+	Targets []string
+	// Commands inject faults into Targets.
+	Commands Commands
+	// Dir holds the local cluster's data and logs and the run's artifacts
+	// (the linearizability visualization). Required.
+	Dir      string
+	Workload WorkloadConfig
+	Nemesis  NemesisConfig
+	// Duration is how long the clients issue operations. Default 1m. With
+	// Nemesis.MaxFaults the run ends earlier, once the last fault recovered.
+	Duration time.Duration
+	// Seed makes the schedule of faults and the clients' choices replayable.
+	Seed uint64
+	// ResolveTimeout bounds, after the clients stopped, the wait for every 202 to
+	// resolve and every node to catch up. Default 60s.
+	ResolveTimeout time.Duration
+	// CheckTimeout bounds the linearizability check. Default 2m.
+	CheckTimeout time.Duration
+	// Progress receives a live progress line every second; nil for none.
+	Progress io.Writer
+	// Logger receives the run's records; nil discards them.
+	Logger *slog.Logger
+}
+
+// Defaults of Config.
+const (
+	DefaultDuration       = time.Minute
+	DefaultResolveTimeout = 60 * time.Second
+	DefaultCheckTimeout   = 2 * time.Minute
+)
+
+func (c Config) withDefaults() Config {
+	c.Workload = c.Workload.withDefaults()
+	c.Nemesis = c.Nemesis.withDefaults()
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.ResolveTimeout == 0 {
+		c.ResolveTimeout = DefaultResolveTimeout
+	}
+	if c.CheckTimeout == 0 {
+		c.CheckTimeout = DefaultCheckTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if (c.Bin == "") == (len(c.Targets) == 0) {
+		errs = append(errs, errors.New("give Bin (a local cluster) or Targets (an existing one), not both"))
+	}
+	if c.Dir == "" {
+		errs = append(errs, errors.New("Dir is required"))
+	}
+	for i, t := range c.Targets {
+		if err := (api.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("Targets[%d]: %w", i, err))
+		}
+	}
+	if c.Duration < 0 || c.ResolveTimeout < 0 || c.CheckTimeout < 0 {
+		errs = append(errs, errors.New("Duration, ResolveTimeout and CheckTimeout must not be negative"))
+	}
+	if c.Nemesis.Interval < 0 || c.Nemesis.Hold < 0 || c.Nemesis.MaxFaults < 0 || c.Nemesis.RecoverTimeout < 0 {
+		errs = append(errs, errors.New("Nemesis: Interval, Hold, MaxFaults and RecoverTimeout must not be negative"))
+	}
+	if err := c.Workload.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("Workload: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the verifier: it brings up (or finds) the cluster, runs the clients
+// and the nemesis for Duration, lets the cluster settle, reads every node's log
+// and runs the checkers. It returns the report, also when a checker failed
+// (see Report.Failed); an error means the run itself could not be carried out.
+// A local cluster is stopped before Run returns.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("chaos config: %w", err)
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("component", "chaos")
+
+	rep := &Report{Seed: cfg.Seed, Dir: dir, Redis: "none (WAL-only parking)"}
+	var (
+		target Target
+		urls   map[string]string
+	)
+	if cfg.Bin != "" {
+		lt, err := startLocal(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		defer lt.close(context.WithoutCancel(ctx))
+		target, rep.Mode = lt, "local"
+		urls = map[string]string{}
+		for _, p := range lt.c.Nodes() {
+			urls[p.ID()] = lt.c.URL(p.ID())
+		}
+		if lt.redis != nil {
+			rep.Redis = lt.redis.Addr()
+		}
+	} else {
+		target, rep.Mode, rep.Redis = &cmdTarget{cmds: cfg.Commands}, "targets", "as deployed"
+		if urls, err = discover(ctx, cfg.Targets); err != nil {
+			return nil, err
+		}
+	}
+
+	var weights []FaultWeight
+	for _, w := range cfg.Nemesis.Faults {
+		if err := target.Supports(w.Fault); err != nil {
+			log.Warn("fault left out", "fault", w.Fault, "err", err)
+			continue
+		}
+		weights = append(weights, w)
+	}
+	if len(weights) == 0 {
+		return nil, errors.New("chaos: the target supports none of the faults asked for")
+	}
+
+	mon := newMonitor(urls)
+	wctx, cancel := context.WithTimeout(ctx, cfg.Nemesis.RecoverTimeout)
+	err = mon.waitHealthy(wctx)
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("chaos: cluster not ready at the start: %w", err)
+	}
+	endpoints := make([]string, 0, len(urls))
+	for _, id := range mon.ids {
+		endpoints = append(endpoints, urls[id])
+	}
+
+	start := time.Now()
+	rep.Started = start
+	runID := "chaos-" + strconv.FormatInt(start.UnixMilli(), 36)
+	wl := newWorkload(cfg.Workload, endpoints, cfg.Seed, runID)
+	nem := &nemesis{cfg: cfg.Nemesis, target: target, sched: NewSchedule(cfg.Seed, weights), mon: mon, log: log}
+
+	monCtx, stopMon := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { mon.run(monCtx) })
+	if cfg.Progress != nil {
+		bg.Go(func() { progress(monCtx, cfg.Progress, start, wl, nem, mon) })
+	}
+
+	issue, stopIssue := context.WithTimeout(ctx, cfg.Duration)
+	resolve, stopResolve := context.WithCancel(ctx)
+	nemDone := make(chan struct{})
+	go func() {
+		nem.run(issue)
+		close(nemDone)
+	}()
+	wlDone := make(chan struct{})
+	go func() {
+		wl.run(issue, ctx, resolve)
+		close(wlDone)
+	}()
+	select {
+	case <-issue.Done():
+	case <-nemDone:
+		if cfg.Nemesis.MaxFaults > 0 {
+			sleepCtx(issue, cfg.Nemesis.Interval) // a quiet tail after the last fault
+		}
+	}
+	stopIssue()
+	<-nemDone
+	log.Info("clients stopping", "ops", wl.ops.Load())
+	resolveTimer := time.AfterFunc(cfg.ResolveTimeout, stopResolve)
+	<-wlDone
+	resolveTimer.Stop()
+	stopResolve()
+
+	// Settle: the cluster whole, every node caught up, nothing parked.
+	settleCtx, cancel := context.WithTimeout(ctx, cfg.ResolveTimeout)
+	if err := mon.waitHealthy(settleCtx); err != nil {
+		log.Warn("cluster not healthy at the end", "err", err)
+	}
+	upTo, err := mon.waitSettled(settleCtx)
+	cancel()
+	if err != nil {
+		log.Warn("cluster did not settle", "err", err)
+	}
+	// The 202s that the resolvers gave up on get one more bounded try, now.
+	finalResolve(ctx, wl, cfg.ResolveTimeout/2)
+	if upTo == 0 {
+		upTo = ^uint64(0) >> 1
+	}
+	logs := map[string][]api.LogEntry{}
+	var logErrs []error
+	for _, id := range mon.ids {
+		l, err := mon.readLog(ctx, id, upTo)
+		if err != nil {
+			logErrs = append(logErrs, err)
+			continue
+		}
+		logs[id] = l
+	}
+	stopMon()
+	bg.Wait()
+	if cfg.Progress != nil {
+		fmt.Fprintln(cfg.Progress)
+	}
+
+	ops := wl.hist.Snapshot()
+	_, ref := ReferenceLog(logs)
+	FillFromLog(ops, ref)
+	rep.Duration = time.Since(start)
+	rep.Counts = countOps(ops)
+	rep.Faults = nem.Events()
+	for _, f := range rep.Faults {
+		rep.LeaderKills += f.LeaderKills
+	}
+	rep.FaultStats = FaultSummary(ops, rep.Faults)
+	rep.Leaders = mon.Timeline()
+	rep.Series = series(ops, start, rep.Duration)
+
+	identical := CheckLogsIdentical(logs)
+	for _, err := range logErrs {
+		identical.Pass = false
+		identical.Evidence = append(identical.Evidence, err.Error())
+	}
+	rep.Checks = []CheckResult{
+		CheckNoLostWrites(ops, ref),
+		CheckPendingResolved(ops),
+		CheckNoDuplicates(logs),
+		identical,
+		CheckLinearizable(ops, start, cfg.CheckTimeout, dir),
+		CheckAvailability(ops, rep.Faults),
+	}
+	return rep, nil
+}
+
+// finalResolve polls the still unresolved 202s, several at once, until all
+// resolved or d has passed.
+func finalResolve(ctx context.Context, wl *workload, d time.Duration) {
+	ops := wl.unresolved()
+	if len(ops) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	c := api.NewClient(api.ClientConfig{Endpoints: wl.endpoints, Timeout: resolveWait + 5*time.Second})
+	work := make(chan *Op)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for op := range work {
+				wl.resolve(ctx, c, op)
+			}
+		})
+	}
+	for _, op := range ops {
+		work <- op
+	}
+	close(work)
+	wg.Wait()
+}
+
+// discover maps each target to the ID of the node that serves it.
+func discover(ctx context.Context, targets []string) (map[string]string, error) {
+	c := api.NewClient(api.ClientConfig{})
+	urls := map[string]string{}
+	for _, t := range targets {
+		t = strings.TrimRight(t, "/")
+		st, err := c.ClusterFrom(ctx, t)
+		if err != nil {
+			return nil, fmt.Errorf("chaos: ask %s who it is: %w", t, err)
+		}
+		if _, dup := urls[st.ID]; dup {
+			return nil, fmt.Errorf("chaos: two targets are node %s", st.ID)
+		}
+		urls[st.ID] = t
+	}
+	return urls, nil
+}
+
+// startLocal launches Redis (when configured), the fault proxies and three
+// txlogd nodes on fixed loopback HTTP ports under cfg.Dir/cluster.
+func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
+	lt := &localTarget{net: NewNetwork(cfg.Logger)}
+	if cfg.RedisBin != "" {
+		r, err := StartRedis(ctx, RedisConfig{Bin: cfg.RedisBin, Dir: filepath.Join(cfg.Dir, "redis"), Logger: cfg.Logger})
+		if err != nil {
+			lt.net.Close()
+			return nil, err
+		}
+		lt.redis = r
+	}
+	httpBase, err := freeRange(DefaultNodes)
+	if err != nil {
+		lt.close(ctx)
+		return nil, err
+	}
+	extra := []string{"--log-level=info"}
+	if lt.redis != nil {
+		extra = append(extra, "--redis-addr="+lt.redis.Addr())
+	}
+	lt.c, err = StartCluster(ctx, ClusterConfig{
+		Bin:          cfg.Bin,
+		Dir:          filepath.Join(cfg.Dir, "cluster"),
+		HTTPBasePort: httpBase,
+		ExtraArgs:    extra,
+		NodeArgs:     lt.net.DialArgs,
+		Logger:       cfg.Logger,
+	})
+	if err != nil {
+		lt.close(ctx)
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	return lt, nil
+}
+
+// close stops the nodes, then the proxies and Redis.
+func (t *localTarget) close(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if t.c != nil {
+		t.net.Heal()
+		t.c.Close(ctx)
+	}
+	t.net.Close()
+	if t.redis != nil {
+		t.redis.Stop(ctx)
+	}
+}
+
+// freeRange returns the first of n consecutive loopback ports that are free
+// now. It tries a few random places above the usual ephemeral range's start.
+func freeRange(n int) (int, error) {
+	for try := range 50 {
+		base := 20000 + (os.Getpid()*7919+try*104729)%30000
+		ok := true
+		var ls []net.Listener
+		for i := range n {
+			l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(base+i)))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, errors.New("no range of free loopback ports found")
+}
+
+// progress writes a status line every second until ctx ends.
+func progress(ctx context.Context, w io.Writer, start time.Time, wl *workload, nem *nemesis, mon *monitor) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	tty := isTerminal(w)
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n++
+		cur := mon.current()
+		leader := cur.Leader
+		if leader == "" {
+			leader = "none"
+		}
+		events := nem.Events()
+		last := ""
+		if len(events) > 0 {
+			last = ", last " + string(events[len(events)-1].Kind)
+		}
+		line := fmt.Sprintf("%v  ops %d  errors %d  indeterminate %d  leader %s (term %d)  faults %d%s",
+			time.Since(start).Round(time.Second), wl.ops.Load(), wl.errs.Load(), wl.unknown.Load(), leader, cur.Term, len(events), last)
+		switch {
+		case tty:
+			fmt.Fprintf(w, "\r\033[K%s", line)
+		case n%10 == 0:
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// isTerminal reports whether w is a character device.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,410 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/txlog/txlog/api"
+)
+
+// WorkloadConfig describes the clients of a run. Zero values mean "use the default".
+type WorkloadConfig struct {
+	// Clients is the number of concurrent clients. Default 8.
+	Clients int
+	// Rate is the operations per second of all clients together. Default 40.
+	Rate float64
+	// Keys is the number of keys that blind puts and some reads use. Default 64.
+	Keys int
+	// HotKeys is the number of keys that read-modify-write chains contend on.
+	// Default 4.
+	HotKeys int
+	// SubmitTimeout bounds one api.Client call, its own retries included.
+	// Default 6s.
+	SubmitTimeout time.Duration
+	// RetryFor is how long a client keeps resubmitting a write whose outcome is
+	// open, with the same idempotency key, before it leaves it indeterminate.
+	// Default 20s.
+	RetryFor time.Duration
+}
+
+// Defaults of WorkloadConfig.
+const (
+	DefaultClients       = 8
+	DefaultRate          = 40
+	DefaultKeys          = 64
+	DefaultHotKeys       = 4
+	DefaultSubmitTimeout = 6 * time.Second
+	DefaultRetryFor      = 20 * time.Second
+)
+
+func (c WorkloadConfig) withDefaults() WorkloadConfig {
+	if c.Clients == 0 {
+		c.Clients = DefaultClients
+	}
+	if c.Rate == 0 {
+		c.Rate = DefaultRate
+	}
+	if c.Keys == 0 {
+		c.Keys = DefaultKeys
+	}
+	if c.HotKeys == 0 {
+		c.HotKeys = DefaultHotKeys
+	}
+	if c.SubmitTimeout == 0 {
+		c.SubmitTimeout = DefaultSubmitTimeout
+	}
+	if c.RetryFor == 0 {
+		c.RetryFor = DefaultRetryFor
+	}
+	return c
+}
+
+// Validate reports every out-of-range field.
+func (c WorkloadConfig) Validate() error {
+	var errs []error
+	if c.Clients < 0 || c.Clients > 1000 {
+		errs = append(errs, fmt.Errorf("Clients %d: want 1..1000", c.Clients))
+	}
+	if c.Rate < 0 || c.Rate > 10000 {
+		errs = append(errs, fmt.Errorf("Rate %v: want more than 0 and at most 10000 per second", c.Rate))
+	}
+	if c.Keys < 0 {
+		errs = append(errs, fmt.Errorf("Keys %d: want at least 1", c.Keys))
+	}
+	if c.HotKeys < 0 {
+		errs = append(errs, fmt.Errorf("HotKeys %d: want at least 1", c.HotKeys))
+	}
+	if c.SubmitTimeout < 0 || c.RetryFor < 0 {
+		errs = append(errs, fmt.Errorf("SubmitTimeout %v, RetryFor %v: must not be negative", c.SubmitTimeout, c.RetryFor))
+	}
+	return errors.Join(errs...)
+}
+
+// The mix of a client's operations, in percent.
+const (
+	pctPut  = 40 // blind put on a key of Keys
+	pctCAS  = 35 // read a hot key, then put with if_version
+	pctRead = 25 // linearizable read of a hot key (two in three) or another key
+)
+
+// The mix of ack levels of writes, in percent; the rest is quorum.
+const (
+	pctAckAll      = 15
+	pctAckAccepted = 30
+)
+
+// serverTimeout is the timeout a client asks the server for on each write.
+const serverTimeout = 2 * time.Second
+
+// resolveWait is the wait of each GET /v1/tx/{txid} that resolves a 202.
+const resolveWait = 5 * time.Second
+
+// resolvers is the number of goroutines that resolve 202 answers during the run.
+const resolvers = 4
+
+// workload runs the clients of one run and records their operations.
+type workload struct {
+	cfg       WorkloadConfig
+	endpoints []string
+	seed      uint64
+	runID     string // prefixes keys and idempotency keys, so runs never meet
+	hist      *History
+	pending   chan *Op // 202 answers to resolve; closed by run
+
+	ops, errs, unknown atomic.Int64
+}
+
+func newWorkload(cfg WorkloadConfig, endpoints []string, seed uint64, runID string) *workload {
+	return &workload{
+		cfg:       cfg,
+		endpoints: endpoints,
+		seed:      seed,
+		runID:     runID,
+		hist:      &History{},
+		pending:   make(chan *Op, 1<<16),
+	}
+}
+
+func (w *workload) hotKey(i int) string  { return w.runID + "/hot/" + strconv.Itoa(i) }
+func (w *workload) coldKey(i int) string { return w.runID + "/k/" + strconv.Itoa(i) }
+
+// run starts the clients, which issue operations until issue ends and finish
+// the one in flight within drain; it returns when they all stopped. The
+// resolvers of 202 answers run until resolve ends.
+func (w *workload) run(issue, drain, resolve context.Context) {
+	var wg, rwg sync.WaitGroup
+	for range resolvers {
+		rwg.Go(func() { w.resolveLoop(resolve) })
+	}
+	for i := range w.cfg.Clients {
+		wg.Go(func() { w.client(issue, drain, i) })
+	}
+	wg.Wait()
+	close(w.pending)
+	rwg.Wait()
+}
+
+func (w *workload) newClient(i int) *api.Client {
+	n := len(w.endpoints)
+	eps := append(append([]string(nil), w.endpoints[i%n:]...), w.endpoints[:i%n]...)
+	return api.NewClient(api.ClientConfig{
+		Endpoints:      eps,
+		Timeout:        w.cfg.SubmitTimeout,
+		AttemptTimeout: 3 * time.Second,
+		MaxBackoff:     250 * time.Millisecond,
+		LookupWait:     time.Second,
+	})
+}
+
+// client issues operations at its share of the rate until issue ends.
+func (w *workload) client(issue, drain context.Context, i int) {
+	rng := rand.New(rand.NewPCG(w.seed, uint64(i)+1))
+	c := w.newClient(i)
+	interval := time.Duration(float64(time.Second) * float64(w.cfg.Clients) / w.cfg.Rate)
+	// Spread the clients' first operations over one interval.
+	next := time.Now().Add(time.Duration(rng.Int64N(int64(interval) + 1)))
+	var seq int64
+	for {
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-issue.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		next = next.Add(interval)
+		if now := time.Now(); next.Before(now) {
+			next = now // behind: do not burst to catch up
+		}
+		seq++
+		switch p := rng.IntN(100); {
+		case p < pctPut:
+			w.write(drain, c, i, seq, OpPut, w.coldKey(rng.IntN(w.cfg.Keys)), 0, ackLevel(rng))
+		case p < pctPut+pctCAS:
+			key := w.hotKey(rng.IntN(w.cfg.HotKeys))
+			r := w.read(drain, c, i, key)
+			if r.Answer == AnswerOK || r.Answer == AnswerNotFound {
+				w.write(drain, c, i, seq, OpCAS, key, r.Result.Version, ackLevel(rng))
+			}
+		default:
+			key := w.hotKey(rng.IntN(w.cfg.HotKeys))
+			if rng.IntN(3) == 0 {
+				key = w.coldKey(rng.IntN(w.cfg.Keys))
+			}
+			w.read(drain, c, i, key)
+		}
+	}
+}
+
+func ackLevel(rng *rand.Rand) string {
+	switch p := rng.IntN(100); {
+	case p < pctAckAll:
+		return api.AckAll
+	case p < pctAckAll+pctAckAccepted:
+		return api.AckAccepted
+	default:
+		return api.AckQuorum
+	}
+}
+
+// read does one linearizable read and records it.
+func (w *workload) read(ctx context.Context, c *api.Client, client int, key string) Op {
+	op := w.hist.Add(&Op{Client: client, Kind: OpRead, Key: key, Start: time.Now()})
+	w.ops.Add(1)
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.SubmitTimeout)
+	kv, err := c.Get(rctx, key, api.ReadOptions{Consistency: api.ConsistencyLinearizable})
+	cancel()
+	now := time.Now()
+	var out Op
+	w.hist.Update(op, func(op *Op) {
+		op.Answered, op.End = now, now
+		switch {
+		case errors.Is(err, api.ErrNotFound):
+			op.Answer = AnswerNotFound
+			op.Result = OpResult{Status: api.StatusCommitted}
+		case err != nil:
+			op.Answer = AnswerFailed
+			op.Result = OpResult{Status: AnswerFailed, Err: err.Error()}
+		default:
+			v, perr := strconv.ParseInt(string(kv.Value), 10, 64)
+			if perr != nil {
+				op.Answer = AnswerFailed
+				op.Result = OpResult{Status: AnswerFailed, Err: fmt.Sprintf("value %q: %v", kv.Value, perr)}
+				break
+			}
+			op.Answer = AnswerOK
+			op.Result = OpResult{Status: api.StatusCommitted, Version: kv.Version, Index: kv.Index, Found: true, ReadValue: v}
+		}
+		out = *op
+	})
+	if out.Answer == AnswerFailed {
+		w.errs.Add(1)
+	}
+	return out
+}
+
+// write submits one put (or cas, with if_version ifVersion) and records it. On
+// an open outcome it resubmits with the same idempotency key until it learns
+// the outcome or RetryFor has passed.
+func (w *workload) write(ctx context.Context, c *api.Client, client int, seq int64, kind OpKind, key string, ifVersion uint64, ack string) {
+	value := int64(client+1)<<40 | seq
+	op := w.hist.Add(&Op{
+		Client: client, Kind: kind, Key: key, Value: value, Ack: ack,
+		IdempotencyKey: fmt.Sprintf("%s-%d-%d", w.runID, client, seq),
+		Start:          time.Now(),
+	})
+	w.ops.Add(1)
+	apiOp := api.Op{Op: api.OpPut, Key: key, Value: json.RawMessage(strconv.FormatInt(value, 10))}
+	if kind == OpCAS {
+		op.IfVersion = ifVersion
+		apiOp.IfVersion = &ifVersion
+	}
+	tx := api.TxRequest{IdempotencyKey: op.IdempotencyKey, Ops: []api.Op{apiOp}}
+	giveUp := op.Start.Add(w.cfg.RetryFor)
+	for attempt := 0; ; attempt++ {
+		sctx, cancel := context.WithTimeout(ctx, w.cfg.SubmitTimeout)
+		res, err := c.Submit(sctx, tx, api.SubmitOptions{Ack: ack, Timeout: serverTimeout})
+		cancel()
+		now := time.Now()
+		if err == nil {
+			w.hist.Update(op, func(op *Op) { w.settle(op, res, now, attempt) })
+			return
+		}
+		badRequest := isBadInput(err)
+		w.hist.Update(op, func(op *Op) {
+			op.Retries = attempt
+			if attempt == 0 {
+				op.Answered, op.Answer = now, AnswerUnknown
+				op.Result = OpResult{Status: api.StatusUnknown, TxID: res.TxID, Err: err.Error()}
+				if badRequest {
+					op.Answer, op.Result.Status = AnswerFailed, AnswerFailed
+				}
+			}
+			if res.TxID != 0 {
+				op.Result.TxID = res.TxID
+			}
+		})
+		if attempt == 0 {
+			w.errs.Add(1)
+		}
+		if badRequest {
+			return // refused as bad input: not done, and a retry would be refused too
+		}
+		if ctx.Err() != nil || time.Now().After(giveUp) {
+			w.unknown.Add(1)
+			return // indeterminate: the final log decides
+		}
+	}
+}
+
+// isBadInput reports whether err is a 4xx refusal of the request itself, which
+// promises that nothing was done and that a retry would be refused too.
+func isBadInput(err error) bool {
+	e, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		return false
+	}
+	switch e.Code {
+	case api.CodeBadRequest, api.CodeInvalidJSON, api.CodeInvalidUTF8, api.CodeInvalidTx,
+		api.CodeInvalidParam, api.CodePayloadTooLarge, api.CodeMethodNotAllowed:
+		return true
+	}
+	return false
+}
+
+// settle records a write's answer; called under the history's lock.
+func (w *workload) settle(op *Op, res api.TxResult, now time.Time, attempt int) {
+	op.Retries = attempt
+	if attempt == 0 {
+		op.Answered = now
+		switch res.Status {
+		case api.StatusCommitted:
+			op.Answer = AnswerOK
+		case api.StatusRejected:
+			op.Answer = AnswerRejected
+		case api.StatusPending:
+			op.Answer = AnswerPending
+		default:
+			op.Answer = AnswerUnknown
+		}
+	}
+	op.Result = resultOf(op, res)
+	switch res.Status {
+	case api.StatusCommitted, api.StatusRejected:
+		op.End = now
+	case api.StatusPending:
+		op.Accepted = true
+		select {
+		case w.pending <- op:
+		default: // the queue is full: the final phase resolves it
+		}
+	}
+}
+
+// resultOf turns a TxResult about op into an OpResult.
+func resultOf(op *Op, res api.TxResult) OpResult {
+	r := OpResult{Status: res.Status, TxID: res.TxID, Index: res.Index, Version: res.Versions[op.Key]}
+	if res.Conflict != nil {
+		r.Actual = res.Conflict.Actual
+	}
+	return r
+}
+
+// resolveLoop resolves 202 answers by txid until resolve ends.
+func (w *workload) resolveLoop(ctx context.Context) {
+	c := api.NewClient(api.ClientConfig{Endpoints: w.endpoints, Timeout: resolveWait + 5*time.Second, MaxBackoff: 250 * time.Millisecond})
+	for op := range w.pending {
+		w.resolve(ctx, c, op)
+	}
+}
+
+// resolve polls GET /v1/tx/{txid}?wait until op is committed or rejected, or
+// ctx ends.
+func (w *workload) resolve(ctx context.Context, c *api.Client, op *Op) bool {
+	var id = func() (r OpResult) {
+		w.hist.Update(op, func(op *Op) { r = op.Result })
+		return r
+	}().TxID
+	for ctx.Err() == nil {
+		res, err := c.Tx(ctx, id, resolveWait)
+		if err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected) {
+			now := time.Now()
+			w.hist.Update(op, func(op *Op) {
+				op.Result = resultOf(op, res)
+				op.End = now
+			})
+			return true
+		}
+		if err != nil && ctx.Err() == nil {
+			// A node that is down or not ready yet: back off briefly.
+			t := time.NewTimer(200 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+	return false
+}
+
+// unresolved returns the ops answered 202 (on any attempt) that have no final
+// outcome yet.
+func (w *workload) unresolved() []*Op {
+	w.hist.mu.Lock()
+	defer w.hist.mu.Unlock()
+	var out []*Op
+	for _, op := range w.hist.ops {
+		if op.Result.Status == api.StatusPending && op.End.IsZero() {
+			out = append(out, op)
+		}
+	}
+	return out
+}

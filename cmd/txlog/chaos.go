@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/txlog/txlog/chaos"
+)
+
+const chaosSynopsis = `[flags]
+
+Runs clients against a txlog cluster while a nemesis kills, pauses and cuts off
+its nodes, then checks that nothing was lost: every 200 is in the log, every 202
+resolved, nothing twice, the same log on every node, a linearizable history.
+It prints a summary, writes --report-json and --report-html, and exits with
+status 1 when a checker failed.
+
+Without --targets it launches a local three-node cluster (txlogd found as for
+'txlog local') with fault proxies on its Raft links and, when redis-server is on
+PATH, a Redis of its own. With --targets it drives an existing cluster, and
+faults run the --*-cmd templates through 'sh -c' with {id} replaced by the
+node's ID ({mode} for --partition-cmd: both or inbound). See docs/chaos.md.`
+
+func (c *cli) chaos(ctx context.Context, args []string) error {
+	cmd := c.command("chaos", chaosSynopsis)
+	targets := cmd.String("targets", "", "base URLs of an existing cluster's nodes (default: launch a local cluster)")
+	dir := cmd.String("dir", "", "directory of the local cluster and the run's files (default: a new temporary directory)")
+	txlogd := cmd.String("txlogd", "", "txlogd binary of the local cluster (default: next to txlog, else on PATH, else built)")
+	redisBin := cmd.String("redis-server", chaos.DefaultRedisBin, `redis-server of the local cluster; "none" runs without Redis`)
+	duration := cmd.Duration("duration", chaos.DefaultDuration, "how long the clients run")
+	rate := cmd.Float64("rate", chaos.DefaultRate, "operations per second, all clients together")
+	clients := cmd.Int("clients", chaos.DefaultClients, "concurrent clients")
+	keys := cmd.Int("keys", chaos.DefaultKeys, "keys of the blind puts")
+	hotKeys := cmd.Int("hot-keys", chaos.DefaultHotKeys, "keys of the compare-and-set chains")
+	seed := cmd.Uint64("seed", 0, "seed of the fault schedule and the clients (default: from the clock, printed)")
+	faults := cmd.String("faults", chaos.DefaultFaults, "faults to inject, each with an optional weight: kill-leader*4,pause-leader")
+	interval := cmd.Duration("fault-interval", chaos.DefaultFaultInterval, "quiet time between faults")
+	hold := cmd.Duration("fault-hold", chaos.DefaultHold, "how long a pause, partition or quorum loss lasts")
+	maxFaults := cmd.Int("max-faults", 0, "stop after this many faults (0: run for --duration)")
+	resolveTimeout := cmd.Duration("resolve-timeout", chaos.DefaultResolveTimeout, "bound on the wait for 202s and for the nodes to catch up at the end")
+	reportJSON := cmd.String("report-json", "", "write the report as JSON to this file")
+	reportHTML := cmd.String("report-html", "", "write the report as a self-contained HTML page to this file")
+	var cmds chaos.Commands
+	cmd.StringVar(&cmds.Kill, "kill-cmd", "", "with --targets: SIGKILL node {id}")
+	cmd.StringVar(&cmds.Start, "start-cmd", "", "with --targets: start node {id}")
+	cmd.StringVar(&cmds.Stop, "stop-cmd", "", "with --targets: stop node {id} gracefully and wait")
+	cmd.StringVar(&cmds.Pause, "pause-cmd", "", "with --targets: SIGSTOP node {id}")
+	cmd.StringVar(&cmds.Resume, "resume-cmd", "", "with --targets: SIGCONT node {id}")
+	cmd.StringVar(&cmds.Partition, "partition-cmd", "", "with --targets: cut node {id}'s Raft traffic ({mode}: both or inbound)")
+	cmd.StringVar(&cmds.Heal, "heal-cmd", "", "with --targets: undo --partition-cmd for node {id}")
+	cmd.StringVar(&cmds.RedisStop, "redis-stop-cmd", "", "with --targets: stop Redis")
+	cmd.StringVar(&cmds.RedisStart, "redis-start-cmd", "", "with --targets: start Redis again, empty")
+	pos, err := cmd.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("chaos takes no arguments, got %q", pos)
+	}
+	weights, err := chaos.ParseFaults(*faults)
+	if err != nil {
+		return usagef("--faults: %v", err)
+	}
+	if *seed == 0 {
+		*seed = uint64(time.Now().UnixNano())
+	}
+	cfg := chaos.Config{
+		Commands: cmds,
+		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys},
+		Nemesis:  chaos.NemesisConfig{Faults: weights, Interval: *interval, Hold: *hold, MaxFaults: *maxFaults},
+		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout,
+		Progress: c.stderr,
+	}
+	for _, t := range strings.Split(*targets, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			if !strings.Contains(t, "://") {
+				t = "http://" + t
+			}
+			cfg.Targets = append(cfg.Targets, t)
+		}
+	}
+	if *dir == "" {
+		if *dir, err = os.MkdirTemp("", "txlog-chaos-"); err != nil {
+			return err
+		}
+	}
+	cfg.Dir = *dir
+	if cfg.Targets == nil {
+		cfg.Bin = "txlogd" // found below; validate the rest first
+	}
+	if err := cfg.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(filepath.Join(*dir, "chaos.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cfg.Logger = slog.New(slog.NewJSONHandler(logFile, nil)).With("cmd", "txlog chaos")
+
+	if cfg.Targets == nil {
+		exeDir := ""
+		if exe, err := os.Executable(); err == nil {
+			exeDir = filepath.Dir(exe)
+		}
+		if cfg.Bin, err = findTxlogd(ctx, *txlogd, exeDir, filepath.Join(*dir, "bin"), c.stderr); err != nil {
+			return err
+		}
+		cfg.RedisBin = chaosRedis(*redisBin, c)
+	}
+	fmt.Fprintf(c.stderr, "txlog chaos: seed %d, files in %s\n", *seed, *dir)
+	rep, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteSummary(c.stdout); err != nil {
+		return err
+	}
+	if *reportJSON != "" {
+		if err := rep.WriteJSON(*reportJSON); err != nil {
+			return err
+		}
+	}
+	if *reportHTML != "" {
+		if err := rep.WriteHTML(*reportHTML); err != nil {
+			return err
+		}
+	}
+	if rep.Failed() {
+		n := 0
+		for _, ch := range rep.Checks {
+			if !ch.Pass {
+				n++
+			}
+		}
+		return fmt.Errorf("chaos: %d of %d checkers failed (replay the schedule with --seed %d)", n, len(rep.Checks), *seed)
+	}
+	return nil
+}
+
+// chaosRedis returns the redis-server to run, or "" (after saying so) when there
+// is none.
+func chaosRedis(bin string, c *cli) string {
+	if bin == "" || bin == "none" {
+		fmt.Fprintln(c.stderr, "txlog chaos: running without Redis (--redis-server none): parking uses the intake WAL alone; redis-outage is left out")
+		return ""
+	}
+	p, err := exec.LookPath(bin)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "txlog chaos: %s not found (%v): running WITHOUT Redis, parking uses the intake WAL alone; redis-outage is left out\n", bin, errors.Unwrap(err))
+		return ""
+	}
+	return p
+}
