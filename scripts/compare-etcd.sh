@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Compares txlog with etcd on this machine, in one run, and prints the medians
+# and the ratios txlog/etcd (see docs/performance.md).
+#
+# Both get the same workload: closed-loop single-op puts of 256-byte values,
+# round-robin over all three nodes, at 1, 16 and 64 clients. Each run starts a
+# fresh three-node cluster in a new directory under WORK (txlog bench --local,
+# etcdbench --local with Debian's etcd-server: default settings, fsync on),
+# warms up, measures, and removes the cluster. The two systems alternate
+# which goes first. txlog alone also runs POST /v1/tx/batch with 100
+# transactions per request, ack=accepted and ack=all, at 16 clients. First it
+# measures the floor in WORK: fdatasync, a raft-boltdb append, a bbolt commit
+# and loopback round trips.
+#
+# Settings (environment):
+#   REPEATS=3          runs of each workload, each on fresh clusters
+#   DURATION=12s       measured time of a run, after WARMUP=2s
+#   CLIENTS="1 16 64"  client counts of the comparison
+#   EXTRA=1            also the txlog-only workloads (0: skip them)
+#   WORK=<temp dir>    where the clusters keep their data: put it on the disk to measure
+#   OUT=<temp dir>     where the JSON results and summary.md go (kept)
+#
+# With the defaults it takes about 10 minutes. It installs etcd-server with
+# apt-get when etcd is missing. Timings are noisy on a small shared machine:
+# compare the ratios of one run, not absolute numbers across runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+REPEATS=${REPEATS:-3}
+DURATION=${DURATION:-12s}
+WARMUP=${WARMUP:-2s}
+CLIENTS=${CLIENTS:-"1 16 64"}
+EXTRA=${EXTRA:-1}
+VALUE_SIZE=256
+
+made_work=""
+if [ -z "${WORK:-}" ]; then
+	WORK=$(mktemp -d -t txlog-compare-XXXXXX)
+	made_work=$WORK
+fi
+OUT=${OUT:-$(mktemp -d -t txlog-compare-out-XXXXXX)}
+mkdir -p "$WORK" "$OUT"
+BIN="$WORK/bin"
+cleanup() { if [ -n "$made_work" ]; then rm -rf "$made_work"; fi; }
+trap cleanup EXIT
+
+if ! command -v etcd >/dev/null 2>&1; then
+	echo "== installing etcd-server"
+	if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends etcd-server >/dev/null
+fi
+
+echo "== building"
+mkdir -p "$BIN"
+go build -o "$BIN/txlog" ./cmd/txlog
+go build -o "$BIN/txlogd" ./cmd/txlogd
+(cd tools && go build -o "$BIN/etcdbench" ./etcdbench && go build -o "$BIN/floor" ./floor && go build -o "$BIN/benchsummary" ./benchsummary)
+
+echo "== machine"
+{
+	echo "cores: $(nproc)"
+	echo "memory: $(free -h | awk '/^Mem:/ {print $2}')"
+	echo "disk: $(df -h "$WORK" | awk 'NR==2 {print $1, $2}') ($(stat -f -c %T "$WORK"))"
+	echo "kernel: $(uname -r)"
+	echo "go: $(go version | awk '{print $3}')"
+	echo "etcd: $(etcd --version | awk '/etcd Version/ {print $3}')"
+	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+} | tee "$OUT/machine.txt"
+
+echo "== floor (in the data directory's file system)"
+"$BIN/floor" --dir "$WORK" --json >"$OUT/floor.json"
+"$BIN/benchsummary" --floor "$OUT/floor.json"
+
+common=(--duration "$DURATION" --warmup "$WARMUP" --value-size "$VALUE_SIZE" --json --progress 0 --local-dir "$WORK")
+
+run_txlog() { # file, txlog bench flags...
+	local file=$1
+	shift
+	local out
+	out=$("$BIN/txlog" bench --local --txlogd "$BIN/txlogd" "${common[@]}" "$@")
+	printf '%s\n' "$out" >>"$file"
+	printf '%s\n' "$out" | "$BIN/benchsummary" --brief /dev/stdin
+}
+
+run_etcd() { # file, etcdbench flags...
+	local file=$1
+	shift
+	local out
+	out=$("$BIN/etcdbench" --local --etcd etcd "${common[@]}" "$@")
+	printf '%s\n' "$out" >>"$file"
+	printf '%s\n' "$out" | "$BIN/benchsummary" --brief /dev/stdin
+}
+
+: >"$OUT/txlog.json"
+: >"$OUT/etcd.json"
+: >"$OUT/txlog-extra.json"
+for rep in $(seq 1 "$REPEATS"); do
+	echo "== repeat $rep of $REPEATS"
+	for c in $CLIENTS; do
+		if [ $((rep % 2)) -eq 1 ]; then
+			run_txlog "$OUT/txlog.json" --clients "$c"
+			run_etcd "$OUT/etcd.json" --clients "$c"
+		else
+			run_etcd "$OUT/etcd.json" --clients "$c"
+			run_txlog "$OUT/txlog.json" --clients "$c"
+		fi
+	done
+	if [ "$EXTRA" = 1 ]; then
+		run_txlog "$OUT/txlog-extra.json" --clients 16 --batch 100
+		run_txlog "$OUT/txlog-extra.json" --clients 16 --ack accepted
+		run_txlog "$OUT/txlog-extra.json" --clients 16 --ack all
+	fi
+done
+
+echo "== summary"
+"$BIN/benchsummary" --floor "$OUT/floor.json" "$OUT/txlog.json" "$OUT/etcd.json" "$OUT/txlog-extra.json" | tee "$OUT/summary.md"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
+echo "results in $OUT"

@@ -1,0 +1,275 @@
+// Command benchsummary reads the JSON summaries of `txlog bench --json` and
+// `etcdbench --json` runs and prints Markdown tables of their medians: for
+// each workload both systems ran, txlog next to etcd with the ratio
+// txlog/etcd; then the workloads only one system ran. With --floor it first
+// prints the floor measured by tools/floor --json.
+//
+// Usage:
+//
+//	benchsummary [--floor floor.json] RESULT.json...
+//	benchsummary --brief RESULT.json...   (one line per run, nothing else)
+//
+// A workload is the clients, the transactions per request, the ack level, the
+// operations per transaction and the value size. Each input file holds one or
+// more JSON summaries.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// result holds the fields of a bench summary that the tables use.
+type result struct {
+	System    string  `json:"system"`
+	Clients   int     `json:"clients"`
+	ValueSize int     `json:"value_size"`
+	OpsPerTx  int     `json:"ops_per_tx"`
+	Batch     int     `json:"batch"`
+	Ack       string  `json:"ack"`
+	TxPerSec  float64 `json:"tx_per_sec"`
+	Latency   struct {
+		P50 float64 `json:"p50"`
+		P99 float64 `json:"p99"`
+	} `json:"latency_ms"`
+	Errors        map[string]int64 `json:"errors"`
+	ClientCPU     float64          `json:"client_cpu_cores"`
+	NodesCPUPerTx float64          `json:"nodes_cpu_us_per_tx"`
+}
+
+// workload is what makes two runs comparable.
+type workload struct {
+	Clients, Batch, OpsPerTx, ValueSize int
+	Ack                                 string
+}
+
+func (w workload) String() string {
+	s := fmt.Sprintf("%d clients", w.Clients)
+	if w.Batch > 1 {
+		s += fmt.Sprintf(", batch %d", w.Batch)
+	}
+	if w.OpsPerTx > 1 {
+		s += fmt.Sprintf(", %d ops/tx", w.OpsPerTx)
+	}
+	return s + fmt.Sprintf(", %d B, ack=%s", w.ValueSize, w.Ack)
+}
+
+// floorStat is one line of tools/floor --json.
+type floorStat struct {
+	Name string  `json:"name"`
+	N    int     `json:"n"`
+	P50  float64 `json:"p50_us"`
+	P99  float64 `json:"p99_us"`
+}
+
+func main() {
+	floor := flag.String("floor", "", "JSON output of tools/floor to print first")
+	brief := flag.Bool("brief", false, "print one line per run and nothing else")
+	flag.Parse()
+	var err error
+	if *brief {
+		err = printBrief(flag.Args(), os.Stdout)
+	} else {
+		err = run(*floor, flag.Args(), os.Stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchsummary:", err)
+		os.Exit(1)
+	}
+}
+
+func run(floorFile string, files []string, w io.Writer) error {
+	if floorFile != "" {
+		if err := printFloor(floorFile, w); err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			return nil
+		}
+	}
+	runs := map[workload]map[string][]result{}
+	for _, f := range files {
+		rs, err := readResults(f)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			wl := workload{Clients: r.Clients, Batch: max(r.Batch, 1), OpsPerTx: r.OpsPerTx, ValueSize: r.ValueSize, Ack: r.Ack}
+			if runs[wl] == nil {
+				runs[wl] = map[string][]result{}
+			}
+			runs[wl][r.System] = append(runs[wl][r.System], r)
+		}
+	}
+	if len(runs) == 0 {
+		return errors.New("no results")
+	}
+	wls := make([]workload, 0, len(runs))
+	for wl := range runs {
+		wls = append(wls, wl)
+	}
+	slices.SortFunc(wls, func(a, b workload) int {
+		return strings.Compare(fmt.Sprintf("%s %6d %6d %6d", a.Ack, a.Batch, a.OpsPerTx, a.Clients), fmt.Sprintf("%s %6d %6d %6d", b.Ack, b.Batch, b.OpsPerTx, b.Clients))
+	})
+
+	fmt.Fprintln(w, "txlog against etcd (medians of the runs; ratio = txlog/etcd):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| workload | runs | txlog tx/s | etcd tx/s | ratio | txlog p50 ms | etcd p50 ms | ratio | txlog p99 ms | etcd p99 ms | ratio | CPU µs/tx txlog | etcd |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, wl := range wls {
+		t, e := runs[wl]["txlog"], runs[wl]["etcd"]
+		if len(t) == 0 || len(e) == 0 {
+			continue
+		}
+		tt, et := median(t, txPerSec), median(e, txPerSec)
+		t50, e50 := median(t, p50), median(e, p50)
+		t99, e99 := median(t, p99), median(e, p99)
+		fmt.Fprintf(w, "| %s | %d+%d | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f |\n",
+			wl, len(t), len(e), tt, et, tt/et, t50, e50, t50/e50, t99, e99, t99/e99, median(t, nodesCPU), median(e, nodesCPU))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Runs one system only (medians):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| system | workload | runs | tx/s | p50 ms | p99 ms | CPU µs/tx | client cores | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, wl := range wls {
+		if len(runs[wl]) > 1 {
+			continue
+		}
+		for sys, rs := range runs[wl] {
+			fmt.Fprintf(w, "| %s | %s | %d | %.0f | %.2f | %.2f | %.0f | %.2f | %s |\n",
+				sys, wl, len(rs), median(rs, txPerSec), median(rs, p50), median(rs, p99), median(rs, nodesCPU), median(rs, clientCPU), errorTotals(rs))
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Every run (tx/s, p50 ms, p99 ms, client cores, errors):")
+	fmt.Fprintln(w)
+	for _, wl := range wls {
+		for _, sys := range []string{"txlog", "etcd"} {
+			for _, r := range runs[wl][sys] {
+				fmt.Fprint(w, "    ")
+				printLine(w, r)
+			}
+		}
+	}
+	return nil
+}
+
+// printLine prints one run on one line.
+func printLine(w io.Writer, r result) {
+	wl := workload{Clients: r.Clients, Batch: max(r.Batch, 1), OpsPerTx: r.OpsPerTx, ValueSize: r.ValueSize, Ack: r.Ack}
+	fmt.Fprintf(w, "%-5s %-38s %8.0f tx/s  p50 %7.2fms  p99 %7.2fms  client %4.2f cores  errors: %s\n",
+		r.System, wl, r.TxPerSec, r.Latency.P50, r.Latency.P99, r.ClientCPU, errorTotals([]result{r}))
+}
+
+// printBrief prints every run in files, one a line.
+func printBrief(files []string, w io.Writer) error {
+	for _, f := range files {
+		rs, err := readResults(f)
+		if err != nil {
+			return err
+		}
+		for _, r := range rs {
+			printLine(w, r)
+		}
+	}
+	return nil
+}
+
+func txPerSec(r result) float64  { return r.TxPerSec }
+func p50(r result) float64       { return r.Latency.P50 }
+func p99(r result) float64       { return r.Latency.P99 }
+func nodesCPU(r result) float64  { return r.NodesCPUPerTx }
+func clientCPU(r result) float64 { return r.ClientCPU }
+
+// median returns the median of f over rs (the mean of the middle two for an
+// even count).
+func median(rs []result, f func(result) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// errorTotals sums the errors of rs by kind, as "none" or "kind n, ...".
+func errorTotals(rs []result) string {
+	tot := map[string]int64{}
+	for _, r := range rs {
+		for k, n := range r.Errors {
+			tot[k] += n
+		}
+	}
+	if len(tot) == 0 {
+		return "none"
+	}
+	kinds := make([]string, 0, len(tot))
+	for k := range tot {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, tot[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// readResults decodes every JSON summary in the file at path.
+func readResults(path string) ([]result, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	var out []result
+	for {
+		var r result
+		err := dec.Decode(&r)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if r.System == "" {
+			return nil, fmt.Errorf("%s: a summary without system", path)
+		}
+		out = append(out, r)
+	}
+}
+
+func printFloor(path string, w io.Writer) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var stats []floorStat
+	if err := json.Unmarshal(b, &stats); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	fmt.Fprintln(w, "Floor (tools/floor, in the data directory's file system):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| measure | n | p50 µs | p99 µs |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, s := range stats {
+		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f |\n", s.Name, s.N, s.P50, s.P99)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
