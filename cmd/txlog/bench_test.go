@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/chaos"
+)
+
+func TestParseBench(t *testing.T) {
+	c := &cli{stdout: io.Discard, stderr: io.Discard, lookupEnv: func(string) (string, bool) { return "", false }}
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(t *testing.T, b benchConfig)
+		wantErr string
+	}{
+		{"defaults", nil, func(t *testing.T, b benchConfig) {
+			if want := strings.Split(defaultTargets, ","); !slices.Equal(b.targets, want) {
+				t.Errorf("targets = %q, want %q", b.targets, want)
+			}
+			if b.clients != 16 || b.duration != 10*time.Second || b.valueSize != 256 || b.opsPerTx != 1 ||
+				b.ack != api.AckQuorum || b.batch != 1 || b.keys != benchDefaultKeys || b.timeout != api.DefaultTimeout || b.local {
+				t.Errorf("config = %+v, want the defaults", b)
+			}
+		}, ""},
+		{"every flag", []string{
+			"--targets", "127.0.0.1:9001, http://127.0.0.1:9002/", "--clients", "3", "--duration", "2s", "--warmup", "1s",
+			"--value-size", "10", "--ops-per-tx", "4", "--ack", "all", "--batch", "50", "--keys", "7", "--timeout", "1s",
+			"--progress", "0", "--json",
+		}, func(t *testing.T, b benchConfig) {
+			want := benchConfig{
+				targets: []string{"http://127.0.0.1:9001", "http://127.0.0.1:9002"}, clients: 3, duration: 2 * time.Second,
+				warmup: time.Second, valueSize: 10, opsPerTx: 4, ack: api.AckAll, batch: 50, keys: 7, timeout: time.Second, json: true,
+			}
+			if !slices.Equal(b.targets, want.targets) {
+				t.Errorf("targets = %q, want %q", b.targets, want.targets)
+			}
+			b.targets, want.targets = nil, nil
+			if b.txlogdArgs != nil {
+				t.Errorf("txlogdArgs = %q, want none", b.txlogdArgs)
+			}
+			b.txlogdArgs = nil
+			if b.clients != want.clients || b.duration != want.duration || b.warmup != want.warmup || b.valueSize != want.valueSize ||
+				b.opsPerTx != want.opsPerTx || b.ack != want.ack || b.batch != want.batch || b.keys != want.keys ||
+				b.timeout != want.timeout || b.progress != 0 || !b.json {
+				t.Errorf("config = %+v, want %+v", b, want)
+			}
+		}, ""},
+		{"n instead of duration", []string{"--n", "100", "--duration", "0s"}, func(t *testing.T, b benchConfig) {
+			if b.n != 100 {
+				t.Errorf("n = %d, want 100", b.n)
+			}
+		}, ""},
+		{"local with txlogd flags", []string{"--local", "--txlogd", "/x/txlogd", "--", "--redis-addr", "127.0.0.1:1"}, func(t *testing.T, b benchConfig) {
+			if !b.local || b.txlogd != "/x/txlogd" || !slices.Equal(b.txlogdArgs, []string{"--redis-addr", "127.0.0.1:1"}) {
+				t.Errorf("config = %+v, want local with txlogd flags", b)
+			}
+		}, ""},
+		{"no clients", []string{"--clients", "0"}, nil, "--clients 0"},
+		{"no duration", []string{"--duration", "0s"}, nil, "--duration 0s"},
+		{"negative n", []string{"--n", "-1"}, nil, "--n -1"},
+		{"tiny value", []string{"--value-size", "1"}, nil, "--value-size 1"},
+		{"no ops", []string{"--ops-per-tx", "0"}, nil, "--ops-per-tx 0"},
+		{"negative batch", []string{"--batch", "-2"}, nil, "--batch -2"},
+		{"no keys", []string{"--keys", "0"}, nil, "--keys 0"},
+		{"bad ack", []string{"--ack", "most"}, nil, `--ack "most"`},
+		{"no timeout", []string{"--timeout", "0s"}, nil, "--timeout 0s"},
+		{"two problems", []string{"--clients", "0", "--keys", "0"}, nil, "--clients 0: want at least 1; --keys 0"},
+		{"bad target", []string{"--targets", "ftp://x"}, nil, "--targets"},
+		{"empty targets", []string{"--targets", " , "}, nil, "--targets: no URLs"},
+		{"arguments", []string{"x"}, nil, "bench takes no arguments"},
+		{"txlogd flags without local", []string{"--", "--redis-addr", "x"}, nil, "need --local"},
+		{"unknown flag", []string{"--nope"}, nil, "not defined"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := c.parseBench(tt.args)
+			if tt.wantErr != "" {
+				if _, ok := errors.AsType[*usageError](err); !ok || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseBench(%q) = %v, want a usage error with %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseBench(%q) = %v", tt.args, err)
+			}
+			tt.check(t, b)
+		})
+	}
+}
+
+func TestWorkloadBody(t *testing.T) {
+	tests := []struct {
+		name                         string
+		batch, opsPerTx, value, keys int
+	}{
+		{"single put", 1, 1, 256, 100_000},
+		{"three ops", 1, 3, 2, 10},
+		{"batch", 5, 2, 40, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorkload(benchConfig{batch: tt.batch, opsPerTx: tt.opsPerTx, valueSize: tt.value, keys: tt.keys}, "run", 3)
+			seen := map[string]bool{}
+			for range 3 {
+				body := w.body()
+				txs := []api.TxRequest{{}}
+				if tt.batch > 1 {
+					var br api.BatchRequest
+					decodeStrictBytes(t, body, &br)
+					txs = br.Txs
+				} else {
+					decodeStrictBytes(t, body, &txs[0])
+				}
+				if len(txs) != tt.batch {
+					t.Fatalf("%d transactions, want %d", len(txs), tt.batch)
+				}
+				for _, tx := range txs {
+					if tx.IdempotencyKey == "" || seen[tx.IdempotencyKey] {
+						t.Fatalf("idempotency key %q is empty or repeated", tx.IdempotencyKey)
+					}
+					seen[tx.IdempotencyKey] = true
+					if len(tx.Ops) != tt.opsPerTx {
+						t.Fatalf("%d ops, want %d", len(tx.Ops), tt.opsPerTx)
+					}
+					for _, op := range tx.Ops {
+						if op.Op != api.OpPut || len(op.Value) != tt.value || !strings.HasPrefix(op.Key, "bench/") || len(op.Key) != len("bench/00000000") {
+							t.Fatalf("op = %s %q %d-byte value, want a put of bench/NNNNNNNN with %d bytes", op.Op, op.Key, len(op.Value), tt.value)
+						}
+						if tt.keys == 1 && op.Key != "bench/00000000" {
+							t.Fatalf("key %q outside a key space of 1", op.Key)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// decodeStrictBytes decodes b into v as the server would: one value, no
+// unknown fields.
+func decodeStrictBytes(t *testing.T, b []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	if dec.More() {
+		t.Fatalf("trailing data in %s", b)
+	}
+}
+
+func TestBatchOutcome(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		n    int
+		want outcome
+	}{
+		{"all committed", `{"results":[{"status":"committed"},{"status":"committed"}]}`, 2, outcome{committed: 2}},
+		{"mixed", `{"results":[{"status":"committed"},{"status":"rejected"},{"status":"pending"}]}`, 3, outcome{committed: 1, rejected: 1, pending: 1}},
+		{"item error", `{"results":[{"status":"committed"},{"status":"unknown","error":{"code":"timeout","message":"x"}}]}`, 2,
+			outcome{committed: 1, itemErrors: map[string]int64{"batch_item_timeout": 1}}},
+		{"too few results", `{"results":[{"status":"committed"}]}`, 2, outcome{err: "bad_answer"}},
+		{"not JSON", `nope`, 1, outcome{err: "bad_answer"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := batchOutcome([]byte(tt.body), tt.n)
+			if got.committed != tt.want.committed || got.pending != tt.want.pending || got.rejected != tt.want.rejected ||
+				got.err != tt.want.err || len(got.itemErrors) != len(tt.want.itemErrors) {
+				t.Fatalf("batchOutcome() = %+v, want %+v", got, tt.want)
+			}
+			for k, n := range tt.want.itemErrors {
+				if got.itemErrors[k] != n {
+					t.Fatalf("itemErrors = %v, want %v", got.itemErrors, tt.want.itemErrors)
+				}
+			}
+		})
+	}
+}
+
+func TestErrorKind(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		body   string
+		want   string
+	}{
+		{"error body", 503, `{"error":{"code":"no_leader","message":"x"}}`, "no_leader"},
+		{"unknown outcome", 503, `{"txid":"0AP81R7TQ0802","status":"unknown","error":{"code":"unknown_outcome","message":"x"}}`, "unknown_outcome"},
+		{"no body", 502, ``, "http_502"},
+		{"other JSON", 500, `{"x":1}`, "http_500"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errorKind(tt.status, []byte(tt.body)); got != tt.want {
+				t.Fatalf("errorKind(%d, %s) = %q, want %q", tt.status, tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSummarizeLatency(t *testing.T) {
+	ms := time.Millisecond
+	var samples []reqSample
+	for i := 1; i <= 100; i++ {
+		samples = append(samples, reqSample{lat: time.Duration(i) * ms, txs: 1})
+	}
+	got := summarizeLatency(samples, func(reqSample) int64 { return 1 })
+	want := latencySummary{P50: 50, P90: 90, P99: 99, Max: 100, Mean: 50.5}
+	if got != want {
+		t.Fatalf("summarizeLatency(1..100ms) = %+v, want %+v", got, want)
+	}
+	// Weighted: one fast request with 9 transactions, one slow with 1.
+	two := []reqSample{{lat: ms, txs: 9}, {lat: 10 * ms, txs: 1}}
+	got = summarizeLatency(two, func(s reqSample) int64 { return int64(s.txs) })
+	if got.P50 != 1 || got.P90 != 1 || got.P99 != 10 || got.Max != 10 {
+		t.Fatalf("weighted summary = %+v, want p50 1, p90 1, p99 10, max 10", got)
+	}
+	if got := summarizeLatency(nil, func(reqSample) int64 { return 1 }); got != (latencySummary{}) {
+		t.Fatalf("summary of nothing = %+v, want zero", got)
+	}
+}
+
+func TestProcCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if _, err := procCPU("self"); err != nil {
+		t.Fatalf("procCPU(self) = %v", err)
+	}
+	if _, err := procCPU("0"); err == nil {
+		t.Fatal("procCPU(0) = nil error, want one")
+	}
+}
+
+// TestBenchAgainstFake runs bench against an api.Server whose backend answers
+// from a script, and checks what the summary counts.
+func TestBenchAgainstFake(t *testing.T) {
+	var calls atomic.Int64
+	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+		switch calls.Add(1) % 4 {
+		case 1:
+			return api.TxResult{}, api.ErrNoLeader
+		case 2:
+			return api.TxResult{TxID: 1, Status: api.StatusRejected, Conflict: &api.Conflict{Key: "k"}}, nil
+		}
+		if opts.Ack != api.AckAll {
+			return api.TxResult{}, errors.New("ack not passed on")
+		}
+		return api.TxResult{TxID: 1, Status: api.StatusCommitted}, nil
+	}}
+	url := serve(t, b)
+	r := runCLI(t, testCtx(t), nil, "bench", "--targets", url+","+url, "--clients", "2", "--n", "40",
+		"--ack", "all", "--json", "--progress", "0")
+	if r.code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	}
+	var res benchResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("decode %s: %v", r.stdout, err)
+	}
+	// Failed requests claim transactions too, so about a quarter of the 40 fail.
+	if res.Txs+res.Errors["no_leader"] != 40 || res.Rejected == 0 || res.Committed == 0 || res.Errors["no_leader"] == 0 {
+		t.Fatalf("summary = %+v, want 40 transactions: committed, rejected and no_leader errors", res)
+	}
+	if res.Committed+res.Rejected != res.Txs || res.Requests != res.Txs || res.Latency.P50 <= 0 {
+		t.Fatalf("summary = %+v: counts or latency do not add up", res)
+	}
+}
+
+// BenchmarkBenchClient measures the load generator's own cost per request,
+// against a server that answers at once: the CPU it takes from the nodes
+// it drives on the same machine.
+func BenchmarkBenchClient(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Write([]byte(`{"txid":"0AP81P6ZW0800","status":"committed"}`))
+	}))
+	defer srv.Close()
+	cfg := benchConfig{targets: []string{srv.URL}, clients: 1, valueSize: 256, opsPerTx: 1, ack: api.AckQuorum, batch: 1, keys: 1000, timeout: time.Second}
+	r := &benchRun{cfg: cfg, hc: &http.Client{Transport: &http.Transport{}}, urls: []string{srv.URL + "/v1/tx?ack=quorum&timeout=1s"}}
+	w := newWorkload(cfg, "b", 0)
+	var resp bytes.Buffer
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if o := r.send(ctx, r.urls[0], w.body(), &resp); o.err != "" {
+			b.Fatal(o.err)
+		}
+	}
+}
+
+// TestBenchAgainstCluster runs short benches against a real three-node
+// cluster: single transactions, batches, ack=accepted, and --local.
+func TestBenchAgainstCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts txlogd clusters")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	bin, err := chaos.BuildBinaries(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: bin, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("StartCluster() = %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logTails(cl))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl.Close(ctx)
+	})
+	if _, err := cl.Leader(ctx); err != nil {
+		t.Fatalf("Leader() = %v", err)
+	}
+	if err := cl.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady() = %v", err)
+	}
+	targets := strings.Join(cl.HTTPAddrs(), ",")
+
+	tests := []struct {
+		name   string
+		args   []string
+		status string // of every transaction
+	}{
+		{"single", []string{"--duration", "1s", "--clients", "4"}, api.StatusCommitted},
+		{"batch", []string{"--n", "200", "--batch", "50", "--ops-per-tx", "2", "--keys", "10"}, api.StatusCommitted},
+		{"accepted", []string{"--n", "30", "--ack", "accepted"}, api.StatusPending},
+		{"local", []string{"--local", "--txlogd", bin, "--n", "20"}, api.StatusCommitted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"bench", "--json", "--progress", "0", "--targets", targets}, tt.args...)
+			r := runCLI(t, ctx, nil, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			var res benchResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("decode %s: %v", r.stdout, err)
+			}
+			if len(res.Errors) > 0 || res.Txs == 0 || res.TxPerSec <= 0 || res.Latency.P99 <= 0 {
+				t.Fatalf("summary = %+v, want transactions and no errors", res)
+			}
+			got := map[string]int64{api.StatusCommitted: res.Committed, api.StatusPending: res.Pending, api.StatusRejected: res.Rejected}
+			if got[tt.status] != res.Txs {
+				t.Fatalf("summary = %+v, want every transaction %s", res, tt.status)
+			}
+			if slices.Contains(tt.args, "--n") && res.Txs < 20 {
+				t.Fatalf("%d transactions, want all of --n", res.Txs)
+			}
+			if slices.Contains(tt.args, "--local") != (res.NodesCPU > 0) {
+				t.Fatalf("nodes_cpu_cores = %v: want it with --local only", res.NodesCPU)
+			}
+		})
+	}
+}
