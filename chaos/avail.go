@@ -112,9 +112,9 @@ func CheckAvailability(ops []Op, faults []FaultEvent) CheckResult {
 	stats := FaultSummary(ops, faults)
 	var lines []string
 	for _, s := range stats {
-		lines = append(lines, fmt.Sprintf("%s ×%d: to 200 p50 %v max %v; to 202 p50 %v max %v; new leader p50 %v max %v; recovered p50 %v max %v",
-			s.Kind, s.Count, round(s.To200P50), round(s.To200Max), round(s.To202P50), round(s.To202Max),
-			round(s.ElectionP50), round(s.ElectionMax), round(s.RecoveryP50), round(s.RecoveryMax)))
+		lines = append(lines, fmt.Sprintf("%s ×%d: to 200 p50 %s max %s; to 202 p50 %s max %s; new leader p50 %s max %s; recovered p50 %s max %s",
+			s.Kind, s.Count, ms(s.To200P50), ms(s.To200Max), ms(s.To202P50), ms(s.To202Max),
+			ms(s.ElectionP50), ms(s.ElectionMax), ms(s.RecoveryP50), ms(s.RecoveryMax)))
 	}
 	res := v.result(NameAvailability, fmt.Sprintf("the cluster recovered from all %d faults", len(faults)), "faults without recovery")
 	if res.Pass {

@@ -1,4 +1,202 @@
 package chaos
 
-// WriteHTML writes the report as a self-contained HTML page to path.
-func (r *Report) WriteHTML(path string) error { return nil }
+import (
+	"fmt"
+	"html"
+	"html/template"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// WriteHTML writes the report as a self-contained HTML page to path: the
+// verdicts, a timeline of faults, the leader over time, and answers and errors
+// per second, drawn as inline SVG. It needs no network and no script.
+func (r *Report) WriteHTML(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	data := struct {
+		*Report
+		Verdict  string
+		Timeline template.HTML
+		Counts   [][2]string
+	}{Report: r, Verdict: "PASS", Timeline: template.HTML(r.timelineSVG())}
+	if r.Failed() {
+		data.Verdict = "FAIL"
+	}
+	c := r.Counts
+	data.Counts = [][2]string{
+		{"operations", fmt.Sprint(c.Total)}, {"writes", fmt.Sprint(c.Writes)}, {"reads", fmt.Sprint(c.Reads)},
+		{"200 committed", fmt.Sprint(c.OK)}, {"202 accepted", fmt.Sprint(c.Accepted)}, {"409 rejected", fmt.Sprint(c.Rejected)},
+		{"indeterminate", fmt.Sprint(c.Indeterminate)}, {"never learned (log decided)", fmt.Sprint(c.StillUnknown)},
+		{"read errors", fmt.Sprint(c.ReadErrors)}, {"leader SIGKILLs", fmt.Sprint(r.LeaderKills)}, {"faults", fmt.Sprint(len(r.Faults))},
+	}
+	if err := reportPage.Execute(f, data); err != nil {
+		f.Close()
+		return fmt.Errorf("write html report: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	return nil
+}
+
+// faultColors gives each fault kind its color on the timeline.
+var faultColors = map[Fault]string{
+	FaultKillLeader: "#d62728", FaultKillFollower: "#ff9896", FaultPauseLeader: "#9467bd",
+	FaultPartitionLeader: "#8c564b", FaultPartitionOneWay: "#c49c94", FaultRedisOutage: "#e377c2",
+	FaultTermLeader: "#17becf", FaultQuorumLoss: "#000000",
+}
+
+var nodeColors = []string{"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"}
+
+// timelineSVG draws faults, leaders and answers per second on one time axis.
+func (r *Report) timelineSVG() string {
+	const (
+		width, left   = 1100.0, 110.0
+		faultY, rowH  = 20.0, 14.0
+		chartH        = 160.0
+		legendPadding = 18.0
+	)
+	secs := max(r.Duration.Seconds(), 1)
+	x := func(t time.Time) float64 { return left + (width-left-10)*t.Sub(r.Started).Seconds()/secs }
+	xs := func(s float64) float64 { return left + (width-left-10)*s/secs }
+
+	var b strings.Builder
+	// Faults: one row per kind.
+	var kinds []Fault
+	for _, k := range AllFaults {
+		if slices.ContainsFunc(r.Faults, func(f FaultEvent) bool { return f.Kind == k }) {
+			kinds = append(kinds, k)
+		}
+	}
+	y := faultY
+	for _, k := range kinds {
+		fmt.Fprintf(&b, `<text x="4" y="%.1f" class="lbl">%s</text>`, y+rowH-3, html.EscapeString(string(k)))
+		for _, f := range r.Faults {
+			if f.Kind != k || f.Injected.IsZero() {
+				continue
+			}
+			end := f.Recovered
+			if end.IsZero() {
+				end = f.Healed
+			}
+			w := max(x(end)-x(f.Injected), 2)
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s on %s at +%v: healed +%v, recovered +%v %s</title></rect>`,
+				x(f.Injected), y, w, rowH-2, faultColors[k], html.EscapeString(string(k)), html.EscapeString(strings.Join(f.Nodes, ",")),
+				f.Injected.Sub(r.Started).Round(time.Millisecond), f.Healed.Sub(r.Started).Round(time.Millisecond),
+				f.Recovered.Sub(r.Started).Round(time.Millisecond), html.EscapeString(f.Err))
+		}
+		y += rowH
+	}
+	// Leader: one band, colored by node.
+	y += 8
+	fmt.Fprintf(&b, `<text x="4" y="%.1f" class="lbl">leader</text>`, y+rowH-3)
+	colorOf := map[string]string{}
+	for i, l := range r.Leaders {
+		if l.Leader != "" && colorOf[l.Leader] == "" {
+			colorOf[l.Leader] = nodeColors[len(colorOf)%len(nodeColors)]
+		}
+		end := r.Started.Add(r.Duration)
+		if i+1 < len(r.Leaders) {
+			end = r.Leaders[i+1].At
+		}
+		color, name := "#dddddd", "none"
+		if l.Leader != "" {
+			color, name = colorOf[l.Leader], l.Leader
+		}
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s (term %d) from +%v</title></rect>`,
+			x(l.At), y, max(x(end)-x(l.At), 0.5), rowH-2, color, html.EscapeString(name), l.Term, l.At.Sub(r.Started).Round(time.Millisecond))
+	}
+	lx := left
+	for _, id := range slices.Sorted(maps.Keys(colorOf)) {
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
+			lx, y+rowH+4, colorOf[id], lx+14, y+rowH+13, html.EscapeString(id))
+		lx += 60
+	}
+	y += rowH + legendPadding + 8
+
+	// Answers per second.
+	peak := 1
+	for _, bk := range r.Series {
+		peak = max(peak, bk.OK, bk.Accepted, bk.Rejected, bk.Reads, bk.Errors)
+	}
+	top := y
+	base := top + chartH
+	fmt.Fprintf(&b, `<text x="4" y="%.1f" class="lbl">answers/s</text><text x="4" y="%.1f" class="lbl">peak %d</text>`, top+10, top+24, peak)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, left, base, width-10, base)
+	lines := []struct {
+		name, color string
+		val         func(Bucket) int
+	}{
+		{"200", "#2ca02c", func(b Bucket) int { return b.OK }},
+		{"202", "#1f77b4", func(b Bucket) int { return b.Accepted }},
+		{"409", "#ff7f0e", func(b Bucket) int { return b.Rejected }},
+		{"reads", "#999999", func(b Bucket) int { return b.Reads }},
+		{"errors", "#d62728", func(b Bucket) int { return b.Errors }},
+	}
+	for i, l := range lines {
+		var pts []string
+		for _, bk := range r.Series {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xs(float64(bk.T)+0.5), base-chartH*float64(l.val(bk))/float64(peak)))
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, l.color, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
+			left+float64(i)*70, base+8, l.color, left+float64(i)*70+14, base+17, l.name)
+	}
+	// Time axis.
+	axisY := base + 34
+	step := max(1, int(secs/10))
+	for s := 0; float64(s) <= secs; s += step {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><text x="%.1f" y="%.1f" class="lbl">%ds</text>`,
+			xs(float64(s)), faultY, xs(float64(s)), base, xs(float64(s))-6, axisY, s)
+	}
+	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f">%s</svg>`, width, axisY+10, b.String())
+}
+
+var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
+	"ms": ms,
+	"at": func(start, t time.Time) string {
+		if t.IsZero() {
+			return "–"
+		}
+		return "+" + t.Sub(start).Round(time.Millisecond).String()
+	},
+	"join": strings.Join,
+}).Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>txlog chaos {{.Verdict}} seed {{.Seed}}</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:24px;color:#222}
+h1 .PASS{color:#2ca02c} h1 .FAIL{color:#d62728}
+table{border-collapse:collapse;margin:8px 0 20px}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4} .lbl{font:11px system-ui,sans-serif;fill:#333}
+.pass{color:#2ca02c;font-weight:bold} .fail{color:#d62728;font-weight:bold}
+pre{margin:0;white-space:pre-wrap;font-size:12px}
+</style></head><body>
+<h1>txlog chaos: <span class="{{.Verdict}}">{{.Verdict}}</span></h1>
+<p>Seed {{.Seed}} · {{.Mode}} cluster · Redis {{.Redis}} · started {{.Started.Format "2006-01-02 15:04:05"}} · ran {{ms .Duration}} · files in {{.Dir}}</p>
+<h2>Checkers</h2>
+<table><tr><th>#</th><th>checker</th><th>verdict</th><th>summary and evidence</th></tr>
+{{range $i, $c := .Checks}}<tr><td>{{$i}}</td><td>{{$c.Name}}</td><td>{{if $c.Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</td>
+<td>{{$c.Summary}}{{if $c.Evidence}}<pre>{{join $c.Evidence "\n"}}</pre>{{end}}{{range $c.Files}}<br>see {{.}}{{end}}</td></tr>
+{{end}}</table>
+<h2>Timeline</h2>
+{{.Timeline}}
+<h2>Operations</h2>
+<table>{{range .Counts}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
+<h2>Unavailability per fault</h2>
+<table><tr><th>fault</th><th>count</th><th>to 200 p50</th><th>max</th><th>to 202 p50</th><th>max</th><th>new leader p50</th><th>max</th><th>recovered p50</th><th>max</th><th>failed</th></tr>
+{{range .FaultStats}}<tr><td>{{.Kind}}</td><td>{{.Count}}</td><td>{{ms .To200P50}}</td><td>{{ms .To200Max}}</td><td>{{ms .To202P50}}</td><td>{{ms .To202Max}}</td><td>{{ms .ElectionP50}}</td><td>{{ms .ElectionMax}}</td><td>{{ms .RecoveryP50}}</td><td>{{ms .RecoveryMax}}</td><td>{{.Failed}}</td></tr>
+{{end}}</table>
+<p>"to 200" is the time from the injection until the first 200 to a write sent after it; "to 202" the same for 202.</p>
+<h2>Faults</h2>
+<table><tr><th>#</th><th>fault</th><th>nodes</th><th>leader</th><th>injected</th><th>healed</th><th>recovered</th><th>new leader</th><th>after</th><th>error</th></tr>
+{{$s := .Started}}{{range $i, $f := .Faults}}<tr><td>{{$i}}</td><td>{{$f.Kind}}</td><td>{{join $f.Nodes ","}}</td><td>{{$f.Leader}}</td><td>{{at $s $f.Injected}}</td><td>{{at $s $f.Healed}}</td><td>{{at $s $f.Recovered}}</td><td>{{$f.NewLeader}}</td><td>{{ms $f.Election}}</td><td>{{$f.Err}}</td></tr>
+{{end}}</table>
+</body></html>
+`))

@@ -29,17 +29,17 @@ type regInput struct {
 }
 
 type regOutput struct {
-	// Status is committed or rejected for a write whose outcome is known, unknown
-	// for one whose outcome is not, and committed for a read.
+	// Status is committed or rejected for a write, committed for a read.
 	Status string
 	Ver    uint64 // the version written or read
 	Val    int64  // the value read
 	Actual uint64 // the version a rejected cas found
 }
 
-// registerModel is a per-key register with versions, partitioned by key.
-// Writes with an unknown outcome may or may not have happened, so the model is
-// nondeterministic.
+// registerModel is a per-key register with versions, partitioned by key. Every
+// operation it sees has a known outcome (see PorcupineOps), so each step has at
+// most one next state; it is written as a NondeterministicModel so that a step
+// that cannot happen reads as an empty set.
 var registerModel = (&porcupine.NondeterministicModel{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		byKey := map[string][]porcupine.Operation{}
@@ -70,8 +70,6 @@ var registerModel = (&porcupine.NondeterministicModel{
 					return []any{next}
 				}
 				return nil
-			case api.StatusUnknown:
-				return []any{s, next}
 			}
 			return nil // a blind put cannot be rejected
 		case OpCAS:
@@ -85,11 +83,6 @@ var registerModel = (&porcupine.NondeterministicModel{
 				if !holds && out.Actual == s.Ver {
 					return []any{s}
 				}
-			case api.StatusUnknown:
-				if holds {
-					return []any{s, next}
-				}
-				return []any{s}
 			}
 			return nil
 		}

@@ -16,6 +16,10 @@ import (
 // monitorInterval is how often the monitor asks every node for its view.
 const monitorInterval = 200 * time.Millisecond
 
+// viewTimeout bounds the monitor's wait for one node's view while it watches
+// the leader: a paused node must not hold up the view of the others.
+const viewTimeout = 400 * time.Millisecond
+
 // LeaderChange is a point of the leader timeline: from At on, Leader led in Term
 // ("" while no node was an agreed leader).
 type LeaderChange struct {
@@ -50,9 +54,9 @@ func (m *monitor) others(id string) []string {
 }
 
 // views asks every node for GET /v1/cluster at once; a node that does not
-// answer within requestTimeout is left out.
-func (m *monitor) views(ctx context.Context) map[string]api.ClusterStatus {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+// answer within timeout is left out.
+func (m *monitor) views(ctx context.Context, timeout time.Duration) map[string]api.ClusterStatus {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := make([]api.ClusterStatus, len(m.ids))
 	ok := make([]bool, len(m.ids))
@@ -102,7 +106,7 @@ func (m *monitor) run(ctx context.Context) {
 	t := time.NewTicker(monitorInterval)
 	defer t.Stop()
 	for {
-		leader, term := m.agreedLeader(m.views(ctx))
+		leader, term := m.agreedLeader(m.views(ctx, viewTimeout))
 		m.mu.Lock()
 		if n := len(m.timeline); n == 0 || m.timeline[n-1].Leader != leader || m.timeline[n-1].Term != term {
 			m.timeline = append(m.timeline, LeaderChange{At: time.Now(), Leader: leader, Term: term})
@@ -138,7 +142,7 @@ func (m *monitor) Timeline() []LeaderChange {
 func (m *monitor) waitLeader(ctx context.Context, not string) (string, error) {
 	var leader string
 	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
-		views := m.views(ctx)
+		views := m.views(ctx, viewTimeout)
 		id, _ := m.agreedLeader(views)
 		switch {
 		case id == "":
@@ -174,7 +178,7 @@ func (m *monitor) waitHealthy(ctx context.Context) error {
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		if id, _ := m.agreedLeader(m.views(ctx)); id == "" {
+		if id, _ := m.agreedLeader(m.views(ctx, viewTimeout)); id == "" {
 			return errors.New("no agreed leader")
 		}
 		return nil
@@ -191,7 +195,7 @@ func (m *monitor) waitHealthy(ctx context.Context) error {
 func (m *monitor) waitSettled(ctx context.Context) (uint64, error) {
 	var commit uint64
 	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
-		views := m.views(ctx)
+		views := m.views(ctx, requestTimeout)
 		if len(views) < len(m.ids) {
 			return fmt.Errorf("%d of %d nodes answer", len(views), len(m.ids))
 		}

@@ -282,6 +282,18 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		ev.NewLeader, ev.Election = id, time.Since(ev.Injected)
 	}
 
+	// holdWatching holds the fault for hold and records the first other leader
+	// that a majority agrees on meanwhile, if any.
+	holdWatching := func(old string) {
+		end := ev.Injected.Add(hold)
+		wctx, cancel := context.WithDeadline(ctx, end)
+		if id, err := n.mon.waitLeader(wctx, old); err == nil {
+			ev.NewLeader, ev.Election = id, time.Since(ev.Injected)
+		}
+		cancel()
+		sleepCtx(ctx, time.Until(end))
+	}
+
 	switch f {
 	case FaultKillLeader:
 		ev.Nodes, ev.LeaderKills = []string{leader}, 1
@@ -302,14 +314,14 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		ev.Nodes = []string{leader}
 		ev.Injected = time.Now()
 		try(n.target.Pause(ctx, leader))
-		sleepCtx(ctx, hold)
+		holdWatching(leader)
 		ev.Healed = time.Now()
 		try(n.target.Resume(ctx, leader))
 	case FaultPartitionLeader, FaultPartitionOneWay:
 		ev.Nodes = []string{leader}
 		ev.Injected = time.Now()
 		try(n.target.Partition(ctx, leader, f == FaultPartitionOneWay))
-		sleepCtx(ctx, hold)
+		holdWatching(leader)
 		ev.Healed = time.Now()
 		try(n.target.Heal(ctx, leader))
 	case FaultRedisOutage:

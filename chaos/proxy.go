@@ -61,8 +61,9 @@ func (n *Network) Listen(from, to, upstream string) (string, error) {
 }
 
 // DialArgs adds a link from id to each of the other nodes of raftAddrs and
-// returns the --raft-dial flag that sends id's Raft connections through them.
-// It fits ClusterConfig.NodeArgs.
+// returns the --raft-dial flag that sends id's Raft connections through them
+// (and names id's own address, which Raft looks up too). It fits
+// ClusterConfig.NodeArgs.
 func (n *Network) DialArgs(id string, raftAddrs map[string]string) ([]string, error) {
 	peers := make([]string, 0, len(raftAddrs))
 	for p := range raftAddrs {
@@ -71,16 +72,16 @@ func (n *Network) DialArgs(id string, raftAddrs map[string]string) ([]string, er
 		}
 	}
 	sort.Strings(peers)
-	dial := make([]string, 0, len(peers))
+	dial := make([]string, 0, len(peers)+1)
+	if addr, ok := raftAddrs[id]; ok {
+		dial = append(dial, id+"="+addr)
+	}
 	for _, p := range peers {
 		addr, err := n.Listen(id, p, raftAddrs[p])
 		if err != nil {
 			return nil, err
 		}
 		dial = append(dial, p+"="+addr)
-	}
-	if len(dial) == 0 {
-		return nil, nil
 	}
 	return []string{"--raft-dial=" + strings.Join(dial, ",")}, nil
 }

@@ -132,6 +132,14 @@ func series(ops []Op, start time.Time, d time.Duration) []Bucket {
 	return out
 }
 
+// ms formats d to the millisecond, and 0 as "–" (nothing measured).
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "–"
+	}
+	return d.Round(time.Millisecond).String()
+}
+
 // WriteJSON writes the report as indented JSON to path.
 func (r *Report) WriteJSON(path string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
@@ -155,9 +163,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nFAULT\tCOUNT\tTO 200 p50/max\tTO 202 p50/max\tNEW LEADER p50/max\tRECOVERED p50/max\tFAILED")
 	for _, s := range r.FaultStats {
-		fmt.Fprintf(tw, "%s\t%d\t%v / %v\t%v / %v\t%v / %v\t%v / %v\t%d\n", s.Kind, s.Count,
-			round(s.To200P50), round(s.To200Max), round(s.To202P50), round(s.To202Max),
-			round(s.ElectionP50), round(s.ElectionMax), round(s.RecoveryP50), round(s.RecoveryMax), s.Failed)
+		fmt.Fprintf(tw, "%s\t%d\t%s / %s\t%s / %s\t%s / %s\t%s / %s\t%d\n", s.Kind, s.Count,
+			ms(s.To200P50), ms(s.To200Max), ms(s.To202P50), ms(s.To202Max),
+			ms(s.ElectionP50), ms(s.ElectionMax), ms(s.RecoveryP50), ms(s.RecoveryMax), s.Failed)
 	}
 	tw.Flush()
 	b.WriteString("\ncheckers:\n")
