@@ -2,6 +2,18 @@
 // driven by signals and HTTP. It owns the process launcher used by `txlog local`, by
 // the integration tests of other packages and by the chaos verifier.
 //
+// # The verifier
+//
+// [Run] is `txlog chaos` (docs/chaos.md): it launches a local cluster (with
+// [StartCluster], a [Redis] and a [Network] of fault proxies on the Raft links) or
+// drives an existing one through command templates ([Commands]), runs clients that
+// record every operation in a [History], injects faults on a seeded [Schedule], and
+// then runs the checkers: [CheckNoLostWrites], [CheckPendingResolved],
+// [CheckNoDuplicates], [CheckLogsIdentical], [CheckLinearizable] (porcupine) and
+// [CheckAvailability]. Each checker is a pure function of the history and the logs,
+// so its tests feed it broken histories. The result is a [Report], written as text,
+// JSON and HTML.
+//
 // A [Process] is one node's program across its runs: Start launches it in its own
 // process group with stdout and stderr appended to <LogDir>/<ID>.log, and Kill, Stop,
 // Pause, Resume, Wait and HTTPAddr act on the current run. A [Cluster] is N such

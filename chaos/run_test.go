@@ -1,0 +1,111 @@
+package chaos
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// shortRunFaults is the schedule of TestShortChaosRun: one round holds ten
+// leader kills and one of every other fault, shuffled by the seed.
+const shortRunFaults = "kill-leader*10,kill-follower,pause-leader,partition-leader,partition-oneway,redis-outage,term-leader,quorum-loss"
+
+// needRedis returns the redis-server on PATH. Without one it skips the test,
+// or fails it when the environment variable CI is set.
+func needRedis(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath(DefaultRedisBin)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found in PATH, and CI is set: install it (Debian package redis-server)", DefaultRedisBin)
+		}
+		t.Skipf("%s not found in PATH; install it (Debian package redis-server) to run this test", DefaultRedisBin)
+	}
+	return p
+}
+
+// TestShortChaosRun is the verifier's acceptance test: a real three-node
+// cluster with a real Redis under load takes one round of every fault, ten
+// leader kills among them, and every checker passes. It is bounded at three
+// minutes.
+func TestShortChaosRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real cluster for up to three minutes")
+	}
+	redis := needRedis(t)
+	bin, err := realTxlogd()
+	if err != nil {
+		t.Fatalf("build txlogd: %v", err)
+	}
+	weights, err := ParseFaults(shortRunFaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := 0
+	for _, w := range weights {
+		round += w.Weight
+	}
+	dir := t.TempDir()
+	cfg := Config{
+		Bin:      bin,
+		RedisBin: redis,
+		Dir:      dir,
+		Workload: WorkloadConfig{Clients: 6, Rate: 30, Keys: 32, HotKeys: 3},
+		Nemesis: NemesisConfig{Faults: weights, Interval: time.Second, Hold: 2 * time.Second,
+			MaxFaults: round, RecoverTimeout: 30 * time.Second},
+		Duration:       150 * time.Second,
+		Seed:           20261129,
+		ResolveTimeout: 20 * time.Second,
+		CheckTimeout:   20 * time.Second,
+	}
+	start := time.Now()
+	rep, err := Run(testCtx(t, 4*time.Minute), cfg)
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	took := time.Since(start)
+	s := summary(rep)
+	t.Logf("run took %v\n%s", took.Round(time.Second), s)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		for _, id := range []string{"n1", "n2", "n3"} {
+			t.Logf("--- %s log tail:\n%s", id, tailOrErr(filepath.Join(dir, "cluster", id+".log"), 30))
+		}
+		t.Fatalf(format, args...)
+	}
+	if rep.Failed() {
+		fail("checkers failed (seed %d)", cfg.Seed)
+	}
+	kinds := map[Fault]int{}
+	for _, f := range rep.Faults {
+		kinds[f.Kind]++
+	}
+	if len(rep.Faults) != round || rep.LeaderKills < 10 {
+		fail("%d faults with %d leader kills; want the whole round of %d with at least 10 (did the run hit its duration?)", len(rep.Faults), rep.LeaderKills, round)
+	}
+	for _, k := range []Fault{FaultPauseLeader, FaultPartitionLeader, FaultRedisOutage, FaultQuorumLoss} {
+		if kinds[k] < 1 {
+			fail("no %s in %v", k, kinds)
+		}
+	}
+	if rep.Counts.OK == 0 || rep.Counts.Accepted == 0 || rep.Counts.Reads == 0 {
+		fail("the load saw %d×200, %d×202 and %d reads; want all three", rep.Counts.OK, rep.Counts.Accepted, rep.Counts.Reads)
+	}
+	if took > 3*time.Minute {
+		t.Errorf("the run took %v, over its three minutes", took)
+	}
+	if err := rep.WriteHTML(filepath.Join(dir, "report.html")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tailOrErr(path string, n int) string {
+	s, err := tailFile(path, n)
+	if err != nil {
+		return err.Error()
+	}
+	return strings.TrimSpace(s)
+}

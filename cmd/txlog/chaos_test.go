@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/txid"
+)
+
+// kvFake is a single-copy key/value log behind fakeBackends: enough of txlog
+// for a chaos run whose writes all ask for ack=quorum semantics (it never
+// answers 202 to a quorum write). With lose set it answers every tenth put
+// committed but forgets it.
+type kvFake struct {
+	lose bool
+
+	mu   sync.Mutex
+	log  []api.LogEntry
+	kv   map[string]api.KV
+	keys map[string]int
+}
+
+func (f *kvFake) submit(_ context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i, ok := f.keys[tx.IdempotencyKey]; ok {
+		e := f.log[i]
+		return api.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions, Conflict: e.Conflict, Duplicate: true}, nil
+	}
+	op := tx.Ops[0]
+	cur := f.kv[op.Key]
+	e := api.LogEntry{Index: uint64(len(f.log) + 1), TxID: txid.ID(len(f.log) + 100), IdempotencyKey: tx.IdempotencyKey, Ops: tx.Ops, Status: api.StatusCommitted}
+	if op.IfVersion != nil && *op.IfVersion != cur.Version {
+		e.Status, e.Conflict = api.StatusRejected, &api.Conflict{Key: op.Key, Expected: *op.IfVersion, Actual: cur.Version}
+	} else {
+		e.Versions = map[string]uint64{op.Key: cur.Version + 1}
+		if f.lose && len(f.log)%10 == 9 {
+			return api.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions}, nil
+		}
+		f.kv[op.Key] = api.KV{Key: op.Key, Value: op.Value, Version: cur.Version + 1, Index: e.Index}
+	}
+	f.log = append(f.log, e)
+	f.keys[tx.IdempotencyKey] = len(f.log) - 1
+	res := api.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions, Conflict: e.Conflict}
+	if opts.Ack == api.AckAccepted {
+		res.Durability = api.AckAccepted // committed at once, so no 202
+	}
+	return res, nil
+}
+
+func (f *kvFake) backend(id string) *fakeBackend {
+	return &fakeBackend{
+		SubmitFunc: f.submit,
+		GetFunc: func(_ context.Context, key string, _ api.ReadOptions) (api.KV, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			kv, ok := f.kv[key]
+			if !ok {
+				return api.KV{}, api.ErrNotFound
+			}
+			return kv, nil
+		},
+		LogFunc: func(_ context.Context, from uint64, limit int) (api.LogPage, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			page := api.LogPage{Next: from}
+			for i := int(from) - 1; i < len(f.log) && len(page.Entries) < limit; i++ {
+				page.Entries = append(page.Entries, f.log[i])
+				page.Next = f.log[i].Index + 1
+			}
+			return page, nil
+		},
+		ClusterFunc: func(context.Context) (api.ClusterStatus, error) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			state := "follower"
+			if id == "n1" {
+				state = "leader"
+			}
+			n := uint64(len(f.log))
+			return api.ClusterStatus{ID: id, State: state, LeaderID: "n1", Term: 1, CommitIndex: n, AppliedIndex: n}, nil
+		},
+	}
+}
+
+// chaosAgainstFake runs txlog chaos --targets against three nodes of f, with
+// follower kills whose command only logs the node's ID.
+func chaosAgainstFake(t *testing.T, f *kvFake) (result, string) {
+	t.Helper()
+	f.kv, f.keys = map[string]api.KV{}, map[string]int{}
+	var urls []string
+	for _, id := range []string{"n1", "n2", "n3"} {
+		urls = append(urls, serve(t, f.backend(id)))
+	}
+	dir := t.TempDir()
+	killed := filepath.Join(dir, "killed")
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r := runCLI(t, ctx, nil, "chaos", "--targets", strings.Join(urls, ","), "--dir", dir,
+		"--faults", "kill-follower", "--kill-cmd", "echo {id} >> "+killed, "--start-cmd", "true",
+		"--max-faults", "2", "--fault-interval", "50ms", "--fault-hold", "50ms",
+		"--duration", "10s", "--rate", "200", "--clients", "4", "--seed", "9",
+		"--report-json", filepath.Join(dir, "r.json"), "--report-html", filepath.Join(dir, "r.html"))
+	return r, dir
+}
+
+func TestChaosAgainstTargets(t *testing.T) {
+	r, dir := chaosAgainstFake(t, &kvFake{})
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.Count(r.stdout, "PASS"); got != 6 {
+		t.Fatalf("stdout has %d PASS, want 6:\n%s", got, r.stdout)
+	}
+	if !strings.Contains(r.stderr, "seed 9") {
+		t.Errorf("stderr lacks the seed:\n%s", r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "killed"))
+	if err != nil || len(strings.Fields(string(b))) != 2 || strings.Contains(string(b), "n1") {
+		t.Fatalf("killed nodes %q (%v), want two followers", b, err)
+	}
+	var rep struct {
+		Seed   uint64            `json:"seed"`
+		Checks []json.RawMessage `json:"checks"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Seed != 9 || len(rep.Checks) != 6 {
+		t.Fatalf("report JSON: %v, %+v", err, rep)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "r.html")); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Fatalf("report HTML: %v", err)
+	}
+}
+
+func TestChaosFailsOnLostWrites(t *testing.T) {
+	r, _ := chaosAgainstFake(t, &kvFake{lose: true})
+	if r.code != 1 || !strings.Contains(r.stderr, "checkers failed") || !strings.Contains(r.stdout, "FAIL  no acknowledged write lost") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestChaosUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"help", []string{"chaos", "-h"}, 0, "-kill-cmd"},
+		{"unknown fault", []string{"chaos", "--faults", "kill-everyone"}, 2, `unknown fault "kill-everyone"`},
+		{"argument", []string{"chaos", "now"}, 2, "takes no arguments"},
+		{"bad target", []string{"chaos", "--targets", "ftp://x"}, 2, "Targets[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, t.Context(), nil, tt.args...)
+			if r.code != tt.code || !strings.Contains(r.stdout+r.stderr, tt.want) {
+				t.Fatalf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", r.code, tt.code, tt.want, r.stdout, r.stderr)
+			}
+		})
+	}
+}
