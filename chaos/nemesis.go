@@ -263,6 +263,10 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 	}
 	ev.Leader = leader
 	followers := n.mon.others(leader)
+	if len(followers) == 0 && (f == FaultKillFollower || f == FaultQuorumLoss) {
+		ev.Err = fmt.Sprintf("%s needs a follower; the cluster has one node", f)
+		return ev
+	}
 	hold := n.sched.jitter(n.cfg.Hold)
 	var errs []error
 	try := func(err error) {

@@ -211,6 +211,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-wlDone
 	resolveTimer.Stop()
 	stopResolve()
+	if ctx.Err() != nil {
+		stopMon()
+		bg.Wait()
+		return nil, fmt.Errorf("chaos: interrupted after %v: %w", time.Since(start).Round(time.Second), ctx.Err())
+	}
 
 	// Settle: the cluster whole, every node caught up, nothing parked.
 	settleCtx, cancel := context.WithTimeout(ctx, cfg.ResolveTimeout)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/txid"
 )
 
 // WorkloadConfig describes the clients of a run. Zero values mean "use the default".
@@ -255,26 +256,35 @@ func (w *workload) read(ctx context.Context, c *api.Client, client int, key stri
 // the outcome or RetryFor has passed.
 func (w *workload) write(ctx context.Context, c *api.Client, client int, seq int64, kind OpKind, key string, ifVersion uint64, ack string) {
 	value := int64(client+1)<<40 | seq
-	op := w.hist.Add(&Op{
-		Client: client, Kind: kind, Key: key, Value: value, Ack: ack,
-		IdempotencyKey: fmt.Sprintf("%s-%d-%d", w.runID, client, seq),
-		Start:          time.Now(),
-	})
-	w.ops.Add(1)
+	idemKey := fmt.Sprintf("%s-%d-%d", w.runID, client, seq)
 	apiOp := api.Op{Op: api.OpPut, Key: key, Value: json.RawMessage(strconv.FormatInt(value, 10))}
 	if kind == OpCAS {
-		op.IfVersion = ifVersion
 		apiOp.IfVersion = &ifVersion
+	} else {
+		ifVersion = 0
 	}
-	tx := api.TxRequest{IdempotencyKey: op.IdempotencyKey, Ops: []api.Op{apiOp}}
-	giveUp := op.Start.Add(w.cfg.RetryFor)
+	start := time.Now()
+	op := w.hist.Add(&Op{
+		Client: client, Kind: kind, Key: key, Value: value, IfVersion: ifVersion, Ack: ack,
+		IdempotencyKey: idemKey, Start: start,
+	})
+	w.ops.Add(1)
+	tx := api.TxRequest{IdempotencyKey: idemKey, Ops: []api.Op{apiOp}}
+	giveUp := start.Add(w.cfg.RetryFor)
 	for attempt := 0; ; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, w.cfg.SubmitTimeout)
 		res, err := c.Submit(sctx, tx, api.SubmitOptions{Ack: ack, Timeout: serverTimeout})
 		cancel()
 		now := time.Now()
 		if err == nil {
-			w.hist.Update(op, func(op *Op) { w.settle(op, res, now, attempt) })
+			var pending bool
+			w.hist.Update(op, func(op *Op) { pending = settle(op, res, now, attempt) })
+			if pending {
+				select {
+				case w.pending <- op:
+				default: // the queue is full: the final phase resolves it
+				}
+			}
 			return
 		}
 		badRequest := isBadInput(err)
@@ -319,8 +329,9 @@ func isBadInput(err error) bool {
 	return false
 }
 
-// settle records a write's answer; called under the history's lock.
-func (w *workload) settle(op *Op, res api.TxResult, now time.Time, attempt int) {
+// settle records a write's answer; called under the history's lock. It
+// reports whether the answer was 202, which leaves the outcome to resolve.
+func settle(op *Op, res api.TxResult, now time.Time, attempt int) (pending bool) {
 	op.Retries = attempt
 	if attempt == 0 {
 		op.Answered = now
@@ -341,11 +352,9 @@ func (w *workload) settle(op *Op, res api.TxResult, now time.Time, attempt int) 
 		op.End = now
 	case api.StatusPending:
 		op.Accepted = true
-		select {
-		case w.pending <- op:
-		default: // the queue is full: the final phase resolves it
-		}
+		return true
 	}
+	return false
 }
 
 // resultOf turns a TxResult about op into an OpResult.
@@ -368,10 +377,8 @@ func (w *workload) resolveLoop(ctx context.Context) {
 // resolve polls GET /v1/tx/{txid}?wait until op is committed or rejected, or
 // ctx ends.
 func (w *workload) resolve(ctx context.Context, c *api.Client, op *Op) bool {
-	var id = func() (r OpResult) {
-		w.hist.Update(op, func(op *Op) { r = op.Result })
-		return r
-	}().TxID
+	var id txid.ID
+	w.hist.Update(op, func(op *Op) { id = op.Result.TxID })
 	for ctx.Err() == nil {
 		res, err := c.Tx(ctx, id, resolveWait)
 		if err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected) {
