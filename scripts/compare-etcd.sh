@@ -61,7 +61,7 @@ echo "== machine"
 {
 	echo "cores: $(nproc)"
 	echo "memory: $(free -h | awk '/^Mem:/ {print $2}')"
-	echo "disk: $(df -h "$WORK" | awk 'NR==2 {print $1, $2}') ($(stat -f -c %T "$WORK"))"
+	echo "disk: $(df -h "$WORK" | awk 'NR==2 {print $1, $2}') ($(findmnt -n -o FSTYPE,OPTIONS -T "$WORK" 2>/dev/null || stat -f -c %T "$WORK"))"
 	echo "kernel: $(uname -r)"
 	echo "go: $(go version | awk '{print $3}')"
 	echo "etcd: $(etcd --version | awk '/etcd Version/ {print $3}')"
