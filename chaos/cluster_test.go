@@ -194,6 +194,37 @@ func TestClusterFixedPorts(t *testing.T) {
 	wantLeader(t, ctx, c, "n1")
 }
 
+func TestClusterNodeArgs(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	var mu sync.Mutex
+	seen := map[string]map[string]string{}
+	c := startFakeCluster(t, ctx, ClusterConfig{NodeArgs: func(id string, raftAddrs map[string]string) ([]string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[id] = raftAddrs
+		return []string{"--raft-dial=" + id}, nil
+	}})
+	for _, p := range c.Nodes() {
+		if got := len(seen[p.ID()]); got != 3 {
+			t.Fatalf("NodeArgs(%s) saw %d Raft addresses, want 3", p.ID(), got)
+		}
+		if seen[p.ID()]["n2"] != c.RaftAddr("n2") {
+			t.Fatalf("NodeArgs(%s) saw n2 at %s, want %s", p.ID(), seen[p.ID()]["n2"], c.RaftAddr("n2"))
+		}
+		if args := p.Args(); args[len(args)-1] != "--raft-dial="+p.ID() {
+			t.Fatalf("%s args %v, want NodeArgs' flag last", p.ID(), args)
+		}
+	}
+	wantLeader(t, ctx, c, "n1")
+
+	_, err := StartCluster(ctx, ClusterConfig{Bin: fakeBin, Dir: t.TempDir(), NodeArgs: func(string, map[string]string) ([]string, error) {
+		return nil, errors.New("no proxy")
+	}})
+	if err == nil || !strings.Contains(err.Error(), "no proxy") {
+		t.Fatalf("StartCluster() with a failing NodeArgs = %v", err)
+	}
+}
+
 func TestClusterStartFailure(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
 	dir := t.TempDir()

@@ -43,6 +43,8 @@ func main() {
 	raftAddr := fs.String("raft-addr", "127.0.0.1:7101", "Raft address")
 	cluster := fs.String("cluster", "", "id=addr,...")
 	fs.String("log-level", "info", "ignored")
+	fs.String("raft-dial", "", "ignored")
+	fs.String("redis-addr", "", "ignored")
 	fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("node", *id)
