@@ -6,6 +6,7 @@
 //	overwrite     write 4 KiB over the start of a file, then fdatasync
 //	bbolt         one bbolt transaction that puts a 300-byte value, committed
 //	raft-boltdb   one raft-boltdb StoreLogs of a 300-byte entry (a Raft append)
+//	raft-wal      the same append with hashicorp/raft-wal, for comparison
 //	tcp           one byte there and back over 127.0.0.1
 //	http          a 300-byte POST and its empty 200 over a keep-alive connection
 //
@@ -34,6 +35,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftwal "github.com/hashicorp/raft-wal"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -79,6 +81,7 @@ func run(dir string, n, rttN int, asJSON bool, w io.Writer) error {
 		{"overwrite", n, overwriteSync},
 		{"bbolt", n, boltCommit},
 		{"raft-boltdb", n, raftAppend},
+		{"raft-wal", n, raftWALAppend},
 		{"tcp", rttN, tcpRoundTrip},
 		{"http", rttN, httpRoundTrip},
 	}
@@ -191,6 +194,24 @@ func boltCommit(dir string, n int) ([]time.Duration, error) {
 // replication does on the leader and on every follower before it answers.
 func raftAppend(dir string, n int) ([]time.Duration, error) {
 	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	data := bytes.Repeat([]byte{'r'}, payloadBytes)
+	return timeEach(n, func(i int) error {
+		return store.StoreLogs([]*raft.Log{{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}})
+	})
+}
+
+// raftWALAppend is raftAppend with hashicorp/raft-wal, a segment-file log
+// store that appends with one write and one fdatasync.
+func raftWALAppend(dir string, n int) ([]time.Duration, error) {
+	walDir := filepath.Join(dir, "raft-wal")
+	if err := os.Mkdir(walDir, 0o755); err != nil {
+		return nil, err
+	}
+	store, err := raftwal.Open(walDir)
 	if err != nil {
 		return nil, err
 	}
