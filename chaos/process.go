@@ -252,10 +252,16 @@ func (p *Process) Kill() error {
 	return nil
 }
 
+// quitGrace is how long Stop waits after SIGQUIT before it sends SIGKILL: time
+// for a Go program to write its goroutines' stacks to its log.
+const quitGrace = 2 * time.Second
+
 // Stop sends SIGTERM (and SIGCONT, in case the process is paused) and waits for the
-// child to exit. When ctx ends first it sends SIGKILL, waits, and returns an error
-// saying so. An exit other than status 0 after SIGTERM is returned as an error too.
-// Stop is a no-op when the process is not running.
+// child to exit. When ctx ends first it sends SIGQUIT, which makes a Go program
+// such as txlogd print every goroutine's stack to its log and exit, so that the log
+// shows where the shutdown hung; after quitGrace it sends SIGKILL. It then returns
+// an error saying so. An exit other than status 0 after SIGTERM is returned as an
+// error too. Stop is a no-op when the process is not running.
 func (p *Process) Stop(ctx context.Context) error {
 	r := p.current()
 	if r == nil || r.exited() {
@@ -276,12 +282,20 @@ func (p *Process) Stop(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	if err := r.signal(syscall.SIGQUIT); err == nil {
+		t := time.NewTimer(quitGrace)
+		select {
+		case <-r.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	if err := r.signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("stop %s: SIGKILL: %w", p.cfg.ID, err)
 	}
 	<-r.done
 	p.log.Warn("process killed after SIGTERM", "pid", r.pid)
-	return fmt.Errorf("stop %s: no exit after SIGTERM, sent SIGKILL: %w", p.cfg.ID, context.Cause(ctx))
+	return fmt.Errorf("stop %s: no exit after SIGTERM, sent SIGQUIT (stacks in %s) and SIGKILL: %w", p.cfg.ID, p.LogPath(), context.Cause(ctx))
 }
 
 // Pause stops the process with SIGSTOP: it keeps its sockets and memory but runs no
