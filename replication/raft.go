@@ -104,8 +104,14 @@ func open(cfg Config, sm machine) (*Raft, error) {
 		logger.Info("cluster bootstrapped", "servers", len(c.Bootstrap))
 	}
 
+	// The cache serves the entries just appended when they are sent to the
+	// followers, instead of reading them back from bbolt and decoding them.
+	cached, err := raft.NewLogCache(logCacheSize(c), logs)
+	if err != nil {
+		return fail(fmt.Errorf("log cache: %w", err))
+	}
 	f := newFSM(sm, c.Fatal)
-	rn, err := raft.NewRaft(rc, f, logs, logs, snaps, trans)
+	rn, err := raft.NewRaft(rc, f, cached, logs, snaps, trans)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
 	}
@@ -128,6 +134,10 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	logger.Info("raft started", "addr", string(trans.LocalAddr()), "existing_state", hasState)
 	return r, nil
 }
+
+// logCacheSize is the number of recent entries the log cache holds: a few
+// AppendEntries batches' worth.
+func logCacheSize(c Config) int { return max(4*c.MaxAppendEntries, 1024) }
 
 func newTransport(c Config, hlog *hclogger) (*raft.NetworkTransport, error) {
 	var advertise net.Addr
