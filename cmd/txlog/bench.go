@@ -83,7 +83,7 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	cmd.IntVar(&b.clients, "clients", 16, "concurrent clients, each with one request in flight")
 	cmd.DurationVar(&b.duration, "duration", 10*time.Second, "how long to measure (after --warmup)")
 	cmd.DurationVar(&b.warmup, "warmup", 0, "how long to run before measuring")
-	cmd.Int64Var(&n, "n", 0, "stop after this many transactions instead of after --duration")
+	cmd.Int64Var(&n, "n", 0, "stop after this many transactions (whole batches) instead of after --duration")
 	cmd.IntVar(&b.valueSize, "value-size", 256, "bytes of each value as stored: a JSON string, quotes included (at least 2)")
 	cmd.IntVar(&b.opsPerTx, "ops-per-tx", 1, "puts per transaction")
 	cmd.StringVar(&b.ack, "ack", api.AckQuorum, "acknowledgement level: quorum, all or accepted")
