@@ -179,10 +179,7 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 		wasSent[i] = p.sent
 		p.sent = true // the request may reach the leader whatever comes back
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		opts.Timeout = time.Until(dl)
-	}
-	results, err := n.client.ProposeTo(ctx, base, frames, opts)
+	results, err := n.forward(ctx, base, frames, opts)
 	if err != nil {
 		if errors.Is(err, api.ErrNotLeader) {
 			for i, p := range ps {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/txlog/txlog/node"
@@ -21,7 +22,16 @@ func main() {
 	}
 }
 
+// gcPercent is the GC target txlogd runs with unless GOGC is set: its heap is
+// small and short-lived garbage per request is large, so trading some memory for
+// fewer collections pays (about 12% more throughput at 16 clients, see
+// docs/performance.md).
+const gcPercent = 400
+
 func run(args []string) error {
+	if _, ok := os.LookupEnv("GOGC"); !ok {
+		debug.SetGCPercent(gcPercent)
+	}
 	cfg, err := node.ParseConfig(args, os.LookupEnv)
 	if err != nil {
 		return err
