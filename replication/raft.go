@@ -139,6 +139,9 @@ func open(cfg Config, sm machine) (*Raft, error) {
 // AppendEntries batches' worth.
 func logCacheSize(c Config) int { return max(4*c.MaxAppendEntries, 1024) }
 
+// shutdownTimeout bounds Close's wait for raft's goroutines.
+const shutdownTimeout = 10 * time.Second
+
 func newTransport(c Config, hlog *hclogger) (*raft.NetworkTransport, error) {
 	var advertise net.Addr
 	if c.AdvertiseAddr != "" {
@@ -152,6 +155,11 @@ func newTransport(c Config, hlog *hclogger) (*raft.NetworkTransport, error) {
 		Logger:  hlog,
 		MaxPool: transportMaxPool,
 		Timeout: transportTimeout,
+		// 1 turns off hashicorp/raft's pipelined replication. Its own docs say
+		// pipelining gains little with batching (raft PR #541), and its
+		// netPipeline can deadlock when the decoder stops on a newer term (the
+		// chaos verifier caught a graceful shutdown hanging in it).
+		MaxRPCsInFlight: 1,
 	}
 	if c.AddressProvider != nil {
 		tc.ServerAddressProvider = addressProvider(c.AddressProvider)
@@ -208,7 +216,20 @@ func (r *Raft) Close() error {
 		close(r.done) // under mu: startBarrier adds to wg only before this
 		r.mu.Unlock()
 		r.raft.DeregisterObserver(r.obs)
-		err := r.raft.Shutdown().Error() // waits for raft's goroutines, closes the transport
+		// Shutdown waits for raft's goroutines and closes the transport. Bound the
+		// wait: should a raft goroutine never return, the process must still stop
+		// (the caller exits); the log and the store stay consistent, because the
+		// raft log's bbolt commits are atomic.
+		errc := make(chan error, 1)
+		go func() { errc <- r.raft.Shutdown().Error() }()
+		var err error
+		select {
+		case err = <-errc:
+		case <-time.After(shutdownTimeout):
+			r.logger.Error("raft shutdown hangs; giving up on it", "after", shutdownTimeout)
+			r.closeErr = fmt.Errorf("raft shutdown: %w after %v", ErrTimeout, shutdownTimeout)
+			return
+		}
 		r.wg.Wait()
 		if cerr := r.logs.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("close raft log: %w", cerr))

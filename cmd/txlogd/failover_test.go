@@ -206,21 +206,7 @@ func TestFailoverLosesNothing(t *testing.T) {
 	}
 
 	// 2. Quorum loss: stop two nodes; the survivor keeps answering 202.
-	leader := newLeader("restarts")
-	var survivor string
-	var down []string
-	for _, p := range c.Nodes() {
-		if p.ID() != leader && survivor == "" {
-			survivor = p.ID()
-			continue
-		}
-		down = append(down, p.ID())
-	}
-	for _, id := range down {
-		if err := c.Kill(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	survivor, down := loseQuorum(t, c, newLeader("restarts"))
 	before := len(l.snapshot())
 	survivorClient := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
 	var parkedOnSurvivor []txid.ID
@@ -257,20 +243,7 @@ func TestFailoverLosesNothing(t *testing.T) {
 	// The leader and one follower die with Redis down, so the survivor can only
 	// park in its WAL; when they come back, the survivor replays it.
 	redis.Stop()
-	leader = newLeader("survivor back")
-	survivor, down = "", nil
-	for _, p := range c.Nodes() {
-		if p.ID() != leader && survivor == "" {
-			survivor = p.ID()
-			continue
-		}
-		down = append(down, p.ID())
-	}
-	for _, id := range down {
-		if err := c.Kill(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	survivor, down = loseQuorum(t, c, newLeader("survivor back"))
 	survivorClient = api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
 	var parkedNoRedis []txid.ID
 	for i := range 10 {
@@ -343,17 +316,7 @@ func TestIntakeWALModes(t *testing.T) {
 			if res := put(cl, "with-leader", 5*time.Second); res.Status != api.StatusCommitted {
 				t.Fatalf("with a leader: %+v, want committed", res)
 			}
-			leader := mustLeaderID(ctx, t, c)
-			var survivor string
-			for _, p := range c.Nodes() {
-				if p.ID() == leader || survivor != "" {
-					if err := c.Kill(p.ID()); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				survivor = p.ID()
-			}
+			survivor, _ := loseQuorum(t, c, mustLeaderID(ctx, t, c))
 			sc := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
 			var parked []txid.ID
 			for i := range 5 {
@@ -385,6 +348,25 @@ func TestIntakeWALModes(t *testing.T) {
 	}
 }
 
+// loseQuorum kills every node but one follower of leader, and returns that
+// survivor and the killed nodes.
+func loseQuorum(t *testing.T, c *chaos.Cluster, leader string) (survivor string, down []string) {
+	t.Helper()
+	for _, p := range c.Nodes() {
+		if p.ID() != leader && survivor == "" {
+			survivor = p.ID()
+			continue
+		}
+		down = append(down, p.ID())
+	}
+	for _, id := range down {
+		if err := c.Kill(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return survivor, down
+}
+
 func mustLeaderID(ctx context.Context, t *testing.T, c *chaos.Cluster) string {
 	t.Helper()
 	id, err := c.Leader(ctx)
@@ -402,21 +384,7 @@ func TestOverloaded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := startClusterWith(t, fmt.Sprintf("--max-unresolved=%d", limit))
-	leader := mustLeaderID(ctx, t, c)
-	var survivor string
-	var down []string
-	for _, p := range c.Nodes() {
-		if p.ID() != leader && survivor == "" {
-			survivor = p.ID()
-			continue
-		}
-		down = append(down, p.ID())
-	}
-	for _, id := range down {
-		if err := c.Kill(id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	survivor, down := loseQuorum(t, c, mustLeaderID(ctx, t, c))
 	sc := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}, Timeout: 2 * time.Second})
 	submit := func(i int) (api.TxResult, error) {
 		return sc.Submit(ctx, api.TxRequest{IdempotencyKey: fmt.Sprintf("ov-%d", i), Ops: []api.Op{{Op: "put", Key: "ov", Value: json.RawMessage(fmt.Sprint(i))}}}, api.SubmitOptions{Timeout: 200 * time.Millisecond, Ack: api.AckAccepted})
