@@ -75,7 +75,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open txid generator: %w", err)
 	}
-	n.db, err = store.Open(filepath.Join(cfg.DataDir, "state.db"), store.Config{Logger: cfg.Logger})
+	n.db, err = openStore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -235,7 +235,7 @@ func (n *Node) closeParts() error {
 		}
 	}
 	if n.db != nil {
-		if err := n.db.Close(); err != nil {
+		if err := closeStore(n.db, n.cfg); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 	}

@@ -24,9 +24,12 @@ const (
 type Config struct {
 	// Logger receives the store's logs; nil discards them.
 	Logger *slog.Logger
-	// NoSync turns off the fsync of each bbolt commit. For tests only: after a
-	// machine crash the database may lose applied entries or be corrupt.
-	// Default false.
+	// NoSync turns off the fsync of each bbolt commit. A process crash loses
+	// nothing (the page cache keeps every completed commit), but after a machine
+	// crash the database may lose applied entries or be torn: use it only with a
+	// recovery rule that then throws the file away and rebuilds the state from
+	// the Raft snapshot and log, as node does (see docs/durability.md). Call Sync
+	// before Close to make a clean stop durable. Default false.
 	NoSync bool
 	// LockTimeout is how long Open and Restore wait for the database file's lock,
 	// which another process may hold. Default DefaultLockTimeout (5s).
@@ -162,6 +165,20 @@ func (db *DB) Close() error {
 	}
 	if err := b.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", db.path, err)
+	}
+	return nil
+}
+
+// Sync flushes the database file to disk (fdatasync): with NoSync, everything
+// committed before the call is then durable.
+func (db *DB) Sync() error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	if err := db.bolt.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", db.path, err)
 	}
 	return nil
 }

@@ -303,7 +303,11 @@ func TestIntakeWALModes(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			c := startClusterWith(t, "--intake-wal="+mode)
+			args := []string{"--intake-wal=" + mode}
+			if mode == "sync" {
+				args = append(args, "--store-fsync=true") // the fsync-everything configuration
+			}
+			c := startClusterWith(t, args...)
 			cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
 			put := func(cl *api.Client, key string, timeout time.Duration) api.TxResult {
 				t.Helper()
