@@ -107,6 +107,7 @@ func Open(cfg Config) (*Node, error) {
 		Bootstrap:       bootstrap,
 		Logger:          cfg.Logger,
 		AddressProvider: dialer(cfg.RaftDial),
+		LogStore:        cfg.RaftLog,
 	}, n.db)
 	if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)

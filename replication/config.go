@@ -91,6 +91,10 @@ type Config struct {
 	// apply a committed entry. After it the Raft applies nothing more, so the node
 	// must stop rather than diverge. Default: log at Error and panic.
 	Fatal func(error)
+	// LogStore picks the Raft log and stable store: LogStoreBolt (raft-boltdb,
+	// the default) or LogStoreWAL (hashicorp/raft-wal: one fdatasync per append
+	// instead of a bbolt commit's two). A Dir keeps the kind it was created with.
+	LogStore string
 	// AddressProvider maps a server ID to the address to dial, overriding the
 	// address in the Raft configuration (for example to route through a
 	// fault-injecting proxy). Default: dial the configured address.
@@ -139,6 +143,11 @@ func (c Config) Validate() error {
 	}
 	if c.Dir == "" {
 		bad("Dir is required")
+	}
+	switch c.LogStore {
+	case "", LogStoreBolt, LogStoreWAL:
+	default:
+		bad("LogStore %q: want %q or %q", c.LogStore, LogStoreBolt, LogStoreWAL)
 	}
 	if c.BindAddr == "" {
 		bad("BindAddr is required")

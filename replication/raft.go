@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftwal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -35,7 +37,7 @@ type Raft struct {
 	addr   string // advertised Raft address
 	raft   *raft.Raft
 	fsm    *fsm
-	logs   *raftboltdb.BoltStore
+	logs   logStore
 	obs    *raft.Observer
 	feed   *feed
 	logger *slog.Logger
@@ -69,12 +71,9 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open raft dir: %w", err)
 	}
-	boltOpts := *bolt.DefaultOptions
-	boltOpts.Timeout = openTimeout
-	logPath := filepath.Join(c.Dir, "raft.db")
-	logs, err := raftboltdb.New(raftboltdb.Options{Path: logPath, NoSync: c.NoSync, BoltOptions: &boltOpts})
+	logs, err := openLogStore(c, hlog)
 	if err != nil {
-		return nil, fmt.Errorf("open raft log %s: %w", logPath, err)
+		return nil, err
 	}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(c.Dir, snapshotsRetained, hlog)
 	if err != nil {
@@ -133,6 +132,67 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	r.wg.Go(func() { r.watch(obs) })
 	logger.Info("raft started", "addr", string(trans.LocalAddr()), "existing_state", hasState)
 	return r, nil
+}
+
+// logStore is the Raft log and stable store: raft-boltdb or raft-wal.
+type logStore interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
+}
+
+// Log store kinds (Config.LogStore).
+const (
+	LogStoreBolt = "boltdb"
+	LogStoreWAL  = "wal"
+)
+
+// openLogStore opens the configured log store in c.Dir: raft.db for raft-boltdb
+// (fsync on every append unless NoSync), wal/ for hashicorp/raft-wal (one
+// fdatasync per append; it has no NoSync).
+func openLogStore(c Config, hlog *hclogger) (logStore, error) {
+	// A Dir made with one kind must not be opened with the other: the empty
+	// store would look like a new server, and a static bootstrap would run again.
+	_, boltErr := os.Stat(filepath.Join(c.Dir, "raft.db"))
+	_, walErr := os.Stat(filepath.Join(c.Dir, "wal"))
+	if c.LogStore == LogStoreWAL && boltErr == nil || c.LogStore != LogStoreWAL && walErr == nil {
+		return nil, fmt.Errorf("open raft log in %s: it holds the other log store kind than %q", c.Dir, c.LogStore)
+	}
+	switch c.LogStore {
+	case LogStoreWAL:
+		dir := filepath.Join(c.Dir, "wal")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("open raft log %s: %w", dir, err)
+		}
+		// raft-wal's Close leaves its meta store open (v0.4.0): own it, so a
+		// reopen in the same process does not wait for bbolt's file lock forever.
+		meta := &metadb.BoltMetaDB{}
+		w, err := raftwal.Open(dir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta))
+		if err != nil {
+			meta.Close()
+			return nil, fmt.Errorf("open raft log %s: %w", dir, err)
+		}
+		return walStore{WAL: w, meta: meta}, nil
+	default:
+		boltOpts := *bolt.DefaultOptions
+		boltOpts.Timeout = openTimeout
+		path := filepath.Join(c.Dir, "raft.db")
+		b, err := raftboltdb.New(raftboltdb.Options{Path: path, NoSync: c.NoSync, BoltOptions: &boltOpts})
+		if err != nil {
+			return nil, fmt.Errorf("open raft log %s: %w", path, err)
+		}
+		return b, nil
+	}
+}
+
+// walStore is raft-wal with the meta store it does not close itself.
+type walStore struct {
+	*raftwal.WAL
+	meta *metadb.BoltMetaDB
+}
+
+func (w walStore) Close() error {
+	return errors.Join(w.WAL.Close(), w.meta.Close())
 }
 
 // logCacheSize is the number of recent entries the log cache holds: a few
