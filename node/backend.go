@@ -55,7 +55,8 @@ func decodeFrame(f []byte) (*pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pending{kind: c.Kind, payload: c.Payload}
+	// The forwarding node may have sent this frame before: look it up first.
+	p := &pending{kind: c.Kind, payload: c.Payload, sent: true}
 	switch c.Kind {
 	case store.KindTx:
 		tx, err := store.DecodeTx(c.Payload)

@@ -133,8 +133,9 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 	var todo []*pending
 	for _, p := range ps {
-		if p.id != 0 {
+		if p.id != 0 && p.sent {
 			// Already in the log (an earlier, ambiguous attempt that did commit)?
+			// A transaction never proposed before cannot be; skip the read.
 			if o, err := n.db.Tx(p.id); err == nil {
 				p.resolve(n.result(o, false), nil)
 				continue

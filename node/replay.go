@@ -36,16 +36,22 @@ func sortByID(es []*intakeEntry) {
 // already committed (through Redis, or an earlier attempt) harmless: its original
 // outcome comes back and no second entry is written.
 func (n *Node) replayLoop() {
-	t := time.NewTicker(replayInterval)
+	n.every(replayInterval, n.intake.kick, n.replayOnce)
+}
+
+// every runs once on each tick of interval and each signal on kick (nil: none),
+// again at once while once reports a full batch, until the node stops.
+func (n *Node) every(interval time.Duration, kick <-chan struct{}, once func() bool) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
-		case <-n.intake.kick:
+		case <-kick:
 		}
-		for n.replayOnce() {
+		for once() {
 		}
 	}
 }
@@ -92,17 +98,7 @@ func (n *Node) replayOnce() bool {
 // its commit. Entries a leader claimed and did not acknowledge before dying are
 // claimed again after parking.Config.ClaimIdle.
 func (n *Node) drainLoop() {
-	t := time.NewTicker(drainInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-		}
-		for n.raft.IsLeader() && n.drainOnce() {
-		}
-	}
+	n.every(drainInterval, nil, func() bool { return n.raft.IsLeader() && n.drainOnce() })
 }
 
 // drainOnce proposes one batch of Redis entries; it reports whether the batch was
