@@ -328,6 +328,39 @@ func TestRestartKeepsState(t *testing.T) {
 	})
 }
 
+// A node whose state machine kept its state across the restart (at or past the
+// latest snapshot) must not restore the snapshot over it: at scale that copy is
+// most of a restart. It replays only the entries after its applied index.
+func TestRestartSkipsSnapshotRestore(t *testing.T) {
+	nodes := newCluster(t, 3, nil)
+	l := leader(t, nodes)
+	var want []string
+	var index uint64
+	for i := range 10 {
+		d := fmt.Sprintf("k%d", i)
+		index = apply(t, l, d)
+		want = append(want, d)
+	}
+	waitApplied(t, nodes, index)
+	f := followers(nodes, l)[0]
+	if err := f.r.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	index = apply(t, l, "after-snapshot")
+	want = append(want, "after-snapshot")
+	waitApplied(t, nodes, index)
+	f.stop(t)
+
+	index = apply(t, l, "while-down")
+	want = append(want, "while-down")
+	f.resume(t)
+	waitApplied(t, nodes, index)
+	if _, restores := f.sm.stats(); restores != 0 {
+		t.Errorf("restart with a current state machine restored %d snapshots, want 0", restores)
+	}
+	sameData(t, nodes, want)
+}
+
 func TestApplyManyKeepsOrder(t *testing.T) {
 	nodes := newCluster(t, 3, nil)
 	l := leader(t, nodes)

@@ -180,6 +180,13 @@ func testConfig(t *testing.T, id, addr string) Config {
 func (n *testNode) start(t *testing.T) {
 	t.Helper()
 	n.sm = &fakeMachine{}
+	n.resume(t)
+}
+
+// resume starts n's Raft again with the state machine it had, as a node whose
+// store persisted its state does.
+func (n *testNode) resume(t *testing.T) {
+	t.Helper()
 	r, err := open(n.cfg, n.sm)
 	if err != nil {
 		t.Fatalf("open %s: %v", n.cfg.ID, err)
