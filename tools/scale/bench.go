@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// benchResult holds the fields of `txlog bench --json` (cmd/txlog/bench.go,
+// benchResult) that scale keeps.
+type benchResult struct {
+	Clients   int              `json:"clients"`
+	Batch     int              `json:"batch"`
+	Seconds   float64          `json:"seconds"` // the measured window
+	Requests  int64            `json:"requests"`
+	Txs       int64            `json:"txs"` // answered with 200, 202 or 409 in the window
+	TxPerSec  float64          `json:"tx_per_sec"`
+	Latency   latency          `json:"latency_ms"`
+	Errors    map[string]int64 `json:"errors"`
+	ClientCPU float64          `json:"client_cpu_cores"`
+}
+
+// latency is a latency summary in milliseconds.
+type latency struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// errorCount returns the number of failed requests and transactions.
+func (r benchResult) errorCount() int64 {
+	var n int64
+	for _, c := range r.Errors {
+		n += c
+	}
+	return n
+}
+
+// benchStopGrace is how long a bench gets after SIGINT before it is killed.
+const benchStopGrace = 5 * time.Second
+
+// benchCommand returns `txlog bench` against targets with the given flags, with
+// --json and without progress lines. When ctx ends, the bench gets SIGINT.
+func benchCommand(ctx context.Context, txlog string, targets []string, flags ...string) *exec.Cmd {
+	args := append([]string{"bench", "--targets", strings.Join(targets, ","), "--progress", "0", "--json"}, flags...)
+	cmd := exec.CommandContext(ctx, txlog, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = benchStopGrace
+	cmd.SysProcAttr = sysProcAttr()
+	return cmd
+}
+
+// runBench runs `txlog bench` to the end and returns its summary.
+func runBench(ctx context.Context, txlog string, targets []string, flags ...string) (benchResult, error) {
+	cmd := benchCommand(ctx, txlog, targets, flags...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return benchResult{}, fmt.Errorf("txlog bench %s: %w: %s", strings.Join(flags, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	var r benchResult
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		return benchResult{}, fmt.Errorf("txlog bench %s: decode its summary: %w", strings.Join(flags, " "), err)
+	}
+	return r, nil
+}
+
+// measureFlags are the bench flags of a measurement run.
+func measureFlags(clients int, warmup, d time.Duration) []string {
+	return []string{"--clients", strconv.Itoa(clients), "--warmup", warmup.String(), "--duration", d.String()}
+}
+
+// fillFlags are the bench flags of a run that adds n transactions in batches.
+// bench counts --n in transactions, whole batches only, so n is rounded up to
+// a multiple of batch.
+func fillFlags(clients, batch int, n int64) []string {
+	b := int64(batch)
+	n = (n + b - 1) / b * b
+	return []string{"--clients", strconv.Itoa(clients), "--batch", strconv.Itoa(batch), "--n", strconv.FormatInt(n, 10)}
+}

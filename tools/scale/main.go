@@ -1,0 +1,262 @@
+// Command scale measures how txlog behaves as its log grows (issue 5): it
+// starts a fresh three-node cluster of txlogd processes and, at every
+// checkpoint of log size from 0 to --total in steps of --step, measures
+//
+//   - throughput and latency: a closed-loop `txlog bench` of --clients
+//     single-transaction clients over all three nodes, for --measure;
+//   - the nodes' CPU over that run, from /proc/PID/stat;
+//   - each node's resident memory (VmRSS, and its peak VmHWM) after it;
+//   - each node's data dir, by entry: the store (state.db), the Raft log
+//     (raft/raft.db or raft/wal), the snapshots (raft/snapshots) and the
+//     intake WAL (wal);
+//   - the leader's commit index, which is the log size: one Raft entry per
+//     transaction, plus a few configuration and no-op entries.
+//
+// Between checkpoints it grows the log with batched `txlog bench --n` runs,
+// counting what is in the log (the commit index), not what it asked for. At
+// --total it restarts nodes and times how long each takes to catch up: a
+// follower stopped with SIGTERM, a follower killed with SIGKILL, and the
+// leader killed with SIGKILL (also timing how soon a new leader answers).
+//
+// Usage:
+//
+//	scale --txlogd BIN --txlog BIN [--total 1000000] [--step 100000]
+//	      [--measure 10s] [--json FILE] [--svg FILE] [-- TXLOGD-FLAGS...]
+//
+// The table goes to stdout as the run goes; --json writes every sample (after
+// each checkpoint, so an interrupted run keeps what it measured) and --svg a
+// plot of throughput, p99 and RSS against log size. scripts/scale.sh builds
+// the binaries and runs it; by hand, build it with (cd tools/scale && go build)
+// (a module of its own, see go.mod). Without --txlogd or --txlog it builds
+// them with the go command, which needs the txlog source tree as working
+// directory.
+//
+// It reads /proc, so it runs on Linux only. The load generator shares the
+// machine with the nodes; see docs/performance.md for what that means.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal the default handling comes back, so a second
+	// Ctrl-C ends scale at once (its nodes die with it, see chaos).
+	context.AfterFunc(ctx, stop)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scale:", err)
+		os.Exit(1)
+	}
+}
+
+// config is what the command line asks for.
+type config struct {
+	txlogd, txlog  string
+	dir            string // "" makes a temporary one
+	keep           bool   // keep a temporary dir
+	total, step    int64  // log sizes, in transactions
+	clients        int    // clients of a measurement run
+	measure        time.Duration
+	warmup         time.Duration
+	fillClients    int
+	fillBatch      int
+	restartLoad    int           // clients of background load during restarts; 0 none
+	catchUpTimeout time.Duration // bound on each wait for catching up or a leader
+	jsonPath       string
+	svgPath        string
+	txlogdArgs     []string
+}
+
+// parseFlags parses the command line; txlogd flags follow "--".
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.txlogd, "txlogd", "", "txlogd binary (default: built with go into the run's directory)")
+	fs.StringVar(&c.txlog, "txlog", "", "txlog binary, for txlog bench (default: built like --txlogd)")
+	fs.StringVar(&c.dir, "dir", "", "directory for the cluster, which must be empty or missing, and is kept (default: a new temporary one, removed at the end)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory")
+	fs.Int64Var(&c.total, "total", 1_000_000, "log size to grow to, in transactions")
+	fs.Int64Var(&c.step, "step", 100_000, "transactions between checkpoints")
+	fs.IntVar(&c.clients, "clients", 64, "clients of each measurement run")
+	fs.DurationVar(&c.measure, "measure", 10*time.Second, "measured time of each measurement run")
+	fs.DurationVar(&c.warmup, "warmup", time.Second, "warm-up of each measurement run")
+	fs.IntVar(&c.fillClients, "fill-clients", 16, "clients of the runs that grow the log")
+	fs.IntVar(&c.fillBatch, "fill-batch", 100, "transactions per request of the runs that grow the log")
+	fs.IntVar(&c.restartLoad, "restart-load", 0, "clients of light load on the other nodes during each restart; 0 for none")
+	fs.DurationVar(&c.catchUpTimeout, "catch-up-timeout", 5*time.Minute, "bound on each wait for a node to catch up or for a leader")
+	fs.StringVar(&c.jsonPath, "json", "", "write every sample as JSON to this file")
+	fs.StringVar(&c.svgPath, "svg", "", "write a plot of throughput, p99 and RSS against log size to this SVG file")
+	own := args
+	if i := slices.Index(args, "--"); i >= 0 {
+		own, c.txlogdArgs = args[:i], args[i+1:]
+	}
+	if err := fs.Parse(own); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q (txlogd flags go after --)", fs.Args())
+	}
+	return c, c.validate()
+}
+
+// validate reports every flag that is out of range.
+func (c config) validate() error {
+	var errs []error
+	if c.total < 0 {
+		errs = append(errs, fmt.Errorf("--total %d: must not be negative", c.total))
+	}
+	if c.step < 1 {
+		errs = append(errs, fmt.Errorf("--step %d: want at least 1", c.step))
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"clients", c.clients}, {"fill-clients", c.fillClients}, {"fill-batch", c.fillBatch}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("--%s %d: want at least 1", f.name, f.v))
+		}
+	}
+	if c.restartLoad < 0 {
+		errs = append(errs, fmt.Errorf("--restart-load %d: must not be negative", c.restartLoad))
+	}
+	if c.measure <= 0 {
+		errs = append(errs, fmt.Errorf("--measure %v: want more than 0", c.measure))
+	}
+	if c.warmup < 0 {
+		errs = append(errs, fmt.Errorf("--warmup %v: must not be negative", c.warmup))
+	}
+	if c.catchUpTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--catch-up-timeout %v: want more than 0", c.catchUpTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// checkpointTargets returns the log sizes to measure at: 0, step, 2·step, ...
+// and total, which ends the list even when step does not divide it.
+func checkpointTargets(total, step int64) []int64 {
+	var ts []int64
+	for t := int64(0); t < total; t += step {
+		ts = append(ts, t)
+	}
+	return append(ts, total)
+}
+
+// loadAvg returns the first three fields of /proc/loadavg, or "".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	dir, cleanup, err := workDir(cfg.dir, cfg.keep, stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	if cfg.txlogd, cfg.txlog, err = binaries(ctx, cfg.txlogd, cfg.txlog, dir, stderr); err != nil {
+		return err
+	}
+
+	s, err := startScaler(ctx, cfg, dir, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, s.close(ctx)) }()
+
+	rep := &report{
+		Started: time.Now().UTC(),
+		Settings: settings{
+			Total: cfg.total, Step: cfg.step, Clients: cfg.clients,
+			Measure: cfg.measure.String(), Warmup: cfg.warmup.String(),
+			FillClients: cfg.fillClients, FillBatch: cfg.fillBatch, RestartLoad: cfg.restartLoad,
+			TxlogdArgs: cfg.txlogdArgs, Cores: runtime.NumCPU(), LoadAvgStart: loadAvg(),
+		},
+	}
+	save := func() error {
+		rep.Settings.LoadAvgEnd = loadAvg()
+		if cfg.jsonPath != "" {
+			if err := writeJSON(cfg.jsonPath, rep); err != nil {
+				return err
+			}
+		}
+		if cfg.svgPath != "" {
+			f, err := os.Create(cfg.svgPath)
+			if err != nil {
+				return err
+			}
+			err = writeSVG(f, rep.Checkpoints)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("write %s: %w", cfg.svgPath, err)
+			}
+		}
+		return nil
+	}
+
+	if err := s.checkpoints(ctx, rep, save); err != nil {
+		return errors.Join(err, save())
+	}
+	rep.Restarts = s.restarts(ctx)
+	fmt.Fprintln(stdout)
+	printRestarts(stdout, rep.Restarts)
+	fmt.Fprintln(stdout)
+	printVerdict(stdout, rep)
+	return save()
+}
+
+// workDir returns the directory of the run and a function that removes it
+// when it is a temporary one that is not to be kept.
+func workDir(dir string, keep bool, stderr io.Writer) (string, func(), error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, err
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return "", nil, err
+		}
+		if len(ents) > 0 {
+			return "", nil, fmt.Errorf("--dir %s: not empty; the run needs a fresh cluster", dir)
+		}
+		return dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "txlog-scale-")
+	if err != nil {
+		return "", nil, err
+	}
+	if keep {
+		return dir, func() { fmt.Fprintf(stderr, "scale: kept %s\n", dir) }, nil
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
