@@ -61,8 +61,9 @@ type Config struct {
 	// an ack=accepted flood or a long outage cannot grow the backlog without
 	// bound. Default 100,000.
 	MaxUnresolved int
-	// RaftLog is the Raft log store: "boltdb" (raft-boltdb, default) or "wal"
-	// (hashicorp/raft-wal). A data directory keeps the kind it was created with.
+	// RaftLog is the Raft log store: "wal" (hashicorp/raft-wal) or "boltdb"
+	// (raft-boltdb). A data directory keeps the kind it was created with.
+	// Default "": the data directory's kind, "wal" for a new one.
 	RaftLog string
 	// StoreFsync makes the state machine fsync every applied batch. Default
 	// false: the Raft log, fsynced before any answer, is the durability point,
@@ -128,9 +129,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.RaftLog == "" {
-		c.RaftLog = "boltdb"
 	}
 	if c.BootIDFile == "" {
 		c.BootIDFile = DefaultBootIDFile
@@ -220,7 +218,7 @@ func (c Config) Validate() error {
 		}
 	}
 	switch c.RaftLog {
-	case "boltdb", "wal":
+	case "", "boltdb", "wal":
 	default:
 		errs = append(errs, fmt.Errorf("raft-log %q: want boltdb or wal", c.RaftLog))
 	}
@@ -287,7 +285,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
 	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
 	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
-	fs.StringVar(&c.RaftLog, "raft-log", "boltdb", "raft log store: boltdb (raft-boltdb) or wal (hashicorp/raft-wal); a data dir keeps its kind")
+	fs.StringVar(&c.RaftLog, "raft-log", "", "raft log store: wal (hashicorp/raft-wal) or boltdb (raft-boltdb); default: the data dir's kind, wal for a new one")
 	fs.BoolVar(&c.StoreFsync, "store-fsync", false, "fsync the state machine on every applied batch (default false: the raft log is the durability point; the store is rebuilt from it after a machine crash)")
 	fs.StringVar(&c.BootIDFile, "boot-id-file", DefaultBootIDFile, "file with the current boot's ID (for --store-fsync=false; tests fake reboots with it)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")

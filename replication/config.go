@@ -91,9 +91,11 @@ type Config struct {
 	// apply a committed entry. After it the Raft applies nothing more, so the node
 	// must stop rather than diverge. Default: log at Error and panic.
 	Fatal func(error)
-	// LogStore picks the Raft log and stable store: LogStoreBolt (raft-boltdb,
-	// the default) or LogStoreWAL (hashicorp/raft-wal: one fdatasync per append
-	// instead of a bbolt commit's two). A Dir keeps the kind it was created with.
+	// LogStore picks the Raft log and stable store: LogStoreWAL
+	// (hashicorp/raft-wal: one fdatasync per append) or LogStoreBolt
+	// (raft-boltdb: a bbolt commit, two fdatasyncs, per append). A Dir keeps the
+	// kind it was created with: opening it with the other kind is an error.
+	// Default "": the kind the Dir holds, LogStoreWAL for a new Dir.
 	LogStore string
 	// AddressProvider maps a server ID to the address to dial, overriding the
 	// address in the Raft configuration (for example to route through a

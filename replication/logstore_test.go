@@ -2,6 +2,8 @@ package replication
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,9 +37,10 @@ func TestWALLogStore(t *testing.T) {
 }
 
 // TestLogStoreKindKept refuses to open a Dir with the other log store kind: the
-// empty store would look like a new server and bootstrap again.
+// empty store would look like a new server and bootstrap again. Without a kind,
+// a Dir keeps the one it holds, and a new Dir gets raft-wal.
 func TestLogStoreKindKept(t *testing.T) {
-	nodes := newCluster(t, 1, nil)
+	nodes := newCluster(t, 1, func(c *Config) { c.LogStore = LogStoreBolt })
 	n := nodes[0]
 	apply(t, leader(t, nodes), "x")
 	n.stop(t)
@@ -49,5 +52,26 @@ func TestLogStoreKindKept(t *testing.T) {
 	}
 	if err := (Config{ID: "a", Dir: "d", BindAddr: "127.0.0.1:0", LogStore: "rocks"}).Validate(); err == nil || !strings.Contains(err.Error(), "LogStore") {
 		t.Fatalf("Validate(LogStore rocks) = %v, want an error naming LogStore", err)
+	}
+
+	// The default opens the raft-boltdb Dir as raft-boltdb, with its log.
+	n.cfg.LogStore = ""
+	n.resume(t)
+	if _, err := os.Stat(filepath.Join(n.cfg.Dir, "wal")); err == nil {
+		t.Errorf("default kind on a raft-boltdb Dir made a raft-wal log")
+	}
+	waitFor(t, 10*time.Second, "the node to lead again", func() bool { id, _ := n.r.Leader(); return id == n.cfg.ID })
+	if got := n.sm.data(); len(got) != 1 || got[0] != "x" {
+		t.Errorf("data after reopening with the default kind = %q, want [x]", got)
+	}
+
+	// A new Dir gets raft-wal by default.
+	fresh := newCluster(t, 1, nil)
+	apply(t, leader(t, fresh), "y")
+	if _, err := os.Stat(filepath.Join(fresh[0].cfg.Dir, "wal")); err != nil {
+		t.Errorf("default kind on a new Dir: no raft-wal log: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(fresh[0].cfg.Dir, "raft.db")); err == nil {
+		t.Errorf("default kind on a new Dir made raft.db")
 	}
 }

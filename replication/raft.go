@@ -179,7 +179,13 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 	// store would look like a new server, and a static bootstrap would run again.
 	_, boltErr := os.Stat(filepath.Join(c.Dir, "raft.db"))
 	_, walErr := os.Stat(filepath.Join(c.Dir, "wal"))
-	if c.LogStore == LogStoreWAL && boltErr == nil || c.LogStore != LogStoreWAL && walErr == nil {
+	if c.LogStore == "" {
+		c.LogStore = LogStoreWAL
+		if boltErr == nil {
+			c.LogStore = LogStoreBolt
+		}
+	}
+	if c.LogStore == LogStoreWAL && boltErr == nil || c.LogStore == LogStoreBolt && walErr == nil {
 		return nil, fmt.Errorf("open raft log in %s: it holds the other log store kind than %q", c.Dir, c.LogStore)
 	}
 	switch c.LogStore {
