@@ -112,3 +112,49 @@ func TestDurability(t *testing.T) {
 		})
 	}
 }
+
+// TestLazyAppend: a lazy append is written (a process crash keeps it) but not
+// fsynced (a power loss may lose it) until Sync, which makes it durable.
+func TestLazyAppend(t *testing.T) {
+	for _, synced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "not synced", true: "synced"}[synced], func(t *testing.T) {
+			st := &syncTracker{synced: map[string]int64{}}
+			dir := t.TempDir()
+			l, err := openFS(dir, Config{}, faultFS{beforeSync: st.beforeSync})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			first := appendN(t, l, 0, 1, 40) // an fsynced record, so the segment has a sync point
+			syncs := l.syncs.Load()
+			payloads := [][]byte{payloadFor(1, 40), payloadFor(2, 40)}
+			seqs, err := l.AppendBatchLazy(context.Background(), payloads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.syncs.Load(); got != syncs {
+				t.Errorf("lazy append made %d fsyncs, want 0", got-syncs)
+			}
+			lazy := []Record{{Seq: seqs[0], Payload: payloads[0]}, {Seq: seqs[1], Payload: payloads[1]}}
+			if synced {
+				if err := l.Sync(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if l.syncs.Load() == syncs {
+					t.Errorf("Sync after a lazy append made no fsync")
+				}
+			}
+			all := append(append([]Record{}, first...), lazy...)
+			checkRecovered(t, copyDir(t, dir), Config{}, all, seqs[1]+1)
+			want := first
+			if synced {
+				want = all
+			}
+			next := seqs[1] + 1
+			if !synced {
+				next = first[0].Seq + 1
+			}
+			checkRecovered(t, st.powerLoss(t, dir), Config{}, want, next)
+		})
+	}
+}

@@ -53,6 +53,10 @@
 //     consumer must deduplicate. An Append canceled by its ctx while its
 //     record was being written is marked done by the log itself, but a
 //     crash can come first.
+//   - An AppendBatchLazy that returned Seqs survives a process crash (its
+//     records were written), and a power loss only once fsynced: by the
+//     next Sync, Append, rotation or Close. Call Sync before promising
+//     anything that rests on the record.
 //   - MarkDone does not wait for the disk. Its mark is written soon after
 //     and fsynced with the next Append, Sync, rotation, deletion or Close.
 //     It survives a process crash once written, and a power loss once
@@ -67,8 +71,8 @@
 // With Config.NoSync nothing is fsynced: Appends survive a process crash but
 // not a power loss. NoSync is for tests and benchmarks only.
 //
-// TestDurability checks these claims, cutting files back to their last
-// fsync to act out a power loss.
+// TestDurability and TestLazyAppend check these claims, cutting files back
+// to their last fsync to act out a power loss.
 //
 // # Recovery
 //

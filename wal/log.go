@@ -160,11 +160,29 @@ func (l *Log) AppendBatch(ctx context.Context, payloads [][]byte) ([]uint64, err
 	return l.append(ctx, payloads)
 }
 
+// AppendBatchLazy is AppendBatch without waiting for the fsync: it returns
+// once the records are written to the segment file (the operating system's
+// page cache), so they survive a crash of the process but maybe not of the
+// machine until the next fsync: Sync, an Append, a rotation or Close. Lazy
+// appends that are written together share no fsync at all. Use it for
+// records whose loss in a machine crash breaks no promise yet, and call Sync
+// before making one.
+func (l *Log) AppendBatchLazy(ctx context.Context, payloads [][]byte) ([]uint64, error) {
+	if len(payloads) == 0 {
+		return nil, ctx.Err()
+	}
+	return l.appendReq(ctx, payloads, true)
+}
+
 func (l *Log) append(ctx context.Context, payloads [][]byte) ([]uint64, error) {
+	return l.appendReq(ctx, payloads, false)
+}
+
+func (l *Log) appendReq(ctx context.Context, payloads [][]byte, lazy bool) ([]uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r := &appendReq{payloads: make([][]byte, len(payloads)), done: make(chan struct{})}
+	r := &appendReq{payloads: make([][]byte, len(payloads)), lazy: lazy, done: make(chan struct{})}
 	for i, p := range payloads {
 		if len(p) > l.cfg.MaxRecordBytes {
 			return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), l.cfg.MaxRecordBytes)
@@ -220,10 +238,9 @@ func (l *Log) MarkDone(seqs ...uint64) error {
 	return nil
 }
 
-// Sync returns once every done-mark made before the call is written and
-// fsynced, and the segments it completed are deleted. The node does not
-// need it for correctness (a lost mark means a replay); tests and a
-// graceful handover use it.
+// Sync returns once every record appended and every done-mark made before
+// the call is written and fsynced, and the segments it completed are
+// deleted. It makes lazy appends durable.
 func (l *Log) Sync(ctx context.Context) error {
 	_, err := l.append(ctx, nil)
 	return err
@@ -237,7 +254,7 @@ func (l *Log) wake() {
 	}
 }
 
-// Pending returns the records that are durable and not marked done, in Seq
+// Pending returns the records that are written and not marked done, in Seq
 // order. After Open these are the records to replay. The caller owns the
 // result.
 func (l *Log) Pending() []Record {

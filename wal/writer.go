@@ -17,6 +17,7 @@ const (
 type appendReq struct {
 	payloads [][]byte // the log's own copies
 	size     int      // total payload bytes
+	lazy     bool     // answered once written, without waiting for an fsync
 
 	// state moves from reqWaiting to reqAnswered (by the writer) or to
 	// reqAbandoned (by Append), never both.
@@ -93,8 +94,8 @@ func (l *Log) takeMarks() []uint64 {
 }
 
 // writeBatch writes done records for marks and data records for reqs, and
-// fsyncs if reqs is not empty (a request from Sync has no records but
-// wants the fsync). It assigns the Seqs of reqs.
+// fsyncs if reqs has a request that is not lazy (a request from Sync has no
+// records but wants the fsync). It assigns the Seqs of reqs.
 func (l *Log) writeBatch(marks []uint64, reqs []*appendReq) error {
 	if err := l.writeMarks(marks, false); err != nil {
 		return err
@@ -117,7 +118,7 @@ func (l *Log) writeBatch(marks []uint64, reqs []*appendReq) error {
 	if err := l.flush(); err != nil {
 		return err
 	}
-	if len(reqs) > 0 {
+	if slices.ContainsFunc(reqs, func(r *appendReq) bool { return !r.lazy }) {
 		return l.sync()
 	}
 	return nil
