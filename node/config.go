@@ -52,7 +52,8 @@ type Config struct {
 	RedisAddr string
 	// IntakeWAL says when a transaction answered with ack=quorum or ack=all goes
 	// into the intake WAL: "parallel" (default) appends it beside the Raft
-	// proposal, off the answer's path; "sync" appends and fsyncs it before
+	// proposal, off the answer's path, and fsyncs it only if it has to be
+	// parked; "sync" appends and fsyncs it before
 	// proposing; "off" appends it only when it has to be parked. ack=accepted
 	// always waits for the append. See docs/durability.md.
 	IntakeWAL string

@@ -173,15 +173,17 @@ func (in *intake) size() int {
 // walFuture is the result of an intake WAL append running beside a proposal.
 type walFuture struct {
 	done chan struct{}
+	lazy bool // written without an fsync: sync before parking
 	seqs []uint64
 	err  error
 }
 
 // appendAsync appends entries to the intake WAL in the background. The append
 // does not depend on the request's ctx: once started it completes, so that a
-// transaction parked later is on disk.
-func (n *Node) appendAsync(es []*intakeEntry) *walFuture {
-	f := &walFuture{done: make(chan struct{})}
+// transaction parked later is on disk. A lazy append is written without waiting
+// for an fsync (see walFuture.sync).
+func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
+	f := &walFuture{done: make(chan struct{}), lazy: lazy}
 	payloads := make([][]byte, len(es))
 	for i, e := range es {
 		payloads[i] = e.payload
@@ -190,12 +192,39 @@ func (n *Node) appendAsync(es []*intakeEntry) *walFuture {
 		defer close(f.done)
 		ctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
 		defer cancel()
-		f.seqs, f.err = n.intake.wal.AppendBatch(ctx, payloads)
+		if lazy {
+			f.seqs, f.err = n.intake.wal.AppendBatchLazy(ctx, payloads)
+		} else {
+			f.seqs, f.err = n.intake.wal.AppendBatch(ctx, payloads)
+		}
 		if f.err == nil {
 			n.intake.appended(es, f.seqs)
 		}
 	}()
 	return f
+}
+
+// durable waits for the append and, if it was lazy, for an fsync that covers
+// it: what parking needs before it answers 202.
+func (n *Node) durable(ctx context.Context, f *walFuture) bool {
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return false
+	}
+	if f.err != nil {
+		return false
+	}
+	if !f.lazy {
+		return true
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), walAppendTimeout)
+	defer cancel()
+	if err := n.intake.wal.Sync(sctx); err != nil {
+		f.err = err
+		return false
+	}
+	return true
 }
 
 // walAppendTimeout bounds one intake WAL append (a group commit: one fsync).
@@ -257,10 +286,14 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	es := n.intake.add(ps)
 	var walf *walFuture
 	switch {
-	case opts.Ack == api.AckAccepted, n.cfg.IntakeWAL == IntakeParallel:
-		walf = n.appendAsync(es)
+	case opts.Ack == api.AckAccepted:
+		walf = n.appendAsync(es, false)
+	case n.cfg.IntakeWAL == IntakeParallel:
+		// The Raft commit is this answer's durability point: the record need not
+		// be fsynced unless the transaction ends up parked.
+		walf = n.appendAsync(es, true)
 	case n.cfg.IntakeWAL == IntakeSync:
-		walf = n.appendAsync(es)
+		walf = n.appendAsync(es, false)
 		select {
 		case <-walf.done:
 		case <-ctx.Done():
@@ -316,7 +349,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		for i := range ps {
 			open = append(open, i)
 		}
-		walf = n.appendAsync(es)
+		walf = n.appendAsync(es, false)
 	}
 	if len(open) == 0 {
 		n.wg.Go(func() {
@@ -325,11 +358,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		})
 		return
 	}
-	select {
-	case <-walf.done:
-	case <-ctx.Done():
-	}
-	walOK := isDone(walf.done) && walf.err == nil
+	walOK := n.durable(ctx, walf)
 	var parked []*intakeEntry
 	var settled []*pending
 	for i, p := range ps {
