@@ -55,7 +55,7 @@ trap cleanup EXIT
 echo "== building"
 go build -o "$BIN/txlog" ./cmd/txlog
 go build -o "$BIN/txlogd" ./cmd/txlogd
-(cd tools/scale && go build -o "$BIN/scale" .)
+(cd tools && go build -o "$BIN/scale" ./scale)
 
 echo "== machine"
 {

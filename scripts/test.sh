@@ -19,6 +19,8 @@ fi
 
 echo "== go vet"
 go vet ./...
+(cd tools && go vet ./...)
 
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./... "$@"
+(cd tools && go test -count=1 ./...)
