@@ -46,8 +46,9 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 		return nil, ErrClosed
 	}
 	var st appliedState
+	idem := db.idem.batch()
 	err := db.bolt.Update(func(btx *bolt.Tx) error {
-		a, err := newApplier(btx)
+		a, err := newApplier(btx, idem)
 		if err != nil {
 			return err
 		}
@@ -65,36 +66,42 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 		return a.saveState()
 	})
 	if err != nil {
-		return nil, err
+		return nil, err // the batch's index changes go with the rolled back transaction
 	}
+	db.idem.commit(idem)
 	db.applied.Store(st.index)
 	return results, nil
 }
 
 // applier applies entries inside one bbolt write transaction.
 type applier struct {
-	meta, log, txs, idem, dedupTime, kv, nodes *bolt.Bucket
+	meta, log, txs, dedupTime, kv, nodes *bolt.Bucket
+
+	idem  *idemBatch // the idempotency index with this batch's changes
+	keyOf keyOfFunc  // reads a record's idempotency key for idem
 
 	st       appliedState // updated as entries apply; saved by saveState
 	savedMax int64        // st.maxTime as stored in the meta bucket
 }
 
-func newApplier(btx *bolt.Tx) (*applier, error) {
+func newApplier(btx *bolt.Tx, idem *idemBatch) (*applier, error) {
 	st, err := readState(btx)
 	if err != nil {
 		return nil, err
 	}
-	return &applier{
+	a := &applier{
 		meta:      btx.Bucket(bucketMeta),
 		log:       btx.Bucket(bucketLog),
 		txs:       btx.Bucket(bucketTxs),
-		idem:      btx.Bucket(bucketIdem),
 		dedupTime: btx.Bucket(bucketDedupTime),
 		kv:        btx.Bucket(bucketKV),
 		nodes:     btx.Bucket(bucketNodes),
+		idem:      idem,
 		st:        st,
 		savedMax:  st.maxTime,
-	}, nil
+	}
+	a.keyOf = recordKeyOf(a.txs, a.log)
+	return a, nil
 }
 
 func (a *applier) saveState() error {
@@ -221,11 +228,10 @@ func (a *applier) prune(cutoff int64) error {
 		if err := a.txs.Delete(id); err != nil {
 			return err
 		}
-		// The key may have been recorded again for another txid since; keep that.
-		if len(vc.idem) > 0 && bytes.Equal(a.idem.Get(vc.idem), id) {
-			if err := a.idem.Delete(vc.idem); err != nil {
-				return err
-			}
+		// The key may have been recorded again for another txid since; remove
+		// keeps that.
+		if len(vc.idem) > 0 {
+			a.idem.remove(string(vc.idem), txid.ID(u64(id)))
 		}
 	}
 	return nil
@@ -235,17 +241,24 @@ func (a *applier) prune(cutoff int64) error {
 // txid its idempotency key maps to.
 func (a *applier) duplicate(tx Tx) (Outcome, bool, error) {
 	id := txidKey(tx.ID)
+	byKey := false
 	if v := a.txs.Get(id); v == nil && tx.IdempotencyKey != "" {
-		id = a.idem.Get([]byte(tx.IdempotencyKey))
-		if id == nil {
+		cand, ok := a.idem.candidate(tx.IdempotencyKey)
+		if !ok {
 			return Outcome{}, false, nil
 		}
+		id, byKey = txidKey(cand), true
 	}
 	o, err := lookupTx(a.txs, a.log, id)
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return Outcome{}, false, nil
+	case err != nil:
+		return Outcome{}, false, err
+	case byKey && o.IdempotencyKey != tx.IdempotencyKey:
+		return Outcome{}, false, nil // the candidate is another key's with the same hash
 	}
-	return o, err == nil, err
+	return o, true, nil
 }
 
 // pending is a key's state as the ops of a transaction leave it.
@@ -293,7 +306,8 @@ func (a *applier) write(key string, w pending, index uint64) error {
 	return a.kv.Put([]byte(key), encodeKV(w.version, index, w.value))
 }
 
-// record writes a new outcome to the log and the dedup buckets. The dedup record
+// record writes a new outcome to the log and the dedup buckets, and indexes its
+// idempotency key. The dedup record
 // is filed under the max leader time, not the entry's own time, so that an entry
 // from a leader with a slow clock is still kept for the whole window.
 func (a *applier) record(o Outcome, tx []byte) error {
@@ -304,13 +318,12 @@ func (a *applier) record(o Outcome, tx []byte) error {
 	if err := a.txs.Put(id, u64Key(o.Index)); err != nil {
 		return err
 	}
-	idem := []byte(o.IdempotencyKey)
-	if len(idem) > 0 {
-		if err := a.idem.Put(idem, id); err != nil {
+	if o.IdempotencyKey != "" {
+		if err := a.idem.insert(o.IdempotencyKey, o.TxID, a.keyOf); err != nil {
 			return err
 		}
 	}
-	return a.dedupTime.Put(dedupTimeKey(a.st.maxTime, o.TxID), idem)
+	return a.dedupTime.Put(dedupTimeKey(a.st.maxTime, o.TxID), []byte(o.IdempotencyKey))
 }
 
 // alias records txid id as another name of the transaction at log index: Tx(id)

@@ -76,11 +76,15 @@ type DB struct {
 	cfg    Config
 	logger *slog.Logger
 
-	// mu guards the bolt pointer, not the data (bbolt guards that). Every user of
-	// the pointer holds mu.RLock while it uses it; Restore and Close swap it under
-	// mu.Lock, which is held for no I/O.
+	// mu guards the bolt and idem pointers, not the data (bbolt and idemIndex.mu
+	// guard that). Every user of a pointer holds mu.RLock while it uses it;
+	// Restore and Close swap them under mu.Lock, which is held for no I/O. Lock
+	// order: mu, then idemIndex.mu.
 	mu   sync.RWMutex
 	bolt *bolt.DB // nil after Close
+	// idem is the idempotency index of bolt's committed state (idem.go); nil
+	// after Close. Invariant: it matches bolt once each Apply has returned.
+	idem *idemIndex
 
 	// applied is the last applied index. Invariant: it equals the meta bucket's
 	// applied index once each Apply or Restore has committed.
@@ -97,7 +101,7 @@ func Open(path string, cfg Config) (*DB, error) {
 	db.removeRestoreTemps()
 
 	_, statErr := os.Stat(path)
-	b, st, err := db.openBolt(path)
+	b, idem, st, err := db.openBolt(path)
 	if err != nil {
 		return nil, err
 	}
@@ -107,15 +111,16 @@ func Open(path string, cfg Config) (*DB, error) {
 			return nil, err
 		}
 	}
-	db.bolt = b
+	db.bolt, db.idem = b, idem
 	db.applied.Store(st.index)
-	db.logger.Info("store opened", "path", path, "index", st.index, "term", st.term)
+	db.logger.Info("store opened", "path", path, "index", st.index, "term", st.term, "idempotency_keys", idem.len())
 	return db, nil
 }
 
 // openBolt opens the bbolt file at path, creates the buckets if they are
-// missing, checks the schema and reads the applied state.
-func (db *DB) openBolt(path string) (*bolt.DB, appliedState, error) {
+// missing, checks the schema, reads the applied state and builds the
+// idempotency index.
+func (db *DB) openBolt(path string) (*bolt.DB, *idemIndex, appliedState, error) {
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         db.cfg.LockTimeout,
 		NoSync:          db.cfg.NoSync,
@@ -124,9 +129,10 @@ func (db *DB) openBolt(path string) (*bolt.DB, appliedState, error) {
 		InitialMmapSize: db.cfg.InitialMmapBytes,
 	})
 	if err != nil {
-		return nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	var st appliedState
+	var idem *idemIndex
 	err = b.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
@@ -142,14 +148,17 @@ func (db *DB) openBolt(path string) (*bolt.DB, appliedState, error) {
 				return err
 			}
 		}
-		st, err = readState(tx)
+		if st, err = readState(tx); err != nil {
+			return err
+		}
+		idem, err = loadIdemIndex(tx)
 		return err
 	})
 	if err != nil {
 		b.Close()
-		return nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
+		return nil, nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
 	}
-	return b, st, nil
+	return b, idem, st, nil
 }
 
 // Close closes the database. It is safe to call twice, and concurrently with the
@@ -158,7 +167,7 @@ func (db *DB) openBolt(path string) (*bolt.DB, appliedState, error) {
 func (db *DB) Close() error {
 	db.mu.Lock()
 	b := db.bolt
-	db.bolt = nil
+	db.bolt, db.idem = nil, nil
 	db.mu.Unlock()
 	if b == nil {
 		return nil
@@ -211,22 +220,31 @@ func (db *DB) Tx(id txid.ID) (Outcome, error) {
 }
 
 // TxByIdempotencyKey returns the outcome of a transaction by idempotency key, or
-// ErrNotFound, as Tx does. The empty key is never found.
+// ErrNotFound, as Tx does. The empty key is never found. It looks the key up in
+// the in-memory index and reads the record from bbolt, so a call that races an
+// Apply which records or prunes the key answers as before or as after that
+// Apply.
 func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
 	if key == "" {
 		return Outcome{}, ErrNotFound
 	}
 	var o Outcome
 	err := db.view(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bucketIdem).Get([]byte(key))
-		if id == nil {
+		id, ok := db.idem.candidate(key)
+		if !ok {
 			return ErrNotFound
 		}
 		var err error
-		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), id)
+		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), txidKey(id))
+		if err == nil && o.IdempotencyKey != key {
+			return ErrNotFound // another key with the same hash
+		}
 		return err
 	})
-	return o, err
+	if err != nil {
+		return Outcome{}, err
+	}
+	return o, nil
 }
 
 // Get returns a key's current state, or ErrNotFound. The caller owns the result.

@@ -16,32 +16,50 @@
 //
 // store imports only txid and bbolt from outside the standard library. It does
 // not import raft (replication adapts DB to raft.BatchingFSM), and it reads no
-// clock, no randomness and no network. Apply depends only on the state and the
-// entry: the leader stamps the time and the dedup window into each Command, so
-// that replaying the same entries on any node gives the same state and Results.
+// clock and no network. Apply depends only on the state and the entry: the
+// leader stamps the time and the dedup window into each Command, so that
+// replaying the same entries on any node gives the same state and Results. The
+// one random number, the seed of the idempotency index's hash, changes where a
+// key sits in memory, never what is found.
 //
 // # Buckets
 //
 // Keys and values, in the notation of codec.go; record.go draws the values.
 //
-//	meta        "schema"   → schema version (1)
+//	meta        "schema"   → schema version (2)
 //	            "applied"  → index (8) | term (8) of the last applied entry
 //	            "max_time" → largest Command.Time applied (8), the dedup clock
 //	log         index (8)  → term, time, status, conflict or versions, EncodeTx bytes
 //	txs         txid (8)   → index (8) of the tx's log record
-//	idem        idem key   → txid (8)
-//	dedup_time  time (8, sign bit flipped) | txid (8) → idem key (may be empty)
+//	dedup_time  time (8, sign bit flipped) | txid (8) → idem key (empty for an alias)
 //	kv          key        → version, mod index, raw JSON value
 //	nodes       node ID    → EncodeNode bytes
 //
 // log keeps every transaction entry that produced a new outcome, committed or
 // rejected, for good; duplicates and other entries are not in it, so its indexes
-// have gaps. txs, idem and dedup_time are the dedup tables: a record is filed
-// under the dedup clock when its outcome is recorded, and each applied
-// transaction entry prunes, oldest first and at most 1000 per entry, the records
-// filed before (dedup clock - the entry's dedup window). After that Tx and
-// TxByIdempotencyKey no longer find the transaction and a resubmission applies
-// anew, but Log still returns it.
+// have gaps. txs and dedup_time are the dedup tables, with the idempotency index
+// below: a record is filed under the dedup clock when its outcome is recorded,
+// and each applied transaction entry prunes, oldest first and at most 1000 per
+// entry, the records filed before (dedup clock - the entry's dedup window).
+// After that Tx and TxByIdempotencyKey no longer find the transaction and a
+// resubmission applies anew, but Log still returns it.
+//
+// Schema 1 had an idem bucket, idempotency key → txid. The store opens only its
+// own schema and refuses any other with ErrCorrupt, in Open and in Restore.
+//
+// # The idempotency index
+//
+// The map from idempotency key to txid lives in memory (idem.go): a bucket keyed
+// by random strings made every transaction rewrite a random leaf page. Open and
+// Restore rebuild it from dedup_time, whose values are the keys. It maps a 64-bit
+// hash of each key to its txid (25 to 40 bytes of heap per key), and a hit counts
+// only when the txid's log record carries the same key; the few keys whose hash
+// another live key holds are kept whole in a second map. A key recorded again
+// after its record was pruned maps to the new txid; pruning a record drops its
+// key only if the key still maps to that txid; the empty key is never indexed.
+// Apply sees its own batch's changes to the index, and the readers see them once
+// the batch's bbolt transaction has committed; a failed Apply leaves the index
+// as it was.
 //
 // # Goroutines
 //

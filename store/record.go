@@ -20,12 +20,11 @@ var (
 	bucketMeta      = []byte("meta")
 	bucketLog       = []byte("log")
 	bucketTxs       = []byte("txs")
-	bucketIdem      = []byte("idem")
 	bucketDedupTime = []byte("dedup_time")
 	bucketKV        = []byte("kv")
 	bucketNodes     = []byte("nodes")
 
-	allBuckets = [][]byte{bucketMeta, bucketLog, bucketTxs, bucketIdem, bucketDedupTime, bucketKV, bucketNodes}
+	allBuckets = [][]byte{bucketMeta, bucketLog, bucketTxs, bucketDedupTime, bucketKV, bucketNodes}
 )
 
 // Keys of the meta bucket.
@@ -35,8 +34,10 @@ var (
 	metaMaxTime = []byte("max_time") // int64 (8): the largest Command.Time applied
 )
 
-// schemaVersion is the version of the bucket layout.
-const schemaVersion = 1
+// schemaVersion is the version of the bucket layout. Version 1 had an idem
+// bucket (idempotency key → txid), now an index in memory (idem.go); the store
+// opens no other version than its own.
+const schemaVersion = 2
 
 // appliedState is what the meta bucket says about the applied entries.
 type appliedState struct {

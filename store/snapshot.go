@@ -81,8 +81,8 @@ func (s *Snapshot) Release() {
 }
 
 // Restore replaces the database with a snapshot stream written by
-// Snapshot.WriteTo, and reloads the applied index from it. Call it from the apply
-// goroutine, never during Apply.
+// Snapshot.WriteTo, and reloads the applied index and the idempotency index from
+// it. Call it from the apply goroutine, never during Apply.
 //
 // Restore writes the stream to a temporary file next to the database, fsyncs it,
 // and checks that it is a sound bbolt file with the store's buckets. Only then
@@ -117,16 +117,16 @@ func (db *DB) Restore(r io.Reader) error {
 	if err := syncDir(filepath.Dir(db.path)); err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
-	b, st, err := db.openBolt(db.path)
+	b, idem, st, err := db.openBolt(db.path)
 
 	db.mu.Lock()
 	old := db.bolt
 	switch {
 	case old == nil: // closed meanwhile
 	case err != nil:
-		db.bolt = nil
+		db.bolt, db.idem = nil, nil
 	default:
-		db.bolt = b
+		db.bolt, db.idem = b, idem
 		db.applied.Store(st.index)
 	}
 	db.mu.Unlock()
@@ -143,7 +143,7 @@ func (db *DB) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
-	db.logger.Info("store restored", "path", db.path, "index", st.index, "term", st.term)
+	db.logger.Info("store restored", "path", db.path, "index", st.index, "term", st.term, "idempotency_keys", idem.len())
 	return nil
 }
 
