@@ -73,6 +73,12 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 	return results, nil
 }
 
+// appendFillPercent is the bbolt FillPercent of the buckets whose keys grow
+// (almost) only at their end: log (index), txs (time-ordered txids) and
+// dedup_time (time | txid). A page split there leaves the left page as full as
+// this, where bbolt's default (0.5) would leave it half empty for good.
+const appendFillPercent = 0.95
+
 // applier applies entries inside one bbolt write transaction.
 type applier struct {
 	meta, log, txs, dedupTime, kv, nodes *bolt.Bucket
@@ -99,6 +105,9 @@ func newApplier(btx *bolt.Tx, idem *idemBatch) (*applier, error) {
 		idem:      idem,
 		st:        st,
 		savedMax:  st.maxTime,
+	}
+	for _, b := range []*bolt.Bucket{a.log, a.txs, a.dedupTime} {
+		b.FillPercent = appendFillPercent
 	}
 	a.keyOf = recordKeyOf(a.txs, a.log)
 	return a, nil

@@ -42,7 +42,8 @@
 // and each applied transaction entry prunes, oldest first and at most 1000 per
 // entry, the records filed before (dedup clock - the entry's dedup window).
 // After that Tx and TxByIdempotencyKey no longer find the transaction and a
-// resubmission applies anew, but Log still returns it.
+// resubmission applies anew, but Log still returns it. log, txs and dedup_time
+// grow at their end, and Apply fills their pages to 95% (appendFillPercent).
 //
 // Schema 1 had an idem bucket, idempotency key → txid. The store opens only its
 // own schema and refuses any other with ErrCorrupt, in Open and in Restore.
