@@ -108,6 +108,7 @@ func Open(cfg Config) (*Node, error) {
 		Logger:          cfg.Logger,
 		AddressProvider: dialer(cfg.RaftDial),
 		LogStore:        cfg.RaftLog,
+		StateBytes:      fileSize(filepath.Join(cfg.DataDir, stateFile)),
 	}, n.db)
 	if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)

@@ -136,3 +136,15 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// fileSize returns a function reporting the size of the file at path, 0 when it
+// cannot be read: the store's size, which sets how often raft snapshots it.
+func fileSize(path string) func() int64 {
+	return func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+}
