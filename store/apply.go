@@ -316,9 +316,9 @@ func (a *applier) write(key string, w pending, index uint64) error {
 }
 
 // record writes a new outcome to the log and the dedup buckets, and indexes its
-// idempotency key. The dedup record
-// is filed under the max leader time, not the entry's own time, so that an entry
-// from a leader with a slow clock is still kept for the whole window.
+// idempotency key. The dedup record is filed under the max leader time, not the
+// entry's own time, so that an entry from a leader with a slow clock is still
+// kept for the whole window.
 func (a *applier) record(o Outcome, tx []byte) error {
 	id := txidKey(o.TxID)
 	if err := a.log.Put(u64Key(o.Index), encodeLogValue(o, tx)); err != nil {
