@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -264,11 +265,14 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	results := make([]api.TxResult, len(txs))
 	ps := make([]*pending, 0, len(txs))
 	slot := make([]int, 0, len(txs))
+	var known []*pending // resubmissions answered from the store
+	var knownSlot []int
 	for i, req := range txs {
 		if req.IdempotencyKey != "" {
 			// Fast path: a resubmission this node already knows about.
 			if o, err := n.db.TxByIdempotencyKey(req.IdempotencyKey); err == nil {
-				results[i] = n.result(o, true)
+				known = append(known, &pending{id: o.TxID, done: true, res: n.result(o, true)})
+				knownSlot = append(knownSlot, i)
 				continue
 			}
 		}
@@ -280,7 +284,15 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		ps = append(ps, &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id})
 		slot = append(slot, i)
 	}
+	defer func() {
+		for j, p := range known {
+			results[knownSlot[j]] = p.res
+		}
+	}()
 	if len(ps) == 0 {
+		if opts.Ack == api.AckAll {
+			n.awaitAll(ctx, known)
+		}
 		return results, nil
 	}
 	es := n.intake.add(ps)
@@ -306,7 +318,7 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	}
 	n.parkOrSettle(ctx, ps, es, walf)
 	if opts.Ack == api.AckAll {
-		n.awaitAll(ctx, ps)
+		n.awaitAll(ctx, append(slices.Clip(ps), known...))
 	}
 	for j, p := range ps {
 		r := p.res
@@ -435,12 +447,27 @@ func isClientError(err error) bool {
 // applied them; if one has not by the timeout, the answer is 202 pending with
 // durability "quorum" (the transaction is committed by the quorum regardless).
 func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
-	voters, err := n.otherVoters(ctx)
+	// A voter applies entries in log order: once it has applied the batch's
+	// highest index it has applied them all, so one wait per voter covers the
+	// whole batch.
+	var committed []*pending
+	var top *pending
 	for _, p := range ps {
 		if !p.done || p.err != nil || p.res.Status == api.StatusPending || p.res.Index == 0 {
 			continue
 		}
-		if err == nil && n.appliedEverywhere(ctx, voters, p.res.TxID) {
+		committed = append(committed, p)
+		if top == nil || p.res.Index > top.res.Index {
+			top = p
+		}
+	}
+	if len(committed) == 0 {
+		return
+	}
+	voters, err := n.otherVoters(ctx)
+	everywhere := err == nil && n.appliedEverywhere(ctx, voters, top.res.TxID)
+	for _, p := range committed {
+		if everywhere {
 			p.res.Durability = api.AckAll
 			continue
 		}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/txlog/txlog/api"
+)
+
+// TestAckAll checks ack=all against real nodes: a 200 with durability "all"
+// means every voter has applied the transaction before the answer (each node
+// finds it at once, without waiting), for single transactions and for a batch,
+// sent to a follower and to the leader; with a voter frozen the answer is 202
+// pending with durability "quorum", and the transactions are committed anyway.
+func TestAckAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startCluster(t)
+	leader := mustLeaderID(ctx, t, c)
+	var follower, other string
+	for _, p := range c.Nodes() {
+		switch {
+		case p.ID() == leader:
+		case follower == "":
+			follower = p.ID()
+		default:
+			other = p.ID()
+		}
+	}
+	put := func(i int) api.TxRequest {
+		return api.TxRequest{IdempotencyKey: fmt.Sprintf("all-%d", i), Ops: []api.Op{{Op: "put", Key: fmt.Sprintf("all/%d", i%5), Value: json.RawMessage(fmt.Sprint(i))}}}
+	}
+	// appliedOn reports whether every node already has each transaction,
+	// asked without waiting.
+	appliedOn := func(rs []api.TxResult) {
+		t.Helper()
+		for _, p := range c.Nodes() {
+			cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(p.ID())}})
+			for _, r := range rs {
+				got, err := cl.Tx(ctx, r.TxID, 0)
+				if err != nil || got.Index != r.Index {
+					t.Errorf("%s right after the ack=all answer: Tx(%s) = %+v, %v; want it applied at index %d", p.ID(), r.TxID, got, err, r.Index)
+				}
+			}
+		}
+	}
+	all := api.SubmitOptions{Ack: api.AckAll, Timeout: 5 * time.Second}
+
+	for v, via := range []string{follower, leader} {
+		cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(via)}})
+		var single []api.TxResult
+		for i := range 5 {
+			r, err := cl.Submit(ctx, put(v*1000+i), all)
+			if err != nil || r.Status != api.StatusCommitted || r.Durability != api.AckAll {
+				t.Fatalf("Submit(ack=all) via %s = %+v, %v; want committed with durability all", via, r, err)
+			}
+			single = append(single, r)
+		}
+		appliedOn(single)
+
+		var batch []api.TxRequest
+		for i := range 50 {
+			batch = append(batch, put(v*1000+100+i))
+		}
+		rs, err := cl.SubmitBatch(ctx, batch, all)
+		if err != nil {
+			t.Fatalf("SubmitBatch(ack=all) via %s = %v", via, err)
+		}
+		for i, r := range rs {
+			if r.Error != nil || r.Status != api.StatusCommitted || r.Durability != api.AckAll {
+				t.Fatalf("SubmitBatch(ack=all) via %s: result %d = %+v; want committed with durability all", via, i, r)
+			}
+		}
+		appliedOn(rs)
+
+		// A resubmission answered from the store is held to ack=all too.
+		r, err := cl.Submit(ctx, put(v*1000), all)
+		if err != nil || !r.Duplicate || r.Durability != api.AckAll {
+			t.Fatalf("resubmission with ack=all via %s = %+v, %v; want a duplicate with durability all", via, r, err)
+		}
+	}
+
+	// A frozen voter cannot apply: the answer must not claim "all".
+	if err := c.Pause(other); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Resume(other)
+	cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(leader)}})
+	rs, err := cl.SubmitBatch(ctx, []api.TxRequest{put(9001), put(9002)}, api.SubmitOptions{Ack: api.AckAll, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatalf("SubmitBatch(ack=all) with %s frozen = %v", other, err)
+	}
+	for i, r := range rs {
+		if r.Status != api.StatusPending || r.Durability != api.AckQuorum {
+			t.Errorf("with %s frozen: result %d = %+v; want pending with durability quorum", other, i, r)
+		}
+	}
+	if err := c.Resume(other); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		got, err := cl.Tx(ctx, r.TxID, 10*time.Second)
+		if err != nil || got.Status != api.StatusCommitted {
+			t.Errorf("Tx(%s) after the frozen voter's ack=all = %+v, %v; want committed", r.TxID, got, err)
+		}
+	}
+}
