@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
@@ -45,10 +46,46 @@ func (r *Raft) ApplyMany(ctx context.Context, datas [][]byte) []Applied {
 		}
 		futures[i] = r.raft.Apply(d, timeout)
 	}
+	errs := r.awaitMany(ctx, futures)
 	for i, f := range futures {
 		if f != nil {
-			out[i] = r.applied(ctx, f)
+			out[i] = outcome(f, errs[i])
 		}
+	}
+	return out
+}
+
+// awaitMany waits for futures (nil ones are skipped) with one goroutine, not
+// one per future: raft resolves them in log order. When ctx ends or the server
+// stops first, the futures resolved by then keep their result and the rest get
+// await's error.
+func (r *Raft) awaitMany(ctx context.Context, futures []raft.ApplyFuture) []error {
+	errs := make([]error, len(futures))
+	var resolved atomic.Int64 // futures[:resolved] have their errs set
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for i, f := range futures {
+			if f != nil {
+				errs[i] = f.Error()
+			}
+			resolved.Store(int64(i + 1))
+		}
+	}()
+	var stopped error
+	select {
+	case <-finished:
+		return errs
+	case <-ctx.Done():
+		stopped = timeoutError(ctx)
+	case <-r.done:
+		stopped = ErrShutdown
+	}
+	k := int(resolved.Load())
+	out := make([]error, len(futures))
+	copy(out, errs[:k]) // the goroutine writes only errs[k:] from here on
+	for i := k; i < len(futures); i++ {
+		out[i] = stopped
 	}
 	return out
 }
@@ -68,9 +105,9 @@ func (r *Raft) Apply(ctx context.Context, data []byte) (store.Result, uint64, er
 	return a.Result, a.Index, a.Err
 }
 
-// applied waits for a proposed entry and decodes its outcome.
-func (r *Raft) applied(ctx context.Context, f raft.ApplyFuture) Applied {
-	if err := r.await(ctx, f); err != nil {
+// outcome decodes the outcome of a proposed entry whose wait ended with err.
+func outcome(f raft.ApplyFuture, err error) Applied {
+	if err != nil {
 		if errors.Is(err, raft.ErrEnqueueTimeout) {
 			// Raft's enqueue timer is ctx's deadline: nothing was proposed.
 			return Applied{Err: fmt.Errorf("apply: %w", context.DeadlineExceeded)}
