@@ -173,6 +173,7 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.wg.Go(n.registerLoop)
 	n.wg.Go(n.replayLoop)
+	n.wg.Go(n.releaseLoop)
 	if n.park != nil {
 		n.wg.Go(n.drainLoop)
 	} else {

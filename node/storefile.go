@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/txlog/txlog/store"
 )
@@ -147,4 +148,18 @@ func fileSize(path string) func() int64 {
 		}
 		return fi.Size()
 	}
+}
+
+// releaseInterval is how often the node drops the store's memory-mapped pages
+// from its resident set (see store.DB.ReleaseMemory): what it touches between
+// two calls stays resident, the rest is only page cache.
+const releaseInterval = 10 * time.Second
+
+func (n *Node) releaseLoop() {
+	n.every(releaseInterval, nil, func() bool {
+		if err := n.db.ReleaseMemory(); err != nil && !errors.Is(err, store.ErrClosed) {
+			n.log.Warn("release store memory", "err", err)
+		}
+		return false
+	})
 }

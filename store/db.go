@@ -113,6 +113,10 @@ func Open(path string, cfg Config) (*DB, error) {
 	}
 	db.bolt, db.idem = b, idem
 	db.applied.Store(st.index)
+	// Opening walked every page (bbolt's free list, the idempotency index).
+	if err := db.ReleaseMemory(); err != nil {
+		db.logger.Warn("release memory after open", "err", err)
+	}
 	db.logger.Info("store opened", "path", path, "index", st.index, "term", st.term, "idempotency_keys", idem.len())
 	return db, nil
 }
@@ -316,4 +320,30 @@ func (db *DB) Nodes() ([]NodeInfo, error) {
 		return nil, err
 	}
 	return nodes, nil
+}
+
+// ReleaseMemory drops the database's memory-mapped pages from the process's
+// resident set. bbolt reads the file through a shared memory map, so every
+// page Apply or a read has touched since the file was opened (and at open,
+// where bbolt walks every page to rebuild its free list) counts as the
+// process's resident memory, though the kernel keeps it as page cache anyway:
+// with a large store that is most of the RSS. After ReleaseMemory only the pages
+// touched again are resident. It holds off Apply and reads for the duration of
+// one madvise call.
+func (db *DB) ReleaseMemory() error {
+	db.mu.Lock() // no bbolt transaction runs, so the map cannot move
+	defer db.mu.Unlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	// Only up to the high-water mark: bbolt maps every page below it, while the
+	// file may extend past the map (it grows in AllocSize steps).
+	var size int64
+	if err := db.bolt.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		return fmt.Errorf("release memory of %s: %w", db.path, err)
+	}
+	if err := dropPages(db.bolt.Info().Data, size); err != nil {
+		return fmt.Errorf("release memory of %s: madvise: %w", db.path, err)
+	}
+	return nil
 }

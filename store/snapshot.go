@@ -143,6 +143,9 @@ func (db *DB) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
+	if err := db.ReleaseMemory(); err != nil {
+		db.logger.Warn("release memory after restore", "err", err)
+	}
 	db.logger.Info("store restored", "path", db.path, "index", st.index, "term", st.term, "idempotency_keys", idem.len())
 	return nil
 }

@@ -28,9 +28,19 @@ func main() {
 // docs/performance.md).
 const gcPercent = 400
 
+// memoryLimit is the soft limit of the Go runtime's memory txlogd runs with
+// unless GOMEMLIMIT is set: GOGC=400 lets the heap grow to five times what is
+// live, which a large dedup window (an in-memory index entry per transaction)
+// would turn into hundreds of MiB. Near the limit the GC runs more often; a
+// node whose live heap needs more should set GOMEMLIMIT (docs/performance.md).
+const memoryLimit = 192 << 20
+
 func run(args []string) error {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(gcPercent)
+	}
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); !ok {
+		debug.SetMemoryLimit(memoryLimit)
 	}
 	cfg, err := node.ParseConfig(args, os.LookupEnv)
 	if err != nil {
