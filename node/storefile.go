@@ -153,7 +153,7 @@ func fileSize(path string) func() int64 {
 // releaseInterval is how often the node drops the store's memory-mapped pages
 // from its resident set (see store.DB.ReleaseMemory): what it touches between
 // two calls stays resident, the rest is only page cache.
-const releaseInterval = 10 * time.Second
+const releaseInterval = 2 * time.Second
 
 func (n *Node) releaseLoop() {
 	n.every(releaseInterval, nil, func() bool {

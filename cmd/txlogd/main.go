@@ -33,7 +33,7 @@ const gcPercent = 400
 // live, which a large dedup window (an in-memory index entry per transaction)
 // would turn into hundreds of MiB. Near the limit the GC runs more often; a
 // node whose live heap needs more should set GOMEMLIMIT (docs/performance.md).
-const memoryLimit = 192 << 20
+const memoryLimit = 160 << 20
 
 func run(args []string) error {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
