@@ -1,6 +1,7 @@
 package node
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -81,5 +82,18 @@ func TestParseConfig(t *testing.T) {
 func TestEnvName(t *testing.T) {
 	if got := EnvName("http-addr"); got != "TXLOG_HTTP_ADDR" {
 		t.Fatalf("EnvName(http-addr) = %q", got)
+	}
+}
+
+func TestFileRSS(t *testing.T) {
+	rss, ok := fileRSS()
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		if ok {
+			t.Errorf("fileRSS() = %d, true without /proc/self/status", rss)
+		}
+		return
+	}
+	if !ok || rss <= 0 {
+		t.Errorf("fileRSS() = %d, %v; want the process's file-backed RSS (its binary at least)", rss, ok)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -150,16 +151,45 @@ func fileSize(path string) func() int64 {
 	}
 }
 
-// releaseInterval is how often the node drops the store's memory-mapped pages
-// from its resident set (see store.DB.ReleaseMemory): what it touches between
-// two calls stays resident, the rest is only page cache.
-const releaseInterval = 2 * time.Second
+// releaseInterval is how often the node checks its file-backed resident
+// memory, and releaseAbove how much of it makes the node drop the store's
+// memory-mapped pages from its resident set (see store.DB.ReleaseMemory). A
+// dropped page that is touched again costs a minor fault, so the node drops them
+// only when they add up: a store smaller than releaseAbove is never released.
+const (
+	releaseInterval = 2 * time.Second
+	releaseAbove    = 64 << 20
+)
 
 func (n *Node) releaseLoop() {
 	n.every(releaseInterval, nil, func() bool {
+		if rss, ok := fileRSS(); ok && rss < releaseAbove {
+			return false
+		}
 		if err := n.db.ReleaseMemory(); err != nil && !errors.Is(err, store.ErrClosed) {
 			n.log.Warn("release store memory", "err", err)
 		}
 		return false
 	})
+}
+
+// fileRSS returns the process's file-backed resident memory in bytes (RssFile
+// of /proc/self/status), and false where that cannot be read.
+func fileRSS() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, "RssFile:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return kb << 10, true
+	}
+	return 0, false
 }
