@@ -182,7 +182,7 @@ type walFuture struct {
 // appendAsync appends entries to the intake WAL in the background. The append
 // does not depend on the request's ctx: once started it completes, so that a
 // transaction parked later is on disk. A lazy append is written without waiting
-// for an fsync (see walFuture.sync).
+// for an fsync (see durable).
 func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 	f := &walFuture{done: make(chan struct{}), lazy: lazy}
 	payloads := make([][]byte, len(es))
@@ -347,7 +347,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		var openPs []*pending
 		var openEs, doneEs []*intakeEntry
 		for i, e := range es {
-			if contains(open, i) {
+			if slices.Contains(open, i) {
 				openPs, openEs = append(openPs, ps[i]), append(openEs, e)
 			} else {
 				doneEs = append(doneEs, e)
@@ -374,7 +374,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 	var parked []*intakeEntry
 	var settled []*pending
 	for i, p := range ps {
-		if !contains(open, i) {
+		if !slices.Contains(open, i) {
 			continue
 		}
 		if !walOK {
@@ -401,7 +401,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		var done, failed []*intakeEntry
 		for i, e := range es {
 			switch {
-			case contains(open, i) && walf.err == nil:
+			case slices.Contains(open, i) && walf.err == nil:
 			case walf.err != nil:
 				failed = append(failed, e)
 			default:
@@ -417,24 +417,6 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 // parkTimeout bounds parking one transaction in Redis; the breaker keeps a down
 // Redis from costing even that.
 const parkTimeout = 250 * time.Millisecond
-
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
 
 // isClientError reports whether err is about the transaction itself (a 4xx),
 // so retrying it can never succeed.

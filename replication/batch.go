@@ -46,7 +46,13 @@ func (r *Raft) ApplyMany(ctx context.Context, datas [][]byte) []Applied {
 		}
 		futures[i] = r.raft.Apply(d, timeout)
 	}
-	errs := r.awaitMany(ctx, futures)
+	waits := make([]raft.Future, len(futures))
+	for i, f := range futures {
+		if f != nil {
+			waits[i] = f
+		}
+	}
+	errs := r.awaitMany(ctx, waits)
 	for i, f := range futures {
 		if f != nil {
 			out[i] = outcome(f, errs[i])
@@ -55,11 +61,15 @@ func (r *Raft) ApplyMany(ctx context.Context, datas [][]byte) []Applied {
 	return out
 }
 
-// awaitMany waits for futures (nil ones are skipped) with one goroutine, not
-// one per future: raft resolves them in log order. When ctx ends or the server
-// stops first, the futures resolved by then keep their result and the rest get
-// await's error.
-func (r *Raft) awaitMany(ctx context.Context, futures []raft.ApplyFuture) []error {
+// awaitMany waits for futures (nil ones are skipped) in order, for ctx and for
+// Close, whichever comes first, and returns each future's raw error: when ctx
+// ends or the server stops first, the futures resolved by then keep their result
+// (a known outcome beats an unknown one) and the rest get ctx's or the shutdown's
+// error. Raft futures have no channel, so one goroutine blocks in their Error()
+// in turn (raft resolves a server's futures in log order). It is not tracked:
+// raft answers every future it dequeues, but not one still queued when it shuts
+// down, and then the goroutine (which holds nothing) stays blocked for good.
+func (r *Raft) awaitMany(ctx context.Context, futures []raft.Future) []error {
 	errs := make([]error, len(futures))
 	var resolved atomic.Int64 // futures[:resolved] have their errs set
 	finished := make(chan struct{})

@@ -335,28 +335,9 @@ func (r *Raft) Close() error {
 }
 
 // await waits for a raft future, for ctx and for Close, whichever comes first,
-// and returns the future's raw error. Raft futures have no channel, so a
-// goroutine blocks in f.Error(). It is not tracked: raft answers every future
-// it dequeues, but not one still queued when it shuts down, and then the
-// goroutine (which holds nothing) stays blocked for good.
+// and returns the future's raw error (see awaitMany).
 func (r *Raft) await(ctx context.Context, f raft.Future) error {
-	errc := make(chan error, 1)
-	go func() { errc <- f.Error() }()
-	var stopped error
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-		stopped = timeoutError(ctx)
-	case <-r.done:
-		stopped = ErrShutdown
-	}
-	select {
-	case err := <-errc: // answered meanwhile: a known outcome beats an unknown one
-		return err
-	default:
-		return stopped
-	}
+	return r.awaitMany(ctx, []raft.Future{f})[0]
 }
 
 // WaitApplied waits until this server's state machine has applied the entry at
