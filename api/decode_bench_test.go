@@ -1,0 +1,64 @@
+package api
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+)
+
+// benchBody returns a body the way `txlog bench` builds it (cmd/txlog/bench.go,
+// workload.body): n transactions of one put each, with a 256-byte JSON string
+// value and an idempotency key; a batch when n > 1.
+func benchBody(n int) []byte {
+	value := make([]byte, 256)
+	for i := range value {
+		value[i] = 'a' + byte(i%26)
+	}
+	value[0], value[len(value)-1] = '"', '"'
+	var b []byte
+	if n > 1 {
+		b = append(b, `{"txs":[`...)
+	}
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"idempotency_key":"bench-1a2b3c4d-0-`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `","ops":[{"op":"put","key":"`...)
+		b = fmt.Appendf(b, "bench/%08d", i*7919%100000)
+		b = append(b, `","value":`...)
+		b = append(b, value...)
+		b = append(b, "}]}"...)
+	}
+	if n > 1 {
+		b = append(b, "]}"...)
+	}
+	return b
+}
+
+var benchLimits = limits{maxKeyBytes: DefaultMaxKeyBytes, maxOps: DefaultMaxOpsPerTx, maxTxs: DefaultMaxBatchTxs}
+
+// BenchmarkDecode measures the body decoders of POST /v1/tx (tx) and POST
+// /v1/tx/batch with 100 transactions (batch100).
+func BenchmarkDecode(b *testing.B) {
+	tx, batch := benchBody(1), benchBody(100)
+	b.Run("tx", func(b *testing.B) {
+		b.SetBytes(int64(len(tx)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeTxBody(tx, benchLimits); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("batch100", func(b *testing.B) {
+		b.SetBytes(int64(len(batch)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeBatchBody(batch, benchLimits); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
