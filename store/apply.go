@@ -24,9 +24,15 @@ const maxPrunePerEntry = 1000
 // non-nil error means the database could not be written: the caller must stop
 // the node rather than diverge. Called from one goroutine at a time.
 //
-// Apply depends only on the state and the entries: it reads no clock and no
-// configuration, so every replica that applies the same entries ends in the same
-// state and returns the same Results. Entry indexes must increase within entries
+// The key states the entries write go to the kv overlay (overlay.go); when the
+// overlay has reached a limit of Config, Apply also writes it into the kv
+// bucket, in the same bbolt transaction. That changes how long the call takes,
+// never its Results or what the reads return.
+//
+// Apply depends only on the state and the entries: it reads no clock, and no
+// configuration changes its Results or what the reads return (the kv flush
+// limits change only where key states are kept), so every replica that applies
+// the same entries ends in the same state and returns the same Results. Entry indexes must increase within entries
 // and across calls; gaps are fine. The applied index and term are written in the
 // same bbolt transaction as the effects, and AppliedIndex reports the new index
 // once that transaction has committed. Apply does not keep entries or their Data.
@@ -46,9 +52,9 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 		return nil, ErrClosed
 	}
 	var st appliedState
-	idem := db.idem.batch()
+	idem, kv := db.idem.batch(), db.kv.batch()
 	err := db.bolt.Update(func(btx *bolt.Tx) error {
-		a, err := newApplier(btx, idem)
+		a, err := newApplier(btx, idem, kv)
 		if err != nil {
 			return err
 		}
@@ -62,13 +68,20 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 			}
 			a.st.index, a.st.term = e.Index, e.Term
 		}
+		if kv.full(db.kvLimits) {
+			if err := kv.flush(a.kv); err != nil {
+				return fmt.Errorf("flush kv overlay: %w", err)
+			}
+			a.st.kvApplied = a.st.index
+		}
 		st = a.st
 		return a.saveState()
 	})
 	if err != nil {
-		return nil, err // the batch's index changes go with the rolled back transaction
+		return nil, err // the batch's index and overlay changes go with the rolled back transaction
 	}
 	db.idem.commit(idem)
+	db.kv.commit(kv)
 	db.applied.Store(st.index)
 	return results, nil
 }
@@ -83,28 +96,32 @@ const appendFillPercent = 0.95
 type applier struct {
 	meta, log, txs, dedupTime, kv, nodes *bolt.Bucket
 
-	idem  *idemBatch // the idempotency index with this batch's changes
-	keyOf keyOfFunc  // reads a record's idempotency key for idem
+	idem    *idemBatch // the idempotency index with this batch's changes
+	keyOf   keyOfFunc  // reads a record's idempotency key for idem
+	overlay *kvBatch   // the kv overlay with this batch's changes
 
-	st       appliedState // updated as entries apply; saved by saveState
-	savedMax int64        // st.maxTime as stored in the meta bucket
+	st             appliedState // updated as entries apply; saved by saveState
+	savedMax       int64        // st.maxTime as stored in the meta bucket
+	savedKVApplied uint64       // st.kvApplied as stored in the meta bucket
 }
 
-func newApplier(btx *bolt.Tx, idem *idemBatch) (*applier, error) {
+func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, error) {
 	st, err := readState(btx)
 	if err != nil {
 		return nil, err
 	}
 	a := &applier{
-		meta:      btx.Bucket(bucketMeta),
-		log:       btx.Bucket(bucketLog),
-		txs:       btx.Bucket(bucketTxs),
-		dedupTime: btx.Bucket(bucketDedupTime),
-		kv:        btx.Bucket(bucketKV),
-		nodes:     btx.Bucket(bucketNodes),
-		idem:      idem,
-		st:        st,
-		savedMax:  st.maxTime,
+		meta:           btx.Bucket(bucketMeta),
+		log:            btx.Bucket(bucketLog),
+		txs:            btx.Bucket(bucketTxs),
+		dedupTime:      btx.Bucket(bucketDedupTime),
+		kv:             btx.Bucket(bucketKV),
+		nodes:          btx.Bucket(bucketNodes),
+		idem:           idem,
+		overlay:        overlay,
+		st:             st,
+		savedMax:       st.maxTime,
+		savedKVApplied: st.kvApplied,
 	}
 	for _, b := range []*bolt.Bucket{a.log, a.txs, a.dedupTime} {
 		b.FillPercent = appendFillPercent
@@ -116,6 +133,11 @@ func newApplier(btx *bolt.Tx, idem *idemBatch) (*applier, error) {
 func (a *applier) saveState() error {
 	if err := a.meta.Put(metaApplied, encodeApplied(a.st.index, a.st.term)); err != nil {
 		return err
+	}
+	if a.st.kvApplied != a.savedKVApplied {
+		if err := a.meta.Put(metaKVApplied, u64Key(a.st.kvApplied)); err != nil {
+			return err
+		}
 	}
 	if a.st.maxTime == a.savedMax {
 		return nil
@@ -192,9 +214,7 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 		for _, key := range slices.Sorted(maps.Keys(writes)) {
 			w := writes[key]
 			o.Versions[key] = w.version
-			if err := a.write(key, w, e.Index); err != nil {
-				return Result{}, err
-			}
+			a.write(key, w, e.Index)
 		}
 	}
 	if err := a.record(o, c.Payload); err != nil {
@@ -276,21 +296,17 @@ type pending struct {
 	value   []byte // nil when version is 0
 }
 
-// evaluate runs ops in order against the kv bucket without writing, each op
-// seeing the effects of the ones before. It returns each written key's final
-// state, or the first failed precondition.
+// evaluate runs ops in order against the kv overlay and bucket without
+// writing, each op seeing the effects of the ones before. It returns each
+// written key's final state, or the first failed precondition.
 func (a *applier) evaluate(ops []Op) (map[string]pending, *Conflict, error) {
 	writes := make(map[string]pending, len(ops))
 	for _, op := range ops {
 		cur, ok := writes[op.Key]
 		if !ok {
-			v := a.kv.Get([]byte(op.Key))
-			if v != nil {
-				kv, err := decodeKV(op.Key, v)
-				if err != nil {
-					return nil, nil, err
-				}
-				cur.version = kv.Version
+			var err error
+			if cur.version, err = a.overlay.version(a.kv, op.Key); err != nil {
+				return nil, nil, err
 			}
 		}
 		if op.HasIfVersion && op.IfVersion != cur.version {
@@ -307,12 +323,14 @@ func (a *applier) evaluate(ops []Op) (map[string]pending, *Conflict, error) {
 	return writes, nil, nil
 }
 
-// write stores a key's final state: a put, or the removal of a deleted key.
-func (a *applier) write(key string, w pending, index uint64) error {
+// write puts a key's final state into the overlay: a put, with a copy of the
+// value (the entry's Data is not kept), or the tombstone of a deleted key.
+func (a *applier) write(key string, w pending, index uint64) {
 	if w.version == 0 {
-		return a.kv.Delete([]byte(key))
+		a.overlay.set(key, kvState{modIndex: index})
+		return
 	}
-	return a.kv.Put([]byte(key), encodeKV(w.version, index, w.value))
+	a.overlay.set(key, kvState{version: w.version, modIndex: index, value: bytes.Clone(w.value)})
 }
 
 // record writes a new outcome to the log and the dedup buckets, and indexes its
@@ -321,9 +339,11 @@ func (a *applier) write(key string, w pending, index uint64) error {
 // kept for the whole window.
 func (a *applier) record(o Outcome, tx []byte) error {
 	id := txidKey(o.TxID)
-	if err := a.log.Put(u64Key(o.Index), encodeLogValue(o, tx)); err != nil {
+	rec := encodeLogValue(o, tx)
+	if err := a.log.Put(u64Key(o.Index), rec); err != nil {
 		return err
 	}
+	a.overlay.logged(len(rec))
 	if err := a.txs.Put(id, u64Key(o.Index)); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,9 @@ import (
 const (
 	DefaultLockTimeout      = 5 * time.Second
 	DefaultInitialMmapBytes = 1 << 30
+	DefaultKVFlushKeys      = 64 << 10
+	DefaultKVFlushLogBytes  = 32 << 20
+	DefaultKVFlushRecords   = 64 << 10
 )
 
 // Config holds the settings of a DB. Zero values mean the defaults.
@@ -29,7 +33,8 @@ type Config struct {
 	// crash the database may lose applied entries or be torn: use it only with a
 	// recovery rule that then throws the file away and rebuilds the state from
 	// the Raft snapshot and log, as node does (see docs/durability.md). Call Sync
-	// before Close to make a clean stop durable. Default false.
+	// before Close to make a clean stop durable (Close syncs what it writes
+	// itself). Default false.
 	NoSync bool
 	// LockTimeout is how long Open and Restore wait for the database file's lock,
 	// which another process may hold. Default DefaultLockTimeout (5s).
@@ -40,6 +45,25 @@ type Config struct {
 	// avoids that stall. It reserves address space, not memory or disk.
 	// Default DefaultInitialMmapBytes (1 GiB).
 	InitialMmapBytes int
+
+	// KVFlushKeys, KVFlushLogBytes and KVFlushRecords bound the kv overlay, the
+	// key states in memory that the kv bucket does not hold yet (overlay.go).
+	// The Apply that takes the overlay to one of them writes it into the
+	// bucket: a pause of the apply goroutine, in exchange for writing each
+	// bucket page once per flush instead of once per transaction. They bound
+	// the overlay's memory and the log records that Open replays.
+	//
+	// KVFlushKeys is the number of keys in the overlay, deleted ones included.
+	// Default DefaultKVFlushKeys (65,536).
+	KVFlushKeys int
+	// KVFlushLogBytes is the size, in bytes, of the log records written since
+	// the last flush, which hold every value in the overlay.
+	// Default DefaultKVFlushLogBytes (32 MiB).
+	KVFlushLogBytes int
+	// KVFlushRecords is the number of log records written since the last
+	// flush, so that a key rewritten many times still gets flushed.
+	// Default DefaultKVFlushRecords (65,536).
+	KVFlushRecords int
 }
 
 // Validate reports every invalid field of c.
@@ -50,6 +74,15 @@ func (c Config) Validate() error {
 	}
 	if c.InitialMmapBytes < 0 {
 		errs = append(errs, fmt.Errorf("store: InitialMmapBytes %d is negative", c.InitialMmapBytes))
+	}
+	if c.KVFlushKeys < 0 {
+		errs = append(errs, fmt.Errorf("store: KVFlushKeys %d is negative", c.KVFlushKeys))
+	}
+	if c.KVFlushLogBytes < 0 {
+		errs = append(errs, fmt.Errorf("store: KVFlushLogBytes %d is negative", c.KVFlushLogBytes))
+	}
+	if c.KVFlushRecords < 0 {
+		errs = append(errs, fmt.Errorf("store: KVFlushRecords %d is negative", c.KVFlushRecords))
 	}
 	return errors.Join(errs...)
 }
@@ -64,6 +97,15 @@ func (c Config) withDefaults() Config {
 	if c.InitialMmapBytes == 0 {
 		c.InitialMmapBytes = DefaultInitialMmapBytes
 	}
+	if c.KVFlushKeys == 0 {
+		c.KVFlushKeys = DefaultKVFlushKeys
+	}
+	if c.KVFlushLogBytes == 0 {
+		c.KVFlushLogBytes = DefaultKVFlushLogBytes
+	}
+	if c.KVFlushRecords == 0 {
+		c.KVFlushRecords = DefaultKVFlushRecords
+	}
 	return c
 }
 
@@ -72,19 +114,25 @@ func (c Config) withDefaults() Config {
 // Log, Nodes, AppliedIndex) are safe from any goroutine at any time, including
 // during Apply and Restore, and see only committed state.
 type DB struct {
-	path   string
-	cfg    Config
-	logger *slog.Logger
+	path     string
+	cfg      Config
+	kvLimits kvLimits // from cfg
+	logger   *slog.Logger
 
-	// mu guards the bolt and idem pointers, not the data (bbolt and idemIndex.mu
-	// guard that). Every user of a pointer holds mu.RLock while it uses it;
-	// Restore and Close swap them under mu.Lock, which is held for no I/O. Lock
-	// order: mu, then idemIndex.mu.
+	// mu guards the bolt, idem and kv pointers, not the data (bbolt,
+	// idemIndex.mu and kvOverlay.mu guard that). Every user of a pointer holds
+	// mu.RLock while it uses it; Restore and Close swap them under mu.Lock,
+	// which is held for no I/O. Lock order: mu, then idemIndex.mu or
+	// kvOverlay.mu.
 	mu   sync.RWMutex
 	bolt *bolt.DB // nil after Close
 	// idem is the idempotency index of bolt's committed state (idem.go); nil
 	// after Close. Invariant: it matches bolt once each Apply has returned.
 	idem *idemIndex
+	// kv is the kv overlay of bolt's committed state (overlay.go); nil after
+	// Close. Invariant: once each Apply has returned, it holds the key states
+	// written by the log records after kv_applied.
+	kv *kvOverlay
 
 	// applied is the last applied index. Invariant: it equals the meta bucket's
 	// applied index once each Apply or Restore has committed.
@@ -97,34 +145,57 @@ func Open(path string, cfg Config) (*DB, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	db := &DB{path: path, cfg: cfg, logger: cfg.Logger.With("component", "store")}
+	db := &DB{
+		path:     path,
+		cfg:      cfg,
+		kvLimits: kvLimits{keys: cfg.KVFlushKeys, logBytes: cfg.KVFlushLogBytes, records: cfg.KVFlushRecords},
+		logger:   cfg.Logger.With("component", "store"),
+	}
 	db.removeRestoreTemps()
 
 	_, statErr := os.Stat(path)
-	b, idem, st, err := db.openBolt(path)
+	o, err := db.openBolt(path)
 	if err != nil {
 		return nil, err
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
 		if err := syncDir(filepath.Dir(path)); err != nil {
-			b.Close()
+			o.bolt.Close()
 			return nil, err
 		}
 	}
-	db.bolt, db.idem = b, idem
-	db.applied.Store(st.index)
+	db.bolt, db.idem, db.kv = o.bolt, o.idem, o.kv
+	db.applied.Store(o.st.index)
 	// Opening walked every page (bbolt's free list, the idempotency index).
 	if err := db.ReleaseMemory(); err != nil {
 		db.logger.Warn("release memory after open", "err", err)
 	}
-	db.logger.Info("store opened", "path", path, "index", st.index, "term", st.term, "idempotency_keys", idem.len())
+	db.logger.Info("store opened", o.logAttrs(path)...)
 	return db, nil
 }
 
+// opened is a bbolt file opened by openBolt, with what it was read into.
+type opened struct {
+	bolt *bolt.DB
+	idem *idemIndex
+	kv   *kvOverlay
+	st   appliedState
+	took time.Duration // to open the file and rebuild idem and kv
+}
+
+func (o opened) logAttrs(path string) []any {
+	return []any{
+		"path", path, "index", o.st.index, "term", o.st.term,
+		"idempotency_keys", o.idem.len(), "kv_applied", o.st.kvApplied,
+		"kv_overlay_keys", o.kv.len(), "kv_replayed_records", o.kv.records, "took", o.took,
+	}
+}
+
 // openBolt opens the bbolt file at path, creates the buckets if they are
-// missing, checks the schema, reads the applied state and builds the
-// idempotency index.
-func (db *DB) openBolt(path string) (*bolt.DB, *idemIndex, appliedState, error) {
+// missing, checks the schema (a schema 2 file is rewritten as 3), reads the
+// applied state and builds the idempotency index and the kv overlay.
+func (db *DB) openBolt(path string) (opened, error) {
+	start := time.Now()
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         db.cfg.LockTimeout,
 		NoSync:          db.cfg.NoSync,
@@ -133,51 +204,77 @@ func (db *DB) openBolt(path string) (*bolt.DB, *idemIndex, appliedState, error) 
 		InitialMmapSize: db.cfg.InitialMmapBytes,
 	})
 	if err != nil {
-		return nil, nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
+		return opened{}, fmt.Errorf("open %s: %w", path, err)
 	}
-	var st appliedState
-	var idem *idemIndex
+	o := opened{bolt: b}
 	err = b.Update(func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		if meta.Get(metaSchema) == nil {
-			if err := meta.Put(metaSchema, []byte{schemaVersion}); err != nil {
-				return err
-			}
-		}
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
-		if st, err = readState(tx); err != nil {
+		var err error
+		if o.st, err = writeSchema(tx); err != nil {
 			return err
 		}
-		idem, err = loadIdemIndex(tx)
+		if o.idem, err = loadIdemIndex(tx); err != nil {
+			return err
+		}
+		o.kv, err = loadKVOverlay(tx, o.st)
 		return err
 	})
 	if err != nil {
 		b.Close()
-		return nil, nil, appliedState{}, fmt.Errorf("open %s: %w", path, err)
+		return opened{}, fmt.Errorf("open %s: %w", path, err)
 	}
-	return b, idem, st, nil
+	o.took = time.Since(start)
+	return o, nil
 }
 
 // Close closes the database. It is safe to call twice, and concurrently with the
 // read methods, which then return ErrClosed. It waits for a running Apply and for
 // every Snapshot to be released.
+//
+// Close first writes the kv overlay into the kv bucket, and syncs the file
+// when Config.NoSync is set, so that the next Open has no log to replay. If
+// that fails the database closes all the same and Open replays the log; the
+// error is returned.
 func (db *DB) Close() error {
 	db.mu.Lock()
-	b := db.bolt
-	db.bolt, db.idem = nil, nil
+	b, kv := db.bolt, db.kv
+	db.bolt, db.idem, db.kv = nil, nil, nil
 	db.mu.Unlock()
 	if b == nil {
 		return nil
 	}
+	ferr := db.flushAtClose(b, kv)
 	if err := b.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", db.path, err)
+		return errors.Join(ferr, fmt.Errorf("close %s: %w", db.path, err))
+	}
+	return ferr
+}
+
+// flushAtClose writes the overlay kv of b into the kv bucket, if it has
+// anything to write, and syncs the file.
+func (db *DB) flushAtClose(b *bolt.DB, kv *kvOverlay) error {
+	if kv.records == 0 {
+		return nil
+	}
+	err := b.Update(func(tx *bolt.Tx) error {
+		st, err := readState(tx)
+		if err != nil {
+			return err
+		}
+		if err := kv.batch().flush(tx.Bucket(bucketKV)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(metaKVApplied, u64Key(st.index))
+	})
+	if err == nil && db.cfg.NoSync {
+		err = b.Sync()
+	}
+	if err != nil {
+		return fmt.Errorf("close %s: flush kv overlay: %w", db.path, err)
 	}
 	return nil
 }
@@ -252,9 +349,25 @@ func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
 }
 
 // Get returns a key's current state, or ErrNotFound. The caller owns the result.
+// It reads the kv overlay and, when the overlay does not have the key, the kv
+// bucket.
 func (db *DB) Get(key string) (KV, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return KV{}, ErrClosed
+	}
+	// The overlay before the bucket: a flush clears the overlay only after its
+	// bbolt transaction, which puts the overlay's keys into the bucket, has
+	// committed. A bbolt transaction begun after a miss sees that commit.
+	if s, ok := db.kv.get(key); ok {
+		if s.version == 0 {
+			return KV{}, ErrNotFound
+		}
+		return KV{Key: key, Value: bytes.Clone(s.value), Version: s.version, ModIndex: s.modIndex}, nil
+	}
 	var kv KV
-	err := db.view(func(tx *bolt.Tx) error {
+	err := db.bolt.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketKV).Get([]byte(key))
 		if v == nil {
 			return ErrNotFound

@@ -26,13 +26,14 @@
 //
 // Keys and values, in the notation of codec.go; record.go draws the values.
 //
-//	meta        "schema"   → schema version (2)
-//	            "applied"  → index (8) | term (8) of the last applied entry
-//	            "max_time" → largest Command.Time applied (8), the dedup clock
+//	meta        "schema"     → schema version (3)
+//	            "applied"    → index (8) | term (8) of the last applied entry
+//	            "max_time"   → largest Command.Time applied (8), the dedup clock
+//	            "kv_applied" → index (8) up to which kv is current
 //	log         index (8)  → term, time, status, conflict or versions, EncodeTx bytes
 //	txs         txid (8)   → index (8) of the tx's log record
 //	dedup_time  time (8, sign bit flipped) | txid (8) → idem key (empty for an alias)
-//	kv          key        → version, mod index, raw JSON value
+//	kv          key        → version, mod index, raw JSON value, as of kv_applied
 //	nodes       node ID    → EncodeNode bytes
 //
 // log keeps every transaction entry that produced a new outcome, committed or
@@ -45,8 +46,37 @@
 // resubmission applies anew, but Log still returns it. log, txs and dedup_time
 // grow at their end, and Apply fills their pages to 95% (appendFillPercent).
 //
-// Schema 1 had an idem bucket, idempotency key → txid. The store opens only its
-// own schema and refuses any other with ErrCorrupt, in Open and in Restore.
+// Schema 1 had an idem bucket, idempotency key → txid. Schema 2 had no
+// kv_applied and kept kv current up to the applied index: Open and Restore take
+// such a file as one whose kv_applied is its applied index and rewrite it as
+// schema 3. The store refuses any other schema with ErrCorrupt, in Open and in
+// Restore.
+//
+// # The kv overlay
+//
+// kv is a checkpoint, and the log records after kv_applied are its redo log
+// (overlay.go): a bucket keyed by the clients' keys made every transaction
+// rewrite a random leaf page. Apply writes each key's new state, or a tombstone
+// for a deleted key, to an overlay in memory, and the reads look there first,
+// then in kv. When the overlay reaches one of Config's limits (KVFlushKeys,
+// KVFlushLogBytes, KVFlushRecords) an Apply writes it into kv in key order and
+// moves kv_applied to its own applied index, in the bbolt transaction of its
+// entries; Close does the same. Open and Restore rebuild the overlay by
+// replaying the log records after kv_applied: a committed record holds each
+// key's new version and the ops, which give the value. A Snapshot carries
+// kv_applied and the log, so it needs no flush. Where a key's state is kept
+// depends on the batches and on restarts, never what the reads and Results
+// say. Like the idempotency index, the readers see an Apply's changes once its
+// bbolt transaction has committed, and a failed Apply leaves the overlay as it
+// was.
+//
+// # Recovery
+//
+// Every Apply commits the applied index with the log records, the dedup tables
+// and, when it flushes, kv and kv_applied, in one bbolt transaction. A process
+// that dies at any point leaves the last committed transaction in the file (the
+// page cache keeps it without fsync), and Open rebuilds the idempotency index
+// and the overlay from it: the state is exactly the committed one.
 //
 // # The idempotency index
 //

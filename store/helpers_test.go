@@ -71,7 +71,9 @@ func applyOne(t testing.TB, db *DB, e Entry) Result {
 }
 
 // dump returns every key and value of every bucket, hex-encoded: two databases
-// with equal dumps are in the same state.
+// with equal dumps are in the same state. The kv bucket is dumped with the kv
+// overlay on top and kv_applied is left out, so that where a key's state is
+// kept (overlay or bucket) does not count.
 func dump(t testing.TB, db *DB) map[string]map[string]string {
 	t.Helper()
 	out := map[string]map[string]string{}
@@ -87,6 +89,18 @@ func dump(t testing.TB, db *DB) map[string]map[string]string {
 	})
 	if err != nil {
 		t.Fatalf("dump: %v", err)
+	}
+	delete(out["meta"], hex.EncodeToString(metaKVApplied))
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	db.kv.mu.RLock()
+	defer db.kv.mu.RUnlock()
+	for k, s := range db.kv.keys {
+		if s.version == 0 {
+			delete(out["kv"], hex.EncodeToString([]byte(k)))
+			continue
+		}
+		out["kv"][hex.EncodeToString([]byte(k))] = hex.EncodeToString(encodeKV(s.version, s.modIndex, s.value))
 	}
 	return out
 }

@@ -45,7 +45,8 @@ func mappedRSS(t *testing.T, path string) int {
 // set until ReleaseMemory drops them; the data reads back the same afterwards.
 func TestReleaseMemory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	db, err := Open(path, Config{NoSync: true})
+	// Flushed often, so that the keys are read from the kv bucket's pages.
+	db, err := Open(path, Config{NoSync: true, KVFlushRecords: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

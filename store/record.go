@@ -32,12 +32,20 @@ var (
 	metaSchema  = []byte("schema")   // 1 byte: schemaVersion
 	metaApplied = []byte("applied")  // index (8) | term (8)
 	metaMaxTime = []byte("max_time") // int64 (8): the largest Command.Time applied
+	// index (8): the kv bucket holds the key states as of this applied index;
+	// the log records after it are the redo log of the kv overlay (overlay.go).
+	metaKVApplied = []byte("kv_applied")
 )
 
 // schemaVersion is the version of the bucket layout. Version 1 had an idem
-// bucket (idempotency key → txid), now an index in memory (idem.go); the store
-// opens no other version than its own.
-const schemaVersion = 2
+// bucket (idempotency key → txid), now an index in memory (idem.go). Version 2
+// kept the kv bucket current up to the applied index and had no kv_applied; a
+// version 2 file opens as one whose kv_applied is its applied index, and Open
+// rewrites it as version 3. The store opens no other versions.
+const (
+	schemaVersion   = 3
+	schemaVersionKV = 2 // the last version without kv_applied
+)
 
 // appliedState is what the meta bucket says about the applied entries.
 type appliedState struct {
@@ -45,6 +53,12 @@ type appliedState struct {
 	// maxTime is the largest leader time of any applied command, Unix nanoseconds;
 	// math.MinInt64 before the first. Invariant: it never decreases.
 	maxTime int64
+	// kvApplied is the applied index the kv bucket is current to. Invariant:
+	// kvApplied <= index.
+	kvApplied uint64
+	// schema is the file's schema version: schemaVersion, or schemaVersionKV
+	// until Open rewrites it.
+	schema byte
 }
 
 func u64Key(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte, 0, 8), v) }
@@ -86,10 +100,11 @@ func readState(tx *bolt.Tx) (appliedState, error) {
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(metaSchema); len(v) != 1 || v[0] != schemaVersion {
-		return appliedState{}, fmt.Errorf("%w: schema version %x, want %d", ErrCorrupt, v, schemaVersion)
+	v := meta.Get(metaSchema)
+	if len(v) != 1 || (v[0] != schemaVersion && v[0] != schemaVersionKV) {
+		return appliedState{}, fmt.Errorf("%w: schema version %x, want %d or %d", ErrCorrupt, v, schemaVersion, schemaVersionKV)
 	}
-	st := appliedState{maxTime: math.MinInt64}
+	st := appliedState{maxTime: math.MinInt64, schema: v[0]}
 	if v := meta.Get(metaApplied); v != nil {
 		if len(v) != 16 {
 			return appliedState{}, fmt.Errorf("%w: applied index of %d bytes", ErrCorrupt, len(v))
@@ -103,6 +118,44 @@ func readState(tx *bolt.Tx) (appliedState, error) {
 		}
 		st.maxTime = int64(binary.BigEndian.Uint64(v))
 	}
+	switch v := meta.Get(metaKVApplied); {
+	case st.schema == schemaVersionKV:
+		st.kvApplied = st.index
+	case len(v) != 8:
+		return appliedState{}, fmt.Errorf("%w: kv_applied of %d bytes", ErrCorrupt, len(v))
+	default:
+		st.kvApplied = binary.BigEndian.Uint64(v)
+		if st.kvApplied > st.index {
+			return appliedState{}, fmt.Errorf("%w: kv_applied %d past the applied index %d", ErrCorrupt, st.kvApplied, st.index)
+		}
+	}
+	return st, nil
+}
+
+// writeSchema makes the meta bucket of a new file (no schema) or of a schema
+// version 2 file (kv current up to the applied index) schema version 3, and
+// returns its state as readState does.
+func writeSchema(tx *bolt.Tx) (appliedState, error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(metaSchema) == nil {
+		if err := meta.Put(metaSchema, []byte{schemaVersion}); err != nil {
+			return appliedState{}, err
+		}
+		if err := meta.Put(metaKVApplied, u64Key(0)); err != nil {
+			return appliedState{}, err
+		}
+	}
+	st, err := readState(tx)
+	if err != nil || st.schema == schemaVersion {
+		return st, err
+	}
+	if err := meta.Put(metaKVApplied, u64Key(st.kvApplied)); err != nil {
+		return appliedState{}, err
+	}
+	if err := meta.Put(metaSchema, []byte{schemaVersion}); err != nil {
+		return appliedState{}, err
+	}
+	st.schema = schemaVersion
 	return st, nil
 }
 
@@ -112,11 +165,20 @@ func readState(tx *bolt.Tx) (appliedState, error) {
 //	| ver (1) | version (uv) | modIndex (uv) | value (rest)        |
 //	+---------+--------------+---------------+---------------------+
 func encodeKV(version, modIndex uint64, value []byte) []byte {
-	b := make([]byte, 0, 1+2*binary.MaxVarintLen64+len(value))
+	return appendKV(make([]byte, 0, kvEncodedLen(version, modIndex, value)), version, modIndex, value)
+}
+
+// appendKV appends encodeKV bytes to b.
+func appendKV(b []byte, version, modIndex uint64, value []byte) []byte {
 	b = append(b, codecVersion)
 	b = binary.AppendUvarint(b, version)
 	b = binary.AppendUvarint(b, modIndex)
 	return append(b, value...)
+}
+
+// kvEncodedLen returns the length of encodeKV's bytes.
+func kvEncodedLen(version, modIndex uint64, value []byte) int {
+	return 1 + uvarintLen(version) + uvarintLen(modIndex) + len(value)
 }
 
 // decodeKV decodes encodeKV bytes. The Value aliases v.

@@ -29,7 +29,8 @@ type Snapshot struct {
 // last Apply, which later Applies do not change. Call it from the apply goroutine
 // (between Applies); WriteTo may then run on another goroutine while Apply goes
 // on. The caller must Release it: until then Close and Restore wait for it, and
-// bbolt cannot reuse the pages it sees.
+// bbolt cannot reuse the pages it sees. It needs no flush of the kv overlay: the
+// file holds kv_applied and the log records after it, which Restore replays.
 func (db *DB) Snapshot() (*Snapshot, error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
@@ -81,8 +82,10 @@ func (s *Snapshot) Release() {
 }
 
 // Restore replaces the database with a snapshot stream written by
-// Snapshot.WriteTo, and reloads the applied index and the idempotency index from
-// it. Call it from the apply goroutine, never during Apply.
+// Snapshot.WriteTo, and reloads the applied index, the idempotency index and the
+// kv overlay from it (the overlay by replaying the stream's log after its
+// kv_applied, as Open does). Call it from the apply goroutine, never during
+// Apply.
 //
 // Restore writes the stream to a temporary file next to the database, fsyncs it,
 // and checks that it is a sound bbolt file with the store's buckets. Only then
@@ -117,23 +120,23 @@ func (db *DB) Restore(r io.Reader) error {
 	if err := syncDir(filepath.Dir(db.path)); err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
-	b, idem, st, err := db.openBolt(db.path)
+	o, err := db.openBolt(db.path)
 
 	db.mu.Lock()
 	old := db.bolt
 	switch {
 	case old == nil: // closed meanwhile
 	case err != nil:
-		db.bolt, db.idem = nil, nil
+		db.bolt, db.idem, db.kv = nil, nil, nil
 	default:
-		db.bolt, db.idem = b, idem
-		db.applied.Store(st.index)
+		db.bolt, db.idem, db.kv = o.bolt, o.idem, o.kv
+		db.applied.Store(o.st.index)
 	}
 	db.mu.Unlock()
 
 	if old == nil {
-		if b != nil {
-			b.Close()
+		if o.bolt != nil {
+			o.bolt.Close()
 		}
 		return ErrClosed
 	}
@@ -146,7 +149,7 @@ func (db *DB) Restore(r io.Reader) error {
 	if err := db.ReleaseMemory(); err != nil {
 		db.logger.Warn("release memory after restore", "err", err)
 	}
-	db.logger.Info("store restored", "path", db.path, "index", st.index, "term", st.term, "idempotency_keys", idem.len())
+	db.logger.Info("store restored", o.logAttrs(db.path)...)
 	return nil
 }
 
@@ -172,7 +175,7 @@ func (db *DB) writeTemp(r io.Reader) (string, error) {
 }
 
 // checkFile opens the bbolt file at path and checks its length, page structure,
-// buckets and schema. It cannot see a flipped byte inside a value: bbolt has no
+// buckets, schema and the log records that rebuild the kv overlay. It cannot see a flipped byte inside a value: bbolt has no
 // checksums on data pages, so the integrity of the stream is the transport's job
 // (Raft's file snapshot store keeps a CRC).
 func (db *DB) checkFile(path string) error {
@@ -196,7 +199,11 @@ func (db *DB) checkFile(path string) error {
 		if len(errs) > 0 {
 			return fmt.Errorf("%w: %w", ErrCorrupt, errors.Join(errs...))
 		}
-		_, err := readState(tx)
+		st, err := readState(tx)
+		if err != nil {
+			return err
+		}
+		_, err = loadKVOverlay(tx, st) // Open replays it: check it first
 		return err
 	})
 	if cerr := b.Close(); err == nil {
