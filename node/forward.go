@@ -2,29 +2,41 @@ package node
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api"
 )
 
-// Forwarding to the leader is grouped: a follower's concurrent requests hand their
-// frames to a few forwarder goroutines, each of which takes what is queued and
-// sends it to the leader in one POST /v1/internal/propose, so that the leader
-// proposes them together (one HTTP exchange and one ApplyMany per group instead of
-// one per client request).
+// Forwarding to the leader is grouped, and driven by the callers themselves.
+// A follower's concurrent requests queue their frames per leader address. A
+// request that finds fewer than forwarders exchanges in flight to that address
+// takes the queue (its own frames first, with what else waits, up to
+// maxFwdFrames) and sends it in one POST /v1/internal/propose from its own
+// goroutine: at low load a request forwards without handing its frames to
+// another goroutine and back (two hand-offs that cost about as much as the
+// exchange on a busy machine), and under load the leader gets a few large
+// groups, one HTTP exchange and one ApplyMany each, instead of one per client
+// request. When a sender's exchange ends and frames still wait, it takes the
+// next group off the queue and hands it, with its place among the forwarders,
+// to the group's first caller, which sends it in turn.
 const (
-	forwarders     = 4    // concurrent forwarding requests per node
+	forwarders     = 4    // concurrent forwarding requests per leader address
 	maxFwdFrames   = 1024 // frames per forwarding request
 	maxFwdDeadline = 30 * time.Second
 )
 
 // fwdCall is one request's frames on their way to the leader.
 type fwdCall struct {
-	base     string // the leader's HTTP base URL
 	frames   [][]byte
 	opts     api.SubmitOptions
 	deadline time.Time
-	reply    chan fwdReply // capacity 1: the forwarder never blocks on a caller that gave up
+	// turn receives a group that this call must send (it is the group's first
+	// call). reply receives this call's results. Both have capacity 1 and each
+	// gets at most one value, so nobody blocks on a caller that gave up.
+	turn  chan []*fwdCall
+	reply chan fwdReply
 }
 
 type fwdReply struct {
@@ -32,76 +44,130 @@ type fwdReply struct {
 	err     error
 }
 
-// forward sends frames to the leader at base through the forwarders and waits
-// for the leader's results, or for ctx.
+// fwdQueue is the forwarding state for one leader address. Guarded by
+// forwarding.mu.
+type fwdQueue struct {
+	inflight int        // exchanges in flight (senders holding a place)
+	calls    []*fwdCall // waiting, oldest first; no group has taken them yet
+}
+
+// forwarding holds the queues of the forwarding groups, one per leader address.
+type forwarding struct {
+	mu     sync.Mutex
+	queues map[string]*fwdQueue
+}
+
+// forward sends frames to the leader at base, grouped with other callers'
+// frames, and waits for the leader's results, or for ctx.
 func (n *Node) forward(ctx context.Context, base string, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(maxFwdDeadline)
 	}
-	c := &fwdCall{base: base, frames: frames, opts: opts, deadline: dl, reply: make(chan fwdReply, 1)}
-	select {
-	case n.fwd <- c:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	c := &fwdCall{frames: frames, opts: opts, deadline: dl, turn: make(chan []*fwdCall, 1), reply: make(chan fwdReply, 1)}
+	f := &n.fwd
+	f.mu.Lock()
+	if f.queues == nil {
+		f.queues = map[string]*fwdQueue{}
 	}
+	q := f.queues[base]
+	if q == nil {
+		q = &fwdQueue{}
+		f.queues[base] = q
+	}
+	q.calls = append(q.calls, c)
+	if q.inflight < forwarders {
+		q.inflight++
+		group := q.take()
+		f.mu.Unlock()
+		n.sendTurns(base, q, group)
+		r := n.awaitFwd(base, q, c) // c was first in its own group: answered
+		return r.results, r.err
+	}
+	f.mu.Unlock()
 	select {
 	case r := <-c.reply:
 		return r.results, r.err
+	case group := <-c.turn:
+		n.sendTurns(base, q, group)
+		r := n.awaitFwd(base, q, c)
+		return r.results, r.err
 	case <-ctx.Done():
+	}
+	// Gone. If c is still queued, it leaves the queue. If a sender took it into
+	// a group, the sender answers into c.reply, which nobody needs to read. If
+	// its group was handed to c (under mu, so the turn is there now), the group
+	// must still go out, without holding up this caller.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if i := slices.Index(q.calls, c); i >= 0 {
+		q.calls = slices.Delete(q.calls, i, i+1)
 		return nil, ctx.Err()
+	}
+	select {
+	case group := <-c.turn:
+		go n.sendTurns(base, q, group)
+	default:
+	}
+	return nil, ctx.Err()
+}
+
+// awaitFwd waits for c's results, sending the group handed to c if that comes
+// first.
+func (n *Node) awaitFwd(base string, q *fwdQueue, c *fwdCall) fwdReply {
+	for {
+		select {
+		case r := <-c.reply:
+			return r
+		case group := <-c.turn:
+			n.sendTurns(base, q, group)
+		}
 	}
 }
 
-// forwardLoop is one forwarder: it takes a call, gathers what else is queued
-// without waiting, and sends the gathered calls, one request per leader address.
-// It runs until the HTTP server has stopped (fwdStop), so that requests in flight
-// during a graceful shutdown can still finish through the new leader.
-func (n *Node) forwardLoop() {
-	for {
-		var first *fwdCall
-		select {
-		case first = <-n.fwd:
-		case <-n.fwdStop:
-			return
-		}
-		calls := []*fwdCall{first}
-		frames := len(first.frames)
-	gather:
-		for frames < maxFwdFrames {
-			select {
-			case c := <-n.fwd:
-				calls = append(calls, c)
-				frames += len(c.frames)
-			default:
-				break gather
-			}
-		}
-		for len(calls) > 0 {
-			base := calls[0].base
-			var group, rest []*fwdCall
-			for _, c := range calls {
-				if c.base == base {
-					group = append(group, c)
-				} else {
-					rest = append(rest, c)
-				}
-			}
-			n.sendGroup(base, group)
-			calls = rest
-		}
+// take removes the next group from the queue: the oldest calls, as many as fit
+// in maxFwdFrames (at least one). The caller holds forwarding.mu.
+func (q *fwdQueue) take() []*fwdCall {
+	frames, k := 0, 0
+	for k < len(q.calls) && (k == 0 || frames+len(q.calls[k].frames) <= maxFwdFrames) {
+		frames += len(q.calls[k].frames)
+		k++
+	}
+	group := slices.Clone(q.calls[:k])
+	q.calls = slices.Delete(q.calls, 0, k)
+	return group
+}
+
+// sendTurns sends group holding one of q's places, then passes the place on:
+// the next group goes to its first caller, or, with nothing waiting, the place
+// is given back.
+func (n *Node) sendTurns(base string, q *fwdQueue, group []*fwdCall) {
+	n.sendGroup(base, group)
+	f := &n.fwd
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(q.calls) > 0 {
+		next := q.take()
+		next[0].turn <- next
+		return
+	}
+	q.inflight--
+	if q.inflight == 0 && f.queues[base] == q {
+		delete(f.queues, base)
 	}
 }
 
 // sendGroup forwards the frames of calls in one request and hands each call its
-// share of the results. The request lives as long as the latest caller's deadline.
+// share of the results. The request lives until the earliest caller's deadline,
+// so that the caller sending it is never held past its own: a caller with more
+// time whose exchange is cut short proposes again (the txid makes that safe).
 func (n *Node) sendGroup(base string, calls []*fwdCall) {
 	var frames [][]byte
 	deadline := calls[0].deadline
 	opts := calls[0].opts
 	for _, c := range calls {
 		frames = append(frames, c.frames...)
-		if c.deadline.After(deadline) {
+		if c.deadline.Before(deadline) {
 			deadline = c.deadline
 		}
 	}

@@ -38,8 +38,7 @@ type Node struct {
 	intake      *intake
 	park        parker // nil without --redis-addr
 
-	fwd       chan *fwdCall // requests' frames for the forwarders
-	fwdStop   chan struct{} // closed by Close once the HTTP server stopped
+	fwd       forwarding    // grouped forwarding to the leader (forward.go)
 	stop      chan struct{} // closed by Close to stop background loops
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -54,11 +53,9 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:     cfg,
-		log:     cfg.Logger.With("component", "node"),
-		stop:    make(chan struct{}),
-		fwd:     make(chan *fwdCall),
-		fwdStop: make(chan struct{}),
+		cfg:  cfg,
+		log:  cfg.Logger.With("component", "node"),
+		stop: make(chan struct{}),
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
@@ -168,9 +165,6 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	n.log.Info("http listening", "addr", n.ln.Addr().String(), "raft_addr", n.cfg.RaftAddr, "data_dir", n.cfg.DataDir)
-	for range forwarders {
-		n.wg.Go(n.forwardLoop)
-	}
 	n.wg.Go(n.registerLoop)
 	n.wg.Go(n.replayLoop)
 	n.wg.Go(n.releaseLoop)
@@ -218,7 +212,6 @@ func (n *Node) Close() error {
 			}
 			cancel()
 		}
-		close(n.fwdStop)
 		n.wg.Wait()
 		n.closeErr = n.closeParts()
 		n.log.Info("stopped")

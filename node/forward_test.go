@@ -1,0 +1,340 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/txlog/txlog/api"
+)
+
+// fakeLeader serves POST /v1/internal/propose: each frame is an 8-byte number,
+// answered with that number as the result's index. gate, when set, holds each
+// exchange until it is closed; from the (hold+1)th exchange on, hold2 holds
+// them instead when set.
+type fakeLeader struct {
+	srv      *httptest.Server
+	requests atomic.Int64
+	frames   atomic.Int64
+	mu       sync.Mutex
+	sizes    []int // frames per request, in arrival order
+	gate     chan struct{}
+	hold     int64
+	hold2    chan struct{}
+	started  chan struct{} // one value per exchange that reached the handler
+}
+
+func newFakeLeader(t *testing.T, gate chan struct{}) *fakeLeader {
+	t.Helper()
+	l := &fakeLeader{gate: gate, started: make(chan struct{}, 1024)}
+	l.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/internal/propose" {
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		frames, err := api.DecodeFrames(body, 1<<20)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		nth := l.requests.Add(1)
+		l.frames.Add(int64(len(frames)))
+		l.mu.Lock()
+		l.sizes = append(l.sizes, len(frames))
+		l.mu.Unlock()
+		l.started <- struct{}{}
+		switch {
+		case l.hold2 != nil && nth > l.hold:
+			select {
+			case <-l.hold2:
+			case <-r.Context().Done():
+				return
+			}
+		case l.gate != nil:
+			<-l.gate
+		}
+		var br api.BatchResponse
+		for _, f := range frames {
+			br.Results = append(br.Results, api.TxResult{Status: api.StatusCommitted, Index: binary.BigEndian.Uint64(f)})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(br)
+	}))
+	t.Cleanup(l.srv.Close)
+	return l
+}
+
+func frameOf(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func forwardNode() *Node {
+	return &Node{client: api.NewClient(api.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})}
+}
+
+// checkResults fails unless results answer frames first..first+n-1 in order.
+func checkResults(t *testing.T, results []api.TxResult, err error, first uint64, n int) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("forward %d: %v", first, err)
+		return
+	}
+	if len(results) != n {
+		t.Errorf("forward %d: %d results for %d frames", first, len(results), n)
+		return
+	}
+	for i, r := range results {
+		if r.Index != first+uint64(i) {
+			t.Errorf("forward %d: result %d has index %d, want %d", first, i, r.Index, first+uint64(i))
+		}
+	}
+}
+
+func TestForwardAlone(t *testing.T) {
+	l := newFakeLeader(t, nil)
+	n := forwardNode()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 5 {
+		v := uint64(100 * (i + 1))
+		res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v), frameOf(v + 1)}, api.SubmitOptions{})
+		checkResults(t, res, err, v, 2)
+	}
+	if got := l.requests.Load(); got != 5 {
+		t.Errorf("%d requests for 5 forwards one after another, want 5", got)
+	}
+	if len(n.fwd.queues) != 0 {
+		t.Errorf("%d queues left after the forwards", len(n.fwd.queues))
+	}
+}
+
+// TestForwardGroups holds the leader's first exchanges so that every place is
+// taken, queues more callers behind them, and checks that those go out grouped
+// (one exchange, handed to the first of them) and that every caller gets its
+// own results.
+func TestForwardGroups(t *testing.T) {
+	gate := make(chan struct{})
+	l := newFakeLeader(t, gate)
+	n := forwardNode()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	call := func(v uint64, frames int) {
+		wg.Go(func() {
+			fs := make([][]byte, frames)
+			for i := range fs {
+				fs[i] = frameOf(v + uint64(i))
+			}
+			res, err := n.forward(ctx, l.srv.URL, fs, api.SubmitOptions{})
+			checkResults(t, res, err, v, frames)
+		})
+	}
+	for i := range forwarders {
+		call(uint64(1000*(i+1)), 1)
+	}
+	for range forwarders {
+		<-l.started
+	}
+	// Every place is taken: these wait in the queue.
+	const queued = 20
+	for i := range queued {
+		call(uint64(100_000+1000*i), 3)
+	}
+	waitFor(t, func() bool {
+		n.fwd.mu.Lock()
+		defer n.fwd.mu.Unlock()
+		q := n.fwd.queues[l.srv.URL]
+		return q != nil && len(q.calls) == queued
+	})
+	close(gate)
+	wg.Wait()
+
+	if got, want := l.frames.Load(), int64(forwarders+3*queued); got != want {
+		t.Errorf("leader saw %d frames, want %d", got, want)
+	}
+	if got := l.requests.Load(); got != forwarders+1 {
+		t.Errorf("%d exchanges, want %d (one per place, then the queue as one group); sizes %v", got, forwarders+1, l.sizes)
+	}
+	if len(n.fwd.queues) != 0 {
+		t.Errorf("%d queues left after the forwards", len(n.fwd.queues))
+	}
+}
+
+// TestForwardGroupLimit: queued frames beyond maxFwdFrames go in further
+// exchanges, each within the limit.
+func TestForwardGroupLimit(t *testing.T) {
+	gate := make(chan struct{})
+	l := newFakeLeader(t, gate)
+	n := forwardNode()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	call := func(v uint64, frames int) {
+		wg.Go(func() {
+			fs := make([][]byte, frames)
+			for i := range fs {
+				fs[i] = frameOf(v + uint64(i))
+			}
+			res, err := n.forward(ctx, l.srv.URL, fs, api.SubmitOptions{})
+			checkResults(t, res, err, v, frames)
+		})
+	}
+	for i := range forwarders {
+		call(uint64(1_000_000*(i+1)), 1)
+	}
+	for range forwarders {
+		<-l.started
+	}
+	const queued, each = 10, 300 // 3,000 frames: at least 3 groups of ≤ 1,024
+	for i := range queued {
+		call(uint64(10_000_000+1000*i), each)
+	}
+	waitFor(t, func() bool {
+		n.fwd.mu.Lock()
+		defer n.fwd.mu.Unlock()
+		q := n.fwd.queues[l.srv.URL]
+		return q != nil && len(q.calls) == queued
+	})
+	close(gate)
+	wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total := 0
+	for _, s := range l.sizes {
+		if s > maxFwdFrames {
+			t.Errorf("an exchange carried %d frames, more than %d", s, maxFwdFrames)
+		}
+		total += s
+	}
+	if total != forwarders+queued*each {
+		t.Errorf("%d frames forwarded, want %d", total, forwarders+queued*each)
+	}
+}
+
+// TestForwardGiveUp: a queued caller whose context ends leaves the queue and
+// is not forwarded; the others still are.
+func TestForwardGiveUp(t *testing.T) {
+	gate := make(chan struct{})
+	l := newFakeLeader(t, gate)
+	n := forwardNode()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range forwarders {
+		wg.Go(func() {
+			v := uint64(1000 * (i + 1))
+			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
+			checkResults(t, res, err, v, 1)
+		})
+	}
+	for range forwarders {
+		<-l.started
+	}
+	short, cancelShort := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := n.forward(short, l.srv.URL, [][]byte{frameOf(7)}, api.SubmitOptions{})
+		gaveUp <- err
+	}()
+	wg.Go(func() {
+		res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(9000)}, api.SubmitOptions{})
+		checkResults(t, res, err, 9000, 1)
+	})
+	waitFor(t, func() bool {
+		n.fwd.mu.Lock()
+		defer n.fwd.mu.Unlock()
+		q := n.fwd.queues[l.srv.URL]
+		return q != nil && len(q.calls) == 2
+	})
+	cancelShort()
+	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+		t.Errorf("the caller that gave up got %v, want context.Canceled", err)
+	}
+	close(gate)
+	wg.Wait()
+	if got, want := l.frames.Load(), int64(forwarders+1); got != want {
+		t.Errorf("leader saw %d frames, want %d (the caller that gave up must not be sent)", got, want)
+	}
+}
+
+// TestForwardDeadline: a caller that sends a group for others is not held past
+// its own deadline when the exchange hangs; the exchange is cut then.
+func TestForwardDeadline(t *testing.T) {
+	gate, hang := make(chan struct{}), make(chan struct{})
+	defer close(hang)
+	l := newFakeLeader(t, gate)
+	l.hold, l.hold2 = forwarders, hang
+	n := forwardNode()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range forwarders {
+		wg.Go(func() {
+			v := uint64(1000 * (i + 1))
+			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
+			checkResults(t, res, err, v, 1)
+		})
+	}
+	for range forwarders {
+		<-l.started
+	}
+	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancelShort()
+	type outcome struct {
+		err  error
+		took time.Duration
+	}
+	shortDone, longDone := make(chan outcome, 1), make(chan outcome, 1)
+	start := time.Now()
+	go func() {
+		_, err := n.forward(short, l.srv.URL, [][]byte{frameOf(1)}, api.SubmitOptions{})
+		shortDone <- outcome{err, time.Since(start)}
+	}()
+	waitFor(t, func() bool {
+		n.fwd.mu.Lock()
+		defer n.fwd.mu.Unlock()
+		return len(n.fwd.queues[l.srv.URL].calls) == 1
+	})
+	go func() {
+		_, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(2)}, api.SubmitOptions{})
+		longDone <- outcome{err, time.Since(start)}
+	}()
+	waitFor(t, func() bool {
+		n.fwd.mu.Lock()
+		defer n.fwd.mu.Unlock()
+		return len(n.fwd.queues[l.srv.URL].calls) == 2
+	})
+	close(gate) // the places free up; the short caller sends both, and that hangs
+	wg.Wait()
+	s := <-shortDone
+	if s.err == nil || s.took > 3*time.Second {
+		t.Errorf("the short caller got %v after %v; want an error at about its 500ms deadline", s.err, s.took)
+	}
+	select {
+	case lo := <-longDone:
+		if lo.err == nil {
+			t.Errorf("the long caller's exchange hung, yet it got results")
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("the long caller is still held 5s after the short caller's deadline cut the exchange")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
