@@ -42,7 +42,8 @@ var benchLimits = limits{maxKeyBytes: DefaultMaxKeyBytes, maxOps: DefaultMaxOpsP
 // BenchmarkDecode measures the body decoders of POST /v1/tx (tx) and POST
 // /v1/tx/batch with 100 transactions (batch100): new is the decoder the
 // handlers call, old the slow path alone, which is what they called before the
-// fast path. Each run of the benchmark runs both, so -count interleaves them.
+// fast path. -count repeats each sub-benchmark in a row; to interleave old
+// and new on a noisy machine, run the test binary several times instead.
 func BenchmarkDecode(b *testing.B) {
 	tx, batch := benchBody(1), benchBody(100)
 	for _, c := range []struct {
