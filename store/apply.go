@@ -24,10 +24,10 @@ const maxPrunePerEntry = 1000
 // non-nil error means the database could not be written: the caller must stop
 // the node rather than diverge. Called from one goroutine at a time.
 //
-// The key states the entries write go to the kv overlay (overlay.go); when the
-// overlay has reached a limit of Config, Apply also writes it into the kv
-// bucket, in the same bbolt transaction. That changes how long the call takes,
-// never its Results or what the reads return.
+// The key states the entries write go to the kv overlay (overlay.go); once the
+// overlay has reached a limit of Config, each Apply also writes a step of it
+// into the kv bucket, in the same bbolt transaction. That changes how long the
+// call takes, never its Results or what the reads return.
 //
 // Apply depends only on the state and the entries: it reads no clock, and no
 // configuration changes its Results or what the reads return (the kv flush
@@ -68,11 +68,12 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 			}
 			a.st.index, a.st.term = e.Index, e.Term
 		}
-		if kv.full(db.kvLimits) {
-			if err := kv.flush(a.kv); err != nil {
-				return fmt.Errorf("flush kv overlay: %w", err)
-			}
-			a.st.kvApplied = a.st.index
+		to, done, err := kv.flushStep(a.kv, db.kvLimits, a.st.index)
+		if err != nil {
+			return fmt.Errorf("flush kv overlay: %w", err)
+		}
+		if done {
+			a.st.kvApplied = to
 		}
 		st = a.st
 		return a.saveState()

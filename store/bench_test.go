@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,15 +49,23 @@ func BenchmarkApply(b *testing.B) {
 // single-op transactions with random idempotency keys, on random keys out of
 // 100,000, without fsync (node's default; the Raft log is the durable copy).
 // Besides the time per entry it reports the CPU time per entry (steadier on a
-// shared machine), the longest Apply that flushed the kv overlay and the
-// longest that did not, the file's size and the pages in use per entry, which
-// bound how far the store scales. With the environment
-// variable NOIDEM set, the transactions have no idempotency keys.
+// shared machine), the longest Apply that did a step of a kv overlay flush
+// and the longest that did not, the file's size and the pages in use per entry, which
+// bound how far the store scales. With the environment variable NOIDEM set,
+// the transactions have no idempotency keys; KEYS sets the number of keys
+// (default 100,000), KVFLUSHKEYS Config.KVFlushKeys and KVFLUSHSTEP
+// Config.KVFlushStepKeys.
 func BenchmarkApplyRealistic(b *testing.B) {
 	value := `"` + strings.Repeat("v", 254) + `"`
 	noIdem := os.Getenv("NOIDEM") != ""
+	nkeys, _ := strconv.Atoi(os.Getenv("KEYS"))
+	if nkeys <= 0 {
+		nkeys = 100_000
+	}
+	flushKeys, _ := strconv.Atoi(os.Getenv("KVFLUSHKEYS"))
+	flushStep, _ := strconv.Atoi(os.Getenv("KVFLUSHSTEP"))
 	path := filepath.Join(b.TempDir(), "state.db")
-	db, err := Open(path, Config{NoSync: true})
+	db, err := Open(path, Config{NoSync: true, KVFlushKeys: max(flushKeys, 0), KVFlushStepKeys: max(flushStep, 0)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +74,7 @@ func BenchmarkApplyRealistic(b *testing.B) {
 	entries := make([]Entry, 32)
 	var index uint64
 	var slowest, slowestFlush time.Duration
-	flushes := 0
+	flushes, steps := 0, 0
 	cpu := cpuTime()
 	for b.Loop() {
 		for i := range entries {
@@ -74,18 +83,23 @@ func BenchmarkApplyRealistic(b *testing.B) {
 			if noIdem {
 				idem = ""
 			}
-			entries[i] = txEntry(index, txid.ID(index<<12|uint64(index%3)), idem, put(fmt.Sprintf("key-%d", rnd.IntN(100000)), value))
+			entries[i] = txEntry(index, txid.ID(index<<12|uint64(index%3)), idem, put(fmt.Sprintf("key-%d", rnd.IntN(nkeys)), value))
 		}
-		redo := db.kv.records
+		redo, flushing := db.kv.records, db.kv.frozen != nil
 		start := time.Now()
 		if _, err := db.Apply(entries); err != nil {
 			b.Fatal(err)
 		}
-		if took := time.Since(start); db.kv.records < redo {
-			flushes++
+		took := time.Since(start)
+		started := db.kv.records < redo // a flush began, and maybe ended
+		if flushing || started {
+			steps++
 			slowestFlush = max(slowestFlush, took)
 		} else {
 			slowest = max(slowest, took)
+		}
+		if (flushing || started) && db.kv.frozen == nil {
+			flushes++
 		}
 	}
 	cpu = cpuTime() - cpu
@@ -94,6 +108,7 @@ func BenchmarkApplyRealistic(b *testing.B) {
 	b.ReportMetric(float64(slowest.Microseconds())/1000, "max-apply-ms")
 	b.ReportMetric(float64(slowestFlush.Microseconds())/1000, "max-flush-apply-ms")
 	b.ReportMetric(float64(flushes), "flushes")
+	b.ReportMetric(float64(steps), "flush-steps")
 	if err := db.Sync(); err != nil {
 		b.Fatal(err)
 	}

@@ -22,6 +22,7 @@ const (
 	DefaultKVFlushKeys      = 64 << 10
 	DefaultKVFlushLogBytes  = 32 << 20
 	DefaultKVFlushRecords   = 64 << 10
+	DefaultKVFlushStepKeys  = 4 << 10
 )
 
 // Config holds the settings of a DB. Zero values mean the defaults.
@@ -48,10 +49,11 @@ type Config struct {
 
 	// KVFlushKeys, KVFlushLogBytes and KVFlushRecords bound the kv overlay, the
 	// key states in memory that the kv bucket does not hold yet (overlay.go).
-	// The Apply that takes the overlay to one of them writes it into the
-	// bucket: a pause of the apply goroutine, in exchange for writing each
-	// bucket page once per flush instead of once per transaction. They bound
-	// the overlay's memory and the log records that Open replays.
+	// Once the overlay reaches one of them, Applies write it into the
+	// bucket, in steps of KVFlushStepKeys keys: pauses of the apply goroutine,
+	// in exchange for writing each bucket page once per flush instead of once
+	// per transaction. They bound the overlay's memory and the log records
+	// that Open replays.
 	//
 	// KVFlushKeys is the number of keys in the overlay, deleted ones included.
 	// Default DefaultKVFlushKeys (65,536).
@@ -64,6 +66,12 @@ type Config struct {
 	// flush, so that a key rewritten many times still gets flushed.
 	// Default DefaultKVFlushRecords (65,536).
 	KVFlushRecords int
+	// KVFlushStepKeys is how many keys of a flush one Apply writes into the
+	// kv bucket: a flush of n keys takes n/KVFlushStepKeys Applies, and each
+	// pauses the apply goroutine for that share of it. The keys written since
+	// the flush began wait for the next one, so the overlay may hold up to
+	// twice the limits above. Default DefaultKVFlushStepKeys (4,096).
+	KVFlushStepKeys int
 }
 
 // Validate reports every invalid field of c.
@@ -83,6 +91,9 @@ func (c Config) Validate() error {
 	}
 	if c.KVFlushRecords < 0 {
 		errs = append(errs, fmt.Errorf("store: KVFlushRecords %d is negative", c.KVFlushRecords))
+	}
+	if c.KVFlushStepKeys < 0 {
+		errs = append(errs, fmt.Errorf("store: KVFlushStepKeys %d is negative", c.KVFlushStepKeys))
 	}
 	return errors.Join(errs...)
 }
@@ -105,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KVFlushRecords == 0 {
 		c.KVFlushRecords = DefaultKVFlushRecords
+	}
+	if c.KVFlushStepKeys == 0 {
+		c.KVFlushStepKeys = DefaultKVFlushStepKeys
 	}
 	return c
 }
@@ -146,10 +160,13 @@ func Open(path string, cfg Config) (*DB, error) {
 	}
 	cfg = cfg.withDefaults()
 	db := &DB{
-		path:     path,
-		cfg:      cfg,
-		kvLimits: kvLimits{keys: cfg.KVFlushKeys, logBytes: cfg.KVFlushLogBytes, records: cfg.KVFlushRecords},
-		logger:   cfg.Logger.With("component", "store"),
+		path: path,
+		cfg:  cfg,
+		kvLimits: kvLimits{
+			keys: cfg.KVFlushKeys, logBytes: cfg.KVFlushLogBytes, records: cfg.KVFlushRecords,
+			stepKeys: cfg.KVFlushStepKeys,
+		},
+		logger: cfg.Logger.With("component", "store"),
 	}
 	db.removeRestoreTemps()
 
@@ -257,7 +274,7 @@ func (db *DB) Close() error {
 // flushAtClose writes the overlay kv of b into the kv bucket, if it has
 // anything to write, and syncs the file.
 func (db *DB) flushAtClose(b *bolt.DB, kv *kvOverlay) error {
-	if kv.records == 0 {
+	if kv.empty() {
 		return nil
 	}
 	err := b.Update(func(tx *bolt.Tx) error {
@@ -265,7 +282,7 @@ func (db *DB) flushAtClose(b *bolt.DB, kv *kvOverlay) error {
 		if err != nil {
 			return err
 		}
-		if err := kv.batch().flush(tx.Bucket(bucketKV)); err != nil {
+		if err := kv.flushAll(tx.Bucket(bucketKV)); err != nil {
 			return err
 		}
 		return tx.Bucket(bucketMeta).Put(metaKVApplied, u64Key(st.index))

@@ -59,9 +59,12 @@
 // rewrite a random leaf page. Apply writes each key's new state, or a tombstone
 // for a deleted key, to an overlay in memory, and the reads look there first,
 // then in kv. When the overlay reaches one of Config's limits (KVFlushKeys,
-// KVFlushLogBytes, KVFlushRecords) an Apply writes it into kv in key order and
-// moves kv_applied to its own applied index, in the bbolt transaction of its
-// entries; Close does the same. Open and Restore rebuild the overlay by
+// KVFlushLogBytes, KVFlushRecords) it is frozen at that Apply's index, and
+// that Apply and the next ones write it into kv in key order, KVFlushStepKeys
+// keys each, in the bbolt transactions of their entries; the last step moves
+// kv_applied to the index of the freeze. The keys written meanwhile go to a new
+// overlay, read before the frozen one. Close writes all of it in one go and
+// moves kv_applied to the applied index. Open and Restore rebuild the overlay by
 // replaying the log records after kv_applied: a committed record holds each
 // key's new version and the ops, which give the value. A Snapshot carries
 // kv_applied and the log, so it needs no flush. Where a key's state is kept
@@ -73,10 +76,12 @@
 // # Recovery
 //
 // Every Apply commits the applied index with the log records, the dedup tables
-// and, when it flushes, kv and kv_applied, in one bbolt transaction. A process
-// that dies at any point leaves the last committed transaction in the file (the
-// page cache keeps it without fsync), and Open rebuilds the idempotency index
-// and the overlay from it: the state is exactly the committed one.
+// and, when it does a flush step, part of kv and maybe kv_applied, in one bbolt
+// transaction. A process that dies at any point leaves the last committed
+// transaction in the file (the page cache keeps it without fsync), and Open
+// rebuilds the idempotency index and the overlay from it: the state is exactly
+// the committed one. A flush cut short leaves kv_applied where it was and some
+// keys newer in kv; the replay from kv_applied covers every such key.
 //
 // # The idempotency index
 //

@@ -20,10 +20,12 @@ import (
 // Writing a transaction's keys into the bucket rewrote one random leaf page per
 // transaction: most of the cost of Apply with keys spread over a large key
 // space. The overlay instead collects the writes, and once it is large enough
-// (Config.KVFlushKeys, KVFlushLogBytes and KVFlushRecords) an Apply writes it
-// into the bucket in key order, in the same bbolt transaction as its entries,
-// and moves kv_applied to its own applied index: each leaf page is rewritten
-// once per flush, for all the keys written to it since the last.
+// (Config.KVFlushKeys, KVFlushLogBytes and KVFlushRecords) Applies write it
+// into the bucket in key order, Config.KVFlushStepKeys keys each, in the same
+// bbolt transactions as their entries; the last step moves kv_applied to the
+// applied index at which the flush began. Each leaf page is rewritten once per
+// flush, for all the keys written to it since the last, and no Apply writes
+// more than a step.
 //
 // Open and Restore rebuild the overlay by replaying the log records with index
 // in (kv_applied, applied]. A committed record holds the new version of each
@@ -33,11 +35,11 @@ import (
 //
 // Like the idempotency index (idem.go), Apply changes the overlay through a
 // kvBatch that Apply itself sees; the shared overlay takes the changes (commit)
-// once the bbolt transaction has committed, and a failed Apply drops them. A
-// flushing Apply's commit clears the overlay after the bucket holds its keys,
-// and readers look in the overlay before they open a bbolt transaction, so no
-// reader sees a key step back: it finds the overlay's state until the clear,
-// and the bucket, as new or newer, after.
+// once the bbolt transaction has committed, and a failed Apply drops them. The
+// commit of a flush's last step drops the flushed keys after the bucket holds
+// them, and readers look in the overlay before they open a bbolt transaction,
+// so no reader sees a key step back: it finds the overlay's state until the
+// drop, and the bucket's, the same or newer, after.
 
 // kvState is a key's state in the overlay. Version 0 is a tombstone: the key
 // was deleted since kv_applied, whatever the bucket holds.
@@ -50,15 +52,32 @@ type kvState struct {
 // kvOverlay is the committed overlay: the key states written by the log
 // records in (kv_applied, applied] of the committed bbolt state. Only its DB's
 // apply goroutine changes it (commit, or a swap by Open, Restore and Close).
+//
+// A flush runs in steps. The Apply that finds the overlay full freezes it:
+// frozen takes keys, the states as of that Apply's index (flushTo), and keys
+// starts empty. That Apply and the next ones each write the next
+// Config.KVFlushStepKeys keys of frozen, in key order, into the bucket; the one
+// that writes the last moves kv_applied to flushTo, and frozen goes. A key's
+// state is the one in keys, else in frozen, else in the bucket.
+//
+// Invariant: the bucket holds, for every key in neither keys nor frozen, its
+// state as of the applied index, and for every key of frozen not in pending,
+// its state in frozen. A key that keys or frozen shadows may have any state in
+// the bucket, and replaying the log from kv_applied, which a flush moves only
+// at its last step, overwrites it.
 type kvOverlay struct {
-	// mu guards keys, and is held only for map operations; the apply
-	// goroutine, the only writer, reads keys without it. Lock order: DB.mu,
-	// then mu.
-	mu   sync.RWMutex
-	keys map[string]kvState
+	// mu guards keys and frozen, and is held only for map operations; the
+	// apply goroutine, the only writer, reads them without it. Lock order:
+	// DB.mu, then mu.
+	mu     sync.RWMutex
+	keys   map[string]kvState // written after flushTo, or after kv_applied when frozen is nil
+	frozen map[string]kvState // nil, or the states as of flushTo being written; never changed
 
-	// records and logBytes count the log records after kv_applied and their
-	// bytes: what Open would replay. Used by the apply goroutine only.
+	// Used by the apply goroutine only.
+	pending []string // the keys of frozen not yet in the bucket, in key order
+	flushTo uint64   // the index frozen is as of: kv_applied once pending is empty
+	// records and logBytes count the log records after flushTo (or
+	// kv_applied) and their bytes, which the flush limits apply to.
 	records  int
 	logBytes int
 }
@@ -69,16 +88,24 @@ func newKVOverlay() *kvOverlay { return &kvOverlay{keys: map[string]kvState{}} }
 func (ov *kvOverlay) get(key string) (kvState, bool) {
 	ov.mu.RLock()
 	defer ov.mu.RUnlock()
-	s, ok := ov.keys[key]
+	if s, ok := ov.keys[key]; ok {
+		return s, true
+	}
+	s, ok := ov.frozen[key]
 	return s, ok
 }
 
-// len returns the number of keys in the overlay, tombstones included.
+// len returns the number of keys in the overlay, tombstones included; a key
+// in keys and frozen counts twice.
 func (ov *kvOverlay) len() int {
 	ov.mu.RLock()
 	defer ov.mu.RUnlock()
-	return len(ov.keys)
+	return len(ov.keys) + len(ov.frozen)
 }
+
+// empty reports whether the bucket holds every key state: no log record
+// follows kv_applied.
+func (ov *kvOverlay) empty() bool { return ov.records == 0 && ov.frozen == nil }
 
 // batch returns an empty batch of changes to ov.
 func (ov *kvOverlay) batch() *kvBatch {
@@ -86,28 +113,33 @@ func (ov *kvOverlay) batch() *kvBatch {
 }
 
 // commit applies the changes of b to ov. Call it once the bbolt transaction
-// that made them has committed. After a flush the bucket holds every key of ov
-// and b, and ov is left empty.
+// that made them has committed: the bucket then holds the keys b's flush step
+// wrote, so dropping frozen after the last step leaves no gap.
 func (ov *kvOverlay) commit(b *kvBatch) {
-	if b.flushed {
-		ov.mu.Lock()
-		ov.keys = map[string]kvState{} // a new map: the old one's memory goes
-		ov.mu.Unlock()
+	ov.mu.Lock()
+	defer ov.mu.Unlock()
+	if b.frozen != nil { // b started a flush, which holds b's own keys
+		ov.frozen, ov.flushTo = b.frozen, b.flushTo
+		ov.keys = map[string]kvState{}
 		ov.records, ov.logBytes = 0, 0
-		return
-	}
-	if len(b.keys) > 0 {
-		ov.mu.Lock()
+	} else {
 		maps.Copy(ov.keys, b.keys)
-		ov.mu.Unlock()
+		ov.records += b.records
+		ov.logBytes += b.logBytes
 	}
-	ov.records += b.records
-	ov.logBytes += b.logBytes
+	if b.stepped {
+		ov.pending = b.pending
+		if len(ov.pending) == 0 {
+			ov.frozen, ov.pending = nil, nil
+		}
+	}
 }
 
-// kvLimits are the thresholds at which Apply flushes the overlay.
+// kvLimits are the thresholds at which Apply flushes the overlay, and the
+// keys one flush step writes.
 type kvLimits struct {
 	keys, logBytes, records int
+	stepKeys                int
 }
 
 // kvBatch is the overlay as an Apply in progress sees it: the committed
@@ -115,10 +147,15 @@ type kvLimits struct {
 type kvBatch struct {
 	ov      *kvOverlay
 	keys    map[string]kvState // the batch's key states
-	newKeys int                // keys of keys that ov does not have
+	newKeys int                // keys of keys that ov.keys does not have
 
-	records, logBytes int  // the log records the batch wrote
-	flushed           bool // the batch wrote ov and keys into the bucket
+	records, logBytes int // the log records the batch wrote
+
+	// The batch's flush step, if stepped.
+	frozen  map[string]kvState // set when the batch started a flush: ov.keys with keys on top
+	flushTo uint64             // with frozen: the batch's applied index
+	pending []string           // the flush's keys not yet in the bucket after the step
+	stepped bool
 }
 
 // version returns key's current version: the batch's, the overlay's, or the
@@ -127,7 +164,11 @@ func (b *kvBatch) version(kv *bolt.Bucket, key string) (uint64, error) {
 	if s, ok := b.keys[key]; ok {
 		return s.version, nil
 	}
-	if s, ok := b.ov.keys[key]; ok { // only this goroutine writes ov.keys
+	// Only this goroutine writes ov's maps.
+	if s, ok := b.ov.keys[key]; ok {
+		return s.version, nil
+	}
+	if s, ok := b.ov.frozen[key]; ok {
 		return s.version, nil
 	}
 	v := kv.Get([]byte(key))
@@ -154,31 +195,51 @@ func (b *kvBatch) logged(n int) {
 	b.logBytes += n
 }
 
-// full reports whether the overlay with the batch's changes has reached one
-// of the limits.
+// full reports whether the keys written since flushTo (or kv_applied), with
+// the batch's, have reached one of the limits.
 func (b *kvBatch) full(l kvLimits) bool {
 	return len(b.ov.keys)+b.newKeys >= l.keys ||
 		b.ov.logBytes+b.logBytes >= l.logBytes ||
 		b.ov.records+b.records >= l.records
 }
 
-// flush writes the overlay with the batch's changes into the kv bucket, in key
-// order, and marks the batch flushed; the caller moves kv_applied. The encoded
-// values share one buffer, which bbolt reads until the transaction ends.
-func (b *kvBatch) flush(kv *bolt.Bucket) error {
-	merged := make(map[string]kvState, len(b.ov.keys)+b.newKeys)
-	maps.Copy(merged, b.ov.keys)
-	maps.Copy(merged, b.keys)
-	keys := slices.Sorted(maps.Keys(merged))
+// flushStep writes the next l.stepKeys keys of the flush in progress into the
+// kv bucket, after starting one at index if none runs and the overlay is full.
+// When it writes the last, it returns the index kv_applied moves to, which
+// the caller stores in the same transaction.
+func (b *kvBatch) flushStep(kv *bolt.Bucket, l kvLimits, index uint64) (kvApplied uint64, done bool, err error) {
+	frozen, pending, to := b.ov.frozen, b.ov.pending, b.ov.flushTo
+	if frozen == nil {
+		if !b.full(l) {
+			return 0, false, nil
+		}
+		frozen = make(map[string]kvState, len(b.ov.keys)+b.newKeys)
+		maps.Copy(frozen, b.ov.keys)
+		maps.Copy(frozen, b.keys)
+		pending, to = slices.Sorted(maps.Keys(frozen)), index
+		b.frozen, b.flushTo = frozen, to
+	}
+	n := min(len(pending), max(l.stepKeys, 1))
+	if err := writeKV(kv, frozen, pending[:n]); err != nil {
+		return 0, false, err
+	}
+	b.pending, b.stepped = pending[n:], true
+	return to, len(b.pending) == 0, nil
+}
+
+// writeKV writes the states of keys, in their order, into the kv bucket. The
+// encoded values share one buffer, which bbolt reads until the transaction
+// ends.
+func writeKV(kv *bolt.Bucket, states map[string]kvState, keys []string) error {
 	size := 0
 	for _, k := range keys {
-		if s := merged[k]; s.version != 0 {
+		if s := states[k]; s.version != 0 {
 			size += kvEncodedLen(s.version, s.modIndex, s.value)
 		}
 	}
 	buf := make([]byte, 0, size)
 	for _, k := range keys {
-		s := merged[k]
+		s := states[k]
 		if s.version == 0 {
 			if err := kv.Delete([]byte(k)); err != nil {
 				return err
@@ -191,8 +252,16 @@ func (b *kvBatch) flush(kv *bolt.Bucket) error {
 			return err
 		}
 	}
-	b.flushed = true
 	return nil
+}
+
+// flushAll writes every key state of ov, which no reader or Apply uses any
+// more, into the kv bucket: what Close does.
+func (ov *kvOverlay) flushAll(kv *bolt.Bucket) error {
+	all := make(map[string]kvState, len(ov.frozen)+len(ov.keys))
+	maps.Copy(all, ov.frozen)
+	maps.Copy(all, ov.keys)
+	return writeKV(kv, all, slices.Sorted(maps.Keys(all)))
 }
 
 // loadKVOverlay rebuilds the overlay of the state in tx by replaying the log

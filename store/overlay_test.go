@@ -120,19 +120,27 @@ func checkModel(t *testing.T, db *DB, keys []string, model map[string]modelKV, w
 // after every batch. At random points it reopens the database, cleanly or from
 // a copy of the file taken while it was open (a crash), and compares again.
 func TestOverlayModel(t *testing.T) {
+	midFlush := 0 // crashes while a flush was half done
 	for _, nkeys := range []int{3, 300} {
 		for seed := range uint64(6) {
 			t.Run(fmt.Sprintf("keys=%d/seed=%d", nkeys, seed), func(t *testing.T) {
-				testOverlayModel(t, nkeys, seed)
+				midFlush += testOverlayModel(t, nkeys, seed)
 			})
 		}
 	}
+	if midFlush < 5 {
+		t.Fatalf("%d crashes in the middle of a flush: the test tests too little", midFlush)
+	}
 }
 
-func testOverlayModel(t *testing.T, nkeys int, seed uint64) {
+func testOverlayModel(t *testing.T, nkeys int, seed uint64) (midFlush int) {
 	rnd := rand.New(rand.NewPCG(seed, uint64(nkeys)))
 	// One of the limits is tiny; which one depends on the seed.
-	cfg := Config{NoSync: true, KVFlushKeys: 1 << 30, KVFlushLogBytes: 1 << 30, KVFlushRecords: 1 << 30}
+	cfg := Config{NoSync: true, KVFlushKeys: 1 << 30, KVFlushLogBytes: 1 << 30, KVFlushRecords: 1 << 30,
+		KVFlushStepKeys: 1 + rnd.IntN(3)}
+	if nkeys > 10 { // a flush of a few steps, so that it ends between reopens
+		cfg.KVFlushStepKeys = 10 + rnd.IntN(nkeys/5)
+	}
 	switch seed % 3 {
 	case 0:
 		cfg.KVFlushKeys = min(nkeys, 3+rnd.IntN(20))
@@ -212,8 +220,11 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64) {
 			kvApplied = st.kvApplied
 		}
 
-		switch rnd.IntN(10) {
+		switch rnd.IntN(12) {
 		case 0: // crash: the file as it is now, with no flush at Close
+			if db.kv.frozen != nil {
+				midFlush++
+			}
 			path := crashCopy(t, db)
 			db.Close()
 			db = openCfg(t, path, cfg)
@@ -233,11 +244,12 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64) {
 		checkModel(t, db, keys, model, fmt.Sprintf("batch %d, reopened", batch))
 		kvApplied = metaState(t, db).kvApplied
 	}
-	t.Logf("limits %d keys, %d log bytes, %d records: %d flushes, %d crashes, %d replays, %d keys at the end",
-		cfg.KVFlushKeys, cfg.KVFlushLogBytes, cfg.KVFlushRecords, flushes, crashes, replays, len(model))
+	t.Logf("limits %d keys, %d log bytes, %d records, steps of %d keys: %d flushes, %d crashes (%d mid-flush), %d replays, %d keys at the end",
+		cfg.KVFlushKeys, cfg.KVFlushLogBytes, cfg.KVFlushRecords, cfg.KVFlushStepKeys, flushes, crashes, midFlush, replays, len(model))
 	if flushes < 5 || replays < 2 || len(model) == 0 {
 		t.Fatalf("%d flushes, %d reopens with a log to replay, %d keys: the test tests too little", flushes, replays, len(model))
 	}
+	return midFlush
 }
 
 // overlayCopy returns a copy of db's committed overlay.
@@ -322,7 +334,7 @@ func rawBucket(t *testing.T, db *DB, name []byte) map[string]string {
 // what an Apply that returned before the read wrote, and never sees a value of
 // a failed batch. Run it with -race.
 func TestOverlayReadsDuringFlush(t *testing.T) {
-	db := openCfg(t, filepath.Join(t.TempDir(), "state.db"), Config{NoSync: true, KVFlushKeys: 5, KVFlushRecords: 7})
+	db := openCfg(t, filepath.Join(t.TempDir(), "state.db"), Config{NoSync: true, KVFlushKeys: 5, KVFlushRecords: 7, KVFlushStepKeys: 2})
 	defer db.Close()
 	corruptTxid(t, db, 1<<40)
 	const nkeys, batches = 10, 300
@@ -408,7 +420,7 @@ func TestOverlayReadsDuringFlush(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if flushes < 50 {
+	if flushes < 30 {
 		t.Fatalf("%d flushes: the test tests too little", flushes)
 	}
 }
