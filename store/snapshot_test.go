@@ -347,8 +347,11 @@ func TestOpenRemovesRestoreTemps(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	err := Config{LockTimeout: -1, InitialMmapBytes: -1}.Validate()
-	for _, field := range []string{"LockTimeout", "InitialMmapBytes"} {
+	err := Config{
+		LockTimeout: -1, InitialMmapBytes: -1,
+		KVFlushKeys: -1, KVFlushLogBytes: -1, KVFlushRecords: -1, KVFlushStepKeys: -1,
+	}.Validate()
+	for _, field := range []string{"LockTimeout", "InitialMmapBytes", "KVFlushKeys", "KVFlushLogBytes", "KVFlushRecords", "KVFlushStepKeys"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, want a problem with %s", err, field)
 		}
