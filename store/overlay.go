@@ -12,7 +12,8 @@ import (
 
 // The kv overlay keeps the kv bucket off the path of each applied entry. The
 // bucket is a checkpoint: it holds every key's state as of the applied index
-// kv_applied (meta bucket), and the log records after it are its redo log. The
+// kv_applied (meta bucket), or a newer one written by a flush in progress, and
+// the log records after kv_applied are its redo log. The
 // overlay holds in memory what those records wrote: each key's latest state,
 // or a tombstone for a deleted key. A key's current state is the overlay's, or
 // failing that the bucket's.
