@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -100,6 +100,7 @@ type applier struct {
 	idem    *idemBatch // the idempotency index with this batch's changes
 	keyOf   keyOfFunc  // reads a record's idempotency key for idem
 	overlay *kvBatch   // the kv overlay with this batch's changes
+	writes  []pending  // evaluate's result, reused from entry to entry
 
 	st             appliedState // updated as entries apply; saved by saveState
 	savedMax       int64        // st.maxTime as stored in the meta bucket
@@ -212,13 +213,12 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 	} else {
 		o.Status = StatusCommitted
 		o.Versions = make(map[string]uint64, len(writes))
-		for _, key := range slices.Sorted(maps.Keys(writes)) {
-			w := writes[key]
-			o.Versions[key] = w.version
-			a.write(key, w, e.Index)
+		for _, w := range writes {
+			o.Versions[w.key] = w.version
+			a.write(w, e.Index)
 		}
 	}
-	if err := a.record(o, c.Payload); err != nil {
+	if err := a.record(o, writes, c.Payload); err != nil {
 		return Result{}, err
 	}
 	return Result{Kind: KindTx, Outcome: o}, nil
@@ -293,54 +293,81 @@ func (a *applier) duplicate(tx Tx) (Outcome, bool, error) {
 
 // pending is a key's state as the ops of a transaction leave it.
 type pending struct {
+	key     string
 	version uint64 // 0: the key does not exist
 	value   []byte // nil when version is 0
 }
 
+// evaluateMapOps is the number of ops from which evaluate finds a key's
+// pending state through a map rather than by a scan of the keys written.
+const evaluateMapOps = 16
+
 // evaluate runs ops in order against the kv overlay and bucket without
 // writing, each op seeing the effects of the ones before. It returns each
-// written key's final state, or the first failed precondition.
-func (a *applier) evaluate(ops []Op) (map[string]pending, *Conflict, error) {
-	writes := make(map[string]pending, len(ops))
+// written key's final state in key order, or the first failed precondition.
+// The slice is a.writes, valid until the next call.
+func (a *applier) evaluate(ops []Op) ([]pending, *Conflict, error) {
+	writes := a.writes[:0]
+	var at map[string]int // with many ops: the index of each key in writes
+	if len(ops) >= evaluateMapOps {
+		at = make(map[string]int, len(ops))
+	}
 	for _, op := range ops {
-		cur, ok := writes[op.Key]
+		i, ok := -1, false
+		if at != nil {
+			i, ok = at[op.Key]
+		} else {
+			i = slices.IndexFunc(writes, func(w pending) bool { return w.key == op.Key })
+			ok = i >= 0
+		}
 		if !ok {
-			var err error
-			if cur.version, err = a.overlay.version(a.kv, op.Key); err != nil {
+			ver, err := a.overlay.version(a.kv, op.Key)
+			if err != nil {
 				return nil, nil, err
 			}
+			i = len(writes)
+			writes = append(writes, pending{key: op.Key, version: ver})
+			if at != nil {
+				at[op.Key] = i
+			}
 		}
+		cur := &writes[i]
 		if op.HasIfVersion && op.IfVersion != cur.version {
+			a.writes = writes
 			return nil, &Conflict{Key: op.Key, Expected: op.IfVersion, Actual: cur.version}, nil
 		}
 		switch op.Kind {
 		case OpPut:
-			cur = pending{version: cur.version + 1, value: op.Value}
+			cur.version, cur.value = cur.version+1, op.Value
 		case OpDelete:
-			cur = pending{}
+			cur.version, cur.value = 0, nil
 		}
-		writes[op.Key] = cur
+	}
+	a.writes = writes
+	if len(writes) > 1 {
+		slices.SortFunc(writes, func(x, y pending) int { return strings.Compare(x.key, y.key) })
 	}
 	return writes, nil, nil
 }
 
 // write puts a key's final state into the overlay: a put, with a copy of the
 // value (the entry's Data is not kept), or the tombstone of a deleted key.
-func (a *applier) write(key string, w pending, index uint64) {
+func (a *applier) write(w pending, index uint64) {
 	if w.version == 0 {
-		a.overlay.set(key, kvState{modIndex: index})
+		a.overlay.set(w.key, kvState{modIndex: index})
 		return
 	}
-	a.overlay.set(key, kvState{version: w.version, modIndex: index, value: bytes.Clone(w.value)})
+	a.overlay.set(w.key, kvState{version: w.version, modIndex: index, value: bytes.Clone(w.value)})
 }
 
 // record writes a new outcome to the log and the dedup buckets, and indexes its
 // idempotency key. The dedup record is filed under the max leader time, not the
 // entry's own time, so that an entry from a leader with a slow clock is still
 // kept for the whole window.
-func (a *applier) record(o Outcome, tx []byte) error {
+// writes are the committed tx's writes in key order, as evaluate returns them.
+func (a *applier) record(o Outcome, writes []pending, tx []byte) error {
 	id := txidKey(o.TxID)
-	rec := encodeLogValue(o, tx)
+	rec := appendLogValue(make([]byte, 0, logValueLen(o, writes, tx)), o, writes, tx)
 	if err := a.log.Put(u64Key(o.Index), rec); err != nil {
 		return err
 	}

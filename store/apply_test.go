@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -84,6 +85,12 @@ func TestVersions(t *testing.T) {
 			want:         map[string]*kvWant{"a": {1, "4"}},
 		},
 		{
+			name:         "many ops in one tx",
+			txs:          [][]Op{cyclingOps(evaluateMapOps)},
+			wantVersions: map[string]uint64{"a": 0, "b": 5, "c": 6},
+			want:         map[string]*kvWant{"a": nil, "b": {5, "13"}, "c": {6, "15"}},
+		},
+		{
 			name:         "empty tx commits",
 			txs:          [][]Op{{}},
 			wantVersions: map[string]uint64{},
@@ -104,6 +111,9 @@ func TestVersions(t *testing.T) {
 				t.Fatalf("Versions = %v, want %v", last.Outcome.Versions, tt.wantVersions)
 			}
 			lastIndex := uint64(len(tt.txs))
+			if recs, _, err := db.Log(lastIndex, 1); err != nil || len(recs) != 1 || !maps.Equal(recs[0].Versions, tt.wantVersions) {
+				t.Fatalf("Log(%d) = %+v, %v; want versions %v", lastIndex, recs, err, tt.wantVersions)
+			}
 			for key, want := range tt.want {
 				kv, err := db.Get(key)
 				if want == nil {
@@ -145,6 +155,12 @@ func TestConflicts(t *testing.T) {
 			[][]Op{{put("a", "1")}},
 			[]Op{put("a", "2"), ifv(del("a"), 1)},
 			Conflict{"a", 1, 2},
+		},
+		{
+			"many ops in one tx",
+			nil,
+			append(cyclingOps(evaluateMapOps), ifv(put("b", "x"), 4)),
+			Conflict{"b", 4, 5},
 		},
 	}
 	for _, tt := range tests {
@@ -437,4 +453,16 @@ func mixedEntries() []Entry {
 		entryAt(11, KindTx, t0, time.Hour, EncodeTx(Tx{ID: 1, IdempotencyKey: "k1", Ops: []Op{put("f", "1")}})),
 		entryAt(12, KindTx, t0+25*hour, 0, EncodeTx(Tx{ID: 7, Ops: []Op{ifv(put("a", "3"), 2)}})),
 	}
+}
+
+// manyOps returns n ops (n >= 16), enough for evaluate to look keys up in a
+// map: puts to c, b, a, c, b, a, ..., each with the if_version it expects on a
+// fresh database, then a delete of a. On a fresh database c ends at version 6
+// with value "15", b at 5 with "13".
+func cyclingOps(n int) []Op {
+	var ops []Op
+	for i := range n {
+		ops = append(ops, ifv(put(string(rune('c'-i%3)), strconv.Itoa(i)), uint64(i/3)))
+	}
+	return append(ops, del("a"))
 }

@@ -3,9 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 
 	"github.com/txlog/txlog/txid"
 	bolt "go.etcd.io/bbolt"
@@ -190,7 +188,7 @@ func decodeKV(key string, v []byte) (KV, error) {
 	return kv, d.finish()
 }
 
-// encodeLogValue encodes the value of an index in the log bucket: the outcome
+// appendLogValue appends to b the value of an index in the log bucket: the outcome
 // without what the key (the index) or the tx itself (txid, idempotency key) says,
 // followed by the EncodeTx bytes as they came in the entry.
 //
@@ -209,8 +207,10 @@ func decodeKV(key string, v []byte) (KV, error) {
 //	+---------+-------------+-----+--------------+-----+
 //	| n (uv)  | keyLen (uv) | key | version (uv) | ... |  n times
 //	+---------+-------------+-----+--------------+-----+
-func encodeLogValue(o Outcome, tx []byte) []byte {
-	b := make([]byte, 0, 64+len(tx))
+//
+// writes are the versions of a committed tx, o.Versions in ascending key
+// order, as evaluate returns them; a rejected tx has none.
+func appendLogValue(b []byte, o Outcome, writes []pending, tx []byte) []byte {
 	b = append(b, codecVersion)
 	b = binary.AppendUvarint(b, o.Term)
 	b = binary.BigEndian.AppendUint64(b, uint64(o.Time))
@@ -220,16 +220,30 @@ func encodeLogValue(o Outcome, tx []byte) []byte {
 		b = binary.AppendUvarint(b, o.Conflict.Expected)
 		b = binary.AppendUvarint(b, o.Conflict.Actual)
 	} else {
-		b = binary.AppendUvarint(b, uint64(len(o.Versions)))
-		for _, k := range slices.Sorted(maps.Keys(o.Versions)) {
-			b = appendString(b, k)
-			b = binary.AppendUvarint(b, o.Versions[k])
+		b = binary.AppendUvarint(b, uint64(len(writes)))
+		for _, w := range writes {
+			b = appendString(b, w.key)
+			b = binary.AppendUvarint(b, w.version)
 		}
 	}
 	return append(b, tx...)
 }
 
-// decodeLogValue decodes encodeLogValue bytes stored at index. With withOps it
+// logValueLen returns the length of appendLogValue's bytes.
+func logValueLen(o Outcome, writes []pending, tx []byte) int {
+	n := 1 + uvarintLen(o.Term) + 8 + 1 + len(tx)
+	if o.Status == StatusRejected {
+		k := len(o.Conflict.Key)
+		return n + uvarintLen(uint64(k)) + k + uvarintLen(o.Conflict.Expected) + uvarintLen(o.Conflict.Actual)
+	}
+	n += uvarintLen(uint64(len(writes)))
+	for _, w := range writes {
+		n += uvarintLen(uint64(len(w.key))) + len(w.key) + uvarintLen(w.version)
+	}
+	return n
+}
+
+// decodeLogValue decodes appendLogValue bytes stored at index. With withOps it
 // decodes the whole tx into the record's Ops; without, only the tx header. The
 // result does not alias v.
 func decodeLogValue(index uint64, v []byte, withOps bool) (LogRecord, error) {
