@@ -101,6 +101,7 @@ type applier struct {
 	keyOf   keyOfFunc  // reads a record's idempotency key for idem
 	overlay *kvBatch   // the kv overlay with this batch's changes
 	writes  []pending  // evaluate's result, reused from entry to entry
+	buf     txBuf      // the keys and values put in this bbolt transaction
 
 	st             appliedState // updated as entries apply; saved by saveState
 	savedMax       int64        // st.maxTime as stored in the meta bucket
@@ -366,13 +367,17 @@ func (a *applier) write(w pending, index uint64) {
 // kept for the whole window.
 // writes are the committed tx's writes in key order, as evaluate returns them.
 func (a *applier) record(o Outcome, writes []pending, tx []byte) error {
-	id := txidKey(o.TxID)
-	rec := appendLogValue(make([]byte, 0, logValueLen(o, writes, tx)), o, writes, tx)
-	if err := a.log.Put(u64Key(o.Index), rec); err != nil {
+	buf := &a.buf
+	buf.reserve(logValueLen(o, writes, tx) + 8 + 8 + 16 + len(o.IdempotencyKey))
+	index := buf.u64(o.Index) // the log key and the txs value
+	start := len(buf.b)
+	buf.b = appendLogValue(buf.b, o, writes, tx)
+	rec := buf.cut(start)
+	if err := a.log.Put(index, rec); err != nil {
 		return err
 	}
 	a.overlay.logged(len(rec))
-	if err := a.txs.Put(id, u64Key(o.Index)); err != nil {
+	if err := a.txs.Put(buf.u64(uint64(o.TxID)), index); err != nil {
 		return err
 	}
 	if o.IdempotencyKey != "" {
@@ -380,17 +385,58 @@ func (a *applier) record(o Outcome, writes []pending, tx []byte) error {
 			return err
 		}
 	}
-	return a.dedupTime.Put(dedupTimeKey(a.st.maxTime, o.TxID), []byte(o.IdempotencyKey))
+	start = len(buf.b)
+	buf.b = append(buf.b, o.IdempotencyKey...)
+	idemKey := buf.cut(start) // before dedupTimeKey appends to buf
+	return a.dedupTime.Put(a.dedupTimeKey(o.TxID), idemKey)
 }
 
 // alias records txid id as another name of the transaction at log index: Tx(id)
 // then returns that transaction's outcome. The alias is pruned with the dedup
 // window like any other dedup record.
 func (a *applier) alias(id txid.ID, index uint64) error {
-	if err := a.txs.Put(txidKey(id), u64Key(index)); err != nil {
+	if err := a.txs.Put(a.buf.u64(uint64(id)), a.buf.u64(index)); err != nil {
 		return err
 	}
-	return a.dedupTime.Put(dedupTimeKey(a.st.maxTime, id), nil)
+	return a.dedupTime.Put(a.dedupTimeKey(id), nil)
+}
+
+// dedupTimeKey returns the dedup_time key of id filed under the dedup clock,
+// in a.buf.
+func (a *applier) dedupTimeKey(id txid.ID) []byte {
+	a.buf.reserve(16)
+	start := len(a.buf.b)
+	a.buf.b = appendDedupTimeKey(a.buf.b, a.st.maxTime, id)
+	return a.buf.cut(start)
+}
+
+// txBufBytes is the size of the buffers a txBuf allocates, unless a record
+// needs more.
+const txBufBytes = 16 << 10
+
+// txBuf holds the keys and values an applier puts into bbolt, so that they
+// take one allocation per txBufBytes rather than a few per entry. bbolt reads
+// a key or value it was given until its transaction ends, so txBuf never
+// writes over bytes it has handed out: when a buffer is full it starts a new
+// one, and an append past the capacity moves on to a copy.
+type txBuf struct{ b []byte }
+
+// reserve makes room for n more bytes in a new buffer if b lacks it.
+func (t *txBuf) reserve(n int) {
+	if cap(t.b)-len(t.b) < n {
+		t.b = make([]byte, 0, max(n, txBufBytes))
+	}
+}
+
+// cut hands out the bytes appended to t.b since start.
+func (t *txBuf) cut(start int) []byte { return t.b[start:len(t.b):len(t.b)] }
+
+// u64 hands out the 8 big-endian bytes of v.
+func (t *txBuf) u64(v uint64) []byte {
+	t.reserve(8)
+	start := len(t.b)
+	t.b = binary.BigEndian.AppendUint64(t.b, v)
+	return t.cut(start)
 }
 
 // lookupTx reads the outcome of the txid whose key is id, or ErrNotFound.

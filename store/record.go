@@ -63,15 +63,14 @@ func u64Key(v uint64) []byte { return binary.BigEndian.AppendUint64(make([]byte,
 
 func txidKey(id txid.ID) []byte { return u64Key(uint64(id)) }
 
-// dedupTimeKey is the key of the dedup_time bucket:
+// appendDedupTimeKey appends to b the key of the dedup_time bucket:
 //
 //	+----------------------+----------+
 //	| time ^ 1<<63 (8)     | txid (8) |
 //	+----------------------+----------+
 //
 // Flipping the sign bit makes the big-endian bytes sort like the signed time.
-func dedupTimeKey(t int64, id txid.ID) []byte {
-	b := make([]byte, 0, 16)
+func appendDedupTimeKey(b []byte, t int64, id txid.ID) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(t)^(1<<63))
 	return binary.BigEndian.AppendUint64(b, uint64(id))
 }
