@@ -102,6 +102,8 @@ type applier struct {
 	overlay *kvBatch   // the kv overlay with this batch's changes
 	writes  []pending  // evaluate's result, reused from entry to entry
 	buf     txBuf      // the keys and values put in this bbolt transaction
+	kvGet   getter     // reads kv
+	txsGet  getter     // reads txs
 
 	st             appliedState // updated as entries apply; saved by saveState
 	savedMax       int64        // st.maxTime as stored in the meta bucket
@@ -130,6 +132,7 @@ func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, erro
 		b.FillPercent = appendFillPercent
 	}
 	a.keyOf = recordKeyOf(a.txs, a.log)
+	a.kvGet.c, a.txsGet.c = a.kv.Cursor(), a.txs.Cursor()
 	return a, nil
 }
 
@@ -271,16 +274,21 @@ func (a *applier) prune(cutoff int64) error {
 // duplicate returns the recorded outcome of tx's txid or, failing that, of the
 // txid its idempotency key maps to.
 func (a *applier) duplicate(tx Tx) (Outcome, bool, error) {
-	id := txidKey(tx.ID)
+	id := tx.ID
+	v := a.txsGet.u64(uint64(id))
 	byKey := false
-	if v := a.txs.Get(id); v == nil && tx.IdempotencyKey != "" {
+	if v == nil {
+		if tx.IdempotencyKey == "" {
+			return Outcome{}, false, nil
+		}
 		cand, ok := a.idem.candidate(tx.IdempotencyKey)
 		if !ok {
 			return Outcome{}, false, nil
 		}
-		id, byKey = txidKey(cand), true
+		id, byKey = cand, true
+		v = a.txsGet.u64(uint64(id))
 	}
-	o, err := lookupTx(a.txs, a.log, id)
+	o, err := outcomeAt(a.log, id, v)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return Outcome{}, false, nil
@@ -322,7 +330,7 @@ func (a *applier) evaluate(ops []Op) ([]pending, *Conflict, error) {
 			ok = i >= 0
 		}
 		if !ok {
-			ver, err := a.overlay.version(a.kv, op.Key)
+			ver, err := a.overlay.version(&a.kvGet, op.Key)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -410,6 +418,36 @@ func (a *applier) dedupTimeKey(id txid.ID) []byte {
 	return a.buf.cut(start)
 }
 
+// getter reads one bucket in a write transaction through a cursor it keeps,
+// where Bucket.Get allocates a new cursor, and its stack, for each read. Seek
+// starts from the root each time, so the puts between reads do not matter.
+type getter struct {
+	c   *bolt.Cursor
+	key []byte // the key read last; bbolt does not keep it
+}
+
+// get returns key's value, or nil if key is absent (or names a bucket), like
+// Bucket.Get.
+func (g *getter) get(key []byte) []byte {
+	k, v := g.c.Seek(key)
+	if !bytes.Equal(k, key) {
+		return nil
+	}
+	return v
+}
+
+// string returns the value of key.
+func (g *getter) string(key string) []byte {
+	g.key = append(g.key[:0], key...)
+	return g.get(g.key)
+}
+
+// u64 returns the value of the key of 8 big-endian bytes v.
+func (g *getter) u64(v uint64) []byte {
+	g.key = binary.BigEndian.AppendUint64(g.key[:0], v)
+	return g.get(g.key)
+}
+
 // txBufBytes is the size of the buffers a txBuf allocates, unless a record
 // needs more.
 const txBufBytes = 16 << 10
@@ -441,7 +479,12 @@ func (t *txBuf) u64(v uint64) []byte {
 
 // lookupTx reads the outcome of the txid whose key is id, or ErrNotFound.
 func lookupTx(txs, log *bolt.Bucket, id []byte) (Outcome, error) {
-	v := txs.Get(id)
+	return outcomeAt(log, txid.ID(u64(id)), txs.Get(id))
+}
+
+// outcomeAt reads the outcome of txid id from the log, given id's value in
+// the txs bucket: ErrNotFound if v is nil.
+func outcomeAt(log *bolt.Bucket, id txid.ID, v []byte) (Outcome, error) {
 	if v == nil {
 		return Outcome{}, ErrNotFound
 	}
@@ -451,7 +494,7 @@ func lookupTx(txs, log *bolt.Bucket, id []byte) (Outcome, error) {
 	index := binary.BigEndian.Uint64(v)
 	rec := log.Get(v)
 	if rec == nil {
-		return Outcome{}, fmt.Errorf("%w: txid %x recorded at index %d but no log record", ErrCorrupt, id, index)
+		return Outcome{}, fmt.Errorf("%w: txid %x recorded at index %d but no log record", ErrCorrupt, txidKey(id), index)
 	}
 	r, err := decodeLogValue(index, rec, false)
 	return r.Outcome, err

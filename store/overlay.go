@@ -161,7 +161,7 @@ type kvBatch struct {
 
 // version returns key's current version: the batch's, the overlay's, or the
 // kv bucket's. 0 means the key does not exist.
-func (b *kvBatch) version(kv *bolt.Bucket, key string) (uint64, error) {
+func (b *kvBatch) version(kv *getter, key string) (uint64, error) {
 	if s, ok := b.keys[key]; ok {
 		return s.version, nil
 	}
@@ -172,7 +172,7 @@ func (b *kvBatch) version(kv *bolt.Bucket, key string) (uint64, error) {
 	if s, ok := b.ov.frozen[key]; ok {
 		return s.version, nil
 	}
-	v := kv.Get([]byte(key))
+	v := kv.string(key)
 	if v == nil {
 		return 0, nil
 	}
