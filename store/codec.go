@@ -243,6 +243,7 @@ func uvarintLen(v uint64) int {
 // claimed length against what is left.
 type decoder struct {
 	what string // what is being decoded, for errors
+	key  string // if set, errors say "what key": built only on error
 	b    []byte // the input not read yet
 	off  int    // offset of b in the whole input
 	err  error
@@ -250,7 +251,11 @@ type decoder struct {
 
 func (d *decoder) fail(format string, args ...any) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s at offset %d: %s", ErrCorrupt, d.what, d.off, fmt.Sprintf(format, args...))
+		what := d.what
+		if d.key != "" {
+			what += " " + d.key
+		}
+		d.err = fmt.Errorf("%w: %s at offset %d: %s", ErrCorrupt, what, d.off, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -295,20 +300,24 @@ func (d *decoder) u64(field string) uint64 {
 	return 0
 }
 
-func (d *decoder) uvarint(field string) uint64 {
+func (d *decoder) uvarint(field string) uint64 { return d.uvarintOf(field, "") }
+
+// uvarintOf reads a uvarint that errors name field+suffix, joined only on
+// error.
+func (d *decoder) uvarintOf(field, suffix string) uint64 {
 	if d.err != nil {
 		return 0
 	}
 	v, n := binary.Uvarint(d.b)
 	switch {
 	case n == 0:
-		d.fail("%s: truncated varint", field)
+		d.fail("%s%s: truncated varint", field, suffix)
 		return 0
 	case n < 0:
-		d.fail("%s: varint overflows 64 bits", field)
+		d.fail("%s%s: varint overflows 64 bits", field, suffix)
 		return 0
 	case n != uvarintLen(v):
-		d.fail("%s: overlong varint", field)
+		d.fail("%s%s: overlong varint", field, suffix)
 		return 0
 	}
 	d.b = d.b[n:]
@@ -327,7 +336,7 @@ func (d *decoder) varint(field string) int64 {
 
 // bytes reads a uvarint length of at most limit and that many bytes.
 func (d *decoder) bytes(field string, limit int) []byte {
-	n := d.uvarint(field + " length")
+	n := d.uvarintOf(field, " length")
 	if d.err != nil {
 		return nil
 	}

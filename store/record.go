@@ -180,7 +180,7 @@ func kvEncodedLen(version, modIndex uint64, value []byte) int {
 
 // decodeKV decodes encodeKV bytes. The Value aliases v.
 func decodeKV(key string, v []byte) (KV, error) {
-	d := decoder{what: "kv " + key, b: v}
+	d := decoder{what: "kv", key: key, b: v}
 	d.version()
 	kv := KV{Key: key, Version: d.uvarint("version"), ModIndex: d.uvarint("mod index")}
 	kv.Value = d.rest()
