@@ -104,6 +104,11 @@ type applier struct {
 	buf     txBuf      // the keys and values put in this bbolt transaction
 	kvGet   getter     // reads kv
 	txsGet  getter     // reads txs
+	// floor is a time no dedup_time record is older than, so that prune
+	// reads the bucket only when a record may be older than its cutoff:
+	// math.MinInt64 until prune reads it, then the oldest record's time,
+	// lowered by puts. Invariant: floor <= the time of every record.
+	floor int64
 
 	st             appliedState // updated as entries apply; saved by saveState
 	savedMax       int64        // st.maxTime as stored in the meta bucket
@@ -127,6 +132,7 @@ func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, erro
 		st:             st,
 		savedMax:       st.maxTime,
 		savedKVApplied: st.kvApplied,
+		floor:          math.MinInt64,
 	}
 	for _, b := range []*bolt.Bucket{a.log, a.txs, a.dedupTime} {
 		b.FillPercent = appendFillPercent
@@ -240,15 +246,26 @@ func cutoff(maxTime int64, window time.Duration) int64 {
 // prune deletes up to maxPrunePerEntry dedup records recorded before cutoff,
 // oldest first. The log bucket keeps their records.
 func (a *applier) prune(cutoff int64) error {
+	if a.floor >= cutoff {
+		return nil
+	}
 	type victim struct{ key, idem []byte }
 	var victims []victim
 	c := a.dedupTime.Cursor()
-	for k, v := c.First(); k != nil && len(victims) < maxPrunePerEntry; k, v = c.Next() {
+	for k, v := c.First(); ; k, v = c.Next() {
+		if k == nil {
+			a.floor = math.MaxInt64 // no record left after the deletes
+			break
+		}
+		if len(victims) == maxPrunePerEntry {
+			break // the records left are no older than floor either
+		}
 		t, _, err := parseDedupTimeKey(k)
 		if err != nil {
 			return err
 		}
 		if t >= cutoff {
+			a.floor = t
 			break
 		}
 		// Copy out: bbolt memory is not valid across the deletes below.
@@ -410,8 +427,9 @@ func (a *applier) alias(id txid.ID, index uint64) error {
 }
 
 // dedupTimeKey returns the dedup_time key of id filed under the dedup clock,
-// in a.buf.
+// in a.buf, for a put: the record may be the oldest.
 func (a *applier) dedupTimeKey(id txid.ID) []byte {
+	a.floor = min(a.floor, a.st.maxTime)
 	a.buf.reserve(16)
 	start := len(a.buf.b)
 	a.buf.b = appendDedupTimeKey(a.buf.b, a.st.maxTime, id)

@@ -455,10 +455,10 @@ func mixedEntries() []Entry {
 	}
 }
 
-// manyOps returns n ops (n >= 16), enough for evaluate to look keys up in a
-// map: puts to c, b, a, c, b, a, ..., each with the if_version it expects on a
-// fresh database, then a delete of a. On a fresh database c ends at version 6
-// with value "15", b at 5 with "13".
+// cyclingOps returns n+1 ops: puts to c, b, a, c, b, a, ..., each with the
+// if_version it expects on a fresh database, then a delete of a. With n =
+// evaluateMapOps (16), enough for evaluate to look keys up in a map, c ends at
+// version 6 with value "15" and b at 5 with "13".
 func cyclingOps(n int) []Op {
 	var ops []Op
 	for i := range n {

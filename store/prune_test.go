@@ -169,6 +169,30 @@ func TestPruneBounded(t *testing.T) {
 	}
 }
 
+// TestPruneBoundedInBatch is TestPruneBounded with the two late entries in one
+// Apply: the second entry goes on where the first stopped.
+func TestPruneBoundedInBatch(t *testing.T) {
+	db := openTest(t)
+	const n = maxPrunePerEntry + 500
+	entries := make([]Entry, n)
+	for i := range entries {
+		entries[i] = txAt(uint64(i+1), t0+int64(i), time.Hour, txid.ID(i+1), "", put("a", "1"))
+	}
+	applyOK(t, db, entries...)
+	late := t0 + int64(24*time.Hour)
+	applyOK(t, db,
+		txAt(n+1, late, time.Hour, n+1, "", put("b", "1")),
+		txAt(n+2, late, time.Hour, n+2, "", put("b", "2")),
+		txAt(n+3, late+int64(2*time.Hour), time.Hour, n+3, "", put("b", "3")), // prunes n+1, n+2
+	)
+	d := dump(t, db)
+	for _, bucket := range []string{"dedup_time", "txs"} {
+		if got := len(d[bucket]); got != 1 {
+			t.Fatalf("%s records after the late entries = %d, want 1", bucket, got)
+		}
+	}
+}
+
 // TestPruneReusedKey checks that pruning an old record does not drop an
 // idempotency key that a newer transaction has recorded since.
 func TestPruneReusedKey(t *testing.T) {
