@@ -19,6 +19,9 @@
 #   EXTRA=1            also the txlog-only workloads (0: skip them)
 #   WORK=<temp dir>    where the clusters keep their data: put it on the disk to measure
 #   OUT=<temp dir>     where the JSON results and summary.md go (kept)
+#   GOMAXPROCS         passed on to both systems' nodes and clients alike; with
+#                      three nodes on two cores, GOMAXPROCS=1 gives each process
+#                      its share of the machine (docs/performance.md)
 #
 # With the defaults it takes about 10 minutes. It installs etcd-server with
 # apt-get when etcd is missing. Timings are noisy on a small shared machine:
@@ -65,6 +68,7 @@ echo "== machine"
 	echo "kernel: $(uname -r)"
 	echo "go: $(go version | awk '{print $3}')"
 	echo "etcd: $(etcd --version | awk '/etcd Version/ {print $3}')"
+	echo "GOMAXPROCS: ${GOMAXPROCS:-default (one per core)}"
 	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/machine.txt"
 
