@@ -75,8 +75,10 @@ func TestReleaseMemory(t *testing.T) {
 	}
 	after := mappedRSS(t, path)
 	t.Logf("resident KiB of the store map: %d before ReleaseMemory, %d after", before, after)
-	if after > before/4 {
-		t.Errorf("resident KiB of the store map: %d before ReleaseMemory, %d after; want at most a quarter", before, after)
+	// Usually a sixth stays; under -race beside the package's other tests up to
+	// a third has been seen. Without the release all of it stays.
+	if after > before/2 {
+		t.Errorf("resident KiB of the store map: %d before ReleaseMemory, %d after; want at most half", before, after)
 	}
 	for _, i := range []int{1, n / 2, n} {
 		kv, err := db.Get(fmt.Sprint("key-", i))
