@@ -115,48 +115,77 @@ func TestForwardAlone(t *testing.T) {
 	}
 }
 
+// fwdHarness is a follower node forwarding to a fake leader whose exchanges
+// wait for gate, with the callers it starts.
+type fwdHarness struct {
+	t    *testing.T
+	l    *fakeLeader
+	n    *Node
+	gate chan struct{}
+	ctx  context.Context
+	wg   sync.WaitGroup
+}
+
+func newFwdHarness(t *testing.T, timeout time.Duration) *fwdHarness {
+	h := &fwdHarness{t: t, n: forwardNode(), gate: make(chan struct{})}
+	h.l = newFakeLeader(t, h.gate)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	h.ctx = ctx
+	return h
+}
+
+// call starts a caller that forwards frames numbered v, v+1, … and checks
+// that it gets their results.
+func (h *fwdHarness) call(v uint64, frames int) {
+	h.wg.Go(func() {
+		fs := make([][]byte, frames)
+		for i := range fs {
+			fs[i] = frameOf(v + uint64(i))
+		}
+		res, err := h.n.forward(h.ctx, h.l.srv.URL, fs, api.SubmitOptions{})
+		checkResults(h.t, res, err, v, frames)
+	})
+}
+
+// takePlaces starts one caller per place and waits until each one's exchange
+// is held at the leader.
+func (h *fwdHarness) takePlaces(base uint64) {
+	for i := range forwarders {
+		h.call(base*uint64(i+1), 1)
+	}
+	for range forwarders {
+		<-h.l.started
+	}
+}
+
+// waitQueued waits until k callers wait in the queue.
+func (h *fwdHarness) waitQueued(k int) {
+	waitFor(h.t, func() bool {
+		h.n.fwd.mu.Lock()
+		defer h.n.fwd.mu.Unlock()
+		q := h.n.fwd.queues[h.l.srv.URL]
+		return q != nil && len(q.calls) == k
+	})
+}
+
 // TestForwardGroups holds the leader's first exchanges so that every place is
 // taken, queues more callers behind them, and checks that those go out grouped
 // (one exchange, handed to the first of them) and that every caller gets its
 // own results.
 func TestForwardGroups(t *testing.T) {
-	gate := make(chan struct{})
-	l := newFakeLeader(t, gate)
-	n := forwardNode()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-
-	var wg sync.WaitGroup
-	call := func(v uint64, frames int) {
-		wg.Go(func() {
-			fs := make([][]byte, frames)
-			for i := range fs {
-				fs[i] = frameOf(v + uint64(i))
-			}
-			res, err := n.forward(ctx, l.srv.URL, fs, api.SubmitOptions{})
-			checkResults(t, res, err, v, frames)
-		})
-	}
-	for i := range forwarders {
-		call(uint64(1000*(i+1)), 1)
-	}
-	for range forwarders {
-		<-l.started
-	}
+	h := newFwdHarness(t, 10*time.Second)
+	h.takePlaces(1000)
 	// Every place is taken: these wait in the queue.
 	const queued = 20
 	for i := range queued {
-		call(uint64(100_000+1000*i), 3)
+		h.call(uint64(100_000+1000*i), 3)
 	}
-	waitFor(t, func() bool {
-		n.fwd.mu.Lock()
-		defer n.fwd.mu.Unlock()
-		q := n.fwd.queues[l.srv.URL]
-		return q != nil && len(q.calls) == queued
-	})
-	close(gate)
-	wg.Wait()
+	h.waitQueued(queued)
+	close(h.gate)
+	h.wg.Wait()
 
+	l, n := h.l, h.n
 	if got, want := l.frames.Load(), int64(forwarders+3*queued); got != want {
 		t.Errorf("leader saw %d frames, want %d", got, want)
 	}
@@ -171,40 +200,16 @@ func TestForwardGroups(t *testing.T) {
 // TestForwardGroupLimit: queued frames beyond maxFwdFrames go in further
 // exchanges, each within the limit.
 func TestForwardGroupLimit(t *testing.T) {
-	gate := make(chan struct{})
-	l := newFakeLeader(t, gate)
-	n := forwardNode()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	call := func(v uint64, frames int) {
-		wg.Go(func() {
-			fs := make([][]byte, frames)
-			for i := range fs {
-				fs[i] = frameOf(v + uint64(i))
-			}
-			res, err := n.forward(ctx, l.srv.URL, fs, api.SubmitOptions{})
-			checkResults(t, res, err, v, frames)
-		})
-	}
-	for i := range forwarders {
-		call(uint64(1_000_000*(i+1)), 1)
-	}
-	for range forwarders {
-		<-l.started
-	}
+	h := newFwdHarness(t, 10*time.Second)
+	h.takePlaces(1_000_000)
 	const queued, each = 10, 300 // 3,000 frames: at least 3 groups of ≤ 1,024
 	for i := range queued {
-		call(uint64(10_000_000+1000*i), each)
+		h.call(uint64(10_000_000+1000*i), each)
 	}
-	waitFor(t, func() bool {
-		n.fwd.mu.Lock()
-		defer n.fwd.mu.Unlock()
-		q := n.fwd.queues[l.srv.URL]
-		return q != nil && len(q.calls) == queued
-	})
-	close(gate)
-	wg.Wait()
+	h.waitQueued(queued)
+	close(h.gate)
+	h.wg.Wait()
+	l := h.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	total := 0
@@ -222,45 +227,24 @@ func TestForwardGroupLimit(t *testing.T) {
 // TestForwardGiveUp: a queued caller whose context ends leaves the queue and
 // is not forwarded; the others still are.
 func TestForwardGiveUp(t *testing.T) {
-	gate := make(chan struct{})
-	l := newFakeLeader(t, gate)
-	n := forwardNode()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := range forwarders {
-		wg.Go(func() {
-			v := uint64(1000 * (i + 1))
-			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
-			checkResults(t, res, err, v, 1)
-		})
-	}
-	for range forwarders {
-		<-l.started
-	}
-	short, cancelShort := context.WithCancel(ctx)
+	h := newFwdHarness(t, 10*time.Second)
+	h.takePlaces(1000)
+	short, cancelShort := context.WithCancel(h.ctx)
 	gaveUp := make(chan error, 1)
 	go func() {
-		_, err := n.forward(short, l.srv.URL, [][]byte{frameOf(7)}, api.SubmitOptions{})
+		_, err := h.n.forward(short, h.l.srv.URL, [][]byte{frameOf(7)}, api.SubmitOptions{})
 		gaveUp <- err
 	}()
-	wg.Go(func() {
-		res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(9000)}, api.SubmitOptions{})
-		checkResults(t, res, err, 9000, 1)
-	})
-	waitFor(t, func() bool {
-		n.fwd.mu.Lock()
-		defer n.fwd.mu.Unlock()
-		q := n.fwd.queues[l.srv.URL]
-		return q != nil && len(q.calls) == 2
-	})
+	h.waitQueued(1)
+	h.call(9000, 1)
+	h.waitQueued(2)
 	cancelShort()
 	if err := <-gaveUp; !errors.Is(err, context.Canceled) {
 		t.Errorf("the caller that gave up got %v, want context.Canceled", err)
 	}
-	close(gate)
-	wg.Wait()
-	if got, want := l.frames.Load(), int64(forwarders+1); got != want {
+	close(h.gate)
+	h.wg.Wait()
+	if got, want := h.l.frames.Load(), int64(forwarders+1); got != want {
 		t.Errorf("leader saw %d frames, want %d (the caller that gave up must not be sent)", got, want)
 	}
 }
@@ -268,25 +252,12 @@ func TestForwardGiveUp(t *testing.T) {
 // TestForwardDeadline: a caller that sends a group for others is not held past
 // its own deadline when the exchange hangs; the exchange is cut then.
 func TestForwardDeadline(t *testing.T) {
-	gate, hang := make(chan struct{}), make(chan struct{})
+	hang := make(chan struct{})
 	defer close(hang)
-	l := newFakeLeader(t, gate)
-	l.hold, l.hold2 = forwarders, hang
-	n := forwardNode()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := range forwarders {
-		wg.Go(func() {
-			v := uint64(1000 * (i + 1))
-			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
-			checkResults(t, res, err, v, 1)
-		})
-	}
-	for range forwarders {
-		<-l.started
-	}
-	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+	h := newFwdHarness(t, 20*time.Second)
+	h.l.hold, h.l.hold2 = forwarders, hang
+	h.takePlaces(1000)
+	short, cancelShort := context.WithTimeout(h.ctx, 500*time.Millisecond)
 	defer cancelShort()
 	type outcome struct {
 		err  error
@@ -294,26 +265,16 @@ func TestForwardDeadline(t *testing.T) {
 	}
 	shortDone, longDone := make(chan outcome, 1), make(chan outcome, 1)
 	start := time.Now()
-	go func() {
-		_, err := n.forward(short, l.srv.URL, [][]byte{frameOf(1)}, api.SubmitOptions{})
-		shortDone <- outcome{err, time.Since(start)}
-	}()
-	waitFor(t, func() bool {
-		n.fwd.mu.Lock()
-		defer n.fwd.mu.Unlock()
-		return len(n.fwd.queues[l.srv.URL].calls) == 1
-	})
-	go func() {
-		_, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(2)}, api.SubmitOptions{})
-		longDone <- outcome{err, time.Since(start)}
-	}()
-	waitFor(t, func() bool {
-		n.fwd.mu.Lock()
-		defer n.fwd.mu.Unlock()
-		return len(n.fwd.queues[l.srv.URL].calls) == 2
-	})
-	close(gate) // the places free up; the short caller sends both, and that hangs
-	wg.Wait()
+	forward := func(ctx context.Context, v uint64, done chan<- outcome) {
+		_, err := h.n.forward(ctx, h.l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
+		done <- outcome{err, time.Since(start)}
+	}
+	go forward(short, 1, shortDone)
+	h.waitQueued(1)
+	go forward(h.ctx, 2, longDone)
+	h.waitQueued(2)
+	close(h.gate) // the places free up; the short caller sends both, and that hangs
+	h.wg.Wait()
 	s := <-shortDone
 	if s.err == nil || s.took > 3*time.Second {
 		t.Errorf("the short caller got %v after %v; want an error at about its 500ms deadline", s.err, s.took)
