@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/hex"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -113,4 +114,27 @@ func mustGet(t testing.TB, db *DB, key string) KV {
 		t.Fatalf("Get(%q) = %v", key, err)
 	}
 	return kv
+}
+
+// editBolt opens the bbolt file at path (created if missing) outside the
+// store, runs fn in one write transaction, closes the file and returns its
+// bytes.
+func editBolt(t testing.TB, path string, fn func(*bolt.Tx) error) []byte {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(fn)
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -616,11 +615,7 @@ func TestIdemReadsDuringApply(t *testing.T) {
 // idempotency index in an idem bucket, is refused by Open and by Restore.
 func TestOpenRefusesSchema1(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
+	data := editBolt(t, path, func(tx *bolt.Tx) error {
 		for _, name := range []string{"meta", "log", "txs", "idem", "dedup_time", "kv", "nodes"} {
 			if _, err := tx.CreateBucket([]byte(name)); err != nil {
 				return err
@@ -628,16 +623,6 @@ func TestOpenRefusesSchema1(t *testing.T) {
 		}
 		return tx.Bucket(bucketMeta).Put(metaSchema, []byte{1})
 	})
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	wantErr := func(what string, err error) {
 		t.Helper()
@@ -645,7 +630,7 @@ func TestOpenRefusesSchema1(t *testing.T) {
 			t.Fatalf("%s of a schema 1 database = %v, want ErrCorrupt naming the schema", what, err)
 		}
 	}
-	_, err = Open(path, Config{})
+	_, err := Open(path, Config{})
 	wantErr("Open", err)
 
 	db := openTest(t)

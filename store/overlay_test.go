@@ -485,27 +485,13 @@ func TestOpenSchema2(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
+	data := editBolt(t, path, func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if err := meta.Delete(metaKVApplied); err != nil {
 			return err
 		}
 		return meta.Put(metaSchema, []byte{2})
 	})
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	check := func(what string, db *DB) {
 		t.Helper()
@@ -537,23 +523,9 @@ func TestOverlayCorruptRedo(t *testing.T) {
 	a := openTest(t)
 	applyOK(t, a, mixedEntries()...)
 	path := crashCopy(t, a)
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
+	data := editBolt(t, path, func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLog).Put(u64Key(2), []byte{codecVersion, 1})
 	})
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := Open(path, Config{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open() = %v, want ErrCorrupt", err)
 	}

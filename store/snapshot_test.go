@@ -172,25 +172,10 @@ func TestRestoreRejects(t *testing.T) {
 func foreignBolt(t *testing.T) []byte {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "other.db")
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
+	return editBolt(t, path, func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucket([]byte("something"))
 		return err
 	})
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }
 
 func flip(b []byte, at int) []byte {
