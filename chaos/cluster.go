@@ -337,7 +337,7 @@ func (c *Cluster) liveNodes() []*Process {
 // the leader's ID, or an error with the last disagreement once ctx ends.
 func (c *Cluster) Leader(ctx context.Context) (string, error) {
 	var leader string
-	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		id, err := c.agreedLeader(ctx)
 		leader = id
 		return err
@@ -421,7 +421,7 @@ func (c *Cluster) get(ctx context.Context, id, path string) ([]byte, error) {
 
 // WaitReady polls GET /readyz on every live node until all answer 200.
 func (c *Cluster) WaitReady(ctx context.Context) error {
-	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		live := c.liveNodes()
 		if len(live) == 0 {
 			return errors.New("no live nodes")
@@ -440,9 +440,9 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 	return nil
 }
 
-// poll calls f every interval until it returns nil or ctx ends. Then it returns
+// Poll calls f every interval until it returns nil or ctx ends. Then it returns
 // ctx's error joined with f's last error.
-func poll(ctx context.Context, interval time.Duration, f func(context.Context) error) error {
+func Poll(ctx context.Context, interval time.Duration, f func(context.Context) error) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {

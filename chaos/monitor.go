@@ -141,7 +141,7 @@ func (m *monitor) Timeline() []LeaderChange {
 // returns it.
 func (m *monitor) waitLeader(ctx context.Context, not string) (string, error) {
 	var leader string
-	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		views := m.views(ctx, viewTimeout)
 		id, _ := m.agreedLeader(views)
 		switch {
@@ -162,7 +162,7 @@ var errNotHealthy = errors.New("cluster not healthy")
 // waitHealthy polls until every node answers /readyz with 200, a majority
 // agrees on the leader, and no node holds unresolved intake.
 func (m *monitor) waitHealthy(ctx context.Context) error {
-	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		errs := make([]error, len(m.ids))
@@ -194,7 +194,7 @@ func (m *monitor) waitHealthy(ctx context.Context) error {
 // resolved), and returns the leader's commit index.
 func (m *monitor) waitSettled(ctx context.Context) (uint64, error) {
 	var commit uint64
-	err := poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		views := m.views(ctx, requestTimeout)
 		if len(views) < len(m.ids) {
 			return fmt.Errorf("%d of %d nodes answer", len(views), len(m.ids))

@@ -90,7 +90,7 @@ func needProc(t *testing.T) {
 
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
-	if err := poll(ctx, pollInterval, func(context.Context) error {
+	if err := Poll(ctx, pollInterval, func(context.Context) error {
 		if cond() {
 			return nil
 		}

@@ -108,7 +108,7 @@ func (r *Redis) Start(ctx context.Context) error {
 	if err := r.proc.Start(); err != nil {
 		return err
 	}
-	err := poll(ctx, pollInterval, func(context.Context) error {
+	err := Poll(ctx, pollInterval, func(context.Context) error {
 		if !r.proc.Running() {
 			return fmt.Errorf("redis-server exited; log tail:\n%s", r.proc.LogTail(logTailLines))
 		}

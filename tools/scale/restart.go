@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/txlog/txlog/chaos"
 )
 
 // restarts times how long nodes take to come back at the log's final size: a
@@ -192,19 +194,7 @@ func (s *scaler) waitNewLeader(ctx context.Context, term uint64) (string, error)
 func (s *scaler) poll(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.catchUpTimeout)
 	defer cancel()
-	tick := time.NewTicker(pollInterval)
-	defer tick.Stop()
-	for {
-		err := f(ctx)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last: %w", ctx.Err(), err)
-		case <-tick.C:
-		}
-	}
+	return chaos.Poll(ctx, pollInterval, f)
 }
 
 // startLoad starts a light closed-loop load of --restart-load clients on the
