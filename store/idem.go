@@ -199,25 +199,20 @@ func (b *idemBatch) remove(key string, id txid.ID) {
 	}
 }
 
-func (b *idemBatch) setHash(h uint64, s idemSlot) {
-	switch {
-	case b.hashes != nil:
-		b.hashes[h] = s
-	case s.ok:
-		b.idx.byHash[h] = s.id
-	default:
-		delete(b.idx.byHash, h)
-	}
-}
+func (b *idemBatch) setHash(h uint64, s idemSlot) { setSlot(b.hashes, b.idx.byHash, h, s) }
 
-func (b *idemBatch) setExact(key string, s idemSlot) {
+func (b *idemBatch) setExact(key string, s idemSlot) { setSlot(b.exact, b.idx.exact, key, s) }
+
+// setSlot records s for k in the batch's overlay when the batch has one, else
+// directly in the index's map (an absent slot deletes k).
+func setSlot[K comparable](overlay map[K]idemSlot, index map[K]txid.ID, k K, s idemSlot) {
 	switch {
-	case b.exact != nil:
-		b.exact[key] = s
+	case overlay != nil:
+		overlay[k] = s
 	case s.ok:
-		b.idx.exact[key] = s.id
+		index[k] = s.id
 	default:
-		delete(b.idx.exact, key)
+		delete(index, k)
 	}
 }
 
