@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -236,11 +238,17 @@ func ports(base, n int) ([]int, error) {
 	return ps, nil
 }
 
-// freePorts reserves n distinct free loopback TCP ports: it binds 127.0.0.1:0 n times,
-// reads the ports back and closes the listeners. Another process may take a port
-// between that close and the node's own bind; launching right after keeps the
-// window short.
+// freePorts reserves n distinct free loopback TCP ports and releases them for
+// the caller's processes to bind. The ports come from below the kernel's
+// ephemeral range, checked free by binding each once: a port the kernel hands
+// out for a bind to port 0 or for an outgoing connection (every other node's
+// HTTP listener, every client) could otherwise be taken between the release
+// here and the node's own bind, which made a test's node exit with "address
+// already in use" now and then. Only another caller choosing the same random
+// port in that window can still collide. Where the range is not known, the
+// kernel picks (bind to port 0).
 func freePorts(n int) ([]int, error) {
+	lo, hi, ok := belowEphemeral()
 	ls := make([]net.Listener, 0, n)
 	defer func() {
 		for _, l := range ls {
@@ -248,15 +256,40 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	ps := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
+	for tries := 0; len(ps) < n; tries++ {
+		port := 0
+		if ok && tries < 100*n {
+			port = lo + rand.IntN(hi-lo)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(port)))
 		if err != nil {
+			if port != 0 {
+				continue // taken: try another
+			}
 			return nil, err
 		}
 		ls = append(ls, l)
 		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ps, nil
+}
+
+// belowEphemeral returns the range [lo, hi) of ports that freePorts picks
+// from: from 10000 up to the start of the kernel's ephemeral port range.
+func belowEphemeral() (lo, hi int, ok bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, 0, false
+	}
+	start, err := strconv.Atoi(f[0])
+	if err != nil || start <= 11000 {
+		return 0, 0, false
+	}
+	return 10000, start, true
 }
 
 func (c *Cluster) killAll() {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -263,5 +264,35 @@ func TestClusterConfigValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestFreePortsBelowEphemeral: the reserved ports are distinct, free to bind,
+// and outside the kernel's ephemeral range, where binds to port 0 and outgoing
+// connections could take them before the node binds.
+func TestFreePortsBelowEphemeral(t *testing.T) {
+	lo, hi, ok := belowEphemeral()
+	ps, err := freePorts(20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ps {
+		if seen[p] {
+			t.Errorf("port %d reserved twice in %v", p, ps)
+		}
+		seen[p] = true
+		if ok && (p < lo || p >= hi) {
+			t.Errorf("port %d outside [%d, %d), below the ephemeral range", p, lo, hi)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(p)))
+		if err != nil {
+			t.Errorf("port %d not free after freePorts: %v", p, err)
+			continue
+		}
+		l.Close()
+	}
+	if !ok {
+		t.Logf("no ephemeral range known here: the kernel picked the ports")
 	}
 }
