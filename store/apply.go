@@ -32,10 +32,13 @@ const maxPrunePerEntry = 1000
 // Apply depends only on the state and the entries: it reads no clock, and no
 // configuration changes its Results or what the reads return (the kv flush
 // limits change only where key states are kept), so every replica that applies
-// the same entries ends in the same state and returns the same Results. Entry indexes must increase within entries
-// and across calls; gaps are fine. The applied index and term are written in the
-// same bbolt transaction as the effects, and AppliedIndex reports the new index
-// once that transaction has committed. Apply does not keep entries or their Data.
+// the same entries ends in the same state and returns the same Results. Entry
+// indexes must increase within entries and across calls; gaps are fine. The
+// applied index and term are written in the same bbolt transaction as the
+// effects, and AppliedIndex reports the new index once Apply returns. That
+// transaction commits before Apply returns, or, with Config.CommitInterval,
+// with later Applies' (see commitLocked and viewApplied). Apply does not keep
+// entries or their Data.
 func (db *DB) Apply(entries []Entry) ([]Result, error) {
 	results := make([]Result, len(entries))
 	applied := db.applied.Load()
@@ -51,41 +54,132 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 	if db.bolt == nil {
 		return nil, ErrClosed
 	}
-	var st appliedState
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	if db.failed != nil {
+		return nil, db.failed
+	}
+	btx := db.wtx
+	if btx == nil {
+		var err error
+		if btx, err = db.bolt.Begin(true); err != nil {
+			return nil, err
+		}
+		db.wtxSince = time.Now()
+	}
+	db.wtx = nil // back once this Apply has succeeded and leaves it open
 	idem, kv := db.idem.batch(), db.kv.batch()
-	err := db.bolt.Update(func(btx *bolt.Tx) error {
-		a, err := newApplier(btx, idem, kv)
-		if err != nil {
-			return err
-		}
-		for i, e := range entries {
-			if e.Index <= a.st.index {
-				results[i] = Result{Skipped: true}
-				continue
-			}
-			if results[i], err = a.apply(e); err != nil {
-				return fmt.Errorf("apply entry %d: %w", e.Index, err)
-			}
-			a.st.index, a.st.term = e.Index, e.Term
-		}
-		to, done, err := kv.flushStep(a.kv, db.kvLimits, a.st.index)
-		if err != nil {
-			return fmt.Errorf("flush kv overlay: %w", err)
-		}
-		if done {
-			a.st.kvApplied = to
-		}
-		st = a.st
-		return a.saveState()
-	})
+	a, err := db.applyIn(btx, entries, results, idem, kv)
 	if err != nil {
+		btx.Rollback()
+		if db.wtxEntries > 0 {
+			// Earlier Applies whose Results are out went with the rollback.
+			db.failed = fmt.Errorf("store: %d applied entries rolled back by a failed Apply: %w", db.wtxEntries, err)
+			db.broken.Store(true)
+			db.wtxEntries = 0
+		}
 		return nil, err // the batch's index and overlay changes go with the rolled back transaction
+	}
+	db.wtx, db.wtxIndex = btx, a.st.index
+	db.wtxEntries += len(entries)
+	// The last step of a flush drops the flushed keys from the overlay, which
+	// readers may do only once the bucket they then read holds them; Nodes
+	// reads committed state only.
+	flushed := kv.stepped && len(kv.pending) == 0
+	if db.cfg.CommitInterval <= 0 || flushed || a.nodesChanged ||
+		db.wtxEntries >= maxOpenEntries || time.Since(db.wtxSince) >= db.cfg.CommitInterval {
+		if err := db.commitLocked(); err != nil {
+			return nil, err
+		}
+	} else if !db.timerArmed {
+		db.timerArmed = true
+		time.AfterFunc(db.cfg.CommitInterval, db.commitIdle)
 	}
 	db.idem.commit(idem)
 	db.kv.commit(kv)
-	db.applied.Store(st.index)
+	db.applied.Store(a.st.index)
 	return results, nil
 }
+
+// applyIn applies entries in btx and saves the applied state there.
+func (db *DB) applyIn(btx *bolt.Tx, entries []Entry, results []Result, idem *idemBatch, kv *kvBatch) (*applier, error) {
+	a, err := newApplier(btx, idem, kv)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range entries {
+		if e.Index <= a.st.index {
+			results[i] = Result{Skipped: true}
+			continue
+		}
+		if results[i], err = a.apply(e); err != nil {
+			return nil, fmt.Errorf("apply entry %d: %w", e.Index, err)
+		}
+		a.st.index, a.st.term = e.Index, e.Term
+	}
+	to, done, err := kv.flushStep(a.kv, db.kvLimits, a.st.index)
+	if err != nil {
+		return nil, fmt.Errorf("flush kv overlay: %w", err)
+	}
+	if done {
+		a.st.kvApplied = to
+	}
+	return a, a.saveState()
+}
+
+// maxOpenEntries bounds the entries a bbolt transaction left open by Apply
+// (Config.CommitInterval) collects before an Apply commits it.
+const maxOpenEntries = 1 << 15
+
+// commitLocked commits the bbolt transaction Apply left open. The caller holds
+// db.mu (read) and db.wmu, and db.wtx is not nil. A failed commit breaks the
+// database: the Results of the entries in it are out.
+func (db *DB) commitLocked() error {
+	btx, index, n := db.wtx, db.wtxIndex, db.wtxEntries
+	db.wtx, db.wtxEntries = nil, 0
+	if err := btx.Commit(); err != nil {
+		db.failed = fmt.Errorf("store: commit of %d applied entries up to index %d: %w", n, index, err)
+		db.broken.Store(true)
+		return db.failed
+	}
+	db.committed.Store(index)
+	return nil
+}
+
+// commitPending commits what Apply left uncommitted, if anything: readers call
+// it when committed state misses what they look for, and Sync, Snapshot and the
+// idle timer before they rely on the file.
+func (db *DB) commitPending() error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	if db.failed != nil {
+		return db.failed
+	}
+	if db.wtx == nil {
+		return nil
+	}
+	return db.commitLocked()
+}
+
+// commitIdle is the timer Apply arms when it leaves a transaction open: with
+// no Apply to commit it, the transaction is committed after CommitInterval.
+func (db *DB) commitIdle() {
+	db.wmu.Lock()
+	db.timerArmed = false
+	db.wmu.Unlock()
+	if err := db.commitPending(); err != nil && !errors.Is(err, ErrClosed) {
+		db.logger.Error("commit applied entries", "err", err)
+	}
+}
+
+// stale reports whether Apply has applied entries that committed state (what
+// the read methods see) does not hold yet.
+func (db *DB) stale() bool { return db.committed.Load() < db.applied.Load() }
 
 // appendFillPercent is the bbolt FillPercent of the buckets whose keys grow
 // (almost) only at their end: log (index), txs (time-ordered txids) and
@@ -110,6 +204,7 @@ type applier struct {
 	// lowered by puts. Invariant: floor <= the time of every record.
 	floor int64
 
+	nodesChanged   bool         // a node was registered
 	st             appliedState // updated as entries apply; saved by saveState
 	savedMax       int64        // st.maxTime as stored in the meta bucket
 	savedKVApplied uint64       // st.kvApplied as stored in the meta bucket
@@ -177,6 +272,7 @@ func (a *applier) apply(e Entry) (Result, error) {
 			return Result{Kind: c.Kind, Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
 		}
 		a.observe(c.Time)
+		a.nodesChanged = true
 		return Result{Kind: c.Kind}, a.nodes.Put([]byte(n.ID), bytes.Clone(c.Payload))
 	}
 	// DecodeCommand rejects other kinds.

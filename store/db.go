@@ -72,6 +72,19 @@ type Config struct {
 	// the flush began wait for the next one, so the overlay may hold up to
 	// twice the limits above. Default DefaultKVFlushStepKeys (4,096).
 	KVFlushStepKeys int
+
+	// CommitInterval lets Apply leave its bbolt transaction open, so that the
+	// next Applies add to it, until it is this old: one commit (and, without
+	// NoSync, one fsync) for all the entries applied in the interval instead of
+	// one per Apply. Apply commits earlier when the transaction holds 32Ki
+	// entries, when a kv flush ends or a node registers, and a timer commits an
+	// open transaction after the interval when no Apply comes. The read methods
+	// see every applied entry all the same: a read that misses in committed
+	// state while entries are uncommitted commits them and reads again. What a
+	// crash loses is the open transaction: the file then holds an applied index
+	// that much older, and the caller must apply the entries after it again, as
+	// raft does from its log. Default 0: every Apply commits.
+	CommitInterval time.Duration
 }
 
 // Validate reports every invalid field of c.
@@ -91,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.KVFlushRecords < 0 {
 		errs = append(errs, fmt.Errorf("store: KVFlushRecords %d is negative", c.KVFlushRecords))
+	}
+	if c.CommitInterval < 0 {
+		errs = append(errs, fmt.Errorf("store: CommitInterval %v is negative", c.CommitInterval))
 	}
 	if c.KVFlushStepKeys < 0 {
 		errs = append(errs, fmt.Errorf("store: KVFlushStepKeys %d is negative", c.KVFlushStepKeys))
@@ -126,7 +142,9 @@ func (c Config) withDefaults() Config {
 // DB is the bbolt state machine. Apply, Snapshot and Restore are called from one
 // goroutine (the apply goroutine); the read methods (Tx, TxByIdempotencyKey, Get,
 // Log, Nodes, AppliedIndex) are safe from any goroutine at any time, including
-// during Apply and Restore, and see only committed state.
+// during Apply and Restore, and see the state after the last Apply that has
+// returned, or a later one (with Config.CommitInterval, a read that misses in
+// committed state commits what Apply left open and reads again).
 type DB struct {
 	path     string
 	cfg      Config
@@ -149,8 +167,26 @@ type DB struct {
 	kv *kvOverlay
 
 	// applied is the last applied index. Invariant: it equals the meta bucket's
-	// applied index once each Apply or Restore has committed.
+	// applied index, in the open transaction if there is one, once each Apply
+	// or Restore has returned.
 	applied atomic.Uint64
+	// committed is the applied index of committed state, which the read
+	// methods see: applied, or less while Apply leaves a transaction open.
+	committed atomic.Uint64
+
+	// wmu guards the transaction Apply leaves open (Config.CommitInterval) and
+	// the fields below. Apply holds it throughout. Lock order: mu, then wmu.
+	wmu        sync.Mutex
+	wtx        *bolt.Tx // nil, or the open transaction
+	wtxSince   time.Time
+	wtxIndex   uint64 // the applied index in wtx
+	wtxEntries int    // entries applied in wtx
+	timerArmed bool   // commitIdle will run
+	// failed is set when applied entries were lost with their transaction
+	// (a failed commit, or a failed Apply that rolled back earlier ones): the
+	// database no longer matches what Apply returned, and everything fails.
+	failed error
+	broken atomic.Bool // failed != nil, for readers that do not take wmu
 }
 
 // Open opens or creates the state machine database at path.
@@ -183,6 +219,7 @@ func Open(path string, cfg Config) (*DB, error) {
 	}
 	db.bolt, db.idem, db.kv = o.bolt, o.idem, o.kv
 	db.applied.Store(o.st.index)
+	db.committed.Store(o.st.index)
 	// Opening walked every page (bbolt's free list, the idempotency index).
 	if err := db.ReleaseMemory(); err != nil {
 		db.logger.Warn("release memory after open", "err", err)
@@ -260,11 +297,30 @@ func (db *DB) Close() error {
 	db.mu.Lock()
 	b, kv := db.bolt, db.kv
 	db.bolt, db.idem, db.kv = nil, nil, nil
+	db.wmu.Lock()
+	btx, failed := db.wtx, db.failed
+	db.wtx, db.wtxEntries = nil, 0
+	db.wmu.Unlock()
 	db.mu.Unlock()
 	if b == nil {
 		return nil
 	}
-	ferr := db.flushAtClose(b, kv)
+	var ferr error
+	switch {
+	case failed != nil:
+		if btx != nil {
+			btx.Rollback()
+		}
+		ferr = failed // and no flush: the overlay is ahead of the file
+	case btx != nil:
+		if err := btx.Commit(); err != nil {
+			ferr = fmt.Errorf("close %s: commit applied entries: %w", db.path, err)
+			break
+		}
+		ferr = db.flushAtClose(b, kv)
+	default:
+		ferr = db.flushAtClose(b, kv)
+	}
 	if err := b.Close(); err != nil {
 		return errors.Join(ferr, fmt.Errorf("close %s: %w", db.path, err))
 	}
@@ -296,9 +352,12 @@ func (db *DB) flushAtClose(b *bolt.DB, kv *kvOverlay) error {
 	return nil
 }
 
-// Sync flushes the database file to disk (fdatasync): with NoSync, everything
-// committed before the call is then durable.
+// Sync commits what Apply left open and flushes the database file to disk
+// (fdatasync): with NoSync, everything applied before the call is then durable.
 func (db *DB) Sync() error {
+	if err := db.commitPending(); err != nil {
+		return err
+	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
@@ -321,7 +380,37 @@ func (db *DB) view(fn func(*bolt.Tx) error) error {
 	if db.bolt == nil {
 		return ErrClosed
 	}
+	if db.broken.Load() {
+		return db.failure()
+	}
 	return db.bolt.View(fn)
+}
+
+// viewApplied runs fn in a bbolt read transaction, and once more after
+// committing what Apply left open when fn reports a miss (ErrNotFound, or
+// retry) and committed state lags the applied index.
+func (db *DB) viewApplied(fn func(*bolt.Tx) (retry bool, err error)) error {
+	for first := true; ; first = false {
+		stale := db.stale()
+		var retry bool
+		err := db.view(func(tx *bolt.Tx) error {
+			var err error
+			retry, err = fn(tx)
+			return err
+		})
+		if !first || !stale || !(retry || errors.Is(err, ErrNotFound)) {
+			return err
+		}
+		if err := db.commitPending(); err != nil {
+			return err
+		}
+	}
+}
+
+func (db *DB) failure() error {
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	return db.failed
 }
 
 // Tx returns the outcome of a transaction by ID, or ErrNotFound. A transaction
@@ -329,10 +418,10 @@ func (db *DB) view(fn func(*bolt.Tx) error) error {
 // though Log still has it. The caller owns the result.
 func (db *DB) Tx(id txid.ID) (Outcome, error) {
 	var o Outcome
-	err := db.view(func(tx *bolt.Tx) error {
+	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		var err error
 		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), txidKey(id))
-		return err
+		return false, err
 	})
 	return o, err
 }
@@ -347,18 +436,21 @@ func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
 		return Outcome{}, ErrNotFound
 	}
 	var o Outcome
-	err := db.view(func(tx *bolt.Tx) error {
+	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		id, ok := db.idem.candidate(key)
 		if !ok {
-			return ErrNotFound
+			return false, errNotIndexed
 		}
 		var err error
 		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), txidKey(id))
 		if err == nil && o.IdempotencyKey != key {
-			return ErrNotFound // another key with the same hash
+			return false, ErrNotFound // another key with the same hash
 		}
-		return err
+		return false, err
 	})
+	if errors.Is(err, errNotIndexed) {
+		err = ErrNotFound // the index is current: no need to commit and look again
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -373,6 +465,9 @@ func (db *DB) Get(key string) (KV, error) {
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
 		return KV{}, ErrClosed
+	}
+	if db.broken.Load() {
+		return KV{}, db.failure()
 	}
 	// The overlay before the bucket: a flush clears the overlay only after its
 	// bbolt transaction, which puts the overlay's keys into the bucket, has
@@ -410,25 +505,35 @@ func (db *DB) Log(from uint64, limit int) ([]LogRecord, uint64, error) {
 		return nil, from, nil
 	}
 	var recs []LogRecord
-	next := from
-	err := db.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketLog).Cursor()
-		for k, v := c.Seek(u64Key(from)); k != nil && len(recs) < limit; k, v = c.Next() {
-			if len(k) != 8 {
-				return fmt.Errorf("%w: log key of %d bytes", ErrCorrupt, len(k))
-			}
-			index := u64(k)
-			r, err := decodeLogValue(index, v, true)
-			if err != nil {
-				return err
-			}
-			recs = append(recs, r)
-			next = index + 1
-		}
-		return nil
+	var next uint64
+	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
+		var err error
+		recs, next, err = readLog(tx, from, limit)
+		return err == nil && len(recs) < limit, err
 	})
 	if err != nil {
 		return nil, from, err
+	}
+	return recs, next, nil
+}
+
+// readLog returns the log records from index from on, up to limit of them,
+// and the index after the last (from when there is none).
+func readLog(tx *bolt.Tx, from uint64, limit int) ([]LogRecord, uint64, error) {
+	var recs []LogRecord
+	next := from
+	c := tx.Bucket(bucketLog).Cursor()
+	for k, v := c.Seek(u64Key(from)); k != nil && len(recs) < limit; k, v = c.Next() {
+		if len(k) != 8 {
+			return nil, from, fmt.Errorf("%w: log key of %d bytes", ErrCorrupt, len(k))
+		}
+		index := u64(k)
+		r, err := decodeLogValue(index, v, true)
+		if err != nil {
+			return nil, from, err
+		}
+		recs = append(recs, r)
+		next = index + 1
 	}
 	return recs, next, nil
 }

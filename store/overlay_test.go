@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/txlog/txlog/txid"
 	bolt "go.etcd.io/bbolt"
@@ -119,25 +120,42 @@ func checkModel(t *testing.T, db *DB, keys []string, model map[string]modelKV, w
 // tiny flush limits, and compares Results and Get of every key with a map
 // after every batch. At random points it reopens the database, cleanly or from
 // a copy of the file taken while it was open (a crash), and compares again.
+//
+// With commit=deferred, Applies leave their transaction open (CommitInterval),
+// so a crash loses the entries after the last commit: the reopened database
+// must have an applied index at or below the last one, and applying the lost
+// entries again, as raft does from its log, must give the model's state. Reads
+// that commit, clean stops and kv flushes commit in between.
 func TestOverlayModel(t *testing.T) {
-	midFlush := 0 // crashes while a flush was half done
-	for _, nkeys := range []int{3, 300} {
-		for seed := range uint64(6) {
-			t.Run(fmt.Sprintf("keys=%d/seed=%d", nkeys, seed), func(t *testing.T) {
-				midFlush += testOverlayModel(t, nkeys, seed)
-			})
-		}
-	}
-	if midFlush < 5 {
-		t.Fatalf("%d crashes in the middle of a flush: the test tests too little", midFlush)
+	for _, commit := range []string{"each", "deferred"} {
+		t.Run("commit="+commit, func(t *testing.T) {
+			midFlush, lost := 0, 0 // crashes while a flush was half done, or with entries uncommitted
+			for _, nkeys := range []int{3, 300} {
+				for seed := range uint64(6) {
+					t.Run(fmt.Sprintf("keys=%d/seed=%d", nkeys, seed), func(t *testing.T) {
+						m, l := testOverlayModel(t, nkeys, seed, commit == "deferred")
+						midFlush, lost = midFlush+m, lost+l
+					})
+				}
+			}
+			if midFlush < 5 {
+				t.Fatalf("%d crashes in the middle of a flush: the test tests too little", midFlush)
+			}
+			if commit == "deferred" && lost < 20 {
+				t.Fatalf("%d crashes lost uncommitted entries: the test tests too little", lost)
+			}
+		})
 	}
 }
 
-func testOverlayModel(t *testing.T, nkeys int, seed uint64) (midFlush int) {
+func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred bool) (midFlush, lost int) {
 	rnd := rand.New(rand.NewPCG(seed, uint64(nkeys)))
 	// One of the limits is tiny; which one depends on the seed.
 	cfg := Config{NoSync: true, KVFlushKeys: 1 << 30, KVFlushLogBytes: 1 << 30, KVFlushRecords: 1 << 30,
 		KVFlushStepKeys: 1 + rnd.IntN(3)}
+	if deferred {
+		cfg.CommitInterval = time.Hour // commits only when something needs one
+	}
 	if nkeys > 10 { // a flush of a few steps, so that it ends between reopens
 		cfg.KVFlushStepKeys = 10 + rnd.IntN(nkeys/5)
 	}
@@ -160,6 +178,7 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64) (midFlush int) {
 	var index uint64
 	var nextID txid.ID
 	var flushes, replays, crashes int
+	var history []Entry // every entry applied, for what a crash loses
 	kvApplied := uint64(0)
 	for batch := range 150 {
 		var entries []Entry
@@ -200,6 +219,7 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64) (midFlush int) {
 			wants = append(wants, want{status: s, versions: v, conflict: c})
 		}
 		res := applyOK(t, db, entries...)
+		history = append(history, entries...)
 		for i, r := range res {
 			w := wants[i]
 			if w.duplicate {
@@ -215,6 +235,15 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64) (midFlush int) {
 			}
 		}
 		checkModel(t, db, keys, model, fmt.Sprintf("batch %d", batch))
+		if deferred && rnd.IntN(6) == 0 {
+			// A read that misses in committed state commits.
+			if _, err := db.Tx(nextID + 1000); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("batch %d: Tx(%d) = %v, want ErrNotFound", batch, nextID+1000, err)
+			}
+			if db.stale() {
+				t.Fatalf("batch %d: a read that missed left entries uncommitted", batch)
+			}
+		}
 		if st := metaState(t, db); st.kvApplied != kvApplied {
 			flushes++
 			kvApplied = st.kvApplied
@@ -229,6 +258,16 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64) (midFlush int) {
 			db.Close()
 			db = openCfg(t, path, cfg)
 			crashes++
+			if got := db.AppliedIndex(); got < index {
+				lost++
+				var again []Entry
+				for _, e := range history {
+					if e.Index > got {
+						again = append(again, e)
+					}
+				}
+				applyOK(t, db, again...)
+			}
 		case 1: // clean stop
 			db.Close()
 			db = openCfg(t, db.path, cfg)
@@ -249,7 +288,7 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64) (midFlush int) {
 	if flushes < 5 || replays < 2 || len(model) == 0 {
 		t.Fatalf("%d flushes, %d reopens with a log to replay, %d keys: the test tests too little", flushes, replays, len(model))
 	}
-	return midFlush
+	return midFlush, lost
 }
 
 // overlayCopy returns a copy of db's committed overlay.

@@ -32,6 +32,9 @@ type Snapshot struct {
 // bbolt cannot reuse the pages it sees. It needs no flush of the kv overlay: the
 // file holds kv_applied and the log records after it, which Restore replays.
 func (db *DB) Snapshot() (*Snapshot, error) {
+	if err := db.commitPending(); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", db.path, err)
+	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
@@ -98,11 +101,10 @@ func (s *Snapshot) Release() {
 // (opening the new file) leaves the DB closed to Apply; the caller must stop the
 // node, which reopens the restored file when it starts.
 func (db *DB) Restore(r io.Reader) error {
-	db.mu.RLock()
-	closed := db.bolt == nil
-	db.mu.RUnlock()
-	if closed {
-		return ErrClosed
+	// What Apply left open is committed first, so that an error below leaves
+	// the database as it was, and so that the old database can close.
+	if err := db.commitPending(); err != nil {
+		return err
 	}
 
 	tmp, err := db.writeTemp(r)
@@ -131,6 +133,7 @@ func (db *DB) Restore(r io.Reader) error {
 	default:
 		db.bolt, db.idem, db.kv = o.bolt, o.idem, o.kv
 		db.applied.Store(o.st.index)
+		db.committed.Store(o.st.index)
 	}
 	db.mu.Unlock()
 

@@ -158,4 +158,8 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrCorrupt is returned (wrapped) by decoders for bytes that are not a valid encoding.
 	ErrCorrupt = errors.New("corrupt encoding")
+
+	// errNotIndexed is ErrNotFound from the in-memory idempotency index, which
+	// is current, so no commit of open entries can change it.
+	errNotIndexed = errors.New("not found in the idempotency index")
 )
