@@ -446,8 +446,11 @@ func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
 	if len(committed) == 0 {
 		return
 	}
+	// This node is a voter too: a follower has the outcome from the leader,
+	// and may not have applied it yet itself.
+	here := n.raft.WaitApplied(ctx, top.res.Index) == nil
 	voters, err := n.otherVoters(ctx)
-	everywhere := err == nil && n.appliedEverywhere(ctx, voters, top.res.TxID)
+	everywhere := here && err == nil && n.appliedEverywhere(ctx, voters, top.res.TxID)
 	for _, p := range committed {
 		if everywhere {
 			p.res.Durability = api.AckAll

@@ -20,6 +20,22 @@ func TestAckAll(t *testing.T) {
 	defer cancel()
 	c := startCluster(t)
 	leader := mustLeaderID(ctx, t, c)
+	// ack=all asks each voter at its registered HTTP address: wait until every
+	// node knows every other's.
+	waitUntil(ctx, t, "every node knowing every HTTP address", func() bool {
+		for _, base := range c.HTTPAddrs() {
+			st, err := api.NewClient(api.ClientConfig{Endpoints: []string{base}}).ClusterFrom(ctx, base)
+			if err != nil || len(st.Members) != 3 {
+				return false
+			}
+			for _, m := range st.Members {
+				if m.HTTPAddr == "" {
+					return false
+				}
+			}
+		}
+		return true
+	})
 	var follower, other string
 	for _, p := range c.Nodes() {
 		switch {

@@ -277,15 +277,25 @@ func submit(ctx context.Context, cl *api.Client, tx api.TxRequest) ack {
 	return ack{key: tx.IdempotencyKey, err: err}
 }
 
-// lastIndex returns the highest applied index of the cluster.
+// lastIndex returns the highest commit index among the nodes that answer: a
+// node just restarted may not have heard of the leader's yet.
 func lastIndex(ctx context.Context, t *testing.T, c *chaos.Cluster) uint64 {
 	t.Helper()
 	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
-	st, err := cl.Cluster(ctx)
-	if err != nil {
-		t.Fatalf("Cluster() = %v", err)
+	var last uint64
+	var errs []error
+	for _, base := range c.HTTPAddrs() {
+		st, err := cl.ClusterFrom(ctx, base)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		last = max(last, st.CommitIndex)
 	}
-	return st.CommitIndex
+	if last == 0 {
+		t.Fatalf("no node knows a commit index: %v", errs)
+	}
+	return last
 }
 
 // readLog pages through one node's log, first waiting until it has applied upTo.
