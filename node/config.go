@@ -66,15 +66,15 @@ type Config struct {
 	// (raft-boltdb). A data directory keeps the kind it was created with.
 	// Default "": the data directory's kind, "wal" for a new one.
 	RaftLog string
-	// StoreFsync makes the state machine fsync every applied batch. Default
-	// false: the Raft log, fsynced before any answer, is the durability point,
-	// and the recovery rule in node/storefile.go rebuilds the store from the
-	// Raft snapshot and log after a machine crash (TestUnsyncedStoreRecovers;
-	// 1.27x the throughput, docs/performance.md).
-	StoreFsync bool
-	// BootIDFile holds the ID of the machine's current boot, for that rule.
-	// Default DefaultBootIDFile; tests point it elsewhere to act out a reboot.
-	BootIDFile string
+	// StoreCommitInterval is how long the state machine may keep applied
+	// entries in an open bbolt transaction before it commits them, with an
+	// fsync: one commit per interval instead of one per applied batch
+	// (store.Config.CommitInterval). Every commit is fsynced, so the store file
+	// is never torn, by a process or a machine crash; a crash loses at most the
+	// open transaction, which the node applies again from the Raft log at its
+	// next start. A negative value commits every applied batch. Default (0)
+	// DefaultStoreCommitInterval (docs/durability.md).
+	StoreCommitInterval time.Duration
 	// NodeNumber is this node's number inside the txids it issues (0..1023). It must
 	// be unique in the cluster. Default: the trailing digits of ID ("n3" → 3), or
 	// else the node's position in Cluster.
@@ -99,6 +99,8 @@ const (
 	DefaultMaxBodyBytes    = 1 << 20
 	DefaultShutdownTimeout = 5 * time.Second
 	DefaultMaxUnresolved   = 100_000
+	// DefaultStoreCommitInterval is etcd's default backend batch interval.
+	DefaultStoreCommitInterval = 100 * time.Millisecond
 )
 
 // Intake WAL modes (Config.IntakeWAL).
@@ -131,11 +133,11 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	if c.BootIDFile == "" {
-		c.BootIDFile = DefaultBootIDFile
-	}
 	if c.MaxUnresolved == 0 {
 		c.MaxUnresolved = DefaultMaxUnresolved
+	}
+	if c.StoreCommitInterval == 0 {
+		c.StoreCommitInterval = DefaultStoreCommitInterval
 	}
 	if c.IntakeWAL == "" {
 		c.IntakeWAL = IntakeParallel
@@ -287,8 +289,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
 	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
 	fs.StringVar(&c.RaftLog, "raft-log", "", "raft log store: wal (hashicorp/raft-wal) or boltdb (raft-boltdb); default: the data dir's kind, wal for a new one")
-	fs.BoolVar(&c.StoreFsync, "store-fsync", false, "fsync the state machine on every applied batch (default false: the raft log is the durability point; the store is rebuilt from it after a machine crash)")
-	fs.StringVar(&c.BootIDFile, "boot-id-file", DefaultBootIDFile, "file with the current boot's ID (for --store-fsync=false; tests fake reboots with it)")
+	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one fsynced commit of them all (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
@@ -323,6 +324,9 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 		return Config{}, err
 	}
 	c.Cluster = peers
+	if c.StoreCommitInterval == 0 {
+		c.StoreCommitInterval = -1 // the flag's 0: a commit per applied batch
+	}
 	dial, err := ParseCluster(raftDial)
 	if err != nil {
 		return Config{}, fmt.Errorf("raft-dial: %w", err)

@@ -105,7 +105,6 @@ func Open(cfg Config) (*Node, error) {
 		Logger:          cfg.Logger,
 		AddressProvider: dialer(cfg.RaftDial),
 		LogStore:        cfg.RaftLog,
-		StateBytes:      fileSize(filepath.Join(cfg.DataDir, stateFile)),
 	}, n.db)
 	if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
@@ -231,7 +230,7 @@ func (n *Node) closeParts() error {
 		}
 	}
 	if n.db != nil {
-		if err := closeStore(n.db, n.cfg); err != nil {
+		if err := n.db.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 	}

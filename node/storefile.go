@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,142 +12,26 @@ import (
 	"github.com/txlog/txlog/store"
 )
 
-// The store runs without an fsync per applied batch unless --store-fsync is set.
-// That is safe because the Raft log, fsynced before any answer, holds every
-// committed entry until a snapshot covers it, and hashicorp/raft restores the
-// latest snapshot and replays the log after it at every start. What it must not
-// do is open a store file torn by a machine crash. The rule:
-//
-//   - A clean stop syncs the store and then writes stateClean.
-//   - Every start removes stateClean and records the machine's boot ID in
-//     stateBoot (both fsynced) before the store is written again.
-//   - A start that finds no stateClean (the node crashed) checks stateBoot: the
-//     same boot ID means only the process died, and the page cache kept every
-//     completed bbolt commit, so the file is whole; another boot ID (or none)
-//     means the machine went down and unsynced pages may be lost, so the file
-//     is thrown away and the state is rebuilt from the snapshot and the log.
-const (
-	stateFile  = "state.db"
-	stateClean = "state.clean"
-	stateBoot  = "state.boot"
-)
+// The store commits applied entries every Config.StoreCommitInterval, each
+// commit fsynced: the file is never torn, and after any crash it holds every
+// entry up to its applied index, which raft's log continues from.
+const stateFile = "state.db"
 
-// DefaultBootIDFile is where Linux exposes the ID of the current boot.
-const DefaultBootIDFile = "/proc/sys/kernel/random/boot_id"
+// Files of the earlier rule for a store without fsync (a clean-stop marker
+// and the boot ID), removed at start.
+var oldStateFiles = []string{"state.clean", "state.boot"}
 
-// openStore opens the state machine, applying the recovery rule above when the
-// store runs without per-commit fsync.
+// openStore opens the state machine.
 func openStore(cfg Config) (*store.DB, error) {
-	path := filepath.Join(cfg.DataDir, stateFile)
-	if !cfg.StoreFsync {
-		if err := prepareUnsyncedStore(cfg.DataDir, cfg.BootIDFile, cfg.Logger); err != nil {
-			return nil, err
+	for _, name := range oldStateFiles {
+		if err := os.Remove(filepath.Join(cfg.DataDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove %s: %w", name, err)
 		}
 	}
-	return store.Open(path, store.Config{Logger: cfg.Logger, NoSync: !cfg.StoreFsync})
-}
-
-// prepareUnsyncedStore discards a store file that a machine crash may have torn,
-// then marks the store as in use in this boot.
-func prepareUnsyncedStore(dir, bootIDFile string, log *slog.Logger) error {
-	b, err := os.ReadFile(bootIDFile)
-	boot := strings.TrimSpace(string(b))
-	if err != nil || boot == "" {
-		// Without a boot ID every crash counts as a machine crash: always safe,
-		// at the price of a rebuild after a mere process crash.
-		log.Warn("no boot id; a crash will always rebuild the store", "boot_id_file", bootIDFile, "err", err)
-		boot = "unknown"
-	}
-	path := filepath.Join(dir, stateFile)
-	_, statErr := os.Stat(path)
-	_, cleanErr := os.Stat(filepath.Join(dir, stateClean))
-	last, _ := os.ReadFile(filepath.Join(dir, stateBoot))
-	switch {
-	case statErr != nil || cleanErr == nil:
-		// No store yet, or a clean stop.
-	case strings.TrimSpace(string(last)) == boot && boot != "unknown":
-		log.Info("store kept after a process crash in the same boot", "path", path)
-	default:
-		log.Warn("store discarded after a crash across a machine restart; rebuilding it from the raft snapshot and log", "path", path)
-		if err := os.Remove(path); err != nil {
-			return fmt.Errorf("discard store: %w", err)
-		}
-	}
-	if err := os.Remove(filepath.Join(dir, stateClean)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove clean marker: %w", err)
-	}
-	if err := writeFileSync(filepath.Join(dir, stateBoot), []byte(boot+"\n")); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// closeStore closes the store; without per-commit fsync it syncs it first and
-// then marks the stop as clean.
-func closeStore(db *store.DB, cfg Config) error {
-	if cfg.StoreFsync {
-		return db.Close()
-	}
-	if err := db.Sync(); err != nil {
-		db.Close()
-		return err // no clean marker: the next start treats this as a crash
-	}
-	if err := db.Close(); err != nil {
-		return err
-	}
-	if err := writeFileSync(filepath.Join(cfg.DataDir, stateClean), []byte("clean\n")); err != nil {
-		return err
-	}
-	return syncDir(cfg.DataDir)
-}
-
-// writeFileSync writes data to path through a temporary file, fsynced, and a rename.
-func writeFileSync(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return nil
-}
-
-// syncDir fsyncs a directory, making renames and removals in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
-}
-
-// fileSize returns a function reporting the size of the file at path, 0 when it
-// cannot be read: the store's size, which sets how often raft snapshots it.
-func fileSize(path string) func() int64 {
-	return func() int64 {
-		fi, err := os.Stat(path)
-		if err != nil {
-			return 0
-		}
-		return fi.Size()
-	}
+	return store.Open(filepath.Join(cfg.DataDir, stateFile), store.Config{
+		Logger:         cfg.Logger,
+		CommitInterval: max(cfg.StoreCommitInterval, 0),
+	})
 }
 
 // releaseInterval is how often the node checks its file-backed resident

@@ -26,6 +26,10 @@ type StateMachine interface {
 	// Restore replaces the whole state with a snapshot stream written by a
 	// Snapshot's WriteTo.
 	Restore(r io.Reader) error
+	// Checkpoint makes every entry applied so far durable and returns the
+	// applied index the durable state holds at least: raft's snapshots are
+	// then checkpoints (checkpoint.go), not copies of the state.
+	Checkpoint() (uint64, error)
 }
 
 // snapshot is the part of *store.Snapshot the glue uses.
@@ -131,10 +135,18 @@ func (f *fsm) Apply(l *raft.Log) any {
 	return f.ApplyBatch([]*raft.Log{l})[0]
 }
 
-// Snapshot starts a state machine snapshot for raft to persist.
+// Snapshot starts a state machine snapshot for raft to persist: a checkpoint
+// when the state machine can make one, else a copy of the state.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.failure(); err != nil {
 		return nil, err
+	}
+	if cp, ok := f.sm.(checkpointer); ok {
+		applied, err := cp.Checkpoint()
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %w", err)
+		}
+		return &checkpointSnapshot{applied: applied}, nil
 	}
 	s, err := f.sm.Snapshot()
 	if err != nil {

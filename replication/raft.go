@@ -75,11 +75,12 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(c.Dir, snapshotsRetained, hlog)
+	files, err := raft.NewFileSnapshotStoreWithLogger(c.Dir, snapshotsRetained, hlog)
 	if err != nil {
 		logs.Close()
 		return nil, fmt.Errorf("open snapshot store in %s: %w", c.Dir, err)
 	}
+	snaps := checkpointStore{SnapshotStore: files, sm: sm}
 	trans, err := newTransport(c, hlog)
 	if err != nil {
 		logs.Close()
@@ -91,14 +92,15 @@ func open(cfg Config, sm machine) (*Raft, error) {
 		logs.Close()
 		return nil, err
 	}
-	skip, err := skipSnapshotRestore(snaps, sm.AppliedIndex())
+	restore, err := snaps.restoreOnStart(sm.AppliedIndex())
 	if err != nil {
 		return fail(err)
 	}
-	if skip {
+	if !restore {
 		// The state machine kept its state and is at or past the latest
-		// snapshot: restoring it would copy the whole state for nothing, and
-		// entries after the snapshot at or below AppliedIndex are skipped.
+		// snapshot (always, for a checkpoint): restoring it would copy the
+		// whole state for nothing, and entries after the snapshot at or below
+		// AppliedIndex are skipped.
 		rc.NoSnapshotRestoreOnStart = true
 		logger.Info("state machine is current to the latest snapshot; not restoring it", "applied", sm.AppliedIndex())
 	}
@@ -146,19 +148,6 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	}
 	logger.Info("raft started", "addr", string(trans.LocalAddr()), "existing_state", hasState)
 	return r, nil
-}
-
-// skipSnapshotRestore reports whether raft may skip restoring the latest
-// snapshot at start: when there is one and the state machine, which persists its
-// state and its applied index together, is already at or past its index. A state
-// machine behind the snapshot (a store discarded after a crash, or a new one)
-// must be restored from it.
-func skipSnapshotRestore(snaps raft.SnapshotStore, applied uint64) (bool, error) {
-	list, err := snaps.List()
-	if err != nil {
-		return false, fmt.Errorf("list snapshots: %w", err)
-	}
-	return len(list) > 0 && applied > 0 && list[0].Index <= applied, nil
 }
 
 // logStore is the Raft log and stable store: raft-boltdb or raft-wal.

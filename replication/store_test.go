@@ -1,10 +1,15 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -19,7 +24,8 @@ type storeNode struct {
 
 func (n *storeNode) start(t *testing.T) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(n.cfg.Dir, "state.db"), store.Config{})
+	// Applies commit only when something needs them to (store.Config.CommitInterval).
+	db, err := store.Open(filepath.Join(n.cfg.Dir, "state.db"), store.Config{CommitInterval: time.Hour})
 	if err != nil {
 		t.Fatalf("open store %s: %v", n.cfg.ID, err)
 	}
@@ -59,8 +65,9 @@ func wantValue(t *testing.T, n *storeNode, key, value string) {
 	}
 }
 
-// TestStore runs the real state machine: replication, a snapshot installed on a
-// new member, and a restart on a durable store that is ahead of the snapshot.
+// TestStore runs the real state machine: replication, a checkpoint snapshot
+// whose live state is installed on a new member, and a restart on a durable
+// store that is ahead of the snapshot.
 func TestStore(t *testing.T) {
 	addrs := freeAddrs(t, 3)
 	var boot []Server
@@ -73,6 +80,9 @@ func TestStore(t *testing.T) {
 	for _, n := range nodes {
 		n.cfg.Bootstrap = boot
 		n.cfg.TrailingLogs = 4
+		// raft-wal drops only whole segments, so a new member would get the
+		// log from index 1; raft-boltdb drops what the snapshot covers.
+		n.cfg.LogStore = LogStoreBolt
 		n.start(t)
 	}
 	var ts []*testNode
@@ -114,7 +124,9 @@ func TestStore(t *testing.T) {
 	if err := l.r.raft.Snapshot().Error(); err != nil {
 		t.Fatalf("snapshot: %v", err)
 	}
+	wantCheckpoint(t, l)
 	n4 := &storeNode{cfg: testConfig(t, "n4", "127.0.0.1:0")}
+	n4.cfg.LogStore = LogStoreBolt
 	n4.start(t)
 	if err := l.r.Join(ctxTimeout(t, 10*time.Second), "n4", n4.r.Addr(), true); err != nil {
 		t.Fatalf("Join(n4): %v", err)
@@ -123,6 +135,14 @@ func TestStore(t *testing.T) {
 		t.Fatalf("WaitApplied on n4: %v", err)
 	}
 	wantValue(t, n4, "k", "v19")
+	// What n4 got was the leader's live store, streamed for its checkpoint.
+	files, err := raft.NewFileSnapshotStore(n4.cfg.Dir, snapshotsRetained, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list, err := files.List(); err != nil || len(list) != 1 || list[0].Size <= checkpointMarkerSize {
+		t.Fatalf("snapshots of n4 = %+v, %v; want the one installed, a store file", list, err)
+	}
 
 	// A follower restarts on its durable store, which is ahead of its snapshot.
 	var f *storeNode
@@ -132,9 +152,18 @@ func TestStore(t *testing.T) {
 			break
 		}
 	}
-	if err := f.r.raft.Snapshot().Error(); err != nil {
-		t.Fatalf("snapshot on %s: %v", f.cfg.ID, err)
+	// Raft refuses while the configuration entry of n4's join is unapplied.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := f.r.raft.Snapshot().Error()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot on %s: %v", f.cfg.ID, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
+	wantCheckpoint(t, f)
 	_, index, err = l.r.Apply(ctxTimeout(t, 5*time.Second), put(txid.ID(100), "k", "after-snapshot"))
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
@@ -155,5 +184,92 @@ func TestStore(t *testing.T) {
 	read, err := l.r.ReadIndex(ctxTimeout(t, 5*time.Second))
 	if err != nil || read < index {
 		t.Errorf("ReadIndex() = %d, %v; want >= %d", read, err, index)
+	}
+}
+
+// wantCheckpoint fails unless n's latest snapshot is a checkpoint marker at or
+// below the store's durable applied index.
+func wantCheckpoint(t *testing.T, n *storeNode) {
+	t.Helper()
+	files, err := raft.NewFileSnapshotStore(n.cfg.Dir, snapshotsRetained, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := files.List()
+	if err != nil || len(list) == 0 {
+		t.Fatalf("snapshots of %s: %v, %v", n.cfg.ID, list, err)
+	}
+	if list[0].Size != checkpointMarkerSize {
+		t.Fatalf("latest snapshot of %s has %d bytes, want a %d-byte checkpoint marker", n.cfg.ID, list[0].Size, checkpointMarkerSize)
+	}
+	_, rc, err := files.Open(list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, _ := io.ReadAll(rc)
+	applied, ok := decodeCheckpoint(b)
+	if !ok || applied == 0 || applied > n.db.AppliedIndex() {
+		t.Fatalf("checkpoint of %s = %d, %v; want a marker in (0, %d]", n.cfg.ID, applied, ok, n.db.AppliedIndex())
+	}
+}
+
+// TestCheckpointStoreLost checks that a node whose store file was lost after a
+// checkpoint refuses to start: its raft log no longer holds what the file did,
+// and the checkpoint is not a copy to restore from.
+func TestCheckpointStoreLost(t *testing.T) {
+	addr := freeAddrs(t, 1)[0]
+	n := &storeNode{cfg: testConfig(t, "n1", addr)}
+	n.cfg.Bootstrap = []Server{{ID: "n1", Addr: addr}}
+	n.cfg.TrailingLogs = 1
+	n.start(t)
+	tn := []*testNode{{cfg: n.cfg, r: n.r}}
+	leader(t, tn)
+	var index uint64
+	for i := range 10 {
+		_, idx, err := n.r.Apply(ctxTimeout(t, 5*time.Second), put(txid.ID(i+1), "k", fmt.Sprint(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		index = idx
+	}
+	if err := n.r.raft.Snapshot().Error(); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	wantCheckpoint(t, n)
+	n.stop(t)
+	if err := os.Remove(filepath.Join(n.cfg.Dir, "state.db")); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(n.cfg.Dir, "state.db"), store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r, err := Open(n.cfg, db)
+	if err == nil {
+		r.Close()
+		t.Fatalf("Open on an empty store after a checkpoint at index %d succeeded", index)
+	}
+	if !errors.Is(err, errBehindCheckpoint) {
+		t.Fatalf("Open = %v, want errBehindCheckpoint", err)
+	}
+	t.Logf("Open refused: %v", err)
+}
+
+func TestDecodeCheckpoint(t *testing.T) {
+	if got, ok := decodeCheckpoint(encodeCheckpoint(42)); !ok || got != 42 {
+		t.Fatalf("decodeCheckpoint(encodeCheckpoint(42)) = %d, %v", got, ok)
+	}
+	for _, b := range [][]byte{
+		nil,
+		encodeCheckpoint(42)[:checkpointMarkerSize-1],
+		append(encodeCheckpoint(42), 0),
+		append([]byte("txlog-checkpoint-v2\n"), make([]byte, 8)...),
+		make([]byte, checkpointMarkerSize),
+	} {
+		if got, ok := decodeCheckpoint(b); ok {
+			t.Errorf("decodeCheckpoint(%q) = %d, true; want false", b, got)
+		}
 	}
 }

@@ -305,7 +305,7 @@ func TestIntakeWALModes(t *testing.T) {
 			defer cancel()
 			args := []string{"--intake-wal=" + mode}
 			if mode == "sync" {
-				args = append(args, "--store-fsync=true") // the fsync-everything configuration
+				args = append(args, "--store-commit-interval=0") // the fsync-everything configuration
 			}
 			c := startClusterWith(t, args...)
 			cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
