@@ -55,6 +55,16 @@ func (db *DB) Snapshot() (*Snapshot, error) {
 // AppliedIndex returns the applied index of the snapshot's state.
 func (s *Snapshot) AppliedIndex() uint64 { return s.index }
 
+// Size returns the length in bytes of the stream WriteTo writes.
+func (s *Snapshot) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tx == nil {
+		return 0
+	}
+	return s.tx.Size()
+}
+
 // AppliedTerm returns the term of the snapshot's applied index.
 func (s *Snapshot) AppliedTerm() uint64 { return s.term }
 
