@@ -21,9 +21,6 @@ const (
 	DefaultSnapshotThreshold  = 8192
 	DefaultTrailingLogs       = 10240
 	DefaultMaxAppendEntries   = 512
-
-	DefaultSnapshotBytesPerEntry = 1024
-	DefaultMaxSnapshotThreshold  = 1 << 18
 )
 
 // snapshotsRetained is how many snapshots the snapshot store keeps.
@@ -76,22 +73,6 @@ type Config struct {
 	// SnapshotThreshold is how many log entries, since the last snapshot, make a
 	// snapshot worth taking. Default: DefaultSnapshotThreshold.
 	SnapshotThreshold uint64
-	// StateBytes, when set, reports the state machine's size in bytes (about
-	// what a snapshot writes). Raft then raises SnapshotThreshold to
-	// StateBytes()/SnapshotBytesPerEntry, checked every SnapshotInterval, so
-	// that snapshots of a large state are taken less often. Default: none, the
-	// threshold stays SnapshotThreshold.
-	StateBytes func() int64
-	// SnapshotBytesPerEntry is how many bytes of snapshot, on average, each
-	// appended entry may cost (see StateBytes). Default:
-	// DefaultSnapshotBytesPerEntry.
-	SnapshotBytesPerEntry int64
-	// MaxSnapshotThreshold caps the threshold StateBytes raises: it bounds the
-	// log kept between snapshots, which a restart reads twice (raft scans it for
-	// configuration entries before it starts, then replays it to the state
-	// machine, which skips what it has): about 7 µs per entry here, so 256Ki
-	// entries cost a restart about 2 s. Default: DefaultMaxSnapshotThreshold.
-	MaxSnapshotThreshold uint64
 	// TrailingLogs is how many log entries a snapshot leaves behind, so that a
 	// follower that is a little behind catches up from the log and not from a
 	// snapshot. Default: DefaultTrailingLogs.
@@ -131,8 +112,6 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.SnapshotInterval, DefaultSnapshotInterval)
 	setDefault(&c.SnapshotThreshold, DefaultSnapshotThreshold)
 	setDefault(&c.TrailingLogs, DefaultTrailingLogs)
-	setDefault(&c.SnapshotBytesPerEntry, DefaultSnapshotBytesPerEntry)
-	setDefault(&c.MaxSnapshotThreshold, DefaultMaxSnapshotThreshold)
 	setDefault(&c.MaxAppendEntries, DefaultMaxAppendEntries)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -193,9 +172,6 @@ func (c Config) Validate() error {
 	}
 	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
 		bad("MaxAppendEntries %d is outside [1, 1024]", c.MaxAppendEntries)
-	}
-	if c.SnapshotBytesPerEntry < 0 {
-		bad("SnapshotBytesPerEntry %d is negative", c.SnapshotBytesPerEntry)
 	}
 	if len(c.Bootstrap) > 0 {
 		errs = append(errs, validateBootstrap(c.ID, c.Bootstrap)...)

@@ -143,9 +143,6 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	rn.RegisterObserver(r.obs)
 	r.publishLeader() // the state before the observer was registered
 	r.wg.Go(func() { r.watch(obs) })
-	if c.StateBytes != nil {
-		r.wg.Go(func() { r.adaptSnapshots(c) })
-	}
 	logger.Info("raft started", "addr", string(trans.LocalAddr()), "existing_state", hasState)
 	return r, nil
 }

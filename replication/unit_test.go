@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -360,44 +359,4 @@ func TestRaftTimeout(t *testing.T) {
 	if _, err := raftTimeout(past); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("raftTimeout(past) err = %v, want DeadlineExceeded", err)
 	}
-}
-
-func TestSnapshotThreshold(t *testing.T) {
-	c := Config{SnapshotThreshold: 8192}.withDefaults()
-	tests := []struct {
-		size int64
-		want uint64
-	}{
-		{0, 8192},                              // unknown size
-		{4 << 20, 8192},                        // a small state keeps the configured threshold
-		{100 << 20, 100 << 10},                 // 100 MiB at 1 KiB per entry
-		{1 << 40, DefaultMaxSnapshotThreshold}, // capped
-	}
-	for _, tt := range tests {
-		if got := snapshotThreshold(c, tt.size); got != tt.want {
-			t.Errorf("snapshotThreshold(%d bytes) = %d, want %d", tt.size, got, tt.want)
-		}
-	}
-}
-
-// TestAdaptSnapshots: a server whose state grows gets a higher snapshot
-// threshold from raft, so it stops snapshotting every SnapshotThreshold entries.
-func TestAdaptSnapshots(t *testing.T) {
-	var size atomic.Int64
-	nodes := newCluster(t, 1, func(c *Config) {
-		c.SnapshotThreshold = 4
-		c.SnapshotInterval = 10 * time.Millisecond
-		c.SnapshotBytesPerEntry = 1
-		c.StateBytes = size.Load
-	})
-	n := nodes[0]
-	leader(t, nodes)
-	size.Store(1000)
-	waitFor(t, 10*time.Second, "the threshold to follow the state's size", func() bool {
-		return n.r.raft.ReloadableConfig().SnapshotThreshold == 1000
-	})
-	size.Store(10)
-	waitFor(t, 10*time.Second, "the threshold to follow the state back down", func() bool {
-		return n.r.raft.ReloadableConfig().SnapshotThreshold == 10
-	})
 }
