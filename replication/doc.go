@@ -2,7 +2,8 @@
 //
 // It owns everything about Raft: the hashicorp/raft node, its bbolt log and
 // stable store (raft.db, fsynced on every write), its snapshot store
-// (snapshots/, the latest two kept), the TCP transport, the FSM glue that hands
+// (snapshots/, the latest two kept: checkpoint markers of a state machine that
+// keeps its state durably, see checkpoint.go), the TCP transport, the FSM glue that hands
 // committed entries to the state machine (a store.DB) in batches, membership,
 // leader-change notifications, and the waits that tie a proposal or a read to
 // the state machine's applied index. It is the only package that imports
