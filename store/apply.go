@@ -137,7 +137,7 @@ const maxOpenEntries = 1 << 15
 func (db *DB) commitLocked() error {
 	btx, index, n := db.wtx, db.wtxIndex, db.wtxEntries
 	db.wtx, db.wtxEntries = nil, 0
-	if err := btx.Commit(); err != nil {
+	if err := db.commitTx(db.bolt, db.dur, btx, index); err != nil {
 		db.failed = fmt.Errorf("store: commit of %d applied entries up to index %d: %w", n, index, err)
 		db.broken.Store(true)
 		return db.failed

@@ -29,13 +29,11 @@ const (
 type Config struct {
 	// Logger receives the store's logs; nil discards them.
 	Logger *slog.Logger
-	// NoSync turns off the fsync of each bbolt commit. A process crash loses
-	// nothing (the page cache keeps every completed commit), but after a machine
-	// crash the database may lose applied entries or be torn: use it only with a
-	// recovery rule that then throws the file away and rebuilds the state from
-	// the Raft snapshot and log, as node does (see docs/durability.md). Call Sync
-	// before Close to make a clean stop durable (Close syncs what it writes
-	// itself). Default false.
+	// NoSync turns off every fsync of the store: bbolt's, and the background
+	// ones of durable.go that make each commit durable without holding up Apply.
+	// A process crash loses nothing (the page cache keeps every completed
+	// commit), but after a machine crash the file may be torn. For tests and
+	// benchmarks. Default false.
 	NoSync bool
 	// LockTimeout is how long Open and Restore wait for the database file's lock,
 	// which another process may hold. Default DefaultLockTimeout (5s).
@@ -187,6 +185,12 @@ type DB struct {
 	// database no longer matches what Apply returned, and everything fails.
 	failed error
 	broken atomic.Bool // failed != nil, for readers that do not take wmu
+
+	// dur makes commits durable in the background (durable.go); nil with
+	// Config.NoSync. Swapped under mu.Lock with bolt, used under wmu.
+	dur *durability
+	// durable is the applied index of the last commit made durable.
+	durable atomic.Uint64
 }
 
 // Open opens or creates the state machine database at path.
@@ -217,7 +221,7 @@ func Open(path string, cfg Config) (*DB, error) {
 			return nil, err
 		}
 	}
-	db.bolt, db.idem, db.kv = o.bolt, o.idem, o.kv
+	db.bolt, db.idem, db.kv, db.dur = o.bolt, o.idem, o.kv, o.dur
 	db.applied.Store(o.st.index)
 	db.committed.Store(o.st.index)
 	// Opening walked every page (bbolt's free list, the idempotency index).
@@ -231,6 +235,7 @@ func Open(path string, cfg Config) (*DB, error) {
 // opened is a bbolt file opened by openBolt, with what it was read into.
 type opened struct {
 	bolt *bolt.DB
+	dur  *durability // nil with Config.NoSync
 	idem *idemIndex
 	kv   *kvOverlay
 	st   appliedState
@@ -250,13 +255,16 @@ func (o opened) logAttrs(path string) []any {
 // applied state and builds the idempotency index and the kv overlay.
 func (db *DB) openBolt(path string) (opened, error) {
 	start := time.Now()
-	b, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:         db.cfg.LockTimeout,
-		NoSync:          db.cfg.NoSync,
-		FreelistType:    bolt.FreelistMapType,
-		NoFreelistSync:  true, // rebuilt on open
-		InitialMmapSize: db.cfg.InitialMmapBytes,
-	})
+	if !db.cfg.NoSync {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if err := db.create(path); err != nil {
+				return opened{}, err
+			}
+		} else if _, err := rollBackToSaved(path); err != nil {
+			return opened{}, err
+		}
+	}
+	b, err := bolt.Open(path, 0o600, db.boltOptions(true))
 	if err != nil {
 		return opened{}, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -277,12 +285,94 @@ func (db *DB) openBolt(path string) (opened, error) {
 		o.kv, err = loadKVOverlay(tx, o.st)
 		return err
 	})
+	if err == nil && !db.cfg.NoSync {
+		o.dur, err = newDurability(path, b.Info().PageSize)
+		if err == nil {
+			err = db.makeDurable(b, o.dur)
+			if err != nil {
+				o.dur.close()
+			}
+		}
+	}
 	if err != nil {
 		b.Close()
 		return opened{}, fmt.Errorf("open %s: %w", path, err)
 	}
 	o.took = time.Since(start)
 	return o, nil
+}
+
+// boltOptions returns the options bbolt opens the file with. Commits are
+// never fsynced by bbolt itself (noSync): durable.go does it off the apply
+// goroutine, or nothing does with Config.NoSync.
+func (db *DB) boltOptions(noSync bool) *bolt.Options {
+	return &bolt.Options{
+		Timeout:         db.cfg.LockTimeout,
+		NoSync:          noSync,
+		FreelistType:    bolt.FreelistMapType,
+		NoFreelistSync:  true, // rebuilt on open
+		InitialMmapSize: db.cfg.InitialMmapBytes,
+	}
+}
+
+// create creates a new database file at path whole: under a temporary name,
+// with bbolt's own fsyncs, renamed into place. A side file left from another
+// database file goes first.
+func (db *DB) create(path string) error {
+	if err := os.Remove(path + metaFileSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	tmp := path + ".new"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	b, err := bolt.Open(tmp, 0o600, db.boltOptions(false))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		_, err := writeSchema(tx)
+		return err
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return nil
+}
+
+// makeDurable makes b's current commit durable and records it in dur's side
+// file, and waits for that.
+func (db *DB) makeDurable(b *bolt.DB, dur *durability) error {
+	var txid, applied uint64
+	if err := b.View(func(tx *bolt.Tx) error {
+		st, err := readState(tx)
+		txid, applied = uint64(tx.ID()), st.index
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := dur.wait(); err != nil {
+		return err
+	}
+	if err := dur.committed(b, txid, applied, db.durable.Store); err != nil {
+		return err
+	}
+	return dur.wait()
 }
 
 // Close closes the database. It is safe to call twice, and concurrently with the
@@ -295,10 +385,10 @@ func (db *DB) openBolt(path string) (opened, error) {
 // error is returned.
 func (db *DB) Close() error {
 	db.mu.Lock()
-	b, kv := db.bolt, db.kv
-	db.bolt, db.idem, db.kv = nil, nil, nil
+	b, kv, dur := db.bolt, db.kv, db.dur
+	db.bolt, db.idem, db.kv, db.dur = nil, nil, nil, nil
 	db.wmu.Lock()
-	btx, failed := db.wtx, db.failed
+	btx, index, failed := db.wtx, db.wtxIndex, db.failed
 	db.wtx, db.wtxEntries = nil, 0
 	db.wmu.Unlock()
 	db.mu.Unlock()
@@ -313,13 +403,16 @@ func (db *DB) Close() error {
 		}
 		ferr = failed // and no flush: the overlay is ahead of the file
 	case btx != nil:
-		if err := btx.Commit(); err != nil {
+		if err := db.commitTx(b, dur, btx, index); err != nil {
 			ferr = fmt.Errorf("close %s: commit applied entries: %w", db.path, err)
 			break
 		}
-		ferr = db.flushAtClose(b, kv)
+		ferr = db.flushAtClose(b, dur, kv)
 	default:
-		ferr = db.flushAtClose(b, kv)
+		ferr = db.flushAtClose(b, dur, kv)
+	}
+	if dur != nil {
+		ferr = errors.Join(ferr, dur.close())
 	}
 	if err := b.Close(); err != nil {
 		return errors.Join(ferr, fmt.Errorf("close %s: %w", db.path, err))
@@ -327,23 +420,54 @@ func (db *DB) Close() error {
 	return ferr
 }
 
-// flushAtClose writes the overlay kv of b into the kv bucket, if it has
-// anything to write, and syncs the file.
-func (db *DB) flushAtClose(b *bolt.DB, kv *kvOverlay) error {
-	if kv.empty() {
-		return nil
+// commitTx commits btx, whose applied index is index, once the commit before
+// it is durable, and starts making it durable (dur may be nil).
+func (db *DB) commitTx(b *bolt.DB, dur *durability, btx *bolt.Tx, index uint64) error {
+	if dur != nil {
+		if err := dur.wait(); err != nil {
+			btx.Rollback()
+			return err
+		}
 	}
-	err := b.Update(func(tx *bolt.Tx) error {
-		st, err := readState(tx)
+	txid := uint64(btx.ID())
+	if err := btx.Commit(); err != nil {
+		return err
+	}
+	if dur != nil {
+		return dur.committed(b, txid, index, db.durable.Store)
+	}
+	return nil
+}
+
+// flushAtClose writes the overlay kv of b into the kv bucket, if it has
+// anything to write, and makes the file durable.
+func (db *DB) flushAtClose(b *bolt.DB, dur *durability, kv *kvOverlay) error {
+	if kv.empty() {
+		if db.cfg.NoSync {
+			return nil
+		}
+		return dur.wait()
+	}
+	btx, err := b.Begin(true)
+	if err == nil {
+		var st appliedState
+		if st, err = readState(btx); err == nil {
+			err = kv.flushAll(btx.Bucket(bucketKV))
+		}
+		if err == nil {
+			err = btx.Bucket(bucketMeta).Put(metaKVApplied, u64Key(st.index))
+		}
 		if err != nil {
-			return err
+			btx.Rollback()
+		} else {
+			err = db.commitTx(b, dur, btx, st.index)
 		}
-		if err := kv.flushAll(tx.Bucket(bucketKV)); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketMeta).Put(metaKVApplied, u64Key(st.index))
-	})
-	if err == nil && db.cfg.NoSync {
+	}
+	switch {
+	case err != nil:
+	case dur != nil:
+		err = dur.wait()
+	default:
 		err = b.Sync()
 	}
 	if err != nil {
@@ -352,8 +476,8 @@ func (db *DB) flushAtClose(b *bolt.DB, kv *kvOverlay) error {
 	return nil
 }
 
-// Sync commits what Apply left open and flushes the database file to disk
-// (fdatasync): with NoSync, everything applied before the call is then durable.
+// Sync commits what Apply left open and makes the file durable: everything
+// applied before the call then survives any crash.
 func (db *DB) Sync() error {
 	if err := db.commitPending(); err != nil {
 		return err
@@ -363,10 +487,15 @@ func (db *DB) Sync() error {
 	if db.bolt == nil {
 		return ErrClosed
 	}
-	if err := db.bolt.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", db.path, err)
+	if db.dur == nil {
+		if err := db.bolt.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", db.path, err)
+		}
+		return nil
 	}
-	return nil
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	return db.dur.wait()
 }
 
 // Checkpoint makes everything applied so far durable in the file: it commits
@@ -377,7 +506,10 @@ func (db *DB) Checkpoint() (uint64, error) {
 	if err := db.Sync(); err != nil {
 		return 0, err
 	}
-	return db.committed.Load(), nil
+	if db.cfg.NoSync {
+		return db.committed.Load(), nil
+	}
+	return db.durable.Load(), nil
 }
 
 // AppliedIndex returns the index of the last applied entry: 0 for a new

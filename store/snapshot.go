@@ -125,9 +125,15 @@ func (db *DB) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, db.path); err != nil {
+	// The side file describes the old file: it goes, after the old file's last
+	// commit is durable, before the new file takes the old one's name.
+	if err := db.dropSideFile(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("restore %s: %w", db.path, err)
+	}
+	if err := os.Rename(tmp, db.path); err != nil {
+		os.Remove(tmp)
+		return errors.Join(fmt.Errorf("restore %s: %w", db.path, err), db.resumeDurability())
 	}
 	if err := syncDir(filepath.Dir(db.path)); err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
@@ -141,7 +147,7 @@ func (db *DB) Restore(r io.Reader) error {
 	case err != nil:
 		db.bolt, db.idem, db.kv = nil, nil, nil
 	default:
-		db.bolt, db.idem, db.kv = o.bolt, o.idem, o.kv
+		db.bolt, db.idem, db.kv, db.dur = o.bolt, o.idem, o.kv, o.dur
 		db.applied.Store(o.st.index)
 		db.committed.Store(o.st.index)
 	}
@@ -163,6 +169,59 @@ func (db *DB) Restore(r io.Reader) error {
 		db.logger.Warn("release memory after restore", "err", err)
 	}
 	db.logger.Info("store restored", o.logAttrs(db.path)...)
+	return nil
+}
+
+// dropSideFile waits until the database's last commit is durable, stops
+// making commits durable and removes the side file (durable.go). Nothing is
+// left to commit: Restore committed what was open, and it runs on the apply
+// goroutine.
+func (db *DB) dropSideFile() error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	dur := db.dur
+	if dur == nil {
+		return nil
+	}
+	db.dur = nil
+	if err := dur.close(); err != nil {
+		db.failed = err
+		db.broken.Store(true)
+		return err
+	}
+	if err := os.Remove(db.path + metaFileSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(db.path))
+}
+
+// resumeDurability undoes dropSideFile when the database file stays.
+func (db *DB) resumeDurability() error {
+	if db.cfg.NoSync {
+		return nil
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil {
+		return ErrClosed
+	}
+	dur, err := newDurability(db.path, db.bolt.Info().PageSize)
+	if err == nil {
+		err = db.makeDurable(db.bolt, dur)
+	}
+	db.wmu.Lock()
+	defer db.wmu.Unlock()
+	if err != nil {
+		db.failed = fmt.Errorf("store: commits cannot be made durable: %w", err)
+		db.broken.Store(true)
+		return db.failed
+	}
+	db.dur = dur
 	return nil
 }
 
