@@ -67,12 +67,13 @@ type Config struct {
 	// Default "": the data directory's kind, "wal" for a new one.
 	RaftLog string
 	// StoreCommitInterval is how long the state machine may keep applied
-	// entries in an open bbolt transaction before it commits them, with an
-	// fsync: one commit per interval instead of one per applied batch
-	// (store.Config.CommitInterval). Every commit is fsynced, so the store file
-	// is never torn, by a process or a machine crash; a crash loses at most the
-	// open transaction, which the node applies again from the Raft log at its
-	// next start. A negative value commits every applied batch. Default (0)
+	// entries in an open bbolt transaction before it commits them: one commit
+	// per interval instead of one per applied batch
+	// (store.Config.CommitInterval). Each commit is made durable in the
+	// background (store/durable.go), so the store file is never torn, by a
+	// process or a machine crash; a crash loses at most what was not durable
+	// yet, which the node applies again from the Raft log at its next start. A
+	// negative value commits every applied batch. Default (0)
 	// DefaultStoreCommitInterval (docs/durability.md).
 	StoreCommitInterval time.Duration
 	// NodeNumber is this node's number inside the txids it issues (0..1023). It must
@@ -289,7 +290,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
 	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
 	fs.StringVar(&c.RaftLog, "raft-log", "", "raft log store: wal (hashicorp/raft-wal) or boltdb (raft-boltdb); default: the data dir's kind, wal for a new one")
-	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one fsynced commit of them all (0: a commit per applied batch)")
+	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")

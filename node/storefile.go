@@ -12,9 +12,10 @@ import (
 	"github.com/txlog/txlog/store"
 )
 
-// The store commits applied entries every Config.StoreCommitInterval, each
-// commit fsynced: the file is never torn, and after any crash it holds every
-// entry up to its applied index, which raft's log continues from.
+// The store commits applied entries every Config.StoreCommitInterval and makes
+// each commit durable in the background (store/durable.go): the file is never
+// torn, and after any crash it holds every entry up to its applied index, which
+// raft's log continues from.
 const stateFile = "state.db"
 
 // Files of the earlier rule for a store without fsync (a clean-stop marker
