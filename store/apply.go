@@ -150,6 +150,20 @@ func (db *DB) commitLocked() error {
 // it when committed state misses what they look for, and Sync, Snapshot and the
 // idle timer before they rely on the file.
 func (db *DB) commitPending() error {
+	return db.withWriter(func() error {
+		if db.failed != nil {
+			return db.failed
+		}
+		if db.wtx == nil {
+			return nil
+		}
+		return db.commitLocked()
+	})
+}
+
+// withWriter runs fn holding db.mu (read) and db.wmu, as Apply does, or
+// returns ErrClosed.
+func (db *DB) withWriter(fn func() error) error {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
@@ -157,13 +171,7 @@ func (db *DB) commitPending() error {
 	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
-	if db.failed != nil {
-		return db.failed
-	}
-	if db.wtx == nil {
-		return nil
-	}
-	return db.commitLocked()
+	return fn()
 }
 
 // commitIdle is the timer Apply arms when it leaves a transaction open: with

@@ -482,20 +482,15 @@ func (db *DB) Sync() error {
 	if err := db.commitPending(); err != nil {
 		return err
 	}
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	if db.bolt == nil {
-		return ErrClosed
-	}
-	if db.dur == nil {
+	return db.withWriter(func() error {
+		if db.dur != nil {
+			return db.dur.wait()
+		}
 		if err := db.bolt.Sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", db.path, err)
 		}
 		return nil
-	}
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	return db.dur.wait()
+	})
 }
 
 // Checkpoint makes everything applied so far durable in the file: it commits

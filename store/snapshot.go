@@ -177,27 +177,22 @@ func (db *DB) Restore(r io.Reader) error {
 // left to commit: Restore committed what was open, and it runs on the apply
 // goroutine.
 func (db *DB) dropSideFile() error {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	if db.bolt == nil {
-		return ErrClosed
-	}
-	db.wmu.Lock()
-	defer db.wmu.Unlock()
-	dur := db.dur
-	if dur == nil {
-		return nil
-	}
-	db.dur = nil
-	if err := dur.close(); err != nil {
-		db.failed = err
-		db.broken.Store(true)
-		return err
-	}
-	if err := os.Remove(db.path + metaFileSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return syncDir(filepath.Dir(db.path))
+	return db.withWriter(func() error {
+		dur := db.dur
+		if dur == nil {
+			return nil
+		}
+		db.dur = nil
+		if err := dur.close(); err != nil {
+			db.failed = err
+			db.broken.Store(true)
+			return err
+		}
+		if err := os.Remove(db.path + metaFileSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return syncDir(filepath.Dir(db.path))
+	})
 }
 
 // resumeDurability undoes dropSideFile when the database file stays.
