@@ -92,34 +92,36 @@ type checkpointStore struct {
 	sm machine
 }
 
-// readMarker reads the snapshot id and returns its checkpoint's applied
-// index, and false when it is a state stream.
-func (s checkpointStore) readMarker(id string) (*raft.SnapshotMeta, uint64, bool, error) {
+// openSnapshot opens the snapshot id. For a checkpoint marker it returns the
+// marker's applied index and true, and closes the snapshot; for a state stream,
+// false and the open stream, which the caller must close.
+func (s checkpointStore) openSnapshot(id string) (*raft.SnapshotMeta, io.ReadCloser, uint64, bool, error) {
 	meta, rc, err := s.SnapshotStore.Open(id)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, nil, 0, false, err
+	}
+	if meta.Size != checkpointMarkerSize {
+		return meta, rc, 0, false, nil
 	}
 	defer rc.Close()
-	if meta.Size != checkpointMarkerSize {
-		return meta, 0, false, nil
-	}
 	b := make([]byte, checkpointMarkerSize)
 	if _, err := io.ReadFull(rc, b); err != nil {
-		return nil, 0, false, fmt.Errorf("read snapshot %s: %w", id, err)
+		return nil, nil, 0, false, fmt.Errorf("read snapshot %s: %w", id, err)
 	}
-	applied, ok := decodeCheckpoint(b)
-	return meta, applied, ok, nil
+	if applied, ok := decodeCheckpoint(b); ok {
+		return meta, nil, applied, true, nil
+	}
+	// A state stream of exactly a marker's size: open it again to read it whole.
+	meta, rc, err = s.SnapshotStore.Open(id)
+	return meta, rc, 0, false, err
 }
 
 // Open returns the snapshot id: a state stream as stored, or for a checkpoint
 // the state machine's current state, which is at or past it.
 func (s checkpointStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
-	meta, applied, ok, err := s.readMarker(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !ok {
-		return s.SnapshotStore.Open(id)
+	meta, rc, applied, ok, err := s.openSnapshot(id)
+	if err != nil || !ok {
+		return meta, rc, err
 	}
 	s0, err := s.sm.Snapshot()
 	if err != nil {
@@ -158,9 +160,12 @@ func (s checkpointStore) restoreOnStart(applied uint64) (bool, error) {
 	if len(list) == 0 {
 		return false, nil
 	}
-	_, cp, isCheckpoint, err := s.readMarker(list[0].ID)
+	_, rc, cp, isCheckpoint, err := s.openSnapshot(list[0].ID)
 	if err != nil {
 		return false, err
+	}
+	if rc != nil {
+		rc.Close()
 	}
 	if isCheckpoint {
 		if applied < cp {

@@ -270,13 +270,8 @@ func (db *DB) openBolt(path string) (opened, error) {
 	}
 	o := opened{bolt: b}
 	err = b.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
 		var err error
-		if o.st, err = writeSchema(tx); err != nil {
+		if o.st, err = ensureSchema(tx); err != nil {
 			return err
 		}
 		if o.idem, err = loadIdemIndex(tx); err != nil {
@@ -300,6 +295,17 @@ func (db *DB) openBolt(path string) (opened, error) {
 	}
 	o.took = time.Since(start)
 	return o, nil
+}
+
+// ensureSchema creates the store's buckets that tx lacks and writes or
+// upgrades the schema (writeSchema).
+func ensureSchema(tx *bolt.Tx) (appliedState, error) {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return appliedState{}, err
+		}
+	}
+	return writeSchema(tx)
 }
 
 // boltOptions returns the options bbolt opens the file with. Commits are
@@ -331,12 +337,7 @@ func (db *DB) create(path string) error {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
 	err = b.Update(func(tx *bolt.Tx) error {
-		for _, name := range allBuckets {
-			if _, err := tx.CreateBucket(name); err != nil {
-				return err
-			}
-		}
-		_, err := writeSchema(tx)
+		_, err := ensureSchema(tx)
 		return err
 	})
 	if cerr := b.Close(); err == nil {

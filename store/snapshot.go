@@ -249,12 +249,7 @@ func (db *DB) checkFile(path string) error {
 	if err := checkLength(path); err != nil {
 		return fmt.Errorf("restore %s: check snapshot: %w", db.path, err)
 	}
-	b, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        db.cfg.LockTimeout,
-		NoSync:         db.cfg.NoSync,
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: true,
-	})
+	b, err := bolt.Open(path, 0o600, db.boltOptions(true)) // it only reads
 	if err != nil {
 		return fmt.Errorf("restore %s: check snapshot: %w", db.path, err)
 	}
