@@ -146,9 +146,8 @@ func (db *DB) commitLocked() error {
 	return nil
 }
 
-// commitPending commits what Apply left uncommitted, if anything: readers call
-// it when committed state misses what they look for, and Sync, Snapshot and the
-// idle timer before they rely on the file.
+// commitPending commits what Apply left uncommitted, if anything: Sync,
+// Snapshot and the idle timer call it before they rely on the file.
 func (db *DB) commitPending() error {
 	return db.withWriter(func() error {
 		if db.failed != nil {

@@ -78,7 +78,7 @@ type Config struct {
 	// entries, when a kv flush ends or a node registers, and a timer commits an
 	// open transaction after the interval when no Apply comes. The read methods
 	// see every applied entry all the same: a read that misses in committed
-	// state while entries are uncommitted commits them and reads again. What a
+	// state while entries are uncommitted reads the open transaction. What a
 	// crash loses is the open transaction: the file then holds an applied index
 	// that much older, and the caller must apply the entries after it again, as
 	// raft does from its log. Default 0: every Apply commits.
@@ -142,7 +142,7 @@ func (c Config) withDefaults() Config {
 // Log, Nodes, AppliedIndex) are safe from any goroutine at any time, including
 // during Apply and Restore, and see the state after the last Apply that has
 // returned, or a later one (with Config.CommitInterval, a read that misses in
-// committed state commits what Apply left open and reads again).
+// committed state reads again in the transaction Apply left open).
 type DB struct {
 	path     string
 	cfg      Config
@@ -525,25 +525,40 @@ func (db *DB) view(fn func(*bolt.Tx) error) error {
 	return db.bolt.View(fn)
 }
 
-// viewApplied runs fn in a bbolt read transaction, and once more after
-// committing what Apply left open when fn reports a miss (ErrNotFound, or
-// retry) and committed state lags the applied index.
+// viewApplied runs fn in a bbolt read transaction on committed state. When fn
+// reports a miss (ErrNotFound, or retry) and Apply has left entries open, it
+// runs fn again in the open write transaction, which holds every applied
+// entry, holding the writer lock so that no Apply uses that transaction
+// meanwhile. No commit is needed for the read: it would cost this reader a
+// commit, and the fsync of the commit before it. If the open transaction was
+// committed in between, fn runs once more on committed state.
 func (db *DB) viewApplied(fn func(*bolt.Tx) (retry bool, err error)) error {
-	for first := true; ; first = false {
-		stale := db.stale()
-		var retry bool
-		err := db.view(func(tx *bolt.Tx) error {
-			var err error
-			retry, err = fn(tx)
-			return err
-		})
-		if !first || !stale || !(retry || errors.Is(err, ErrNotFound)) {
-			return err
-		}
-		if err := db.commitPending(); err != nil {
-			return err
-		}
+	stale := db.stale()
+	var retry bool
+	read := func(tx *bolt.Tx) error {
+		var err error
+		retry, err = fn(tx)
+		return err
 	}
+	err := db.view(read)
+	if !stale || !(retry || errors.Is(err, ErrNotFound)) {
+		return err
+	}
+	inOpen := false
+	err = db.withWriter(func() error {
+		if db.failed != nil {
+			return db.failed
+		}
+		if db.wtx == nil {
+			return nil // committed since the first read
+		}
+		inOpen = true
+		return read(db.wtx)
+	})
+	if inOpen || err != nil {
+		return err
+	}
+	return db.view(read)
 }
 
 func (db *DB) failure() error {

@@ -2,7 +2,11 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,8 +14,8 @@ import (
 )
 
 // TestDeferredReads checks that with CommitInterval the read methods see every
-// applied entry while the file does not hold it yet, and that a read which
-// misses in committed state commits what Apply left open.
+// applied entry while the file does not hold it yet: a read which misses in
+// committed state reads the open transaction, without committing it.
 func TestDeferredReads(t *testing.T) {
 	db := openCfg(t, filepath.Join(t.TempDir(), "state.db"), Config{NoSync: true, CommitInterval: time.Hour})
 	defer db.Close()
@@ -40,30 +44,44 @@ func TestDeferredReads(t *testing.T) {
 	if !db.stale() {
 		t.Fatal("a key the idempotency index lacks committed the open entries")
 	}
-	// A txid committed state does not have: commit, and find it.
+	// A txid committed state does not have: found in the open transaction.
 	o, err := db.TxByIdempotencyKey("b")
 	if err != nil || o.TxID != 2 || o.Index != 2 {
 		t.Fatalf("TxByIdempotencyKey(b) = %+v, %v; want txid 2 at index 2", o, err)
 	}
-	if db.stale() || db.committed.Load() != 3 {
-		t.Fatalf("after a read that missed: committed %d, want 3", db.committed.Load())
+	if o, err := db.Tx(3); err != nil || o.Index != 3 || o.Versions["x"] != 2 {
+		t.Fatalf("Tx(3) = %+v, %v; want x at version 2, index 3", o, err)
+	}
+	if !db.stale() || db.committed.Load() != 0 {
+		t.Fatalf("after reads that missed in committed state: committed %d, want 0 (no commit)", db.committed.Load())
 	}
 
-	// Log reads to the end: it commits when it comes up short.
+	// Log reads to the end, through the open transaction when committed
+	// state comes up short.
 	applyOK(t, db, txEntry(5, 5, "", put("z", "5")))
 	recs, next, err := db.Log(1, 10)
 	if err != nil || len(recs) != 4 || next != 6 {
 		t.Fatalf("Log(1, 10) = %d records, next %d, %v; want 4, next 6", len(recs), next, err)
 	}
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Committed state and the open transaction: each read sees both.
 	applyOK(t, db, txEntry(6, 6, "", put("z", "6")))
-	if recs, _, err := db.Log(1, 2); err != nil || len(recs) != 2 || !db.stale() {
-		t.Fatalf("Log(1, 2) = %d records, %v, stale %v; want 2, and no commit (it did not come up short)", len(recs), err, db.stale())
+	if recs, next, err := db.Log(2, 10); err != nil || len(recs) != 4 || next != 7 || recs[3].Index != 6 {
+		t.Fatalf("Log(2, 10) = %+v, next %d, %v; want indexes 2, 3, 5, 6", recs, next, err)
 	}
 	if o, err := db.Tx(6); err != nil || o.Index != 6 {
 		t.Fatalf("Tx(6) = %+v, %v", o, err)
 	}
+	if o, err := db.Tx(1); err != nil || o.Index != 1 {
+		t.Fatalf("Tx(1) = %+v, %v", o, err)
+	}
 	if _, err := db.Tx(7); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Tx(7) = %v, want ErrNotFound", err)
+	}
+	if !db.stale() || db.committed.Load() != 5 {
+		t.Fatalf("committed %d, want 5 (the Sync's) and entry 6 still open", db.committed.Load())
 	}
 }
 
@@ -179,4 +197,84 @@ func TestDeferredFailure(t *testing.T) {
 	if db.AppliedIndex() != 0 {
 		t.Fatalf("reopened at applied index %d, want 0", db.AppliedIndex())
 	}
+}
+
+// TestDeferredReadsDuringApply reads transactions and the log's end from
+// several goroutines while Applies leave their transaction open and commit it
+// now and then: every entry applied before a read starts must be found, with
+// its index, whether it is committed or still open (run it with -race).
+func TestDeferredReadsDuringApply(t *testing.T) {
+	db := openCfg(t, filepath.Join(t.TempDir(), "state.db"), Config{NoSync: true, CommitInterval: 3 * time.Millisecond})
+	defer db.Close()
+	const batches, perBatch = 300, 4
+	var applied atomic.Uint64 // entries 1..applied have been applied
+	var opened atomic.Int64   // reads that found their entry while it was uncommitted
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(r), 3))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				n := applied.Load()
+				if n == 0 {
+					continue
+				}
+				stale := db.stale()
+				var err error
+				switch i := n - rnd.Uint64N(min(n, 8)); r % 3 {
+				case 0:
+					var o Outcome
+					if o, err = db.Tx(txid.ID(i)); err == nil && o.Index != i {
+						err = fmt.Errorf("Tx(%d) at index %d", i, o.Index)
+					}
+				case 1:
+					var o Outcome
+					if o, err = db.TxByIdempotencyKey(fmt.Sprint("k", i)); err == nil && o.Index != i {
+						err = fmt.Errorf("TxByIdempotencyKey(k%d) at index %d", i, o.Index)
+					}
+				case 2:
+					var recs []LogRecord
+					recs, _, err = db.Log(i, 100)
+					if err == nil && (len(recs) < int(n-i+1) || recs[0].Index != i) {
+						err = fmt.Errorf("Log(%d) = %d records from %v, want at least %d from %d", i, len(recs), recs, n-i+1, i)
+					}
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if stale && db.stale() {
+					opened.Add(1)
+				}
+			}
+		})
+	}
+	var index uint64
+	for range batches {
+		entries := make([]Entry, perBatch)
+		for j := range entries {
+			index++
+			entries[j] = txEntry(index, txid.ID(index), fmt.Sprint("k", index), put(fmt.Sprint("x", index%7), "1"))
+		}
+		applyOK(t, db, entries...)
+		applied.Store(index)
+		time.Sleep(100 * time.Microsecond)
+	}
+	close(done)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if opened.Load() == 0 || db.committed.Load() == 0 {
+		t.Fatalf("%d reads while entries were open, committed index %d: the test tests too little", opened.Load(), db.committed.Load())
+	}
+	t.Logf("%d reads ran while entries were open", opened.Load())
 }

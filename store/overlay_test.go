@@ -124,8 +124,8 @@ func checkModel(t *testing.T, db *DB, keys []string, model map[string]modelKV, w
 // With commit=deferred, Applies leave their transaction open (CommitInterval),
 // so a crash loses the entries after the last commit: the reopened database
 // must have an applied index at or below the last one, and applying the lost
-// entries again, as raft does from its log, must give the model's state. Reads
-// that commit, clean stops and kv flushes commit in between.
+// entries again, as raft does from its log, must give the model's state. Syncs,
+// clean stops and kv flushes commit in between.
 func TestOverlayModel(t *testing.T) {
 	for _, commit := range []string{"each", "deferred"} {
 		t.Run("commit="+commit, func(t *testing.T) {
@@ -236,12 +236,15 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred bool) (midF
 		}
 		checkModel(t, db, keys, model, fmt.Sprintf("batch %d", batch))
 		if deferred && rnd.IntN(6) == 0 {
-			// A read that misses in committed state commits.
+			// A read that misses everywhere commits nothing; Sync commits.
 			if _, err := db.Tx(nextID + 1000); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("batch %d: Tx(%d) = %v, want ErrNotFound", batch, nextID+1000, err)
 			}
+			if err := db.Sync(); err != nil {
+				t.Fatal(err)
+			}
 			if db.stale() {
-				t.Fatalf("batch %d: a read that missed left entries uncommitted", batch)
+				t.Fatalf("batch %d: Sync left entries uncommitted", batch)
 			}
 		}
 		if st := metaState(t, db); st.kvApplied != kvApplied {
