@@ -166,7 +166,7 @@ func BenchmarkKVReplay(b *testing.B) {
 			if st.kvApplied != 0 {
 				return fmt.Errorf("kv_applied %d: the overlay was flushed", st.kvApplied)
 			}
-			ov, err = loadKVOverlay(tx, st)
+			ov, err = loadKVOverlay(tx, st, nil)
 			return err
 		})
 		if err != nil {

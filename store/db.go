@@ -224,7 +224,7 @@ func Open(path string, cfg Config) (*DB, error) {
 	db.bolt, db.idem, db.kv, db.dur = o.bolt, o.idem, o.kv, o.dur
 	db.applied.Store(o.st.index)
 	db.committed.Store(o.st.index)
-	// Opening walked every page (bbolt's free list, the idempotency index).
+	// Opening read the dedup records and the log records after kv_applied.
 	if err := db.ReleaseMemory(); err != nil {
 		db.logger.Warn("release memory after open", "err", err)
 	}
@@ -274,10 +274,11 @@ func (db *DB) openBolt(path string) (opened, error) {
 		if o.st, err = ensureSchema(tx); err != nil {
 			return err
 		}
-		if o.idem, err = loadIdemIndex(tx); err != nil {
+		drop := &pageDropper{tx: tx}
+		if o.idem, err = loadIdemIndex(tx, drop); err != nil {
 			return err
 		}
-		o.kv, err = loadKVOverlay(tx, o.st)
+		o.kv, err = loadKVOverlay(tx, o.st, drop)
 		return err
 	})
 	if err == nil && !db.cfg.NoSync {
@@ -308,6 +309,33 @@ func ensureSchema(tx *bolt.Tx) (appliedState, error) {
 	return writeSchema(tx)
 }
 
+// dropEvery is how many records pageDropper lets a walk at open read between
+// two drops of the pages it touched.
+const dropEvery = 32 << 10
+
+// pageDropper drops the pages of the memory map from the resident set (as
+// ReleaseMemory does) every dropEvery records of the walks that build the
+// idempotency index and the kv overlay at open, so that with a large store a
+// restart's resident memory stays bounded by what a step touches rather than
+// by all the pages the walks read. The map cannot move meanwhile: no other
+// transaction runs at open, and this write transaction allocates nothing
+// before its commit. A nil pageDropper does nothing.
+type pageDropper struct {
+	tx *bolt.Tx
+	n  int
+}
+
+// tick counts one record, and drops the pages at every dropEvery-th.
+func (p *pageDropper) tick() {
+	if p == nil {
+		return
+	}
+	if p.n++; p.n%dropEvery != 0 {
+		return
+	}
+	_ = dropPages(p.tx.DB().Info().Data, p.tx.Size()) // advisory: the pages stay valid either way
+}
+
 // boltOptions returns the options bbolt opens the file with. Commits are
 // never fsynced by bbolt itself (noSync): durable.go does it off the apply
 // goroutine, or nothing does with Config.NoSync.
@@ -316,7 +344,7 @@ func (db *DB) boltOptions(noSync bool) *bolt.Options {
 		Timeout:         db.cfg.LockTimeout,
 		NoSync:          noSync,
 		FreelistType:    bolt.FreelistMapType,
-		NoFreelistSync:  true, // rebuilt on open
+		NoFreelistSync:  false, // kept in the file: no walk of every page at open
 		InitialMmapSize: db.cfg.InitialMmapBytes,
 	}
 }

@@ -233,11 +233,12 @@ func recordKeyOf(txs, log *bolt.Bucket) keyOfFunc {
 // loadIdemIndex builds the index of the state in tx from its dedup_time
 // records, oldest first, as Apply built it: a later record of a key replaces an
 // earlier one. Alias records (empty value) name no key.
-func loadIdemIndex(tx *bolt.Tx) (*idemIndex, error) {
+func loadIdemIndex(tx *bolt.Tx, drop *pageDropper) (*idemIndex, error) {
 	x := newIdemIndex()
 	b := &idemBatch{idx: x} // x is not shared yet: write straight into it
 	keyOf := recordKeyOf(tx.Bucket(bucketTxs), tx.Bucket(bucketLog))
 	err := tx.Bucket(bucketDedupTime).ForEach(func(k, v []byte) error {
+		drop.tick()
 		_, id, err := parseDedupTimeKey(k)
 		if err != nil || len(v) == 0 {
 			return err

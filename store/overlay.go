@@ -267,7 +267,7 @@ func (ov *kvOverlay) flushAll(kv *bolt.Bucket) error {
 
 // loadKVOverlay rebuilds the overlay of the state in tx by replaying the log
 // records with index in (st.kvApplied, st.index].
-func loadKVOverlay(tx *bolt.Tx, st appliedState) (*kvOverlay, error) {
+func loadKVOverlay(tx *bolt.Tx, st appliedState, drop *pageDropper) (*kvOverlay, error) {
 	ov := newKVOverlay()
 	if st.kvApplied == st.index {
 		return ov, nil
@@ -281,6 +281,7 @@ func loadKVOverlay(tx *bolt.Tx, st appliedState) (*kvOverlay, error) {
 		if index > st.index {
 			return nil, fmt.Errorf("%w: log record %d past the applied index %d", ErrCorrupt, index, st.index)
 		}
+		drop.tick()
 		ov.records++
 		ov.logBytes += len(v)
 		r, err := decodeLogValue(index, v, true)

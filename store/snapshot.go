@@ -265,7 +265,7 @@ func (db *DB) checkFile(path string) error {
 		if err != nil {
 			return err
 		}
-		_, err = loadKVOverlay(tx, st) // Open replays it: check it first
+		_, err = loadKVOverlay(tx, st, nil) // Open replays it: check it first
 		return err
 	})
 	if cerr := b.Close(); err == nil {
