@@ -741,8 +741,7 @@ func (db *DB) Nodes() ([]NodeInfo, error) {
 
 // ReleaseMemory drops the database's memory-mapped pages from the process's
 // resident set. bbolt reads the file through a shared memory map, so every
-// page Apply or a read has touched since the file was opened (and at open,
-// where bbolt walks every page to rebuild its free list) counts as the
+// page Apply or a read has touched since the file was opened counts as the
 // process's resident memory, though the kernel keeps it as page cache anyway:
 // with a large store that is most of the RSS. After ReleaseMemory only the pages
 // touched again are resident. It holds off Apply and reads for the duration of
