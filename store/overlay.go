@@ -81,9 +81,31 @@ type kvOverlay struct {
 	// kv_applied) and their bytes, which the flush limits apply to.
 	records  int
 	logBytes int
+	// clean caches versions the bucket holds, for Apply's version checks,
+	// which would otherwise look up every key neither keys nor frozen has in
+	// the bucket. A key's entry is its version in the bucket (0: absent),
+	// learnt from a lookup there or from the flush that wrote it. Only the
+	// bucket's writes, which are flushes of frozen, change a key's state
+	// there, and a key is in frozen, which version reads first, until the
+	// commit of the flush's last step updates clean. At most maxCleanKeys
+	// entries: past it clean starts again empty.
+	clean map[string]uint64
 }
 
-func newKVOverlay() *kvOverlay { return &kvOverlay{keys: map[string]kvState{}} }
+// maxCleanKeys bounds kvOverlay.clean: with the keys, about 50 bytes each.
+const maxCleanKeys = 256 << 10
+
+func newKVOverlay() *kvOverlay {
+	return &kvOverlay{keys: map[string]kvState{}, clean: map[string]uint64{}}
+}
+
+// remember caches key's version in the bucket, as clean's comment says.
+func (ov *kvOverlay) remember(key string, version uint64) {
+	if len(ov.clean) >= maxCleanKeys {
+		clear(ov.clean)
+	}
+	ov.clean[key] = version
+}
 
 // get returns key's state in the overlay, if the overlay has it.
 func (ov *kvOverlay) get(key string) (kvState, bool) {
@@ -131,6 +153,10 @@ func (ov *kvOverlay) commit(b *kvBatch) {
 	if b.stepped {
 		ov.pending = b.pending
 		if len(ov.pending) == 0 {
+			// The bucket now holds every key of frozen as frozen has it.
+			for k, s := range ov.frozen {
+				ov.remember(k, s.version)
+			}
 			ov.frozen, ov.pending = nil, nil
 		}
 	}
@@ -172,12 +198,20 @@ func (b *kvBatch) version(kv *getter, key string) (uint64, error) {
 	if s, ok := b.ov.frozen[key]; ok {
 		return s.version, nil
 	}
+	if v, ok := b.ov.clean[key]; ok {
+		return v, nil
+	}
 	v := kv.string(key)
 	if v == nil {
+		b.ov.remember(key, 0)
 		return 0, nil
 	}
 	st, err := decodeKV(key, v)
-	return st.Version, err
+	if err != nil {
+		return 0, err
+	}
+	b.ov.remember(key, st.Version)
+	return st.Version, nil
 }
 
 // set records key's new state; s.value must not change afterwards.
