@@ -92,8 +92,9 @@ type kvOverlay struct {
 	clean map[string]uint64
 }
 
-// maxCleanKeys bounds kvOverlay.clean: with the keys, about 50 bytes each.
-const maxCleanKeys = 256 << 10
+// maxCleanKeys bounds kvOverlay.clean: with the keys, about 50 bytes each. A
+// variable so that tests can make it small.
+var maxCleanKeys = 256 << 10
 
 func newKVOverlay() *kvOverlay {
 	return &kvOverlay{keys: map[string]kvState{}, clean: map[string]uint64{}}

@@ -158,6 +158,9 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred bool) (midF
 	}
 	if nkeys > 10 { // a flush of a few steps, so that it ends between reopens
 		cfg.KVFlushStepKeys = 10 + rnd.IntN(nkeys/5)
+		// The cache of the bucket's versions fills up and starts again.
+		defer func(n int) { maxCleanKeys = n }(maxCleanKeys)
+		maxCleanKeys = 20 + rnd.IntN(100)
 	}
 	switch seed % 3 {
 	case 0:
