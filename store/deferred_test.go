@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -209,52 +208,36 @@ func TestDeferredReadsDuringApply(t *testing.T) {
 	const batches, perBatch = 300, 4
 	var applied atomic.Uint64 // entries 1..applied have been applied
 	var opened atomic.Int64   // reads that found their entry while it was uncommitted
-	done := make(chan struct{})
-	errs := make(chan error, 4)
-	var wg sync.WaitGroup
-	for r := range 4 {
-		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(r), 3))
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				n := applied.Load()
-				if n == 0 {
-					continue
-				}
-				stale := db.stale()
-				var err error
-				switch i := n - rnd.Uint64N(min(n, 8)); r % 3 {
-				case 0:
-					var o Outcome
-					if o, err = db.Tx(txid.ID(i)); err == nil && o.Index != i {
-						err = fmt.Errorf("Tx(%d) at index %d", i, o.Index)
-					}
-				case 1:
-					var o Outcome
-					if o, err = db.TxByIdempotencyKey(fmt.Sprint("k", i)); err == nil && o.Index != i {
-						err = fmt.Errorf("TxByIdempotencyKey(k%d) at index %d", i, o.Index)
-					}
-				case 2:
-					var recs []LogRecord
-					recs, _, err = db.Log(i, 100)
-					if err == nil && (len(recs) < int(n-i+1) || recs[0].Index != i) {
-						err = fmt.Errorf("Log(%d) = %d records from %v, want at least %d from %d", i, len(recs), recs, n-i+1, i)
-					}
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				if stale && db.stale() {
-					opened.Add(1)
-				}
+	stop := readConcurrently(t, 4, 3, "read during Applies", func(r int, rnd *rand.Rand) error {
+		n := applied.Load()
+		if n == 0 {
+			return nil
+		}
+		stale := db.stale()
+		var err error
+		switch i := n - rnd.Uint64N(min(n, 8)); r % 3 {
+		case 0:
+			var o Outcome
+			if o, err = db.Tx(txid.ID(i)); err == nil && o.Index != i {
+				err = fmt.Errorf("Tx(%d) at index %d", i, o.Index)
 			}
-		})
-	}
+		case 1:
+			var o Outcome
+			if o, err = db.TxByIdempotencyKey(fmt.Sprint("k", i)); err == nil && o.Index != i {
+				err = fmt.Errorf("TxByIdempotencyKey(k%d) at index %d", i, o.Index)
+			}
+		case 2:
+			var recs []LogRecord
+			recs, _, err = db.Log(i, 100)
+			if err == nil && (len(recs) < int(n-i+1) || recs[0].Index != i) {
+				err = fmt.Errorf("Log(%d) = %d records from %v, want at least %d from %d", i, len(recs), recs, n-i+1, i)
+			}
+		}
+		if err == nil && stale && db.stale() {
+			opened.Add(1)
+		}
+		return err
+	})
 	var index uint64
 	for range batches {
 		entries := make([]Entry, perBatch)
@@ -266,13 +249,7 @@ func TestDeferredReadsDuringApply(t *testing.T) {
 		applied.Store(index)
 		time.Sleep(100 * time.Microsecond)
 	}
-	close(done)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		t.Fatal(err)
-	default:
-	}
+	stop()
 	if opened.Load() == 0 || db.committed.Load() == 0 {
 		t.Fatalf("%d reads while entries were open, committed index %d: the test tests too little", opened.Load(), db.committed.Load())
 	}

@@ -2,8 +2,10 @@ package store
 
 import (
 	"encoding/hex"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +139,39 @@ func editBolt(t testing.TB, path string, fn func(*bolt.Tx) error) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// readConcurrently runs read in n goroutines, each again and again with its own
+// random source (seeded with its number r and seed), until stop is called. A
+// goroutine ends at its first error; stop waits for all of them and fails t
+// with the first error, prefixed by what.
+func readConcurrently(t testing.TB, n int, seed uint64, what string, read func(r int, rnd *rand.Rand) error) (stop func()) {
+	done := make(chan struct{})
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(r), seed))
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := read(r, rnd); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	return func() {
+		t.Helper()
+		close(done)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -540,45 +539,29 @@ func TestIdemReadsDuringApply(t *testing.T) {
 		const batches, perBatch = 60, 8
 		key := func(i uint64) string { return fmt.Sprintf("key-%d", i) }
 		var applied atomic.Uint64 // keys key-1..key-applied are committed
-		done := make(chan struct{})
-		errs := make(chan error, 4)
-		var wg sync.WaitGroup
-		for r := range 4 {
-			wg.Go(func() {
-				rnd := rand.New(rand.NewPCG(uint64(r), 2))
-				for {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					n := applied.Load()
-					i := 1 + rnd.Uint64N(batches*perBatch)
-					k := key(i)
-					if rnd.IntN(4) == 0 {
-						k = "failed-" + k
-					}
-					o, err := db.TxByIdempotencyKey(k)
-					switch {
-					case errors.Is(err, ErrNotFound):
-						if i <= n && k == key(i) {
-							err = fmt.Errorf("TxByIdempotencyKey(%q) = not found, after its Apply", k)
-						} else {
-							err = nil
-						}
-					case err != nil:
-					case k != key(i):
-						err = fmt.Errorf("TxByIdempotencyKey(%q) = %+v: a key of a failed Apply", k, o)
-					case o.TxID != txid.ID(i) || o.IdempotencyKey != k:
-						err = fmt.Errorf("TxByIdempotencyKey(%q) = %+v, want txid %d", k, o, i)
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
+		stop := readConcurrently(t, 4, 2, "read during Applies", func(_ int, rnd *rand.Rand) error {
+			n := applied.Load()
+			i := 1 + rnd.Uint64N(batches*perBatch)
+			k := key(i)
+			if rnd.IntN(4) == 0 {
+				k = "failed-" + k
+			}
+			o, err := db.TxByIdempotencyKey(k)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				if i <= n && k == key(i) {
+					return fmt.Errorf("TxByIdempotencyKey(%q) = not found, after its Apply", k)
 				}
-			})
-		}
+				return nil
+			case err != nil:
+				return err
+			case k != key(i):
+				return fmt.Errorf("TxByIdempotencyKey(%q) = %+v: a key of a failed Apply", k, o)
+			case o.TxID != txid.ID(i) || o.IdempotencyKey != k:
+				return fmt.Errorf("TxByIdempotencyKey(%q) = %+v, want txid %d", k, o, i)
+			}
+			return nil
+		})
 		var index uint64
 		for b := range uint64(batches) {
 			entries := make([]Entry, perBatch)
@@ -602,12 +585,7 @@ func TestIdemReadsDuringApply(t *testing.T) {
 			applyOK(t, db, entries...)
 			applied.Store((b + 1) * perBatch)
 		}
-		close(done)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
+		stop()
 	})
 }
 

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -385,45 +384,29 @@ func TestOverlayReadsDuringFlush(t *testing.T) {
 	const nkeys, batches = 10, 300
 	key := func(i int) string { return fmt.Sprintf("key-%d", i) }
 	var committed [nkeys]atomic.Uint64 // versions Apply has returned
-	done := make(chan struct{})
-	errs := make(chan error, 4)
-	var wg sync.WaitGroup
-	for r := range 3 {
-		wg.Go(func() {
-			rnd := rand.New(rand.NewPCG(uint64(r), 3))
-			var last [nkeys]uint64
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				i := rnd.IntN(nkeys)
-				floor := committed[i].Load()
-				kv, err := db.Get(key(i))
-				switch {
-				case errors.Is(err, ErrNotFound):
-					if floor > 0 {
-						err = fmt.Errorf("Get(%s) = not found after version %d was applied", key(i), floor)
-					} else {
-						err = nil
-					}
-				case err != nil:
-				case string(kv.Value) != strconv.FormatUint(kv.Version, 10):
-					err = fmt.Errorf("Get(%s) = %+v: the value of another version or of a failed Apply", key(i), kv)
-				case kv.Version < floor || kv.Version < last[i]:
-					err = fmt.Errorf("Get(%s) = version %d, after %d was applied and %d read", key(i), kv.Version, floor, last[i])
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				if kv.Version > 0 {
-					last[i] = kv.Version
-				}
+	var last [3][nkeys]uint64          // per reader: the versions it read
+	stop := readConcurrently(t, 3, 3, "read during flushes", func(r int, rnd *rand.Rand) error {
+		i := rnd.IntN(nkeys)
+		floor := committed[i].Load()
+		kv, err := db.Get(key(i))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			if floor > 0 {
+				return fmt.Errorf("Get(%s) = not found after version %d was applied", key(i), floor)
 			}
-		})
-	}
+			return nil
+		case err != nil:
+			return err
+		case string(kv.Value) != strconv.FormatUint(kv.Version, 10):
+			return fmt.Errorf("Get(%s) = %+v: the value of another version or of a failed Apply", key(i), kv)
+		case kv.Version < floor || kv.Version < last[r][i]:
+			return fmt.Errorf("Get(%s) = version %d, after %d was applied and %d read", key(i), kv.Version, floor, last[r][i])
+		}
+		if kv.Version > 0 {
+			last[r][i] = kv.Version
+		}
+		return nil
+	})
 	rnd := rand.New(rand.NewPCG(9, 9))
 	var versions [nkeys]uint64
 	var index uint64
@@ -459,12 +442,7 @@ func TestOverlayReadsDuringFlush(t *testing.T) {
 			flushes, kvApplied = flushes+1, st.kvApplied
 		}
 	}
-	close(done)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	stop()
 	if flushes < 30 {
 		t.Fatalf("%d flushes: the test tests too little", flushes)
 	}

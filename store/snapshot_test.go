@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -210,48 +211,28 @@ func TestReadDuringRestore(t *testing.T) {
 	if err := db.Restore(bytes.NewReader(states[0].Bytes())); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				recs, _, err := db.Log(0, 10)
-				if err == nil && (len(recs) != 1 || len(recs[0].Ops) != 2) {
-					err = fmt.Errorf("Log() = %+v, want one tx of two ops", recs)
-				}
-				if err == nil {
-					_, err = db.Get("a")
-				}
-				if err == nil {
-					_, err = db.Tx(1)
-				}
-				if err == nil {
-					_, err = db.Nodes()
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
+	stop := readConcurrently(t, 4, 0, "read during Restore", func(int, *rand.Rand) error {
+		recs, _, err := db.Log(0, 10)
+		if err == nil && (len(recs) != 1 || len(recs[0].Ops) != 2) {
+			err = fmt.Errorf("Log() = %+v, want one tx of two ops", recs)
+		}
+		if err == nil {
+			_, err = db.Get("a")
+		}
+		if err == nil {
+			_, err = db.Tx(1)
+		}
+		if err == nil {
+			_, err = db.Nodes()
+		}
+		return err
+	})
 	for i := range 20 {
 		if err := db.Restore(bytes.NewReader(states[i%2].Bytes())); err != nil {
 			t.Fatalf("Restore() = %v", err)
 		}
 	}
-	close(done)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("read during Restore: %v", err)
-	}
+	stop()
 }
 
 func TestSnapshotRelease(t *testing.T) {
