@@ -12,6 +12,7 @@
 #   TOTAL=1000000   log size to grow to, in transactions
 #   STEP=100000     transactions between checkpoints
 #   MEASURE=10s     measured time of each measurement run (64 clients)
+#   REPEATS=3       measurement runs per checkpoint; the table shows the median
 #   RESTART_LOAD=0  clients of light load on the other nodes during restarts
 #   WORK=<temp dir> where the cluster keeps its data: put it on the disk to measure
 #   KEEP=0          1 keeps the cluster's data dirs and logs (in WORK/scale-*)
@@ -29,6 +30,7 @@ cd "$(dirname "$0")/.."
 TOTAL=${TOTAL:-1000000}
 STEP=${STEP:-100000}
 MEASURE=${MEASURE:-10s}
+REPEATS=${REPEATS:-3}
 RESTART_LOAD=${RESTART_LOAD:-0}
 KEEP=${KEEP:-0}
 
@@ -68,9 +70,9 @@ echo "== machine"
 	echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 } | tee "$OUT/machine.txt"
 
-echo "== scale: TOTAL=$TOTAL STEP=$STEP MEASURE=$MEASURE RESTART_LOAD=$RESTART_LOAD"
+echo "== scale: TOTAL=$TOTAL STEP=$STEP MEASURE=$MEASURE REPEATS=$REPEATS RESTART_LOAD=$RESTART_LOAD"
 "$BIN/scale" --txlogd "$BIN/txlogd" --txlog "$BIN/txlog" --dir "$RUN" \
-	--total "$TOTAL" --step "$STEP" --measure "$MEASURE" --restart-load "$RESTART_LOAD" \
+	--total "$TOTAL" --step "$STEP" --measure "$MEASURE" --repeats "$REPEATS" --restart-load "$RESTART_LOAD" \
 	--json "$OUT/scale.json" --svg "$OUT/scale.svg" "$@" | tee "$OUT/scale.txt"
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"

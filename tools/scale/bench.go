@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,4 +86,48 @@ func fillFlags(clients, batch int, n int64) []string {
 	b := int64(batch)
 	n = (n + b - 1) / b * b
 	return []string{"--clients", strconv.Itoa(clients), "--batch", strconv.Itoa(batch), "--n", strconv.FormatInt(n, 10)}
+}
+
+// medianRun returns the run with the median throughput (of an even number,
+// the lower of the two middle ones), or the zero benchResult for no runs.
+func medianRun(runs []benchResult) benchResult {
+	if len(runs) == 0 {
+		return benchResult{}
+	}
+	sorted := slices.SortedFunc(slices.Values(runs), func(a, b benchResult) int {
+		return cmp.Compare(a.TxPerSec, b.TxPerSec)
+	})
+	return sorted[(len(sorted)-1)/2]
+}
+
+// meanTxPerSec returns the mean throughput of runs, 0 for none.
+func meanTxPerSec(runs []benchResult) float64 {
+	if len(runs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, r := range runs {
+		sum += r.TxPerSec
+	}
+	return sum / float64(len(runs))
+}
+
+// errorCount returns the failed requests and transactions of all runs.
+func errorCount(runs []benchResult) int64 {
+	var n int64
+	for _, r := range runs {
+		n += r.errorCount()
+	}
+	return n
+}
+
+// txPerSecRange returns the lowest and highest throughput of runs.
+func txPerSecRange(runs []benchResult) (lo, hi float64) {
+	for i, r := range runs {
+		if i == 0 || r.TxPerSec < lo {
+			lo = r.TxPerSec
+		}
+		hi = max(hi, r.TxPerSec)
+	}
+	return lo, hi
 }

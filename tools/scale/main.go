@@ -2,9 +2,11 @@
 // starts a fresh three-node cluster of txlogd processes and, at every
 // checkpoint of log size from 0 to --total in steps of --step, measures
 //
-//   - throughput and latency: a closed-loop `txlog bench` of --clients
-//     single-transaction clients over all three nodes, for --measure;
-//   - the nodes' CPU over that run, from /proc/PID/stat;
+//   - throughput and latency: --repeats closed-loop `txlog bench` runs of
+//     --clients single-transaction clients over all three nodes, each for
+//     --measure; the table shows the run with the median throughput, and the
+//     lowest and highest throughput of the runs;
+//   - the nodes' CPU over those runs, from /proc/PID/stat;
 //   - each node's resident memory (VmRSS, and its peak VmHWM) after it;
 //   - each node's data dir, by entry: the store (state.db), the Raft log
 //     (raft/raft.db or raft/wal), the snapshots (raft/snapshots) and the
@@ -73,6 +75,7 @@ type config struct {
 	keep           bool   // keep a temporary dir
 	total, step    int64  // log sizes, in transactions
 	clients        int    // clients of a measurement run
+	repeats        int    // measurement runs per checkpoint
 	measure        time.Duration
 	warmup         time.Duration
 	fillClients    int
@@ -96,6 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&c.total, "total", 1_000_000, "log size to grow to, in transactions")
 	fs.Int64Var(&c.step, "step", 100_000, "transactions between checkpoints")
 	fs.IntVar(&c.clients, "clients", 64, "clients of each measurement run")
+	fs.IntVar(&c.repeats, "repeats", 3, "measurement runs per checkpoint; the table shows the median run")
 	fs.DurationVar(&c.measure, "measure", 10*time.Second, "measured time of each measurement run")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "warm-up of each measurement run")
 	fs.IntVar(&c.fillClients, "fill-clients", 16, "clients of the runs that grow the log")
@@ -129,7 +133,7 @@ func (c config) validate() error {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"clients", c.clients}, {"fill-clients", c.fillClients}, {"fill-batch", c.fillBatch}} {
+	}{{"clients", c.clients}, {"repeats", c.repeats}, {"fill-clients", c.fillClients}, {"fill-batch", c.fillBatch}} {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("--%s %d: want at least 1", f.name, f.v))
 		}

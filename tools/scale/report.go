@@ -49,12 +49,14 @@ type checkpoint struct {
 	LogIndex    uint64 `json:"log_index"`     // before the measurement run
 	LogIndexEnd uint64 `json:"log_index_end"` // after it, when the nodes were sampled
 	Leader      string `json:"leader"`
-	// Bench is the measurement run; NodesCPU the nodes' CPU over it, in cores,
-	// and NodesCPUPerTx in microseconds per transaction.
-	Bench         benchResult  `json:"bench"`
-	NodesCPU      float64      `json:"nodes_cpu_cores"`
-	NodesCPUPerTx float64      `json:"nodes_cpu_us_per_tx"`
-	Nodes         []nodeSample `json:"nodes"`
+	// Runs are the measurement runs, Bench the one with the median
+	// throughput; NodesCPU is the nodes' CPU over all of them, in cores, and
+	// NodesCPUPerTx in microseconds per transaction at their mean throughput.
+	Runs          []benchResult `json:"runs,omitempty"`
+	Bench         benchResult   `json:"bench"`
+	NodesCPU      float64       `json:"nodes_cpu_cores"`
+	NodesCPUPerTx float64       `json:"nodes_cpu_us_per_tx"`
+	Nodes         []nodeSample  `json:"nodes"`
 	// Fill is the run that then grew the log towards the next checkpoint.
 	Fill *benchResult `json:"fill,omitempty"`
 }
@@ -140,8 +142,8 @@ func memWidth(ids []string) int {
 // printHeader writes the head of the checkpoint table.
 func printHeader(w io.Writer, nodes []string) {
 	width := memWidth(nodes)
-	fmt.Fprintf(w, "%10s %7s %5s %7s %7s %6s %9s  %-*s %-*s %-*s %8s %8s %8s %8s\n",
-		"log index", "tx/s", "vs 0", "p50 ms", "p99 ms", "errors", "cpu µs/tx",
+	fmt.Fprintf(w, "%10s %7s %11s %5s %7s %7s %6s %9s  %-*s %-*s %-*s %8s %8s %8s %8s\n",
+		"log index", "tx/s", "runs", "vs 0", "p50 ms", "p99 ms", "errors", "cpu µs/tx",
 		width, "RSS MiB "+strings.Join(nodes, "/"), width, "anon MiB", width, "HWM MiB",
 		"store", "raft log", "snaps", "intake")
 }
@@ -167,9 +169,10 @@ func printCheckpoint(w io.Writer, cp, first checkpoint) {
 		}
 	}
 	width := memWidth(ids)
-	fmt.Fprintf(w, "%10d %7.0f %5.2f %7.2f %7.2f %6d %9.0f  %-*s %-*s %-*s %8.1f %8.1f %8.1f %8.1f\n",
-		cp.LogIndex, cp.Bench.TxPerSec, ratio, cp.Bench.Latency.P50, cp.Bench.Latency.P99,
-		cp.Bench.errorCount(), cp.NodesCPUPerTx,
+	lo, hi := txPerSecRange(cp.Runs)
+	fmt.Fprintf(w, "%10d %7.0f %11s %5.2f %7.2f %7.2f %6d %9.0f  %-*s %-*s %-*s %8.1f %8.1f %8.1f %8.1f\n",
+		cp.LogIndex, cp.Bench.TxPerSec, fmt.Sprintf("%.0f-%.0f", lo, hi), ratio, cp.Bench.Latency.P50, cp.Bench.Latency.P99,
+		errorCount(cp.Runs), cp.NodesCPUPerTx,
 		width, strings.Join(rss, "/"), width, strings.Join(anon, "/"), width, strings.Join(hwm, "/"),
 		float64(disk[kindStore])/mib, float64(disk[kindRaftLog])/mib,
 		float64(disk[kindSnapshots])/mib, float64(disk[kindIntake])/mib)
@@ -207,8 +210,8 @@ func printVerdict(w io.Writer, r *report) {
 	}
 	if first.Bench.TxPerSec > 0 {
 		ratio := last.Bench.TxPerSec / first.Bench.TxPerSec
-		fmt.Fprintf(w, "throughput at log index %d: %.0f tx/s, %.2f of the empty log's %.0f tx/s (%s >= %.2f)\n",
-			last.LogIndex, last.Bench.TxPerSec, ratio, first.Bench.TxPerSec,
+		fmt.Fprintf(w, "throughput at log index %d: %.0f tx/s, %.2f of the empty log's %.0f tx/s (medians of %d and %d runs; %s >= %.2f)\n",
+			last.LogIndex, last.Bench.TxPerSec, ratio, first.Bench.TxPerSec, len(last.Runs), len(first.Runs),
 			check(ratio >= targetThroughputRatio), targetThroughputRatio)
 	}
 	var maxRSS, maxAnon, maxHWM int64

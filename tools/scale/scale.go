@@ -203,7 +203,8 @@ func (s *scaler) fill(ctx context.Context, target int64) (*benchResult, error) {
 	return &res, nil
 }
 
-// measure runs one measurement and samples the nodes after it.
+// measure runs the measurement runs of a checkpoint and samples the nodes
+// after them.
 func (s *scaler) measure(ctx context.Context, target int64) (checkpoint, error) {
 	leader, st, err := s.leader(ctx)
 	if err != nil {
@@ -215,20 +216,24 @@ func (s *scaler) measure(ctx context.Context, target int64) (checkpoint, error) 
 		return cp, err
 	}
 	t0 := time.Now()
-	cp.Bench, err = runBench(ctx, s.cfg.txlog, s.cl.HTTPAddrs(), measureFlags(s.cfg.clients, s.cfg.warmup, s.cfg.measure)...)
-	if err != nil {
-		return cp, err
+	for range s.cfg.repeats {
+		r, err := runBench(ctx, s.cfg.txlog, s.cl.HTTPAddrs(), measureFlags(s.cfg.clients, s.cfg.warmup, s.cfg.measure)...)
+		if err != nil {
+			return cp, err
+		}
+		cp.Runs = append(cp.Runs, r)
 	}
-	// The CPU of the whole bench process's life, warm-up included: close to
-	// the measured window's, and the same at every checkpoint.
+	cp.Bench = medianRun(cp.Runs)
+	// The CPU of the whole bench processes' lives, warm-ups included: close to
+	// the measured windows', and the same at every checkpoint.
 	cpu1, err := s.nodesCPU()
 	if err != nil {
 		return cp, err
 	}
 	if secs := time.Since(t0).Seconds(); secs > 0 {
 		cp.NodesCPU = (cpu1 - cpu0).Seconds() / secs
-		if cp.Bench.TxPerSec > 0 {
-			cp.NodesCPUPerTx = cp.NodesCPU * 1e6 / cp.Bench.TxPerSec
+		if mean := meanTxPerSec(cp.Runs); mean > 0 {
+			cp.NodesCPUPerTx = cp.NodesCPU * 1e6 / mean
 		}
 	}
 	end, err := s.status(ctx, leader)
