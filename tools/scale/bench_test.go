@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestMedianRun checks that a checkpoint reports the run with the median
 // throughput, and the range and errors of all its runs.
@@ -35,5 +38,24 @@ func TestMedianRun(t *testing.T) {
 	}
 	if m := meanTxPerSec([]benchResult{run(100, 0), run(300, 0)}); m != 200 {
 		t.Errorf("meanTxPerSec = %v, want 200", m)
+	}
+}
+
+// TestVerdictUsesReference checks that the throughput verdict compares the
+// last checkpoint with its reference cluster when it has one, and with the
+// empty log's checkpoint otherwise.
+func TestVerdictUsesReference(t *testing.T) {
+	first := checkpoint{Bench: benchResult{TxPerSec: 4000}}
+	last := checkpoint{LogIndex: 1_000_000, Bench: benchResult{TxPerSec: 3000}}
+	var b strings.Builder
+	printVerdict(&b, &report{Checkpoints: []checkpoint{first, last}})
+	if !strings.Contains(b.String(), "0.75 of the empty log's 4000 tx/s") || !strings.Contains(b.String(), "MISSES") {
+		t.Errorf("without a reference:\n%s", b.String())
+	}
+	last.RefBench = &benchResult{TxPerSec: 3200}
+	b.Reset()
+	printVerdict(&b, &report{Checkpoints: []checkpoint{first, last}})
+	if !strings.Contains(b.String(), "0.94 of a fresh empty cluster's 3200 tx/s") || !strings.Contains(b.String(), "meets >= 0.90") {
+		t.Errorf("with a reference:\n%s", b.String())
 	}
 }

@@ -6,6 +6,11 @@
 //     --clients single-transaction clients over all three nodes, each for
 //     --measure; the table shows the run with the median throughput, and the
 //     lowest and highest throughput of the runs;
+//   - with --reference (the default), past the empty log, the same runs on a
+//     fresh empty cluster started for the checkpoint, alternating with the
+//     grown cluster's, and the ratio of the two medians: the machine's load
+//     then weighs on both alike, where the empty log's own checkpoint was
+//     measured minutes earlier;
 //   - the nodes' CPU over those runs, from /proc/PID/stat;
 //   - each node's resident memory (VmRSS, and its peak VmHWM) after it;
 //   - each node's data dir, by entry: the store (state.db), the Raft log
@@ -76,6 +81,7 @@ type config struct {
 	total, step    int64  // log sizes, in transactions
 	clients        int    // clients of a measurement run
 	repeats        int    // measurement runs per checkpoint
+	reference      bool   // measure a fresh empty cluster beside each checkpoint
 	measure        time.Duration
 	warmup         time.Duration
 	fillClients    int
@@ -100,6 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&c.step, "step", 100_000, "transactions between checkpoints")
 	fs.IntVar(&c.clients, "clients", 64, "clients of each measurement run")
 	fs.IntVar(&c.repeats, "repeats", 3, "measurement runs per checkpoint; the table shows the median run")
+	fs.BoolVar(&c.reference, "reference", true, "at each checkpoint past the empty log, also measure a fresh empty cluster, alternating runs with the grown one, and compare with it")
 	fs.DurationVar(&c.measure, "measure", 10*time.Second, "measured time of each measurement run")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "warm-up of each measurement run")
 	fs.IntVar(&c.fillClients, "fill-clients", 16, "clients of the runs that grow the log")
@@ -190,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 
-	s, err := startScaler(ctx, cfg, dir, stdout, stderr)
+	s, err := startScaler(ctx, cfg, dir, "cluster", stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -199,7 +206,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	rep := &report{
 		Started: time.Now().UTC(),
 		Settings: settings{
-			Total: cfg.total, Step: cfg.step, Clients: cfg.clients,
+			Total: cfg.total, Step: cfg.step, Clients: cfg.clients, Repeats: cfg.repeats, Reference: cfg.reference,
 			Measure: cfg.measure.String(), Warmup: cfg.warmup.String(),
 			FillClients: cfg.fillClients, FillBatch: cfg.fillBatch, RestartLoad: cfg.restartLoad,
 			TxlogdArgs: cfg.txlogdArgs, Cores: runtime.NumCPU(), LoadAvgStart: loadAvg(),

@@ -30,6 +30,8 @@ type settings struct {
 	Total        int64    `json:"total"`
 	Step         int64    `json:"step"`
 	Clients      int      `json:"clients"`
+	Repeats      int      `json:"repeats"`
+	Reference    bool     `json:"reference"`
 	Measure      string   `json:"measure"`
 	Warmup       string   `json:"warmup"`
 	FillClients  int      `json:"fill_clients"`
@@ -52,13 +54,26 @@ type checkpoint struct {
 	// Runs are the measurement runs, Bench the one with the median
 	// throughput; NodesCPU is the nodes' CPU over all of them, in cores, and
 	// NodesCPUPerTx in microseconds per transaction at their mean throughput.
-	Runs          []benchResult `json:"runs,omitempty"`
-	Bench         benchResult   `json:"bench"`
+	Runs  []benchResult `json:"runs,omitempty"`
+	Bench benchResult   `json:"bench"`
+	// RefRuns are the runs on a fresh empty cluster alternating with Runs
+	// (--reference), RefBench the one with the median throughput.
+	RefRuns       []benchResult `json:"ref_runs,omitempty"`
+	RefBench      *benchResult  `json:"ref_bench,omitempty"`
 	NodesCPU      float64       `json:"nodes_cpu_cores"`
 	NodesCPUPerTx float64       `json:"nodes_cpu_us_per_tx"`
 	Nodes         []nodeSample  `json:"nodes"`
 	// Fill is the run that then grew the log towards the next checkpoint.
 	Fill *benchResult `json:"fill,omitempty"`
+}
+
+// refRatio returns the checkpoint's median throughput over its reference
+// cluster's, if it has one.
+func (cp checkpoint) refRatio() (float64, bool) {
+	if cp.RefBench == nil || cp.RefBench.TxPerSec <= 0 {
+		return 0, false
+	}
+	return cp.Bench.TxPerSec / cp.RefBench.TxPerSec, true
 }
 
 // nodeSample is one node after a measurement run.
@@ -142,8 +157,8 @@ func memWidth(ids []string) int {
 // printHeader writes the head of the checkpoint table.
 func printHeader(w io.Writer, nodes []string) {
 	width := memWidth(nodes)
-	fmt.Fprintf(w, "%10s %7s %11s %5s %7s %7s %6s %9s  %-*s %-*s %-*s %8s %8s %8s %8s\n",
-		"log index", "tx/s", "runs", "vs 0", "p50 ms", "p99 ms", "errors", "cpu µs/tx",
+	fmt.Fprintf(w, "%10s %7s %11s %5s %8s %6s %7s %7s %6s %9s  %-*s %-*s %-*s %8s %8s %8s %8s\n",
+		"log index", "tx/s", "runs", "vs 0", "ref tx/s", "vs ref", "p50 ms", "p99 ms", "errors", "cpu µs/tx",
 		width, "RSS MiB "+strings.Join(nodes, "/"), width, "anon MiB", width, "HWM MiB",
 		"store", "raft log", "snaps", "intake")
 }
@@ -170,8 +185,12 @@ func printCheckpoint(w io.Writer, cp, first checkpoint) {
 	}
 	width := memWidth(ids)
 	lo, hi := txPerSecRange(cp.Runs)
-	fmt.Fprintf(w, "%10d %7.0f %11s %5.2f %7.2f %7.2f %6d %9.0f  %-*s %-*s %-*s %8.1f %8.1f %8.1f %8.1f\n",
-		cp.LogIndex, cp.Bench.TxPerSec, fmt.Sprintf("%.0f-%.0f", lo, hi), ratio, cp.Bench.Latency.P50, cp.Bench.Latency.P99,
+	refTPS, vsRef := "-", "-"
+	if r, ok := cp.refRatio(); ok {
+		refTPS, vsRef = fmt.Sprintf("%.0f", cp.RefBench.TxPerSec), fmt.Sprintf("%.2f", r)
+	}
+	fmt.Fprintf(w, "%10d %7.0f %11s %5.2f %8s %6s %7.2f %7.2f %6d %9.0f  %-*s %-*s %-*s %8.1f %8.1f %8.1f %8.1f\n",
+		cp.LogIndex, cp.Bench.TxPerSec, fmt.Sprintf("%.0f-%.0f", lo, hi), ratio, refTPS, vsRef, cp.Bench.Latency.P50, cp.Bench.Latency.P99,
 		errorCount(cp.Runs), cp.NodesCPUPerTx,
 		width, strings.Join(rss, "/"), width, strings.Join(anon, "/"), width, strings.Join(hwm, "/"),
 		float64(disk[kindStore])/mib, float64(disk[kindRaftLog])/mib,
@@ -208,7 +227,11 @@ func printVerdict(w io.Writer, r *report) {
 		}
 		return "MISSES"
 	}
-	if first.Bench.TxPerSec > 0 {
+	if r, ok := last.refRatio(); ok {
+		fmt.Fprintf(w, "throughput at log index %d: %.0f tx/s, %.2f of a fresh empty cluster's %.0f tx/s measured in alternation (medians of %d runs each; %s >= %.2f)\n",
+			last.LogIndex, last.Bench.TxPerSec, r, last.RefBench.TxPerSec, len(last.Runs),
+			check(r >= targetThroughputRatio), targetThroughputRatio)
+	} else if first.Bench.TxPerSec > 0 {
 		ratio := last.Bench.TxPerSec / first.Bench.TxPerSec
 		fmt.Fprintf(w, "throughput at log index %d: %.0f tx/s, %.2f of the empty log's %.0f tx/s (medians of %d and %d runs; %s >= %.2f)\n",
 			last.LogIndex, last.Bench.TxPerSec, ratio, first.Bench.TxPerSec, len(last.Runs), len(first.Runs),

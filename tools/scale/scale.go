@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -53,18 +54,19 @@ func binaries(ctx context.Context, txlogd, txlog, dir string, stderr io.Writer) 
 // scaler measures one cluster. It is used by one goroutine at a time.
 type scaler struct {
 	cfg    config
+	dir    string // the run's directory; the cluster is in a directory below it
 	cl     *chaos.Cluster
 	client *api.Client
 	out    io.Writer // the tables
 	log    io.Writer // progress
 }
 
-// startScaler starts a fresh cluster in dir/cluster and waits until it has a
+// startScaler starts a fresh cluster in dir/sub and waits until it has a
 // leader and every node is ready.
-func startScaler(ctx context.Context, cfg config, dir string, out, log io.Writer) (*scaler, error) {
+func startScaler(ctx context.Context, cfg config, dir, sub string, out, log io.Writer) (*scaler, error) {
 	cl, err := chaos.StartCluster(ctx, chaos.ClusterConfig{
 		Bin:         cfg.txlogd,
-		Dir:         filepath.Join(dir, "cluster"),
+		Dir:         filepath.Join(dir, sub),
 		ExtraArgs:   cfg.txlogdArgs,
 		StopTimeout: nodeStopTimeout,
 	})
@@ -73,6 +75,7 @@ func startScaler(ctx context.Context, cfg config, dir string, out, log io.Writer
 	}
 	s := &scaler{
 		cfg:    cfg,
+		dir:    dir,
 		cl:     cl,
 		client: api.NewClient(api.ClientConfig{AttemptTimeout: requestTimeout}),
 		out:    out,
@@ -204,34 +207,66 @@ func (s *scaler) fill(ctx context.Context, target int64) (*benchResult, error) {
 }
 
 // measure runs the measurement runs of a checkpoint and samples the nodes
-// after them.
-func (s *scaler) measure(ctx context.Context, target int64) (checkpoint, error) {
+// after them. With --reference, past the empty log, it also starts a fresh
+// empty cluster and runs the same measurement on it, alternating with this
+// cluster's runs, so that both see the same machine: on a shared machine the
+// load moves more between checkpoints than the log size moves throughput.
+func (s *scaler) measure(ctx context.Context, target int64) (cp checkpoint, err error) {
 	leader, st, err := s.leader(ctx)
 	if err != nil {
 		return checkpoint{}, err
 	}
-	cp := checkpoint{Target: target, LogIndex: st.CommitIndex, Leader: leader}
-	cpu0, err := s.nodesCPU()
-	if err != nil {
-		return cp, err
+	cp = checkpoint{Target: target, LogIndex: st.CommitIndex, Leader: leader}
+	var ref *scaler
+	if s.cfg.reference && target > 0 {
+		sub := fmt.Sprintf("reference-%d", target)
+		if ref, err = startScaler(ctx, s.cfg, s.dir, sub, io.Discard, s.log); err != nil {
+			return cp, fmt.Errorf("reference cluster: %w", err)
+		}
+		defer func() {
+			if cerr := ref.close(ctx); cerr != nil {
+				err = errors.Join(err, fmt.Errorf("reference cluster: %w", cerr))
+			} else if !s.cfg.keep {
+				err = errors.Join(err, os.RemoveAll(filepath.Join(s.dir, sub)))
+			}
+		}()
 	}
-	t0 := time.Now()
+	flags := measureFlags(s.cfg.clients, s.cfg.warmup, s.cfg.measure)
+	var cpu, elapsed time.Duration
 	for range s.cfg.repeats {
-		r, err := runBench(ctx, s.cfg.txlog, s.cl.HTTPAddrs(), measureFlags(s.cfg.clients, s.cfg.warmup, s.cfg.measure)...)
+		if ref != nil {
+			r, err := runBench(ctx, s.cfg.txlog, ref.cl.HTTPAddrs(), flags...)
+			if err != nil {
+				return cp, fmt.Errorf("reference cluster: %w", err)
+			}
+			cp.RefRuns = append(cp.RefRuns, r)
+		}
+		// The CPU of the whole bench process's life, warm-up included: close to
+		// the measured window's, and the same at every checkpoint.
+		cpu0, err := s.nodesCPU()
 		if err != nil {
 			return cp, err
 		}
+		t0 := time.Now()
+		r, err := runBench(ctx, s.cfg.txlog, s.cl.HTTPAddrs(), flags...)
+		if err != nil {
+			return cp, err
+		}
+		elapsed += time.Since(t0)
+		cpu1, err := s.nodesCPU()
+		if err != nil {
+			return cp, err
+		}
+		cpu += cpu1 - cpu0
 		cp.Runs = append(cp.Runs, r)
 	}
 	cp.Bench = medianRun(cp.Runs)
-	// The CPU of the whole bench processes' lives, warm-ups included: close to
-	// the measured windows', and the same at every checkpoint.
-	cpu1, err := s.nodesCPU()
-	if err != nil {
-		return cp, err
+	if ref != nil {
+		m := medianRun(cp.RefRuns)
+		cp.RefBench = &m
 	}
-	if secs := time.Since(t0).Seconds(); secs > 0 {
-		cp.NodesCPU = (cpu1 - cpu0).Seconds() / secs
+	if secs := elapsed.Seconds(); secs > 0 {
+		cp.NodesCPU = cpu.Seconds() / secs
 		if mean := meanTxPerSec(cp.Runs); mean > 0 {
 			cp.NodesCPUPerTx = cp.NodesCPU * 1e6 / mean
 		}
