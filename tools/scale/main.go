@@ -43,7 +43,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -90,6 +92,7 @@ type config struct {
 	catchUpTimeout time.Duration // bound on each wait for catching up or a leader
 	jsonPath       string
 	svgPath        string
+	plotFrom       string // a --json file to plot into --svg, without a run
 	txlogdArgs     []string
 }
 
@@ -115,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.catchUpTimeout, "catch-up-timeout", 5*time.Minute, "bound on each wait for a node to catch up or for a leader")
 	fs.StringVar(&c.jsonPath, "json", "", "write every sample as JSON to this file")
 	fs.StringVar(&c.svgPath, "svg", "", "write a plot of throughput, p99 and RSS against log size to this SVG file")
+	fs.StringVar(&c.plotFrom, "plot", "", "plot the --json file of an earlier run into --svg, and do nothing else")
 	own := args
 	if i := slices.Index(args, "--"); i >= 0 {
 		own, c.txlogdArgs = args[:i], args[i+1:]
@@ -124,6 +128,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments %q (txlogd flags go after --)", fs.Args())
+	}
+	if c.plotFrom != "" && c.svgPath == "" {
+		return c, errors.New("--plot needs --svg")
 	}
 	return c, c.validate()
 }
@@ -187,6 +194,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.plotFrom != "" {
+		return plot(cfg.plotFrom, cfg.svgPath)
 	}
 	dir, cleanup, err := workDir(cfg.dir, cfg.keep, stderr)
 	if err != nil {
@@ -270,4 +280,21 @@ func workDir(dir string, keep bool, stderr io.Writer) (string, func(), error) {
 		return dir, func() { fmt.Fprintf(stderr, "scale: kept %s\n", dir) }, nil
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// plot writes the plot of the report in the JSON file from to the SVG file to.
+func plot(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	var r report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	var svg bytes.Buffer
+	if err := writeSVG(&svg, r.Checkpoints); err != nil {
+		return err
+	}
+	return writeFileAtomic(to, svg.Bytes())
 }

@@ -54,6 +54,9 @@ func writeSVG(w io.Writer, cps []checkpoint) error {
 	var tputMax, p99Max float64
 	for _, cp := range cps {
 		tputMax = max(tputMax, cp.Bench.TxPerSec)
+		if cp.RefBench != nil {
+			tputMax = max(tputMax, cp.RefBench.TxPerSec)
+		}
 		p99Max = max(p99Max, cp.Bench.Latency.P99)
 	}
 	tTicks, pTicks := niceTicks(tputMax), niceTicks(p99Max)
@@ -67,15 +70,26 @@ func writeSVG(w io.Writer, cps []checkpoint) error {
 		goal := targetThroughputRatio * cps[0].Bench.TxPerSec
 		top.hline(ty.at(goal), fmt.Sprintf("%.0f%% of empty", targetThroughputRatio*100))
 	}
-	var tput, p99 []point
-	for _, cp := range cps {
+	var tput, ref, p99 []point
+	for i, cp := range cps {
 		x := xs.at(float64(cp.LogIndex))
 		tput = append(tput, point{x, ty.at(cp.Bench.TxPerSec)})
 		p99 = append(p99, point{x, py.at(cp.Bench.Latency.P99)})
+		switch {
+		case cp.RefBench != nil:
+			ref = append(ref, point{x, ty.at(cp.RefBench.TxPerSec)})
+		case i == 0: // the empty log is its own reference
+			ref = append(ref, point{x, ty.at(cp.Bench.TxPerSec)})
+		}
 	}
 	top.series("tput", colorTput, false, tput)
+	names, tcolors := []string{"tx/s", "p99 ms"}, []string{colorTput, colorP99}
+	if len(ref) > 1 {
+		top.series("ref", colorTput, true, ref)
+		names[0] = "tx/s (dashed: empty cluster)"
+	}
 	top.series("p99", colorP99, false, p99)
-	top.legend([]string{"tx/s", "p99 ms"}, []string{colorTput, colorP99})
+	top.legend(names, tcolors)
 
 	// Bottom panel: RSS per node, always tall enough to show the target.
 	rssMax := float64(targetRSSBytes) / mib

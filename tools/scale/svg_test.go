@@ -56,16 +56,22 @@ func TestWriteSVG(t *testing.T) {
 	tests := []struct {
 		name        string
 		checkpoints int
+		reference   bool           // checkpoints past the first have a reference cluster's median
 		want        map[string]int // element counts that must match
 	}{
-		{"eleven checkpoints", 11, map[string]int{"svg": 1, "circle.tput": 11, "circle.p99": 11, "circle.rss": 33, "circle.anon": 33, "polyline.rss": 3, "polyline.anon": 3}},
-		{"one checkpoint", 1, map[string]int{"circle.tput": 1, "circle.p99": 1, "circle.rss": 3, "circle.anon": 3}},
-		{"no checkpoints", 0, map[string]int{"svg": 1, "circle": 0, "polyline": 0}},
+		{"eleven checkpoints", 11, false, map[string]int{"svg": 1, "circle.tput": 11, "circle.p99": 11, "circle.rss": 33, "circle.anon": 33, "polyline.rss": 3, "polyline.anon": 3}},
+		{"one checkpoint", 1, false, map[string]int{"circle.tput": 1, "circle.p99": 1, "circle.rss": 3, "circle.anon": 3}},
+		{"no checkpoints", 0, false, map[string]int{"svg": 1, "circle": 0, "polyline": 0}},
+		{"with reference clusters", 4, true, map[string]int{"circle.tput": 4, "circle.ref": 4, "polyline.ref": 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			cps := sampleCheckpoints(tt.checkpoints)
+			for i := 1; tt.reference && i < len(cps); i++ {
+				cps[i].RefBench = &benchResult{TxPerSec: 2100}
+			}
 			var b bytes.Buffer
-			if err := writeSVG(&b, sampleCheckpoints(tt.checkpoints)); err != nil {
+			if err := writeSVG(&b, cps); err != nil {
 				t.Fatalf("writeSVG() error = %v", err)
 			}
 			got := svgElements(t, b.Bytes())
