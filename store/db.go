@@ -686,12 +686,19 @@ func (db *DB) Log(from uint64, limit int) ([]LogRecord, uint64, error) {
 	if limit <= 0 {
 		return nil, from, nil
 	}
+	// A read that comes up short goes on from where it stopped, so the one in
+	// the open transaction, under the writer's lock, reads only what is not
+	// committed yet. Log records never change once written, and each read
+	// sees at least what the one before it saw.
 	var recs []LogRecord
-	var next uint64
+	next := from
 	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
-		var err error
-		recs, next, err = readLog(tx, from, limit)
-		return err == nil && len(recs) < limit, err
+		more, n, err := readLog(tx, next, limit-len(recs))
+		if err != nil {
+			return false, err
+		}
+		recs, next = append(recs, more...), n
+		return len(recs) < limit, nil
 	})
 	if err != nil {
 		return nil, from, err
