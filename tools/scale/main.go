@@ -109,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&c.step, "step", 100_000, "transactions between checkpoints")
 	fs.IntVar(&c.clients, "clients", 64, "clients of each measurement run")
 	fs.IntVar(&c.repeats, "repeats", 3, "measurement runs per checkpoint; the table shows the median run")
-	fs.BoolVar(&c.reference, "reference", true, "at each checkpoint past the empty log, also measure a fresh empty cluster, alternating runs with the grown one, and compare with it")
+	fs.BoolVar(&c.reference, "reference", true, "at each checkpoint past the empty log, also measure a fresh empty cluster, alternating runs with the grown one, and compare with it (its data is removed after the checkpoint unless --keep)")
 	fs.DurationVar(&c.measure, "measure", 10*time.Second, "measured time of each measurement run")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "warm-up of each measurement run")
 	fs.IntVar(&c.fillClients, "fill-clients", 16, "clients of the runs that grow the log")
