@@ -310,8 +310,8 @@ func ensureSchema(tx *bolt.Tx) (appliedState, error) {
 }
 
 // dropEvery is how many records pageDropper lets a walk at open read between
-// two drops of the pages it touched.
-const dropEvery = 32 << 10
+// two drops of the pages it touched. A variable so that tests can make it small.
+var dropEvery = 32 << 10
 
 // pageDropper drops the pages of the memory map from the resident set (as
 // ReleaseMemory does) every dropEvery records of the walks that build the
