@@ -450,7 +450,7 @@ func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
 	// and may not have applied it yet itself.
 	here := n.raft.WaitApplied(ctx, top.res.Index) == nil
 	voters, err := n.otherVoters(ctx)
-	everywhere := here && err == nil && n.appliedEverywhere(ctx, voters, top.res.TxID)
+	everywhere := here && err == nil && n.appliedEverywhere(ctx, voters, top.res.Index, top.res.TxID)
 	for _, p := range committed {
 		if everywhere {
 			p.res.Durability = api.AckAll
@@ -479,33 +479,6 @@ func (n *Node) otherVoters(ctx context.Context) ([]string, error) {
 		urls = append(urls, "http://"+info.HTTPAddr)
 	}
 	return urls, nil
-}
-
-// appliedEverywhere asks each voter, in parallel, to wait until it has applied
-// the transaction, within ctx.
-func (n *Node) appliedEverywhere(ctx context.Context, voters []string, id txid.ID) bool {
-	wait := time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		wait = time.Until(dl) - 50*time.Millisecond
-	}
-	if wait <= 0 {
-		return false
-	}
-	var wg sync.WaitGroup
-	ok := make([]bool, len(voters))
-	for i, base := range voters {
-		wg.Go(func() {
-			res, err := n.peerClient(base).Tx(ctx, id, wait)
-			ok[i] = err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected)
-		})
-	}
-	wg.Wait()
-	for _, v := range ok {
-		if !v {
-			return false
-		}
-	}
-	return true
 }
 
 // peerClient returns a client bound to one node, cached.

@@ -35,6 +35,7 @@ type Node struct {
 
 	peers       *peerBook
 	peerClients sync.Map // base URL → *api.Client, for ack=all
+	voterChecks sync.Map // base URL → *voterChecks, ack=all's coalesced checks (ackall.go)
 	intake      *intake
 	park        parker // nil without --redis-addr
 

@@ -1,0 +1,134 @@
+package node
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/txid"
+)
+
+// ack=all asks every other voter whether it has applied a transaction. The
+// checks on one voter are coalesced in rounds: a round takes every check
+// waiting for that voter and asks once, for the one with the highest log
+// index, with GET /v1/tx/{txid}?wait=. A voter that has applied the entry at
+// that index has applied every entry before it (voters apply committed
+// entries in log order, and a committed entry is the same on every node), so
+// the answer settles the whole round. Checks that arrive while a round's
+// request is out wait for the next round, so no answer is older than the
+// check it settles. Under load this is one request per voter and round
+// instead of one per request and voter.
+
+// voterChecks is the checks waiting for one voter, and whether a goroutine
+// runs its rounds.
+type voterChecks struct {
+	mu      sync.Mutex
+	waiting []*appliedCheck
+	running bool
+}
+
+// appliedCheck is one request's question to one voter: has it applied the
+// transaction id, committed at index? done gets the answer (capacity 1, so
+// the round never blocks on a caller that gave up).
+type appliedCheck struct {
+	index    uint64
+	id       txid.ID
+	deadline time.Time
+	done     chan bool
+}
+
+// checkMargin is how long before a check's deadline its request to the voter
+// stops waiting, so that the answer arrives within the deadline.
+const checkMargin = 50 * time.Millisecond
+
+// appliedEverywhere asks each voter, in parallel, whether it has applied the
+// transaction id committed at index, waiting within ctx.
+func (n *Node) appliedEverywhere(ctx context.Context, voters []string, index uint64, id txid.ID) bool {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Second + checkMargin)
+	}
+	if time.Until(deadline) <= checkMargin {
+		return false
+	}
+	checks := make([]*appliedCheck, len(voters))
+	for i, base := range voters {
+		checks[i] = &appliedCheck{index: index, id: id, deadline: deadline, done: make(chan bool, 1)}
+		n.enqueueCheck(base, checks[i])
+	}
+	for _, c := range checks {
+		select {
+		case ok := <-c.done:
+			if !ok {
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// enqueueCheck adds c to the checks waiting for the voter at base, and starts
+// the voter's rounds if none run.
+func (n *Node) enqueueCheck(base string, c *appliedCheck) {
+	v, _ := n.voterChecks.LoadOrStore(base, &voterChecks{})
+	vc := v.(*voterChecks)
+	vc.mu.Lock()
+	vc.waiting = append(vc.waiting, c)
+	start := !vc.running
+	vc.running = true
+	vc.mu.Unlock()
+	if start {
+		go n.runChecks(base, vc)
+	}
+}
+
+// runChecks runs rounds of the checks waiting for the voter at base until
+// none wait.
+func (n *Node) runChecks(base string, vc *voterChecks) {
+	for {
+		vc.mu.Lock()
+		round := vc.waiting
+		vc.waiting = nil
+		if len(round) == 0 {
+			vc.running = false
+			vc.mu.Unlock()
+			return
+		}
+		vc.mu.Unlock()
+		ok := n.checkRound(base, round)
+		for _, c := range round {
+			c.done <- ok
+		}
+	}
+}
+
+// checkRound asks the voter at base about the check of round with the
+// highest index, waiting up to the latest deadline of the round (a check
+// whose own deadline comes first gives up on its own).
+func (n *Node) checkRound(base string, round []*appliedCheck) bool {
+	top := slices.MaxFunc(round, func(a, b *appliedCheck) int {
+		if a.index != b.index {
+			return cmp.Compare(a.index, b.index)
+		}
+		return a.deadline.Compare(b.deadline)
+	})
+	deadline := top.deadline
+	for _, c := range round {
+		if c.deadline.After(deadline) {
+			deadline = c.deadline
+		}
+	}
+	wait := time.Until(deadline) - checkMargin
+	if wait <= 0 {
+		return false
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	res, err := n.peerClient(base).Tx(ctx, top.id, wait)
+	return err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected)
+}
