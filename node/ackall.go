@@ -75,7 +75,10 @@ func (n *Node) appliedEverywhere(ctx context.Context, voters []string, index uin
 // enqueueCheck adds c to the checks waiting for the voter at base, and starts
 // the voter's rounds if none run.
 func (n *Node) enqueueCheck(base string, c *appliedCheck) {
-	v, _ := n.voterChecks.LoadOrStore(base, &voterChecks{})
+	v, ok := n.voterChecks.Load(base)
+	if !ok {
+		v, _ = n.voterChecks.LoadOrStore(base, &voterChecks{})
+	}
 	vc := v.(*voterChecks)
 	vc.mu.Lock()
 	vc.waiting = append(vc.waiting, c)
@@ -111,12 +114,7 @@ func (n *Node) runChecks(base string, vc *voterChecks) {
 // highest index, waiting up to the latest deadline of the round (a check
 // whose own deadline comes first gives up on its own).
 func (n *Node) checkRound(base string, round []*appliedCheck) bool {
-	top := slices.MaxFunc(round, func(a, b *appliedCheck) int {
-		if a.index != b.index {
-			return cmp.Compare(a.index, b.index)
-		}
-		return a.deadline.Compare(b.deadline)
-	})
+	top := slices.MaxFunc(round, func(a, b *appliedCheck) int { return cmp.Compare(a.index, b.index) })
 	deadline := top.deadline
 	for _, c := range round {
 		if c.deadline.After(deadline) {
