@@ -11,6 +11,10 @@ import (
 type SubmitOptions struct {
 	Timeout time.Duration // query timeout; default DefaultTimeout
 	Ack     string        // AckQuorum (default), AckAll or AckAccepted
+	// Fresh is for internal proposals only (query parameter fresh=true): no
+	// frame of the proposal was sent to a leader before, so none can be in the
+	// log yet and the leader need not look them up first.
+	Fresh bool
 }
 
 // ReadOptions are the query parameters of GET /v1/kv/{key}.

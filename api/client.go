@@ -352,7 +352,7 @@ func (c *Client) TransferLeadershipVia(ctx context.Context, baseURL string, req 
 // node uses it to forward what it accepted to the leader; a node that is not
 // the leader answers ErrNotLeader.
 func (c *Client) ProposeTo(ctx context.Context, baseURL string, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
-	q, serverTime, ok := writeQuery(ctx, opts)
+	q, serverTime, ok := proposeQuery(ctx, opts)
 	if !ok {
 		return nil, fmt.Errorf("propose to %s: %w", baseURL, errNoTimeLeft)
 	}

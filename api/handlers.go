@@ -176,12 +176,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 // handlePropose serves POST /v1/internal/propose: frames of encoded
 // transactions that another node accepted.
 func (s *Server) handlePropose(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, "timeout", "ack")
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	opts, err := s.submitOptions(q)
+	q, err := parseQuery(r, proposeParams...)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -191,33 +186,51 @@ func (s *Server) handlePropose(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	payloads, err := DecodeFrames(body, s.cfg.MaxBatchTxs)
-	if err != nil {
-		s.writeError(w, &Error{Code: CodeBadRequest, Message: "body: " + err.Error()})
-		return
-	}
-	if len(payloads) == 0 {
-		s.writeError(w, &Error{Code: CodeBadRequest, Message: "body: no frames"})
-		return
-	}
-	for i, p := range payloads {
-		if len(p) == 0 {
-			s.writeError(w, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("body: frame %d: empty", i)})
-			return
-		}
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), opts.Timeout)
-	defer cancel()
-	results, err := s.b.Propose(ctx, payloads, opts)
+	results, err := s.propose(r.Context(), q, body)
 	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	if len(results) != len(payloads) {
-		s.writeError(w, fmt.Errorf("backend: %d results for %d payloads", len(results), len(payloads)))
-		return
-	}
 	s.writeJSON(w, http.StatusOK, BatchResponse{Results: results})
+}
+
+// proposeParams are the query parameters of an internal proposal.
+var proposeParams = []string{"timeout", "ack", "fresh"}
+
+// propose runs an internal proposal, from POST /v1/internal/propose or a
+// propose stream: q holds its proposeParams, body its frames.
+func (s *Server) propose(ctx context.Context, q query, body []byte) ([]TxResult, error) {
+	opts, err := s.submitOptions(q)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := q.choice("fresh", "false", "true")
+	if err != nil {
+		return nil, err
+	}
+	opts.Fresh = fresh == "true"
+	payloads, err := DecodeFrames(body, s.cfg.MaxBatchTxs)
+	if err != nil {
+		return nil, &Error{Code: CodeBadRequest, Message: "body: " + err.Error()}
+	}
+	if len(payloads) == 0 {
+		return nil, &Error{Code: CodeBadRequest, Message: "body: no frames"}
+	}
+	for i, p := range payloads {
+		if len(p) == 0 {
+			return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("body: frame %d: empty", i)}
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	results, err := s.b.Propose(ctx, payloads, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(results) != len(payloads) {
+		return nil, fmt.Errorf("backend: %d results for %d payloads", len(results), len(payloads))
+	}
+	return results, nil
 }
 
 // handleTx serves GET /v1/tx/{txid}.

@@ -20,7 +20,12 @@ type query url.Values
 // parameter given twice and a parameter not in allowed: a typo such as
 // "timout=1s" must not fall back to the default without a word.
 func parseQuery(r *http.Request, allowed ...string) (query, error) {
-	v, err := url.ParseQuery(r.URL.RawQuery)
+	return parseRawQuery(r.URL.RawQuery, allowed...)
+}
+
+// parseRawQuery is parseQuery of the query text raw.
+func parseRawQuery(raw string, allowed ...string) (query, error) {
+	v, err := url.ParseQuery(raw)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("query: %v", err)}
 	}

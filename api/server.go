@@ -127,6 +127,8 @@ type Server struct {
 	b      Backend
 	log    *slog.Logger
 	router *mux.Router
+	// streams are the propose streams this server serves (stream.go).
+	streams streamSet
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -173,6 +175,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
 
 	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
+	r.HandleFunc(StreamPath, s.handleStream).Methods(http.MethodGet)
 	return r
 }
 
@@ -228,21 +231,28 @@ type errorAnswer struct {
 
 // writeError answers err with its status and code from the code table.
 func (s *Server) writeError(w http.ResponseWriter, err error) {
-	status, body := errorBody(err)
+	status, b := s.errorAnswer(err)
 	if rec, ok := w.(*recorder); ok {
 		rec.err = err
-	}
-	if status == http.StatusInternalServerError {
-		s.log.Warn("internal error", "err", err)
 	}
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	b, _ := json.Marshal(errorAnswer{Error: body}) // an ErrorBody always encodes
 	w.WriteHeader(status)
 	if _, err := w.Write(append(b, '\n')); err != nil {
 		s.log.Debug("write answer", "err", err)
 	}
+}
+
+// errorAnswer returns the status and the JSON body that answer err, logging an
+// internal error.
+func (s *Server) errorAnswer(err error) (int, []byte) {
+	status, body := errorBody(err)
+	if status == http.StatusInternalServerError {
+		s.log.Warn("internal error", "err", err)
+	}
+	b, _ := json.Marshal(errorAnswer{Error: body}) // an ErrorBody always encodes
+	return status, b
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {

@@ -63,6 +63,15 @@ func writeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Durat
 	return q, d, true
 }
 
+// proposeQuery is writeQuery for an internal proposal.
+func proposeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Duration, bool) {
+	q, d, ok := writeQuery(ctx, opts)
+	if ok && opts.Fresh {
+		q.Set("fresh", "true")
+	}
+	return q, d, ok
+}
+
 // serverTimeout is the timeout a write asks the server for at most.
 func serverTimeout(opts SubmitOptions) time.Duration {
 	if opts.Timeout > 0 {

@@ -56,7 +56,7 @@ func newFakeVoter(t *testing.T) *fakeVoter {
 // transaction, and each voter gets a few requests, not one per check.
 func TestAppliedEverywhereCoalesces(t *testing.T) {
 	voters := []*fakeVoter{newFakeVoter(t), newFakeVoter(t)}
-	n := forwardNode()
+	n := forwardNode(t, ForwardStream)
 	const checks = 60
 	var wg sync.WaitGroup
 	var yes atomic.Int64
@@ -90,7 +90,7 @@ func TestAppliedEverywhereCoalesces(t *testing.T) {
 // a voter that applied the lower index of two checks in one round does not
 // pass the higher one.
 func TestAppliedEverywhereLagging(t *testing.T) {
-	n := forwardNode()
+	n := forwardNode(t, ForwardStream)
 	check := func(base string, index uint64, d time.Duration) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()

@@ -25,7 +25,7 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOpti
 	ps := make([]*pending, 0, len(frames))
 	slot := make([]int, 0, len(frames))
 	for i, f := range frames {
-		p, err := decodeFrame(f)
+		p, err := decodeFrame(f, !opts.Fresh)
 		if err != nil {
 			results[i].Error = &api.ErrorBody{Code: api.CodeInvalidTx, Message: err.Error()}
 			continue
@@ -49,14 +49,15 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOpti
 	return results, nil
 }
 
-// decodeFrame decodes a forwarded command and checks its payload.
-func decodeFrame(f []byte) (*pending, error) {
+// decodeFrame decodes a forwarded command and checks its payload. sent says
+// whether the forwarding node may have sent it to a leader before; then it is
+// looked up in the log before it is proposed.
+func decodeFrame(f []byte, sent bool) (*pending, error) {
 	c, err := store.DecodeCommand(f)
 	if err != nil {
 		return nil, err
 	}
-	// The forwarding node may have sent this frame before: look it up first.
-	p := &pending{kind: c.Kind, payload: c.Payload, sent: true}
+	p := &pending{kind: c.Kind, payload: c.Payload, sent: sent}
 	switch c.Kind {
 	case store.KindTx:
 		tx, err := store.DecodeTx(c.Payload)

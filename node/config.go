@@ -57,6 +57,11 @@ type Config struct {
 	// proposing; "off" appends it only when it has to be parked. ack=accepted
 	// always waits for the append. See docs/durability.md.
 	IntakeWAL string
+	// Forward is how a follower sends the writes it accepted to the leader:
+	// "stream" (default) over one persistent propose stream per leader
+	// (api.Streams), "http" with one POST /v1/internal/propose per group. A
+	// leader that does not serve streams gets POSTs either way.
+	Forward string
 	// MaxUnresolved bounds the transactions this node has accepted and not seen
 	// resolved (in flight or parked); past it, writes get 503 overloaded, so that
 	// an ack=accepted flood or a long outage cannot grow the backlog without
@@ -111,6 +116,12 @@ const (
 	IntakeOff      = "off"
 )
 
+// Forwarding modes (Config.Forward).
+const (
+	ForwardStream = "stream"
+	ForwardHTTP   = "http"
+)
+
 // withDefaults returns a copy of c with defaults filled in.
 func (c Config) withDefaults() Config {
 	if c.DataDir == "" && c.ID != "" {
@@ -142,6 +153,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IntakeWAL == "" {
 		c.IntakeWAL = IntakeParallel
+	}
+	if c.Forward == "" {
+		c.Forward = ForwardStream
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
@@ -226,6 +240,11 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("raft-log %q: want boltdb or wal", c.RaftLog))
 	}
+	switch c.Forward {
+	case ForwardStream, ForwardHTTP:
+	default:
+		errs = append(errs, fmt.Errorf("forward %q: want stream or http", c.Forward))
+	}
 	switch c.IntakeWAL {
 	case IntakeParallel, IntakeSync, IntakeOff:
 	default:
@@ -288,6 +307,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
 	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
+	fs.StringVar(&c.Forward, "forward", ForwardStream, "how a follower sends accepted writes to the leader: stream (one persistent connection) or http (a POST per group)")
 	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
 	fs.StringVar(&c.RaftLog, "raft-log", "", "raft log store: wal (hashicorp/raft-wal) or boltdb (raft-boltdb); default: the data dir's kind, wal for a new one")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")

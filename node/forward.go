@@ -170,11 +170,16 @@ func (n *Node) sendGroup(base string, calls []*fwdCall) {
 		if c.deadline.Before(deadline) {
 			deadline = c.deadline
 		}
+		opts.Fresh = opts.Fresh && c.opts.Fresh // the leader looks up the group's frames unless none was sent before
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	opts.Timeout = time.Until(deadline)
-	results, err := n.client.ProposeTo(ctx, base, frames, opts)
+	propose := n.streams.Propose
+	if n.cfg.Forward == ForwardHTTP {
+		propose = n.client.ProposeTo
+	}
+	results, err := propose(ctx, base, frames, opts)
 	off := 0
 	for _, c := range calls {
 		r := fwdReply{err: err}

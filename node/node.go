@@ -22,12 +22,14 @@ import (
 
 // Node is one running txlog node.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	ids    *txid.Generator
-	db     *store.DB
-	raft   *replication.Raft
-	client *api.Client // forwards to the leader over persistent connections
+	cfg     Config
+	log     *slog.Logger
+	ids     *txid.Generator
+	db      *store.DB
+	raft    *replication.Raft
+	client  *api.Client  // forwards to the leader over persistent connections
+	streams *api.Streams // forwards proposals to the leader over propose streams
+	api     *api.Server
 
 	ln       net.Listener
 	srv      *http.Server
@@ -121,11 +123,13 @@ func Open(cfg Config) (*Node, error) {
 		n.httpAddr = cfg.AdvertiseHTTPAddr
 	}
 	n.client = api.NewClient(api.ClientConfig{})
+	n.streams = api.NewStreams(n.client)
+	n.api = api.NewServer(api.Config{
+		MaxBodyBytes: cfg.MaxBodyBytes,
+		Logger:       cfg.Logger,
+	}, n)
 	n.srv = &http.Server{
-		Handler: api.NewServer(api.Config{
-			MaxBodyBytes: cfg.MaxBodyBytes,
-			Logger:       cfg.Logger,
-		}, n),
+		Handler:           n.api,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
@@ -210,7 +214,11 @@ func (n *Node) Close() error {
 				n.log.Warn("http shutdown", "err", err)
 				n.srv.Close()
 			}
+			if err := n.api.CloseStreams(ctx); err != nil {
+				n.log.Warn("propose streams shutdown", "err", err)
+			}
 			cancel()
+			n.streams.Close()
 		}
 		n.wg.Wait()
 		n.closeErr = n.closeParts()

@@ -175,9 +175,11 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, opts api.SubmitOptions) {
 	frames := make([][]byte, len(ps))
 	wasSent := make([]bool, len(ps))
+	opts.Fresh = true
 	for i, p := range ps {
 		frames[i] = p.frame()
 		wasSent[i] = p.sent
+		opts.Fresh = opts.Fresh && !p.sent
 		p.sent = true // the request may reach the leader whatever comes back
 	}
 	results, err := n.forward(ctx, base, frames, opts)

@@ -1,0 +1,343 @@
+package api
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A propose stream carries internal proposals from one node to another over
+// one persistent connection, instead of one POST /v1/internal/propose each.
+// The proposing node opens it on the other node's HTTP port:
+//
+//	GET /v1/internal/stream HTTP/1.1
+//	Connection: Upgrade
+//	Upgrade: txlog-propose/1
+//
+// and the other node answers 101 Switching Protocols with the same Upgrade
+// header. After that the connection carries messages in both directions, each
+// the length of its body as an unsigned varint, then the body:
+//
+//	request: uvarint id | uvarint len(q) | q | frames
+//	answer:  uvarint id | uvarint status | JSON
+//
+// A request is POST /v1/internal/propose in a message: q is its query text
+// (timeout, ack, fresh), frames its body (frames.go). The answer with the same id is
+// what that POST would answer: the HTTP status and the JSON body (a
+// BatchResponse for 200, an error object otherwise). Requests are served
+// concurrently and answered in the order they finish. A request whose envelope
+// cannot be read ends the stream; everything else (a bad query, bad frames, a
+// refused proposal) is an answer with a 4xx or 5xx status.
+const (
+	StreamPath     = "/v1/internal/stream"
+	StreamProtocol = "txlog-propose/1"
+)
+
+// maxStreamHeadBytes bounds what a request adds to its frames: its id and query.
+const maxStreamHeadBytes = 4 << 10
+
+// streamWriteTimeout bounds one write of answers to a stream; a peer that reads
+// nothing for that long loses the stream.
+const streamWriteTimeout = 10 * time.Second
+
+var errStreamMessage = errors.New("bad stream message")
+
+// appendStreamMessage appends the message of a body made of head then rest.
+func appendStreamMessage(b, head, rest []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(head)+len(rest)))
+	b = append(b, head...)
+	return append(b, rest...)
+}
+
+// encodeStreamRequest returns the message of request id.
+func encodeStreamRequest(id uint64, q string, frames []byte) []byte {
+	head := binary.AppendUvarint(make([]byte, 0, 2*binary.MaxVarintLen64+len(q)), id)
+	head = binary.AppendUvarint(head, uint64(len(q)))
+	head = append(head, q...)
+	return appendStreamMessage(make([]byte, 0, binary.MaxVarintLen64+len(head)+len(frames)), head, frames)
+}
+
+// uvarint reads the unsigned varint at the start of b, in minimal form (so
+// that a message decodes from one encoding only), and returns its length; 0
+// when b starts with none.
+func uvarint(b []byte) (uint64, int) {
+	v, n := binary.Uvarint(b)
+	if n <= 0 || (n > 1 && b[n-1] == 0) {
+		return 0, 0
+	}
+	return v, n
+}
+
+// decodeStreamRequest splits the body of a request message. frames aliases body.
+func decodeStreamRequest(body []byte) (id uint64, q string, frames []byte, err error) {
+	id, n := uvarint(body)
+	if n == 0 {
+		return 0, "", nil, fmt.Errorf("%w: request id", errStreamMessage)
+	}
+	body = body[n:]
+	l, n := uvarint(body)
+	if n == 0 || l > uint64(len(body)-n) || l > maxStreamHeadBytes {
+		return 0, "", nil, fmt.Errorf("%w: request %d: query length", errStreamMessage, id)
+	}
+	body = body[n:]
+	return id, string(body[:l]), body[l:], nil
+}
+
+// encodeStreamAnswer returns the message answering request id.
+func encodeStreamAnswer(id uint64, status int, body []byte) []byte {
+	head := binary.AppendUvarint(make([]byte, 0, 2*binary.MaxVarintLen64), id)
+	head = binary.AppendUvarint(head, uint64(status))
+	return appendStreamMessage(make([]byte, 0, binary.MaxVarintLen64+len(head)+len(body)), head, body)
+}
+
+// decodeStreamAnswer splits the body of an answer message. rest aliases body.
+func decodeStreamAnswer(body []byte) (id uint64, status int, rest []byte, err error) {
+	id, n := uvarint(body)
+	if n == 0 {
+		return 0, 0, nil, fmt.Errorf("%w: answer id", errStreamMessage)
+	}
+	body = body[n:]
+	st, n := uvarint(body)
+	if n == 0 || st < 100 || st > 599 {
+		return 0, 0, nil, fmt.Errorf("%w: answer %d: status", errStreamMessage, id)
+	}
+	return id, int(st), body[n:], nil
+}
+
+// readStreamMessage reads one message and returns its body, refusing a body
+// longer than limit bytes.
+func readStreamMessage(r *bufio.Reader, limit int64) ([]byte, error) {
+	l, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	if l > uint64(limit) {
+		return nil, fmt.Errorf("%w: %d bytes, more than %d", errStreamMessage, l, limit)
+	}
+	b := make([]byte, l)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("read %d-byte message: %w", l, io.ErrUnexpectedEOF)
+	}
+	return b, nil
+}
+
+// hasToken reports whether the comma-separated header field name of h holds
+// token, compared without regard to case.
+func hasToken(h http.Header, name, token string) bool {
+	for _, v := range h.Values(name) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// streamSet is the propose streams a Server serves, so that CloseStreams can
+// end them.
+type streamSet struct {
+	mu     sync.Mutex
+	conns  map[*serverStream]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// serverStream is one propose stream a Server serves.
+type serverStream struct {
+	conn   net.Conn
+	ctx    context.Context // ends when the stream fails or CloseStreams gives up waiting
+	cancel context.CancelFunc
+}
+
+// handleStream serves GET /v1/internal/stream: it upgrades the connection to a
+// propose stream and serves it until the peer closes it or CloseStreams runs.
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
+	if _, err := parseQuery(r); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if !hasToken(r.Header, "Connection", "upgrade") || r.Header.Get("Upgrade") != StreamProtocol {
+		s.writeError(w, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("want headers Connection: Upgrade and Upgrade: %s", StreamProtocol)})
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	st := &serverStream{ctx: ctx, cancel: cancel}
+	ss := &s.streams
+	ss.mu.Lock()
+	if ss.closed {
+		ss.mu.Unlock()
+		cancel()
+		s.writeError(w, fmt.Errorf("propose stream: %w", ErrShuttingDown))
+		return
+	}
+	if ss.conns == nil {
+		ss.conns = map[*serverStream]struct{}{}
+	}
+	ss.conns[st] = struct{}{}
+	ss.wg.Add(1)
+	ss.mu.Unlock()
+	defer func() {
+		cancel()
+		ss.mu.Lock()
+		delete(ss.conns, st)
+		ss.mu.Unlock()
+		ss.wg.Done()
+	}()
+
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		s.writeError(w, fmt.Errorf("propose stream: hijack: %w", err))
+		return
+	}
+	defer conn.Close()
+	ss.mu.Lock()
+	st.conn = conn
+	closed := ss.closed
+	ss.mu.Unlock()
+	if closed {
+		return
+	}
+	_ = conn.SetDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := io.WriteString(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+StreamProtocol+"\r\n\r\n"); err != nil {
+		return
+	}
+	if err := rw.Flush(); err != nil {
+		return
+	}
+	_ = conn.SetDeadline(time.Time{})
+	s.serveStream(st, rw.Reader)
+}
+
+// serveStream reads st's requests and answers each from its own goroutine.
+// When reading ends because the peer went away, the requests in flight are
+// cancelled; when it ends because CloseStreams stopped it, they finish and
+// their answers go out first.
+func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
+	answers := make(chan []byte, 64)
+	written := make(chan struct{})
+	go s.writeStream(st, answers, written)
+	var inflight sync.WaitGroup
+	var err error
+	for {
+		var msg []byte
+		if msg, err = readStreamMessage(br, s.cfg.MaxInternalBodyBytes+maxStreamHeadBytes); err != nil {
+			break
+		}
+		id, q, frames, derr := decodeStreamRequest(msg)
+		if derr != nil {
+			err = derr
+			break
+		}
+		inflight.Go(func() { answers <- s.streamAnswer(st.ctx, id, q, frames) })
+	}
+	s.streams.mu.Lock()
+	closing := s.streams.closed
+	s.streams.mu.Unlock()
+	if !closing {
+		if errors.Is(err, errStreamMessage) {
+			s.log.Warn("propose stream: bad message, closing", "remote", st.conn.RemoteAddr(), "err", err)
+		}
+		st.cancel()
+	}
+	inflight.Wait()
+	close(answers)
+	<-written
+}
+
+// writeStream writes answers to st until answers is closed, flushing when none
+// waits. After a failed write it closes the connection (which ends the
+// reading) and drops what follows.
+func (s *Server) writeStream(st *serverStream, answers <-chan []byte, written chan<- struct{}) {
+	defer close(written)
+	bw := bufio.NewWriterSize(st.conn, 64<<10)
+	failed := false
+	for m := range answers {
+		if failed {
+			continue
+		}
+		_ = st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		_, err := bw.Write(m)
+	more:
+		for err == nil {
+			select {
+			case m, ok := <-answers:
+				if !ok {
+					break more
+				}
+				_, err = bw.Write(m)
+			default:
+				break more
+			}
+		}
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err != nil {
+			failed = true
+			st.cancel()
+			st.conn.Close()
+		}
+	}
+}
+
+// streamAnswer runs one stream request and returns its answer message.
+func (s *Server) streamAnswer(ctx context.Context, id uint64, rawQuery string, frames []byte) []byte {
+	status, body := http.StatusOK, []byte(nil)
+	q, err := parseRawQuery(rawQuery, proposeParams...)
+	var results []TxResult
+	if err == nil {
+		results, err = s.propose(ctx, q, frames)
+	}
+	if err == nil {
+		body, err = marshalJSON(BatchResponse{Results: results})
+		if err != nil {
+			err = fmt.Errorf("encode answer: %w", err)
+		}
+	}
+	if err != nil {
+		status, body = s.errorAnswer(err)
+	}
+	return encodeStreamAnswer(id, status, body)
+}
+
+// CloseStreams ends the propose streams: they stop reading requests, and the
+// requests in flight finish and are answered, until ctx ends; then what is
+// left is cancelled. Streams that try to open later are refused. Call it after
+// http.Server.Shutdown, which does not know about upgraded connections.
+func (s *Server) CloseStreams(ctx context.Context) error {
+	ss := &s.streams
+	ss.mu.Lock()
+	ss.closed = true
+	for st := range ss.conns {
+		if st.conn != nil {
+			_ = st.conn.SetReadDeadline(time.Now())
+		}
+	}
+	ss.mu.Unlock()
+	done := make(chan struct{})
+	go func() { ss.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	ss.mu.Lock()
+	for st := range ss.conns {
+		st.cancel()
+		if st.conn != nil {
+			st.conn.Close()
+		}
+	}
+	ss.mu.Unlock()
+	<-done
+	return fmt.Errorf("close propose streams: %w", ctx.Err())
+}

@@ -1,0 +1,436 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// streamServer is an httptest server of a Server over b that counts the
+// connections made to it.
+type streamServer struct {
+	*httptest.Server
+	api   *Server
+	conns atomic.Int64
+}
+
+func newStreamServer(t *testing.T, b Backend) *streamServer {
+	t.Helper()
+	s := &streamServer{api: NewServer(testConfig, b)}
+	s.Server = httptest.NewUnstartedServer(s.api)
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	s.Start()
+	t.Cleanup(func() {
+		s.Close()
+		s.api.CloseStreams(context.Background())
+	})
+	return s
+}
+
+func newTestStreams(t *testing.T) *Streams {
+	p := NewStreams(NewClient(ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// echoPropose answers each frame with a result whose idempotency key is the
+// frame's text.
+func echoPropose(_ context.Context, payloads [][]byte, _ SubmitOptions) ([]TxResult, error) {
+	out := make([]TxResult, len(payloads))
+	for i, p := range payloads {
+		out[i] = TxResult{Status: StatusCommitted, IdempotencyKey: string(p), Index: uint64(i + 1)}
+	}
+	return out, nil
+}
+
+func checkEcho(t *testing.T, payloads [][]byte, res []TxResult, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("Propose: %v", err)
+	}
+	if len(res) != len(payloads) {
+		t.Fatalf("%d results for %d payloads", len(res), len(payloads))
+	}
+	for i, r := range res {
+		if r.IdempotencyKey != string(payloads[i]) || r.Status != StatusCommitted {
+			t.Errorf("result %d = %+v, want the echo of %q", i, r, payloads[i])
+		}
+	}
+}
+
+// TestStreamPropose: concurrent proposals go over one connection, each with
+// its options, and each gets its own results.
+func TestStreamPropose(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]SubmitOptions{}
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		mu.Lock()
+		seen[string(payloads[0])] = opts
+		mu.Unlock()
+		return echoPropose(ctx, payloads, opts)
+	}})
+	p := newTestStreams(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			payloads := [][]byte{fmt.Appendf(nil, "p%d", i), []byte("x")}
+			opts := SubmitOptions{Ack: AckAll, Fresh: i%2 == 0, Timeout: time.Duration(i+1) * 100 * time.Millisecond}
+			res, err := p.Propose(ctx, s.URL, payloads, opts)
+			checkEcho(t, payloads, res, err)
+		})
+	}
+	wg.Wait()
+	if got := s.conns.Load(); got != 1 {
+		t.Errorf("%d connections for 50 proposals, want 1", got)
+	}
+	for i := range 50 {
+		o := seen[fmt.Sprintf("p%d", i)]
+		if o.Ack != AckAll || o.Fresh != (i%2 == 0) || o.Timeout != time.Duration(i+1)*100*time.Millisecond {
+			t.Errorf("proposal %d arrived with %+v", i, o)
+		}
+	}
+}
+
+// TestStreamErrors: an error answer on the stream is the error ProposeTo
+// returns for the same answer over HTTP.
+func TestStreamErrors(t *testing.T) {
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(_ context.Context, payloads [][]byte, _ SubmitOptions) ([]TxResult, error) {
+		switch string(payloads[0]) {
+		case "not-leader":
+			return nil, ErrNotLeader
+		case "short":
+			return []TxResult{{Status: StatusCommitted}}, nil
+		}
+		return nil, errors.New("boom")
+	}})
+	p, c := newTestStreams(t), NewClient(ClientConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// codeOf is the wire code err stands for.
+	codeOf := func(err error) string {
+		if e, ok := errors.AsType[*Error](err); ok {
+			return e.Code
+		}
+		if errors.Is(err, ErrNotLeader) {
+			return CodeNotLeader
+		}
+		return fmt.Sprint(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		payloads [][]byte
+		want     string
+	}{
+		{"not leader", [][]byte{[]byte("not-leader")}, CodeNotLeader},
+		{"empty frame", [][]byte{[]byte("a"), {}}, CodeBadRequest},
+		{"too many frames", [][]byte{[]byte("a"), []byte("b"), []byte("c")}, CodeBadRequest},
+		{"results missing", [][]byte{[]byte("short"), []byte("b")}, CodeInternal},
+		{"internal", [][]byte{[]byte("boom")}, CodeInternal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := p.Propose(ctx, s.URL, tc.payloads, SubmitOptions{})
+			if got := codeOf(err); got != tc.want {
+				t.Errorf("stream: %v (code %s), want code %s", err, got, tc.want)
+			}
+			_, herr := c.ProposeTo(ctx, s.URL, tc.payloads, SubmitOptions{})
+			if fmt.Sprint(err) != fmt.Sprint(herr) {
+				t.Errorf("stream error %q, HTTP error %q: want the same", err, herr)
+			}
+		})
+	}
+	if got := s.conns.Load(); got != 1+1 {
+		t.Errorf("%d connections, want 2 (the stream, and the HTTP client's)", got)
+	}
+}
+
+// TestStreamFallback: a node that does not serve streams (404 on the upgrade)
+// gets POST /v1/internal/propose, and is not asked for a stream again at once.
+func TestStreamFallback(t *testing.T) {
+	inner := NewServer(testConfig, &fakeBackend{ProposeFunc: echoPropose})
+	var upgrades, posts atomic.Int64
+	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == StreamPath {
+			upgrades.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		posts.Add(1)
+		inner.ServeHTTP(w, r)
+	}))
+	defer old.Close()
+	p := newTestStreams(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 3 {
+		payloads := [][]byte{fmt.Appendf(nil, "f%d", i)}
+		res, err := p.Propose(ctx, old.URL, payloads, SubmitOptions{})
+		checkEcho(t, payloads, res, err)
+	}
+	if upgrades.Load() != 1 || posts.Load() != 3 {
+		t.Errorf("%d upgrades and %d POSTs for 3 proposals, want 1 and 3", upgrades.Load(), posts.Load())
+	}
+}
+
+// TestStreamReopens: when the stream's connection dies under a call, the call
+// fails with a transport error, and the next call opens a new stream.
+func TestStreamReopens(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		if string(payloads[0]) == "hang" {
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, ctx.Err()
+		}
+		return echoPropose(ctx, payloads, opts)
+	}})
+	defer close(release)
+	p := newTestStreams(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	failed := make(chan error, 1)
+	go func() {
+		_, err := p.Propose(ctx, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{})
+		failed <- err
+	}()
+	<-entered
+	s.CloseClientConnections() // the hijacked stream is not among them
+	s.api.streams.mu.Lock()
+	for st := range s.api.streams.conns {
+		st.conn.Close()
+	}
+	s.api.streams.mu.Unlock()
+	err := <-failed
+	if _, ok := errors.AsType[*transportError](err); !ok {
+		t.Fatalf("call on a dead stream: %v, want a transport error", err)
+	}
+	payloads := [][]byte{[]byte("after")}
+	res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+	checkEcho(t, payloads, res, err)
+	if got := s.conns.Load(); got != 2 {
+		t.Errorf("%d connections, want 2", got)
+	}
+}
+
+// TestStreamStalled: a call that times out with nothing at all received on
+// the stream since it was sent closes the stream (a paused or cut-off peer);
+// the next call opens a new one and is answered.
+func TestStreamStalled(t *testing.T) {
+	release := make(chan struct{})
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		if string(payloads[0]) == "hang" {
+			<-release // a paused peer: no answer, not even at the timeout
+			return nil, ctx.Err()
+		}
+		return echoPropose(ctx, payloads, opts)
+	}})
+	defer close(release)
+	p := newTestStreams(t)
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	if _, err := p.Propose(short, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{}); err == nil {
+		t.Fatal("a call whose answer never came succeeded")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	payloads := [][]byte{[]byte("next")}
+	res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+	checkEcho(t, payloads, res, err)
+	if got := s.conns.Load(); got != 2 {
+		t.Errorf("%d connections, want 2: the stalled stream must be replaced", got)
+	}
+}
+
+// rawStream opens a propose stream by hand.
+func rawStream(t *testing.T, url string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: %s\r\n\r\n", StreamPath, StreamProtocol)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade answered %d", resp.StatusCode)
+	}
+	return conn, br
+}
+
+// TestStreamBadInput: requests the server can parse but not serve get 4xx
+// answers on the stream, which goes on; a broken envelope ends that stream
+// only.
+func TestStreamBadInput(t *testing.T) {
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: echoPropose})
+	conn, br := rawStream(t, s.URL)
+	send := func(msg []byte) {
+		if _, err := conn.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := func() (uint64, int, ErrorBody) {
+		t.Helper()
+		msg, err := readStreamMessage(br, 1<<20)
+		if err != nil {
+			t.Fatalf("read answer: %v", err)
+		}
+		id, status, body, err := decodeStreamAnswer(msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e struct{ Error ErrorBody }
+		_ = json.Unmarshal(body, &e)
+		return id, status, e.Error
+	}
+	for _, tc := range []struct {
+		q      string
+		frames []byte
+		status int
+		code   string
+	}{
+		{"timout=1s", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
+		{"ack=most", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
+		{"fresh=yes", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
+		{"timeout=2h", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
+		{"%zz", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
+		{"", []byte{0x05, 'a'}, 400, CodeBadRequest},
+		{"", nil, 400, CodeBadRequest},
+	} {
+		send(encodeStreamRequest(7, tc.q, tc.frames))
+		id, status, e := answer()
+		if id != 7 || status != tc.status || e.Code != tc.code {
+			t.Errorf("query %q, frames %q: answer %d %d %+v, want 7 %d %s", tc.q, tc.frames, id, status, e, tc.status, tc.code)
+		}
+	}
+	// The stream still serves.
+	send(encodeStreamRequest(8, "", EncodeFrames([][]byte{[]byte("ok")})))
+	if id, status, _ := answer(); id != 8 || status != 200 {
+		t.Errorf("answer %d %d after bad requests, want 8 200", id, status)
+	}
+	// A message too long for the server, then an envelope without a query
+	// length: each ends its stream.
+	for _, msg := range [][]byte{
+		binary.AppendUvarint(nil, uint64(testConfig.MaxInternalBodyBytes+maxStreamHeadBytes+1)),
+		appendStreamMessage(nil, []byte{9}, nil),
+	} {
+		c, r := rawStream(t, s.URL)
+		c.Write(msg)
+		if _, err := readStreamMessage(r, 1<<20); !errors.Is(err, io.EOF) {
+			t.Errorf("after message %q the stream gave %v, want EOF", msg[:min(len(msg), 8)], err)
+		}
+	}
+	// Others are not affected.
+	payloads := [][]byte{[]byte("still")}
+	res, err := newTestStreams(t).Propose(context.Background(), s.URL, payloads, SubmitOptions{})
+	checkEcho(t, payloads, res, err)
+	// Without the upgrade headers: a 400 JSON error.
+	resp, err := http.Get(s.URL + StreamPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("GET %s without upgrade: %d %s, want 400 JSON", StreamPath, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+// TestCloseStreams: the proposals in flight when CloseStreams runs finish and
+// are answered; then the streams end, and a new stream is refused with 503.
+func TestCloseStreams(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		entered <- struct{}{}
+		<-release
+		return echoPropose(ctx, payloads, opts)
+	}})
+	p := newTestStreams(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	payloads := [][]byte{[]byte("inflight")}
+	got := make(chan error, 1)
+	go func() {
+		res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+		if err == nil && (len(res) != 1 || res[0].IdempotencyKey != "inflight") {
+			err = fmt.Errorf("results %+v", res)
+		}
+		got <- err
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- s.api.CloseStreams(ctx) }()
+	close(release)
+	if err := <-got; err != nil {
+		t.Errorf("the proposal in flight at CloseStreams: %v, want its results", err)
+	}
+	if err := <-closed; err != nil {
+		t.Errorf("CloseStreams: %v", err)
+	}
+	_, err := NewStreams(NewClient(ClientConfig{})).Propose(ctx, s.URL, payloads, SubmitOptions{})
+	if !errors.Is(err, ErrShuttingDown) {
+		t.Errorf("a stream opened after CloseStreams: %v, want shutting_down", err)
+	}
+}
+
+func FuzzDecodeStream(f *testing.F) {
+	for _, b := range [][]byte{
+		encodeStreamRequest(1, "timeout=5s&ack=all&fresh=true", EncodeFrames([][]byte{[]byte("abc"), []byte("d")})),
+		encodeStreamAnswer(300, 200, []byte(`{"results":[]}`)),
+		encodeStreamAnswer(2, 503, []byte(`{"error":{"code":"not_leader","message":"x"}}`)),
+		{0x80}, {0x01, 0x80, 0x00}, {0x00, 0x03, 'a'}, {},
+	} {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// As a stream: each message is read and decoded both ways; nothing
+		// panics, and what decodes encodes back to the same bytes.
+		br := bufio.NewReader(bytes.NewReader(data))
+		for {
+			body, err := readStreamMessage(br, 1<<16)
+			if err != nil {
+				break
+			}
+			if id, q, frames, err := decodeStreamRequest(body); err == nil {
+				if back := encodeStreamRequest(id, q, frames); !bytes.Equal(back[len(back)-len(body):], body) {
+					t.Fatalf("request %q re-encodes as %q", body, back)
+				}
+			} else if !errors.Is(err, errStreamMessage) {
+				t.Fatalf("request error %v is not errStreamMessage", err)
+			}
+			if id, status, rest, err := decodeStreamAnswer(body); err == nil {
+				if back := encodeStreamAnswer(id, status, rest); !bytes.Equal(back[len(back)-len(body):], body) {
+					t.Fatalf("answer %q re-encodes as %q", body, back)
+				}
+			} else if !errors.Is(err, errStreamMessage) {
+				t.Fatalf("answer error %v is not errStreamMessage", err)
+			}
+		}
+	})
+}
