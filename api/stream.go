@@ -156,6 +156,9 @@ type serverStream struct {
 	conn   net.Conn
 	ctx    context.Context // ends when the stream fails or CloseStreams gives up waiting
 	cancel context.CancelFunc
+
+	wmu    sync.Mutex // serializes answers
+	failed bool       // a write failed; guarded by wmu
 }
 
 // handleStream serves GET /v1/internal/stream: it upgrades the connection to a
@@ -217,14 +220,13 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(st, rw.Reader)
 }
 
-// serveStream reads st's requests and answers each from its own goroutine.
-// When reading ends because the peer went away, the requests in flight are
+// serveStream reads st's requests and answers each from its own goroutine,
+// which writes its answer itself (no hand-off to a writer: at one request in
+// flight that hand-off is a goroutine wake-up on the answer's path). When
+// reading ends because the peer went away, the requests in flight are
 // cancelled; when it ends because CloseStreams stopped it, they finish and
 // their answers go out first.
 func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
-	answers := make(chan []byte, 64)
-	written := make(chan struct{})
-	go s.writeStream(st, answers, written)
 	var inflight sync.WaitGroup
 	var err error
 	for {
@@ -237,7 +239,7 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 			err = derr
 			break
 		}
-		inflight.Go(func() { answers <- s.streamAnswer(st.ctx, id, q, frames) })
+		inflight.Go(func() { st.write(s.streamAnswer(st.ctx, id, q, frames)) })
 	}
 	s.streams.mu.Lock()
 	closing := s.streams.closed
@@ -249,43 +251,22 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 		st.cancel()
 	}
 	inflight.Wait()
-	close(answers)
-	<-written
 }
 
-// writeStream writes answers to st until answers is closed, flushing when none
-// waits. After a failed write it closes the connection (which ends the
-// reading) and drops what follows.
-func (s *Server) writeStream(st *serverStream, answers <-chan []byte, written chan<- struct{}) {
-	defer close(written)
-	bw := bufio.NewWriterSize(st.conn, 64<<10)
-	failed := false
-	for m := range answers {
-		if failed {
-			continue
-		}
-		_ = st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-		_, err := bw.Write(m)
-	more:
-		for err == nil {
-			select {
-			case m, ok := <-answers:
-				if !ok {
-					break more
-				}
-				_, err = bw.Write(m)
-			default:
-				break more
-			}
-		}
-		if err == nil {
-			err = bw.Flush()
-		}
-		if err != nil {
-			failed = true
-			st.cancel()
-			st.conn.Close()
-		}
+// write writes one answer message to st. After a failed write (a peer that
+// reads nothing for streamWriteTimeout, or a broken connection) it closes the
+// connection, which ends the reading, and drops what follows.
+func (st *serverStream) write(msg []byte) {
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	if st.failed {
+		return
+	}
+	_ = st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := st.conn.Write(msg); err != nil {
+		st.failed = true
+		st.cancel()
+		st.conn.Close()
 	}
 }
 
