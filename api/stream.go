@@ -27,12 +27,12 @@ import (
 // the length of its body as an unsigned varint, then the body:
 //
 //	request: uvarint id | uvarint len(q) | q | frames
-//	answer:  uvarint id | uvarint status | JSON
+//	answer:  uvarint id | uvarint status | body
 //
 // A request is POST /v1/internal/propose in a message: q is its query text
 // (timeout, ack, fresh), frames its body (frames.go). The answer with the same id is
-// what that POST would answer: the HTTP status and the JSON body (a
-// BatchResponse for 200, an error object otherwise). Requests are served
+// what that POST would answer: the HTTP status, and for 200 the results in
+// binary (streamresults.go), otherwise the JSON error object. Requests are served
 // concurrently and answered in the order they finish. A request whose envelope
 // cannot be read ends the stream; everything else (a bad query, bad frames, a
 // refused proposal) is an answer with a 4xx or 5xx status.
@@ -279,12 +279,8 @@ func (s *Server) streamAnswer(ctx context.Context, id uint64, rawQuery string, f
 		results, err = s.propose(ctx, q, frames)
 	}
 	if err == nil {
-		body, err = marshalJSON(BatchResponse{Results: results})
-		if err != nil {
-			err = fmt.Errorf("encode answer: %w", err)
-		}
-	}
-	if err != nil {
+		body = appendResults(nil, results)
+	} else {
 		status, body = s.errorAnswer(err)
 	}
 	return encodeStreamAnswer(id, status, body)

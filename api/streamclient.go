@@ -65,14 +65,14 @@ func (p *Streams) Propose(ctx context.Context, baseURL string, payloads [][]byte
 		_, aerr := classify(a)
 		return nil, aerr
 	}
-	var br BatchResponse
-	if err := decodeAnswer(a, &br); err != nil {
-		return nil, err
+	results, err := decodeResults(a.body)
+	if err != nil {
+		return nil, fmt.Errorf("propose answer from %s: %w", baseURL, err)
 	}
-	if len(br.Results) != len(payloads) {
-		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(br.Results), len(payloads))
+	if len(results) != len(payloads) {
+		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(results), len(payloads))
 	}
-	return br.Results, nil
+	return results, nil
 }
 
 // Close closes every stream; calls in flight fail. Later calls fail too.
