@@ -380,6 +380,16 @@ func mustLeaderID(ctx context.Context, t *testing.T, c *chaos.Cluster) string {
 	return id
 }
 
+// aFollower returns the first node of c, in its order, other than leader.
+func aFollower(c *chaos.Cluster, leader string) string {
+	for _, p := range c.Nodes() {
+		if p.ID() != leader {
+			return p.ID()
+		}
+	}
+	return ""
+}
+
 // TestOverloaded checks the bound on parked writes: past --max-unresolved the
 // survivor of a quorum loss answers 503 overloaded (nothing done), and takes
 // writes again once the parked ones drained.

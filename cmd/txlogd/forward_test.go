@@ -24,13 +24,7 @@ func TestForwardModes(t *testing.T) {
 			defer cancel()
 			c := startClusterWith(t, "--forward="+mode)
 			leader := mustLeaderID(ctx, t, c)
-			var via string
-			for _, p := range c.Nodes() {
-				if p.ID() != leader {
-					via = p.ID()
-					break
-				}
-			}
+			via := aFollower(c, leader)
 			cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(via)}})
 			var (
 				mu     sync.Mutex

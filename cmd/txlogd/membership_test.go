@@ -35,13 +35,7 @@ func TestMembership(t *testing.T) {
 	l.Close()
 	dir := t.TempDir()
 	leader := mustLeaderID(ctx, t, c)
-	var via string
-	for _, p := range c.Nodes() {
-		if p.ID() != leader {
-			via = c.URL(p.ID())
-			break
-		}
-	}
+	via := c.URL(aFollower(c, leader))
 	n4, err := chaos.NewProcess(chaos.ProcessConfig{
 		ID: "n4", Bin: txlogdBin, DataDir: filepath.Join(dir, "n4"), LogDir: dir,
 		Args: []string{"--id=n4", "--data-dir=" + filepath.Join(dir, "n4"), "--http-addr=127.0.0.1:0", "--raft-addr=" + raftAddr, "--join=" + via},

@@ -36,13 +36,7 @@ func TestStoreLosesOpenEntries(t *testing.T) {
 	submit(0, 100)
 
 	leader := mustLeaderID(ctx, t, c)
-	var victim string
-	for _, p := range c.Nodes() {
-		if p.ID() != leader {
-			victim = p.ID()
-			break
-		}
-	}
+	victim := aFollower(c, leader)
 	p := c.Node(victim)
 	before := lastIndex(ctx, t, c)
 	// Wait until the victim has applied everything, without reading its log
