@@ -27,7 +27,7 @@ func TestParseConfig(t *testing.T) {
 				if c.ID != "n2" || c.NodeNumber != 2 || len(c.Cluster) != 3 || c.DataDir != "data/n2" {
 					t.Fatalf("config = %+v", c)
 				}
-				if c.DedupWindow != 24*time.Hour || c.MaxBodyBytes != 1<<20 {
+				if c.DedupWindow != 24*time.Hour || c.MaxBodyBytes != 1<<20 || c.Forward != ForwardStream {
 					t.Fatalf("defaults not filled: %+v", c)
 				}
 			},
@@ -51,6 +51,17 @@ func TestParseConfig(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "forward",
+			args: []string{"--id", "n1"},
+			env:  map[string]string{"TXLOG_FORWARD": "http"},
+			check: func(t *testing.T, c Config) {
+				if c.Forward != ForwardHTTP || c.IntakeWAL != IntakeParallel {
+					t.Fatalf("config = %+v", c)
+				}
+			},
+		},
+		{name: "bad forward", args: []string{"--id", "n1", "--forward", "pigeon"}, wantErr: "forward \"pigeon\""},
 		{name: "missing id", args: nil, wantErr: "id: required"},
 		{name: "cluster and join", args: []string{"--id", "n1", "--cluster", cluster, "--join", "http://x:1"}, wantErr: "give one, not both"},
 		{name: "cluster without self", args: []string{"--id", "n9", "--cluster", cluster}, wantErr: "does not list"},
