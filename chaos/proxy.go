@@ -253,7 +253,8 @@ func (l *link) waitOpen(fwd bool) bool {
 }
 
 // set cuts or opens the two directions. Opening both closes the connections
-// that lived through a cut.
+// that lived through a cut, before the copiers holding their bytes wake up: a
+// held byte must not get through on a connection the heal resets.
 func (l *link) set(cutFwd, cutBack bool) {
 	l.mu.Lock()
 	if l.cutFwd == cutFwd && l.cutBack == cutBack {
@@ -261,21 +262,19 @@ func (l *link) set(cutFwd, cutBack bool) {
 		return
 	}
 	l.cutFwd, l.cutBack = cutFwd, cutBack
-	var stale []*pipe
+	stale := 0
 	for p := range l.conns {
 		if cutFwd || cutBack {
 			p.wasCut = true
 		} else if p.wasCut {
-			stale = append(stale, p)
+			p.close()
+			stale++
 		}
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
 	l.mu.Unlock()
-	for _, p := range stale {
-		p.close()
-	}
-	l.log.Debug("link changed", "from", l.from, "to", l.to, "cut_fwd", cutFwd, "cut_back", cutBack, "reset", len(stale))
+	l.log.Debug("link changed", "from", l.from, "to", l.to, "cut_fwd", cutFwd, "cut_back", cutBack, "reset", stale)
 }
 
 func (l *link) close() {
