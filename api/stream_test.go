@@ -234,10 +234,14 @@ func TestStreamReopens(t *testing.T) {
 	}
 }
 
-// TestStreamStalled: a call that times out with nothing at all received on
-// the stream since it was sent closes the stream (a paused or cut-off peer);
-// the next call opens a new one and is answered.
+// TestStreamStalled: a call that times out, at least streamStallAfter after
+// it was sent, with nothing at all received on the stream since, closes the
+// stream (a paused or cut-off peer); the next call opens a new one and is
+// answered. A call with a shorter deadline that times out leaves the stream
+// open: a slow answer is not a dead peer.
 func TestStreamStalled(t *testing.T) {
+	defer func(d time.Duration) { streamStallAfter = d }(streamStallAfter)
+	streamStallAfter = 400 * time.Millisecond
 	release := make(chan struct{})
 	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
 		if string(payloads[0]) == "hang" {
@@ -248,19 +252,30 @@ func TestStreamStalled(t *testing.T) {
 	}})
 	defer close(release)
 	p := newTestStreams(t)
-	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancelShort()
-	if _, err := p.Propose(short, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{}); err == nil {
-		t.Fatal("a call whose answer never came succeeded")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	payloads := [][]byte{[]byte("next")}
-	res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
-	checkEcho(t, payloads, res, err)
-	if got := s.conns.Load(); got != 2 {
-		t.Errorf("%d connections, want 2: the stalled stream must be replaced", got)
+	hang := func(d time.Duration) {
+		t.Helper()
+		short, cancelShort := context.WithTimeout(ctx, d)
+		defer cancelShort()
+		if _, err := p.Propose(short, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{}); err == nil {
+			t.Fatal("a call whose answer never came succeeded")
+		}
 	}
+	next := func(name string, conns int64) {
+		t.Helper()
+		payloads := [][]byte{[]byte(name)}
+		res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+		checkEcho(t, payloads, res, err)
+		if got := s.conns.Load(); got != conns {
+			t.Errorf("%s: %d connections, want %d", name, got, conns)
+		}
+	}
+	next("first", 1)
+	hang(150 * time.Millisecond) // long enough to be sent (more than the answer margin)
+	next("after a short timeout", 1)
+	hang(600 * time.Millisecond)
+	next("after a stall", 2)
 }
 
 // rawStream opens a propose stream by hand.

@@ -32,6 +32,13 @@ type Streams struct {
 // streamRefusalTTL is how long a node that refused a stream is not asked again.
 const streamRefusalTTL = time.Minute
 
+// streamStallAfter is how long a call must have waited, with nothing at all
+// arriving on its stream meanwhile, before its timeout closes the stream as
+// stalled. A call with a shorter deadline that times out leaves the stream
+// alone: a slow commit is not a dead peer. A variable so that tests can
+// shorten it.
+var streamStallAfter = time.Second
+
 // errNoStream marks a node that does not serve propose streams.
 var errNoStream = errors.New("no propose stream")
 
@@ -228,9 +235,9 @@ func (cs *clientStream) nextID() uint64 {
 }
 
 // call sends the message of request id and waits for its answer. When ctx ends
-// first and nothing at all came back on the stream since the request went
-// out, the stream is taken for stalled (a paused or cut-off peer) and closed,
-// so that the next call opens a new one.
+// first, at least streamStallAfter after the request went out, and nothing at
+// all came back on the stream since, the stream is taken for stalled (a paused
+// or cut-off peer) and closed, so that the next call opens a new one.
 func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer, error) {
 	ch := make(chan streamReply, 1)
 	cs.mu.Lock()
@@ -264,7 +271,7 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	}
 	cs.mu.Lock()
 	delete(cs.pending, id)
-	stalled := cs.lastRead.Before(sent)
+	stalled := cs.lastRead.Before(sent) && time.Since(sent) >= streamStallAfter
 	cs.mu.Unlock()
 	if stalled {
 		cs.fail(errors.New("no answer on the stream before the deadline"))
