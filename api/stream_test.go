@@ -190,22 +190,36 @@ func TestStreamFallback(t *testing.T) {
 	}
 }
 
+// hangingPropose echoes every proposal but one whose first frame is "hang":
+// that one signals entered (when not nil) and waits for release, or also for
+// its context when honourCtx (a live but slow peer; without it, a paused peer
+// that does not answer even at the timeout).
+func hangingPropose(release <-chan struct{}, entered chan<- struct{}, honourCtx bool) func(context.Context, [][]byte, SubmitOptions) ([]TxResult, error) {
+	return func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		if string(payloads[0]) != "hang" {
+			return echoPropose(ctx, payloads, opts)
+		}
+		if entered != nil {
+			entered <- struct{}{}
+		}
+		if honourCtx {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		} else {
+			<-release
+		}
+		return nil, ctx.Err()
+	}
+}
+
 // TestStreamReopens: when the stream's connection dies under a call, the call
 // fails with a transport error, and the next call opens a new stream.
 func TestStreamReopens(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
-		if string(payloads[0]) == "hang" {
-			entered <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return nil, ctx.Err()
-		}
-		return echoPropose(ctx, payloads, opts)
-	}})
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: hangingPropose(release, entered, true)})
 	defer close(release)
 	p := newTestStreams(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -243,13 +257,7 @@ func TestStreamStalled(t *testing.T) {
 	defer func(d time.Duration) { streamStallAfter = d }(streamStallAfter)
 	streamStallAfter = 400 * time.Millisecond
 	release := make(chan struct{})
-	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
-		if string(payloads[0]) == "hang" {
-			<-release // a paused peer: no answer, not even at the timeout
-			return nil, ctx.Err()
-		}
-		return echoPropose(ctx, payloads, opts)
-	}})
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: hangingPropose(release, nil, false)}) // a paused peer
 	defer close(release)
 	p := newTestStreams(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
