@@ -23,6 +23,7 @@ const (
 	DefaultKVFlushLogBytes  = 32 << 20
 	DefaultKVFlushRecords   = 64 << 10
 	DefaultKVFlushStepKeys  = 4 << 10
+	DefaultPageSize         = 16 << 10
 )
 
 // Config holds the settings of a DB. Zero values mean the defaults.
@@ -44,6 +45,14 @@ type Config struct {
 	// avoids that stall. It reserves address space, not memory or disk.
 	// Default DefaultInitialMmapBytes (1 GiB).
 	InitialMmapBytes int
+	// PageSize is the bbolt page size, in bytes, of a database file the store
+	// creates: a power of two from 1 KiB to 64 KiB. A file that exists keeps the
+	// page size it was created with, and so does a file restored from a
+	// snapshot (the source's). Larger pages mean fewer pages per commit and
+	// shallower trees: the log, txs and dedup_time buckets grow at their ends,
+	// where a large page fills before it is written out (docs/store.md).
+	// Default DefaultPageSize (16 KiB).
+	PageSize int
 
 	// KVFlushKeys, KVFlushLogBytes and KVFlushRecords bound the kv overlay, the
 	// key states in memory that the kv bucket does not hold yet (overlay.go).
@@ -109,6 +118,9 @@ func (c Config) Validate() error {
 	if c.KVFlushStepKeys < 0 {
 		errs = append(errs, fmt.Errorf("store: KVFlushStepKeys %d is negative", c.KVFlushStepKeys))
 	}
+	if ps := c.PageSize; ps != 0 && (ps < 1<<10 || ps > maxPageSize || ps&(ps-1) != 0) {
+		errs = append(errs, fmt.Errorf("store: PageSize %d is not a power of two from 1 KiB to 64 KiB", ps))
+	}
 	return errors.Join(errs...)
 }
 
@@ -130,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KVFlushRecords == 0 {
 		c.KVFlushRecords = DefaultKVFlushRecords
+	}
+	if c.PageSize == 0 {
+		c.PageSize = DefaultPageSize
 	}
 	if c.KVFlushStepKeys == 0 {
 		c.KVFlushStepKeys = DefaultKVFlushStepKeys
@@ -346,6 +361,7 @@ func (db *DB) boltOptions(noSync bool) *bolt.Options {
 		FreelistType:    bolt.FreelistMapType,
 		NoFreelistSync:  false, // kept in the file: no walk of every page at open
 		InitialMmapSize: db.cfg.InitialMmapBytes,
+		PageSize:        db.cfg.PageSize, // for a file bbolt creates (create)
 	}
 }
 

@@ -73,7 +73,12 @@ func testDurableCrashImages(t *testing.T, seed uint64) (mixed int) {
 	var history []Entry
 	var index uint64
 	var id txid.ID
+	// Pages are mixed at the file system's block size, not bbolt's (16 KiB
+	// by default): a machine crash may tear a bbolt page larger than a block.
 	ps := os.Getpagesize()
+	if bp := db.bolt.Info().PageSize; bp < ps {
+		ps = bp
+	}
 	images := 0
 	for batch := range 120 {
 		var entries []Entry

@@ -290,7 +290,9 @@ const (
 // checkLength checks that the bbolt file at path is as long as its meta pages
 // say. bbolt maps the file into memory and would fault, killing the process,
 // when it follows a page number past the end of a truncated file; this check
-// runs first.
+// runs first. It finds the meta pages where bbolt does: meta page 1 one page
+// after meta page 0, or, when meta page 0 is bad, at the first of the page
+// sizes from 1 KiB up that holds a meta page of that page size.
 func checkLength(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -301,25 +303,40 @@ func checkLength(path string) error {
 	if err != nil {
 		return err
 	}
-	var buf [boltMetaEnd]byte
-	pageSize := int64(0)
-	for page := range 2 {
-		if _, err := f.ReadAt(buf[:], int64(page)*pageSize); err != nil {
-			return fmt.Errorf("%w: meta page %d: %w", ErrCorrupt, page, err)
+	// meta reads the meta page at off: its page size, or 0 when off holds no
+	// meta page, and an error when its pages do not fit in the file.
+	meta := func(page int, off int64) (int64, error) {
+		var buf [boltMetaEnd]byte
+		if _, err := f.ReadAt(buf[:], off); err != nil {
+			return 0, fmt.Errorf("%w: meta page %d: %w", ErrCorrupt, page, err)
 		}
 		if binary.NativeEndian.Uint32(buf[boltMetaMagic:]) != boltMagic {
-			if page == 0 {
-				pageSize = int64(os.Getpagesize()) // where bbolt looks for meta 1
-			}
-			continue
+			return 0, nil
 		}
 		ps := int64(binary.NativeEndian.Uint32(buf[boltMetaPageSize:]))
-		if page == 0 {
-			pageSize = ps
-		}
 		pages := binary.NativeEndian.Uint64(buf[boltMetaHighWater:])
 		if ps == 0 || pages > uint64(fi.Size()/ps) {
-			return fmt.Errorf("%w: %d bytes, meta page %d says %d pages of %d", ErrCorrupt, fi.Size(), page, pages, ps)
+			return 0, fmt.Errorf("%w: %d bytes, meta page %d says %d pages of %d", ErrCorrupt, fi.Size(), page, pages, ps)
+		}
+		return ps, nil
+	}
+	ps, err := meta(0, 0)
+	if err != nil {
+		return err
+	}
+	if ps != 0 {
+		_, err = meta(1, ps)
+		return err
+	}
+	for ps := int64(1 << 10); ps <= 16<<20 && ps < fi.Size()-1024; ps <<= 1 {
+		var buf [boltMetaEnd]byte
+		if _, err := f.ReadAt(buf[:], ps); err != nil {
+			return nil
+		}
+		if binary.NativeEndian.Uint32(buf[boltMetaMagic:]) == boltMagic &&
+			int64(binary.NativeEndian.Uint32(buf[boltMetaPageSize:])) == ps {
+			_, err = meta(1, ps)
+			return err
 		}
 	}
 	return nil

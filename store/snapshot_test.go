@@ -133,6 +133,10 @@ func TestRestoreRejects(t *testing.T) {
 	writeSnapshot(t, src, &good)
 
 	foreign := foreignBolt(t)
+	ps := src.bolt.Info().PageSize
+	if ps == os.Getpagesize() {
+		t.Fatalf("page size %d is the machine's: the cases below would not show that the checks read it from the file", ps)
+	}
 
 	tests := []struct {
 		name string
@@ -141,9 +145,12 @@ func TestRestoreRejects(t *testing.T) {
 		{"empty", nil},
 		{"garbage", []byte(strings.Repeat("garbage!", 1024))},
 		{"truncated", good.Bytes()[:good.Len()/2]},
-		{"one page short", good.Bytes()[:good.Len()-os.Getpagesize()]},
-		{"meta pages only", good.Bytes()[:2*os.Getpagesize()]},
-		{"both meta pages flipped", flip(flip(good.Bytes(), 16), os.Getpagesize()+16)},
+		{"one page short", good.Bytes()[:good.Len()-ps]},
+		{"meta pages only", good.Bytes()[:2*ps]},
+		{"both meta pages flipped", flip(flip(good.Bytes(), 16), ps+16)},
+		// bbolt then finds meta page 1 by trying page sizes, and so must the
+		// length check that runs before bbolt maps the file.
+		{"meta page 0 flipped, one page short", flip(good.Bytes(), 16)[:good.Len()-ps]},
 		{"bbolt file of another kind", foreign},
 	}
 	for _, tt := range tests {
@@ -312,14 +319,70 @@ func TestOpenRemovesRestoreTemps(t *testing.T) {
 	}
 }
 
+// TestPageSize checks that a new file gets Config.PageSize (DefaultPageSize when
+// zero), that a file keeps the page size it was created with when it is opened
+// with another, and that a restored file keeps the snapshot's: each then reads
+// and applies on as before.
+func TestPageSize(t *testing.T) {
+	pageSize := func(db *DB) int { return db.bolt.Info().PageSize }
+	dir := t.TempDir()
+	def := openAt(t, filepath.Join(dir, "default.db"))
+	if got := pageSize(def); got != DefaultPageSize {
+		t.Fatalf("new file's page size = %d, want DefaultPageSize %d", got, DefaultPageSize)
+	}
+
+	path := filepath.Join(dir, "small.db")
+	small := openCfg(t, path, Config{NoSync: true, PageSize: 4 << 10})
+	applyOK(t, small, mixedEntries()...)
+	want := dump(t, small)
+	if err := small.Close(); err != nil {
+		t.Fatal(err)
+	}
+	re := openAt(t, path) // the default asks for 16 KiB pages
+	if got := pageSize(re); got != 4<<10 {
+		t.Fatalf("reopened file's page size = %d, want the 4096 it was created with", got)
+	}
+	if got := dump(t, re); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reopened with another PageSize: state differs")
+	}
+	entries := mixedEntries()
+	next := entries[len(entries)-1].Index + 1
+	applyOne(t, re, txEntry(next, txid.ID(next), "", put("after-reopen", "1")))
+
+	var snap bytes.Buffer
+	writeSnapshot(t, re, &snap)
+	want = dump(t, re)
+	if err := def.Restore(bytes.NewReader(snap.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if got := pageSize(def); got != 4<<10 {
+		t.Fatalf("restored file's page size = %d, want the snapshot's 4096", got)
+	}
+	if got := dump(t, def); !reflect.DeepEqual(got, want) {
+		t.Fatalf("restored across page sizes: state differs")
+	}
+	applyOne(t, def, txEntry(next+1, txid.ID(next+1), "", put("after-restore", "1")))
+}
+
 func TestConfigValidate(t *testing.T) {
 	err := Config{
 		LockTimeout: -1, InitialMmapBytes: -1,
 		KVFlushKeys: -1, KVFlushLogBytes: -1, KVFlushRecords: -1, KVFlushStepKeys: -1,
+		PageSize: 3000,
 	}.Validate()
-	for _, field := range []string{"LockTimeout", "InitialMmapBytes", "KVFlushKeys", "KVFlushLogBytes", "KVFlushRecords", "KVFlushStepKeys"} {
+	for _, field := range []string{"LockTimeout", "InitialMmapBytes", "KVFlushKeys", "KVFlushLogBytes", "KVFlushRecords", "KVFlushStepKeys", "PageSize"} {
 		if err == nil || !strings.Contains(err.Error(), field) {
 			t.Errorf("Validate() = %v, want a problem with %s", err, field)
+		}
+	}
+	for _, ps := range []int{-4096, 512, 128 << 10, 12 << 10} {
+		if err := (Config{PageSize: ps}).Validate(); err == nil {
+			t.Errorf("Config{PageSize: %d}.Validate() = nil, want an error", ps)
+		}
+	}
+	for _, ps := range []int{0, 1 << 10, 4 << 10, 64 << 10} {
+		if err := (Config{PageSize: ps}).Validate(); err != nil {
+			t.Errorf("Config{PageSize: %d}.Validate() = %v, want nil", ps, err)
 		}
 	}
 	if _, err := Open(filepath.Join(t.TempDir(), "db"), Config{LockTimeout: -1}); err == nil {
