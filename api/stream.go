@@ -36,10 +36,19 @@ import (
 // concurrently and answered in the order they finish. A request whose envelope
 // cannot be read ends the stream; everything else (a bad query, bad frames, a
 // refused proposal) is an answer with a 4xx or 5xx status.
+//
+// Request id 0 is a ping: the reading goroutine answers it at once with status
+// 200 and no body, whatever it carries, ahead of the requests in flight. The
+// proposing node pings a stream that has kept it waiting (streamclient.go), to
+// tell a slow commit from a paused or cut-off peer. A node from before pings
+// answers such a request too (400, no frames), which serves the same purpose.
 const (
 	StreamPath     = "/v1/internal/stream"
 	StreamProtocol = "txlog-propose/1"
 )
+
+// pingID is the id of a ping: request ids start at 1.
+const pingID = 0
 
 // maxStreamHeadBytes bounds what a request adds to its frames: its id and query.
 const maxStreamHeadBytes = 4 << 10
@@ -238,6 +247,10 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 		if derr != nil {
 			err = derr
 			break
+		}
+		if id == pingID {
+			st.write(encodeStreamAnswer(pingID, http.StatusOK, nil))
+			continue
 		}
 		inflight.Go(func() { st.write(s.streamAnswer(st.ctx, id, q, frames)) })
 	}

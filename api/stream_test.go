@@ -248,42 +248,150 @@ func TestStreamReopens(t *testing.T) {
 	}
 }
 
-// TestStreamStalled: a call that times out, at least streamStallAfter after
-// it was sent, with nothing at all received on the stream since, closes the
-// stream (a paused or cut-off peer); the next call opens a new one and is
-// answered. A call with a shorter deadline that times out leaves the stream
-// open: a slow answer is not a dead peer.
-func TestStreamStalled(t *testing.T) {
-	defer func(d time.Duration) { streamStallAfter = d }(streamStallAfter)
-	streamStallAfter = 400 * time.Millisecond
+// shortPings shortens the stream's ping timings for a test.
+func shortPings(t *testing.T) {
+	after, dead := streamPingAfter, streamDeadAfter
+	streamPingAfter, streamDeadAfter = 40*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { streamPingAfter, streamDeadAfter = after, dead })
+}
+
+// TestStreamSlowCommit: a call that waits far longer than the stream's ping
+// timings, on a peer that is there but slow, keeps its stream: the peer
+// answers the pings. The call ends with its own deadline, and the next call
+// goes over the same connection. It fails if the server does not answer pings.
+func TestStreamSlowCommit(t *testing.T) {
+	shortPings(t)
 	release := make(chan struct{})
-	s := newStreamServer(t, &fakeBackend{ProposeFunc: hangingPropose(release, nil, false)}) // a paused peer
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: hangingPropose(release, nil, false)})
 	defer close(release)
 	p := newTestStreams(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hang := func(d time.Duration) {
-		t.Helper()
-		short, cancelShort := context.WithTimeout(ctx, d)
-		defer cancelShort()
-		if _, err := p.Propose(short, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{}); err == nil {
-			t.Fatal("a call whose answer never came succeeded")
-		}
-	}
-	next := func(name string, conns int64) {
+	next := func(name string) {
 		t.Helper()
 		payloads := [][]byte{[]byte(name)}
 		res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
 		checkEcho(t, payloads, res, err)
-		if got := s.conns.Load(); got != conns {
-			t.Errorf("%s: %d connections, want %d", name, got, conns)
+		if got := s.conns.Load(); got != 1 {
+			t.Errorf("%s: %d connections, want 1", name, got)
 		}
 	}
-	next("first", 1)
-	hang(150 * time.Millisecond) // long enough to be sent (more than the answer margin)
-	next("after a short timeout", 1)
-	hang(600 * time.Millisecond)
-	next("after a stall", 2)
+	next("first")
+	for _, wait := range []time.Duration{150 * time.Millisecond, time.Second} {
+		short, cancelShort := context.WithTimeout(ctx, wait)
+		start := time.Now()
+		_, err := p.Propose(short, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{})
+		cancelShort()
+		if err == nil {
+			t.Fatal("a call whose answer never came succeeded")
+		}
+		if took := time.Since(start); took < wait-20*time.Millisecond {
+			t.Fatalf("a call with a %v deadline on a slow peer ended after %v: %v", wait, took, err)
+		}
+		next(fmt.Sprintf("after waiting %v", wait))
+	}
+}
+
+// fakePeer serves propose streams by hand: it upgrades each connection and
+// answers each request with what answer returns, or not at all when ok is
+// false. It returns its URL and the number of connections it accepted.
+func fakePeer(t *testing.T, answer func(id uint64) (status int, body []byte, ok bool)) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	accepted := &atomic.Int64{}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			conns.Go(func() {
+				defer conn.Close()
+				go func() { <-t.Context().Done(); conn.Close() }()
+				br := bufio.NewReader(conn)
+				if _, err := http.ReadRequest(br); err != nil {
+					return
+				}
+				fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", StreamProtocol)
+				for {
+					msg, err := readStreamMessage(br, 1<<20)
+					if err != nil {
+						return
+					}
+					id, _, _, err := decodeStreamRequest(msg)
+					if err != nil {
+						return
+					}
+					if status, body, ok := answer(id); ok {
+						conn.Write(encodeStreamAnswer(id, status, body))
+					}
+				}
+			})
+		}
+	}()
+	return "http://" + ln.Addr().String(), accepted
+}
+
+// TestStreamDeadPeer: a peer that took the stream and then answers nothing,
+// not even pings (a paused process, a cut network), fails the calls waiting on
+// it within the ping timings, long before their deadlines, and the next call
+// opens a new stream.
+func TestStreamDeadPeer(t *testing.T) {
+	shortPings(t)
+	url, accepted := fakePeer(t, func(uint64) (int, []byte, bool) { return 0, nil, false })
+	p := newTestStreams(t)
+	for i := int64(1); i <= 2; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		_, err := p.Propose(ctx, url, [][]byte{[]byte("x")}, SubmitOptions{})
+		took := time.Since(start)
+		cancel()
+		if _, ok := errors.AsType[*transportError](err); !ok {
+			t.Fatalf("call %d on a dead peer: %v, want a transport error", i, err)
+		}
+		if took > 3*time.Second {
+			t.Fatalf("call %d on a dead peer failed after %v; the pings should have found it dead in about %v", i, took, streamPingAfter+streamDeadAfter)
+		}
+		if got := accepted.Load(); got != i {
+			t.Fatalf("after call %d: %d connections, want %d", i, got, i)
+		}
+	}
+}
+
+// TestStreamPingOldPeer: a peer from before pings answers a ping as the empty
+// request it looks like, 400 "no frames"; that answer keeps the stream too.
+func TestStreamPingOldPeer(t *testing.T) {
+	shortPings(t)
+	var pings atomic.Int64
+	url, accepted := fakePeer(t, func(id uint64) (int, []byte, bool) {
+		if id == 0 {
+			pings.Add(1)
+			return http.StatusBadRequest, []byte(`{"error":{"code":"bad_request","message":"body: no frames"}}`), true
+		}
+		return 0, nil, false // a slow commit
+	})
+	p := newTestStreams(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := p.Propose(ctx, url, [][]byte{[]byte("x")}, SubmitOptions{}); err == nil {
+		t.Fatal("a call whose answer never came succeeded")
+	}
+	if took := time.Since(start); took < 780*time.Millisecond {
+		t.Fatalf("a call on a slow peer that answers pings with 400 ended after %v, before its deadline", took)
+	}
+	if got := accepted.Load(); got != 1 {
+		t.Fatalf("%d connections, want 1", got)
+	}
+	if pings.Load() < 2 {
+		t.Fatalf("%d pings in %v of waiting, want several", pings.Load(), 800*time.Millisecond)
+	}
 }
 
 // rawStream opens a propose stream by hand.

@@ -32,12 +32,18 @@ type Streams struct {
 // streamRefusalTTL is how long a node that refused a stream is not asked again.
 const streamRefusalTTL = time.Minute
 
-// streamStallAfter is how long a call must have waited, with nothing at all
-// arriving on its stream meanwhile, before its timeout closes the stream as
-// stalled. A call with a shorter deadline that times out leaves the stream
-// alone: a slow commit is not a dead peer. A variable so that tests can
-// shorten it.
-var streamStallAfter = time.Second
+// A stream with calls waiting that has received nothing for streamPingAfter
+// gets a ping (request id 0, stream.go), which the peer answers from its
+// reading goroutine, ahead of any commit. When nothing at all arrives for
+// streamDeadAfter after a ping, the peer is taken for paused or cut off: the
+// stream fails, its calls get a transport error (node tries their writes
+// again, with the same txids, through the leader of the moment), and the next
+// call opens a new stream. A slow commit keeps its stream: the pings are
+// answered meanwhile. Variables so that tests can shorten them.
+var (
+	streamPingAfter = 250 * time.Millisecond
+	streamDeadAfter = time.Second
+)
 
 // errNoStream marks a node that does not serve propose streams.
 var errNoStream = errors.New("no propose stream")
@@ -126,7 +132,8 @@ func (p *Streams) stream(ctx context.Context, base string) (*clientStream, error
 		}
 		return cs, nil
 	}
-	cs = &clientStream{base: base, ready: make(chan struct{}), pending: map[uint64]chan streamReply{}}
+	cs = &clientStream{base: base, ready: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), pending: map[uint64]chan streamReply{},
+		pingAfter: streamPingAfter, deadAfter: streamDeadAfter}
 	cs.drop = func() { p.drop(cs) }
 	p.conns[base] = cs
 	p.mu.Unlock()
@@ -147,7 +154,9 @@ func (p *Streams) stream(ctx context.Context, base string) (*clientStream, error
 	if err != nil {
 		return nil, err
 	}
+	cs.lastRead = time.Now()
 	go cs.read()
+	go cs.watch()
 	return cs, nil
 }
 
@@ -211,15 +220,21 @@ type clientStream struct {
 	openErr error
 	conn    net.Conn
 	br      *bufio.Reader
-	drop    func() // removes the stream from its Streams
+	drop    func()        // removes the stream from its Streams
+	done    chan struct{} // closed when the stream fails
+	wake    chan struct{} // capacity 1: calls are waiting again, for watch
+
+	pingAfter, deadAfter time.Duration // streamPingAfter and streamDeadAfter
 
 	wmu sync.Mutex // serializes writes
 
-	mu       sync.Mutex
-	err      error // set once the stream failed
-	id       uint64
-	pending  map[uint64]chan streamReply
-	lastRead time.Time // when the last answer arrived
+	mu        sync.Mutex
+	err       error // set once the stream failed
+	id        uint64
+	pending   map[uint64]chan streamReply
+	lastRead  time.Time // when the last answer arrived (or the stream opened)
+	busySince time.Time // when pending last went from empty to not
+	pinged    time.Time // when the ping not answered yet went out; zero if none
 }
 
 type streamReply struct {
@@ -234,10 +249,9 @@ func (cs *clientStream) nextID() uint64 {
 	return cs.id
 }
 
-// call sends the message of request id and waits for its answer. When ctx ends
-// first, at least streamStallAfter after the request went out, and nothing at
-// all came back on the stream since, the stream is taken for stalled (a paused
-// or cut-off peer) and closed, so that the next call opens a new one.
+// call sends the message of request id and waits for its answer, or for ctx.
+// A call that ends with ctx leaves the stream open: whether the peer is still
+// there is watch's to tell.
 func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer, error) {
 	ch := make(chan streamReply, 1)
 	cs.mu.Lock()
@@ -246,14 +260,20 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 		cs.mu.Unlock()
 		return answer{}, &transportError{endpoint: cs.base, err: err}
 	}
+	if len(cs.pending) == 0 {
+		cs.busySince = time.Now()
+		select {
+		case cs.wake <- struct{}{}:
+		default:
+		}
+	}
 	cs.pending[id] = ch
 	cs.mu.Unlock()
-	sent := time.Now()
 
 	cs.wmu.Lock()
 	dl, ok := ctx.Deadline()
 	if !ok {
-		dl = sent.Add(DefaultTimeout)
+		dl = time.Now().Add(DefaultTimeout)
 	}
 	_ = cs.conn.SetWriteDeadline(dl)
 	_, err := cs.conn.Write(msg)
@@ -270,13 +290,71 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	case <-ctx.Done():
 	}
 	cs.mu.Lock()
-	delete(cs.pending, id)
-	stalled := cs.lastRead.Before(sent) && time.Since(sent) >= streamStallAfter
-	cs.mu.Unlock()
-	if stalled {
-		cs.fail(errors.New("no answer on the stream before the deadline"))
+	if cs.pending != nil {
+		delete(cs.pending, id)
 	}
+	cs.mu.Unlock()
 	return answer{}, &transportError{endpoint: cs.base, err: fmt.Errorf("propose stream: %w", ctx.Err()), sent: true}
+}
+
+// watch pings the stream when calls have waited streamPingAfter with nothing
+// arriving, and fails it when a ping gets nothing back for streamDeadAfter.
+// It ticks only while calls wait, and ends with the stream.
+func (cs *clientStream) watch() {
+	tick := cs.pingAfter / 4
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		var now time.Time
+		select {
+		case <-cs.done:
+			return
+		case <-cs.wake:
+			t.Reset(tick)
+			continue
+		case now = <-t.C:
+		}
+		cs.mu.Lock()
+		if !cs.pinged.IsZero() && !cs.lastRead.Before(cs.pinged) {
+			cs.pinged = time.Time{} // answered, or something else came
+		}
+		waiting := len(cs.pending) > 0
+		quiet := now.Sub(cs.lastRead)
+		if busy := now.Sub(cs.busySince); busy < quiet {
+			quiet = busy
+		}
+		dead := waiting && !cs.pinged.IsZero() && now.Sub(cs.pinged) >= cs.deadAfter
+		ping := waiting && cs.pinged.IsZero() && quiet >= cs.pingAfter
+		if ping {
+			cs.pinged = now
+		}
+		if !waiting {
+			cs.pinged = time.Time{}
+			t.Stop() // until call sends on wake
+		}
+		cs.mu.Unlock()
+		switch {
+		case dead:
+			cs.fail(fmt.Errorf("no answer to a ping for %v", cs.deadAfter))
+			return
+		case ping:
+			// A write in progress holds the lock: it either ends, and the next tick
+			// pings, or it times out and fails the stream.
+			if cs.wmu.TryLock() {
+				_ = cs.conn.SetWriteDeadline(now.Add(cs.deadAfter))
+				_, err := cs.conn.Write(encodeStreamRequest(pingID, "", nil))
+				cs.wmu.Unlock()
+				if err != nil {
+					cs.fail(fmt.Errorf("write ping: %w", err))
+					return
+				}
+			} else {
+				cs.mu.Lock()
+				cs.pinged = time.Time{}
+				cs.mu.Unlock()
+			}
+		}
+	}
 }
 
 // read delivers answers to their calls until the stream fails.
@@ -314,6 +392,7 @@ func (cs *clientStream) fail(err error) {
 	pending := cs.pending
 	cs.pending = nil
 	cs.mu.Unlock()
+	close(cs.done)
 	cs.drop()
 	cs.conn.Close()
 	for _, ch := range pending {
