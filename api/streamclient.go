@@ -133,7 +133,7 @@ func (p *Streams) stream(ctx context.Context, base string) (*clientStream, error
 		return cs, nil
 	}
 	cs = &clientStream{base: base, ready: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), pending: map[uint64]chan streamReply{},
-		pingAfter: streamPingAfter, deadAfter: streamDeadAfter}
+		pingAfter: streamPingAfter, deadAfter: streamDeadAfter, lastRead: time.Now()}
 	cs.drop = func() { p.drop(cs) }
 	p.conns[base] = cs
 	p.mu.Unlock()
@@ -154,7 +154,6 @@ func (p *Streams) stream(ctx context.Context, base string) (*clientStream, error
 	if err != nil {
 		return nil, err
 	}
-	cs.lastRead = time.Now()
 	go cs.read()
 	go cs.watch()
 	return cs, nil
@@ -232,7 +231,7 @@ type clientStream struct {
 	err       error // set once the stream failed
 	id        uint64
 	pending   map[uint64]chan streamReply
-	lastRead  time.Time // when the last answer arrived (or the stream opened)
+	lastRead  time.Time // when the last answer arrived (at first, when the stream was made)
 	busySince time.Time // when pending last went from empty to not
 	pinged    time.Time // when the ping not answered yet went out; zero if none
 }
@@ -290,9 +289,7 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	case <-ctx.Done():
 	}
 	cs.mu.Lock()
-	if cs.pending != nil {
-		delete(cs.pending, id)
-	}
+	delete(cs.pending, id)
 	cs.mu.Unlock()
 	return answer{}, &transportError{endpoint: cs.base, err: fmt.Errorf("propose stream: %w", ctx.Err()), sent: true}
 }
