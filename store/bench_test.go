@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -185,4 +186,32 @@ func BenchmarkKVReplay(b *testing.B) {
 	b.ReportMetric(float64(len(ov.keys)), "keys")
 	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 	runtime.KeepAlive(ov)
+}
+
+// BenchmarkTxByIdempotencyKeyMiss looks up idempotency keys that no transaction
+// has, as each receiving node does for a client's first submission
+// (node.SubmitBatch): the in-memory index answers without a bbolt read
+// transaction.
+func BenchmarkTxByIdempotencyKeyMiss(b *testing.B) {
+	db, err := Open(filepath.Join(b.TempDir(), "state.db"), Config{NoSync: true, CommitInterval: 100 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for i := uint64(1); i <= 10_000; i++ {
+		if _, err := db.Apply([]Entry{txEntry(i, txid.ID(i<<12|1), fmt.Sprint("k", i), put(fmt.Sprint("key", i), `"v"`))}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fmt.Sprint("miss", i)
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := db.TxByIdempotencyKey(keys[i%len(keys)]); !errors.Is(err, ErrNotFound) {
+			b.Fatal(err)
+		}
+		i++
+	}
 }

@@ -630,7 +630,7 @@ func (db *DB) Tx(id txid.ID) (Outcome, error) {
 // Apply which records or prunes the key answers as before or as after that
 // Apply.
 func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
-	if key == "" {
+	if key == "" || !db.indexed(key) {
 		return Outcome{}, ErrNotFound
 	}
 	var o Outcome
@@ -653,6 +653,22 @@ func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
 		return Outcome{}, err
 	}
 	return o, nil
+}
+
+// indexed reports whether the idempotency index has a candidate txid for key,
+// or the store cannot tell (closed or broken: the read reports that). The index
+// holds every applied entry's key, so a key without a candidate has no
+// record, and TxByIdempotencyKey answers ErrNotFound without a bbolt read
+// transaction: the common case of a client's first submission, which each
+// receiving node checks (node.SubmitBatch).
+func (db *DB) indexed(key string) bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.bolt == nil || db.idem == nil || db.broken.Load() {
+		return true
+	}
+	_, ok := db.idem.candidate(key)
+	return ok
 }
 
 // Get returns a key's current state, or ErrNotFound. The caller owns the result.

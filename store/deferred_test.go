@@ -187,6 +187,9 @@ func TestDeferredFailure(t *testing.T) {
 	if _, err := db.Tx(1); err == nil {
 		t.Fatal("Tx after a rolled back open transaction succeeded")
 	}
+	if _, err := db.TxByIdempotencyKey("unknown"); err == nil || errors.Is(err, ErrNotFound) {
+		t.Fatalf("TxByIdempotencyKey(unknown) after a rolled back open transaction = %v, want the failure", err)
+	}
 	if err := db.Close(); err == nil {
 		t.Fatal("Close of a broken database reported no error")
 	}
