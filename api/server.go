@@ -1,10 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -263,9 +263,20 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 	s.writeError(w, &Error{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
 }
 
+// preallocBodyBytes bounds the buffer readBody makes before it reads.
+const preallocBodyBytes = 1 << 20
+
 // readBody reads the whole body of r, at most limit bytes.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	// Sized by Content-Length (up to preallocBodyBytes, which a client that
+	// lies about it can make us allocate), the body takes one allocation
+	// instead of io.ReadAll's doubling copies: a batch of 100 is about 40 KB.
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 {
+		buf.Grow(int(min(n, limit, preallocBodyBytes)) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := buf.Bytes()
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return nil, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
 	}

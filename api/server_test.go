@@ -227,3 +227,40 @@ func TestRequestLog(t *testing.T) {
 		}
 	}
 }
+
+// TestReadBody reads bodies whose Content-Length is unknown, right, or over the
+// limit, and one that claims more than it has.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("b", 3000)
+	cases := []struct {
+		name   string
+		length int64 // the request's ContentLength
+		body   string
+		limit  int64
+		want   string
+		code   string
+	}{
+		{"chunked", -1, body, 4096, body, ""},
+		{"exact", int64(len(body)), body, 4096, body, ""},
+		{"empty", 0, "", 4096, "", ""},
+		{"over the limit", int64(len(body)), body, 1000, "", CodePayloadTooLarge},
+		{"chunked over the limit", -1, body, 1000, "", CodePayloadTooLarge},
+		{"claims over the prealloc bound", preallocBodyBytes * 4, body, preallocBodyBytes * 8, body, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/v1/tx", strings.NewReader(c.body))
+			r.ContentLength = c.length
+			got, err := readBody(httptest.NewRecorder(), r, c.limit)
+			if c.code != "" {
+				if e, ok := errors.AsType[*Error](err); !ok || e.Code != c.code {
+					t.Fatalf("readBody() = %d bytes, %v; want code %s", len(got), err, c.code)
+				}
+				return
+			}
+			if err != nil || string(got) != c.want {
+				t.Fatalf("readBody() = %d bytes, %v; want %d bytes", len(got), err, len(c.want))
+			}
+		})
+	}
+}
