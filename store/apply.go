@@ -328,7 +328,7 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 		o.Versions = make(map[string]uint64, len(writes))
 		for _, w := range writes {
 			o.Versions[w.key] = w.version
-			a.write(w, e.Index)
+			a.write(w, e.Index, len(c.Payload))
 		}
 	}
 	if err := a.record(o, writes, c.Payload); err != nil {
@@ -479,14 +479,21 @@ func (a *applier) evaluate(ops []Op) ([]pending, *Conflict, error) {
 	return writes, nil, nil
 }
 
-// write puts a key's final state into the overlay: a put, with a copy of the
-// value (the entry's Data is not kept), or the tombstone of a deleted key.
-func (a *applier) write(w pending, index uint64) {
+// write puts a key's final state into the overlay: a put, or the tombstone
+// of a deleted key. The value aliases DecodeTx's copy of the transaction, of
+// txBytes bytes, which nothing else keeps or changes, when it is at least
+// half of those bytes (a single-op transaction); else the overlay takes a copy
+// of its own, so that a small value does not keep a large transaction alive.
+func (a *applier) write(w pending, index uint64, txBytes int) {
 	if w.version == 0 {
 		a.overlay.set(w.key, kvState{modIndex: index})
 		return
 	}
-	a.overlay.set(w.key, kvState{version: w.version, modIndex: index, value: bytes.Clone(w.value)})
+	value := w.value
+	if 2*len(value) < txBytes {
+		value = bytes.Clone(value)
+	}
+	a.overlay.set(w.key, kvState{version: w.version, modIndex: index, value: value})
 }
 
 // record writes a new outcome to the log and the dedup buckets, and indexes its

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -465,4 +466,31 @@ func cyclingOps(n int) []Op {
 		ops = append(ops, ifv(put(string(rune('c'-i%3)), strconv.Itoa(i)), uint64(i/3)))
 	}
 	return append(ops, del("a"))
+}
+
+// TestApplyKeepsNoEntryData overwrites each entry's Data after Apply, as a
+// caller that reuses its buffers may: the values the store answers with, a
+// single-op transaction's (which the overlay keeps in the transaction's decoded
+// copy) and a multi-op one's (copied on their own), stay as applied.
+func TestApplyKeepsNoEntryData(t *testing.T) {
+	db := openTest(t)
+	defer db.Close()
+	long := `"` + strings.Repeat("single op value ", 8) + `"`
+	entries := []Entry{
+		txEntry(1, 1, "", put("one", long)),
+		txEntry(2, 2, "", put("small", `1`), put("big", `"a much longer value than the other op's"`)),
+	}
+	applyOK(t, db, entries...)
+	for _, e := range entries {
+		for i := range e.Data {
+			e.Data[i] = 'X'
+		}
+	}
+	want := map[string]string{"one": long, "small": `1`, "big": `"a much longer value than the other op's"`}
+	for key, value := range want {
+		kv, err := db.Get(key)
+		if err != nil || string(kv.Value) != value {
+			t.Errorf("Get(%q) = %q, %v; want %q", key, kv.Value, err, value)
+		}
+	}
 }

@@ -80,7 +80,7 @@ func EncodeTx(tx Tx) []byte {
 // txid is not zero. The returned Tx does not alias b. A put's Value is never nil; a
 // delete's is.
 func DecodeTx(b []byte) (Tx, error) {
-	b = bytes.Clone(b) // one copy that the op values alias
+	b = bytes.Clone(b) // one copy that the op values alias, and the kv overlay keeps (applier.write)
 	d := decoder{what: "tx", b: b}
 	tx := decodeTxHeader(&d)
 	n := d.uvarint("op count")
