@@ -7,6 +7,8 @@
 //	bbolt         one bbolt transaction that puts a 300-byte value, committed
 //	raft-boltdb   one raft-boltdb StoreLogs of a 300-byte entry (a Raft append)
 //	raft-wal      the same append with hashicorp/raft-wal, for comparison
+//	raft-wal-x3   the same in three raft-wal logs at once, as the three nodes
+//	              of a local cluster append on one disk (every append counts)
 //	tcp           one byte there and back over 127.0.0.1
 //	http          a 300-byte POST and its empty 200 over a keep-alive connection
 //
@@ -23,6 +25,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -82,6 +86,7 @@ func run(dir string, n, rttN int, asJSON bool, w io.Writer) error {
 		{"bbolt", n, boltCommit},
 		{"raft-boltdb", n, raftAppend},
 		{"raft-wal", n, raftWALAppend},
+		{"raft-wal-x3", n, raftWALAppend3},
 		{"tcp", rttN, tcpRoundTrip},
 		{"http", rttN, httpRoundTrip},
 	}
@@ -220,6 +225,29 @@ func raftWALAppend(dir string, n int) ([]time.Duration, error) {
 	return timeEach(n, func(i int) error {
 		return store.StoreLogs([]*raft.Log{{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}})
 	})
+}
+
+// raftWALAppend3 runs raftWALAppend in three logs at once and returns the
+// latencies of all their appends. The three nodes of a local cluster share
+// one disk, and a disk takes its cache flushes one after the other: when they
+// overlap, each fsync waits for the others', and a cluster's own appends take
+// longer than raft-wal alone says.
+func raftWALAppend3(dir string, n int) ([]time.Duration, error) {
+	var wg sync.WaitGroup
+	got := make([][]time.Duration, 3)
+	errs := make([]error, 3)
+	for i := range 3 {
+		d := filepath.Join(dir, fmt.Sprintf("x3-%d", i))
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, err
+		}
+		wg.Go(func() { got[i], errs[i] = raftWALAppend(d, n) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(got...), nil
 }
 
 // tcpRoundTrip sends one byte to an echo server over loopback and waits for it.
