@@ -261,6 +261,11 @@ func TestReadBody(t *testing.T) {
 			if err != nil || string(got) != c.want {
 				t.Fatalf("readBody() = %d bytes, %v; want %d bytes", len(got), err, len(c.want))
 			}
+			// What a client declares but does not send costs at most about the
+			// bound (allocations round up to a size class).
+			if max := 2 * preallocBodyBytes; cap(got) > max {
+				t.Fatalf("readBody() buffer of %d bytes for %d, more than %d", cap(got), len(got), max)
+			}
 		})
 	}
 }
