@@ -41,8 +41,13 @@ type Node struct {
 	intake      *intake
 	park        parker // nil without --redis-addr
 
-	fwd       forwarding    // grouped forwarding to the leader (forward.go)
-	stop      chan struct{} // closed by Close to stop background loops
+	fwd forwarding // grouped forwarding to the leader (forward.go)
+	// life ends when Close begins: the background loops stop, and the
+	// proposals they make (registration, replay, drain) give up at once
+	// instead of running out their own timeouts. stop is life.Done().
+	life      context.Context
+	endLife   context.CancelFunc
+	stop      <-chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -56,10 +61,11 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:  cfg,
-		log:  cfg.Logger.With("component", "node"),
-		stop: make(chan struct{}),
+		cfg: cfg,
+		log: cfg.Logger.With("component", "node"),
 	}
+	n.life, n.endLife = context.WithCancel(context.Background())
+	n.stop = n.life.Done()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
@@ -196,7 +202,7 @@ func (n *Node) Run(ctx context.Context) error {
 // closes Raft, the store and the txid generator. It is safe to call twice.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
-		close(n.stop)
+		n.endLife()
 		if n.raft != nil && n.raft.IsLeader() {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
 			start := time.Now()

@@ -31,6 +31,9 @@ func (n *Node) registerLoop() {
 			return
 		case <-t.C:
 		}
+		if n.life.Err() != nil {
+			return // a tick that won the select against stop
+		}
 		nodes := n.peers.all()
 		for id, info := range nodes {
 			if id != me.ID && info.TxIDNode == me.TxIDNode && !warned {
@@ -45,7 +48,7 @@ func (n *Node) registerLoop() {
 		if leader, _ := n.raft.Leader(); leader == "" {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(n.life, 2*time.Second)
 		p := &pending{kind: store.KindRegisterNode, payload: store.EncodeNode(me)}
 		n.propose(ctx, []*pending{p}, api.SubmitOptions{})
 		cancel()
@@ -62,7 +65,7 @@ func (n *Node) joinLoop() {
 	req := api.JoinRequest{ID: n.cfg.ID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.httpAddr}
 	backoff := 100 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(n.life, 10*time.Second)
 		err := c.Join(ctx, req)
 		cancel()
 		if err == nil {

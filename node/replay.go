@@ -51,7 +51,7 @@ func (n *Node) every(interval time.Duration, kick <-chan struct{}, once func() b
 		case <-t.C:
 		case <-kick:
 		}
-		for once() {
+		for n.life.Err() == nil && once() {
 		}
 	}
 }
@@ -70,7 +70,7 @@ func (n *Node) replayOnce() bool {
 	for i, e := range es {
 		ps[i] = &pending{kind: store.KindTx, payload: e.payload, id: e.id, sent: true}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
 	n.propose(ctx, ps, api.SubmitOptions{})
 	cancel()
 	var done, open = es[:0:0], es[:0:0]
@@ -104,7 +104,7 @@ func (n *Node) drainLoop() {
 // drainOnce proposes one batch of Redis entries; it reports whether the batch was
 // full and fully committed, so that the caller goes on at once.
 func (n *Node) drainOnce() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
 	defer cancel()
 	entries, err := n.park.Claim(ctx, drainBatch)
 	if err != nil || len(entries) == 0 {

@@ -1,0 +1,43 @@
+package node
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestEveryStopsAtClose runs a background loop whose every round reports a
+// full batch, as a replay with a long backlog does, and ends the node's life:
+// the loop must return at once, not go on draining the backlog (or, with a
+// pending tick, start another round) while Close waits for it.
+func TestEveryStopsAtClose(t *testing.T) {
+	n := &Node{}
+	n.life, n.endLife = context.WithCancel(context.Background())
+	n.stop = n.life.Done()
+	var rounds atomic.Int64
+	started := make(chan struct{})
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		n.every(time.Millisecond, nil, func() bool {
+			if rounds.Add(1) == 1 {
+				close(started)
+			}
+			time.Sleep(100 * time.Microsecond)
+			return true // a full batch: go on at once
+		})
+	}()
+	<-started
+	n.endLife()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("every still running 5s after the node's life ended (%d rounds)", rounds.Load())
+	}
+	after := rounds.Load()
+	time.Sleep(20 * time.Millisecond)
+	if got := rounds.Load(); got != after {
+		t.Fatalf("%d rounds after every returned", got-after)
+	}
+}
