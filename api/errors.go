@@ -38,6 +38,7 @@ const (
 	CodeInvalidTx        = "invalid_transaction"
 	CodeInvalidParam     = "invalid_parameter"
 	CodePayloadTooLarge  = "payload_too_large"
+	CodeRequestTimeout   = "request_timeout"
 	CodeNotFound         = "not_found"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeConflict         = "conflict"
@@ -63,6 +64,7 @@ var codes = map[string]struct {
 	CodeInvalidTx:        {http.StatusBadRequest, nil},
 	CodeInvalidParam:     {http.StatusBadRequest, nil},
 	CodePayloadTooLarge:  {http.StatusRequestEntityTooLarge, nil},
+	CodeRequestTimeout:   {http.StatusRequestTimeout, nil},
 	CodeNotFound:         {http.StatusNotFound, ErrNotFound},
 	CodeMethodNotAllowed: {http.StatusMethodNotAllowed, nil},
 	CodeConflict:         {http.StatusConflict, nil},

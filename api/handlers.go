@@ -47,7 +47,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyTimeout)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -144,7 +144,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, &Error{Code: CodeInvalidParam, Message: HeaderIdempotencyKey + " header: not allowed on a batch; set idempotency_key in each transaction"})
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyTimeout)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -181,7 +181,7 @@ func (s *Server) handlePropose(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxInternalBodyBytes)
+	body, err := readBody(w, r, s.cfg.MaxInternalBodyBytes, s.cfg.BodyTimeout)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -393,7 +393,7 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyTimeout)
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -440,7 +440,7 @@ func (s *Server) handleTransferLeadership(w http.ResponseWriter, r *http.Request
 		s.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyTimeout)
 	if err != nil {
 		s.writeError(w, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -37,6 +38,10 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 type Config struct {
 	// MaxBodyBytes bounds the body of every public request, in bytes. Default 1 MiB.
 	MaxBodyBytes int64
+	// BodyTimeout bounds how long a request's body may take to arrive once its
+	// handler starts reading it; a body still incomplete then gets 408
+	// request_timeout. Default 30s.
+	BodyTimeout time.Duration
 	// MaxInternalBodyBytes bounds the body of POST /v1/internal/propose, in bytes.
 	// Default 64 MiB.
 	MaxInternalBodyBytes int64
@@ -60,6 +65,7 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultMaxBodyBytes         = 1 << 20
+	DefaultBodyTimeout          = 30 * time.Second
 	DefaultMaxInternalBodyBytes = 64 << 20
 	DefaultMaxKeyBytes          = 1024
 	DefaultMaxOpsPerTx          = 1000
@@ -77,6 +83,7 @@ func (c Config) Validate() error {
 		}
 	}
 	neg("MaxBodyBytes", c.MaxBodyBytes)
+	neg("BodyTimeout", int64(c.BodyTimeout))
 	neg("MaxInternalBodyBytes", c.MaxInternalBodyBytes)
 	neg("MaxKeyBytes", int64(c.MaxKeyBytes))
 	neg("MaxOpsPerTx", int64(c.MaxOpsPerTx))
@@ -94,6 +101,9 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = DefaultBodyTimeout
 	}
 	if c.MaxInternalBodyBytes <= 0 {
 		c.MaxInternalBodyBytes = DefaultMaxInternalBodyBytes
@@ -269,8 +279,13 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 // buffer as its bytes arrive.
 const preallocBodyBytes = 64 << 10
 
-// readBody reads the whole body of r, at most limit bytes.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// readBody reads the whole body of r, at most limit bytes, within timeout
+// (0: no bound): the server bounds only the headers' reading, and a client
+// that declares a body and sends it slowly, or not at all, would otherwise
+// hold its handler for as long as it keeps the connection.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.Duration) ([]byte, error) {
+	rc := http.NewResponseController(w)
+	deadline := timeout > 0 && rc.SetReadDeadline(time.Now().Add(timeout)) == nil
 	// Sized by Content-Length (up to preallocBodyBytes), the body takes one
 	// allocation instead of io.ReadAll's doubling copies.
 	var buf bytes.Buffer
@@ -279,8 +294,17 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
 	body := buf.Bytes()
+	if deadline && err == nil {
+		// A failed read leaves the deadline passed, so that the server's
+		// discard of the unread rest fails at once and it closes the
+		// connection after the answer, instead of waiting for the rest.
+		rc.SetReadDeadline(time.Time{})
+	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return nil, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, &Error{Code: CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
 	}
 	if err != nil {
 		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}

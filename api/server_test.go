@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -202,8 +205,8 @@ func TestConfigValidate(t *testing.T) {
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("Config{}.Validate() = %v, want nil", err)
 	}
-	err := Config{MaxBodyBytes: -1, MaxOpsPerTx: -2, DefaultTimeout: time.Hour}.Validate()
-	for _, want := range []string{"MaxBodyBytes: -1", "MaxOpsPerTx: -2", "DefaultTimeout: 1h0m0s, want <= MaxTimeout"} {
+	err := Config{MaxBodyBytes: -1, MaxOpsPerTx: -2, DefaultTimeout: time.Hour, BodyTimeout: -3}.Validate()
+	for _, want := range []string{"MaxBodyBytes: -1", "MaxOpsPerTx: -2", "DefaultTimeout: 1h0m0s, want <= MaxTimeout", "BodyTimeout: -3"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}
@@ -251,7 +254,7 @@ func TestReadBody(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r := httptest.NewRequest("POST", "/v1/tx", strings.NewReader(c.body))
 			r.ContentLength = c.length
-			got, err := readBody(httptest.NewRecorder(), r, c.limit)
+			got, err := readBody(httptest.NewRecorder(), r, c.limit, time.Second)
 			if c.code != "" {
 				if e, ok := errors.AsType[*Error](err); !ok || e.Code != c.code {
 					t.Fatalf("readBody() = %d bytes, %v; want code %s", len(got), err, c.code)
@@ -268,4 +271,40 @@ func TestReadBody(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlowBody sends the headers of a write and part of its body, then
+// nothing: the node answers 408 request_timeout once the body timeout has
+// passed, instead of holding the handler for as long as the client keeps the
+// connection, and goes on serving other clients.
+func TestSlowBody(t *testing.T) {
+	b := &fakeBackend{}
+	srv := httptest.NewServer(NewServer(Config{BodyTimeout: 300 * time.Millisecond}, b))
+	t.Cleanup(srv.Close)
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	fmt.Fprintf(conn, "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"ops\":")
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a slow body: %v", err)
+	}
+	defer resp.Body.Close()
+	var eb struct{ Error ErrorBody }
+	if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); resp.StatusCode != http.StatusRequestTimeout || eb.Error.Code != CodeRequestTimeout || took > 5*time.Second {
+		t.Fatalf("slow body: %d %+v after %v; want 408 %s after about 300ms", resp.StatusCode, eb.Error, took, CodeRequestTimeout)
+	}
+	// Another client is served as before.
+	r, err := http.Get(srv.URL + "/healthz")
+	if err != nil || r.StatusCode != http.StatusOK {
+		t.Fatalf("GET /healthz after a slow body = %v, %v", r, err)
+	}
+	r.Body.Close()
 }
