@@ -14,7 +14,6 @@ import (
 func TestEveryStopsAtClose(t *testing.T) {
 	n := &Node{}
 	n.life, n.endLife = context.WithCancel(context.Background())
-	n.stop = n.life.Done()
 	var rounds atomic.Int64
 	started := make(chan struct{})
 	returned := make(chan struct{})

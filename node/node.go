@@ -44,10 +44,9 @@ type Node struct {
 	fwd forwarding // grouped forwarding to the leader (forward.go)
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
-	// instead of running out their own timeouts. stop is life.Done().
+	// instead of running out their own timeouts.
 	life      context.Context
 	endLife   context.CancelFunc
-	stop      <-chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
@@ -65,7 +64,6 @@ func Open(cfg Config) (*Node, error) {
 		log: cfg.Logger.With("component", "node"),
 	}
 	n.life, n.endLife = context.WithCancel(context.Background())
-	n.stop = n.life.Done()
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}

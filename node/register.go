@@ -27,7 +27,7 @@ func (n *Node) registerLoop() {
 	var sent time.Time // when this node last proposed its info
 	for {
 		select {
-		case <-n.stop:
+		case <-n.life.Done():
 			return
 		case <-t.C:
 		}
@@ -74,7 +74,7 @@ func (n *Node) joinLoop() {
 		}
 		n.log.Warn("join failed", "via", n.cfg.Join, "err", err)
 		select {
-		case <-n.stop:
+		case <-n.life.Done():
 			return
 		case <-time.After(backoff):
 		}

@@ -46,7 +46,7 @@ func (n *Node) every(interval time.Duration, kick <-chan struct{}, once func() b
 	defer t.Stop()
 	for {
 		select {
-		case <-n.stop:
+		case <-n.life.Done():
 			return
 		case <-t.C:
 		case <-kick:
