@@ -32,7 +32,7 @@ func (n *Node) registerLoop() {
 		case <-t.C:
 		}
 		if n.life.Err() != nil {
-			return // a tick that won the select against stop
+			return // a tick that won the select against life.Done()
 		}
 		nodes := n.peers.all()
 		for id, info := range nodes {
