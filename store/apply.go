@@ -107,6 +107,7 @@ func (db *DB) applyIn(btx *bolt.Tx, entries []Entry, results []Result, idem *ide
 	if err != nil {
 		return nil, err
 	}
+	before := a.st.index
 	for i, e := range entries {
 		if e.Index <= a.st.index {
 			results[i] = Result{Skipped: true}
@@ -117,7 +118,7 @@ func (db *DB) applyIn(btx *bolt.Tx, entries []Entry, results []Result, idem *ide
 		}
 		a.st.index, a.st.term = e.Index, e.Term
 	}
-	to, done, err := kv.flushStep(a.kv, db.kvLimits, a.st.index)
+	to, done, err := kv.flushStep(a.kv, db.kvLimits, before)
 	if err != nil {
 		return nil, fmt.Errorf("flush kv overlay: %w", err)
 	}

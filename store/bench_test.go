@@ -55,7 +55,8 @@ func BenchmarkApply(b *testing.B) {
 // bound how far the store scales. With the environment variable NOIDEM set,
 // the transactions have no idempotency keys; KEYS sets the number of keys
 // (default 100,000), KVFLUSHKEYS Config.KVFlushKeys, KVFLUSHSTEP
-// Config.KVFlushStepKeys and COMMITINTERVAL (a duration) Config.CommitInterval.
+// Config.KVFlushStepKeys, KVFLUSHRECORDS Config.KVFlushRecords, KVFLUSHLOGBYTES
+// Config.KVFlushLogBytes and COMMITINTERVAL (a duration) Config.CommitInterval.
 func BenchmarkApplyRealistic(b *testing.B) {
 	value := `"` + strings.Repeat("v", 254) + `"`
 	noIdem := os.Getenv("NOIDEM") != ""
@@ -65,9 +66,12 @@ func BenchmarkApplyRealistic(b *testing.B) {
 	}
 	flushKeys, _ := strconv.Atoi(os.Getenv("KVFLUSHKEYS"))
 	flushStep, _ := strconv.Atoi(os.Getenv("KVFLUSHSTEP"))
+	flushRecords, _ := strconv.Atoi(os.Getenv("KVFLUSHRECORDS"))
+	flushLogBytes, _ := strconv.Atoi(os.Getenv("KVFLUSHLOGBYTES"))
 	interval, _ := time.ParseDuration(os.Getenv("COMMITINTERVAL"))
 	path := filepath.Join(b.TempDir(), "state.db")
-	db, err := Open(path, Config{NoSync: true, KVFlushKeys: max(flushKeys, 0), KVFlushStepKeys: max(flushStep, 0), CommitInterval: max(interval, 0)})
+	db, err := Open(path, Config{NoSync: true, KVFlushKeys: max(flushKeys, 0), KVFlushStepKeys: max(flushStep, 0),
+		KVFlushRecords: max(flushRecords, 0), KVFlushLogBytes: max(flushLogBytes, 0), CommitInterval: max(interval, 0)})
 	if err != nil {
 		b.Fatal(err)
 	}

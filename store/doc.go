@@ -59,8 +59,8 @@
 // rewrite a random leaf page. Apply writes each key's new state, or a tombstone
 // for a deleted key, to an overlay in memory, and the reads look there first,
 // then in kv. When the overlay reaches one of Config's limits (KVFlushKeys,
-// KVFlushLogBytes, KVFlushRecords) it is frozen at that Apply's index, and
-// that Apply and the next ones write it into kv in key order, KVFlushStepKeys
+// KVFlushLogBytes, KVFlushRecords) it is frozen as of the index before that
+// Apply, and that Apply and the next ones write it into kv in key order, KVFlushStepKeys
 // keys each, in the bbolt transactions of their entries; the last step moves
 // kv_applied to the index of the freeze. The keys written meanwhile go to a new
 // overlay, read before the frozen one. Close writes all of it in one go and

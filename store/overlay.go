@@ -55,8 +55,9 @@ type kvState struct {
 // apply goroutine changes it (commit, or a swap by Open, Restore and Close).
 //
 // A flush runs in steps. The Apply that finds the overlay full freezes it:
-// frozen takes keys, the states as of that Apply's index (flushTo), and keys
-// starts empty. That Apply and the next ones each write the next
+// frozen takes keys, the states as of the applied index before that Apply
+// (flushTo), and keys starts with that Apply's own. That Apply and the next
+// ones each write the next
 // Config.KVFlushStepKeys keys of frozen, in key order, into the bucket; the one
 // that writes the last moves kv_applied to flushTo, and frozen goes. A key's
 // state is the one in keys, else in frozen, else in the bucket.
@@ -142,10 +143,12 @@ func (ov *kvOverlay) batch() *kvBatch {
 func (ov *kvOverlay) commit(b *kvBatch) {
 	ov.mu.Lock()
 	defer ov.mu.Unlock()
-	if b.frozen != nil { // b started a flush, which holds b's own keys
+	if b.frozen != nil {
+		// b started a flush of ov.keys as they were before b, and b's own
+		// keys and records are the first after it.
 		ov.frozen, ov.flushTo = b.frozen, b.flushTo
-		ov.keys = map[string]kvState{}
-		ov.records, ov.logBytes = 0, 0
+		ov.keys = b.keys
+		ov.records, ov.logBytes = b.records, b.logBytes
 	} else {
 		maps.Copy(ov.keys, b.keys)
 		ov.records += b.records
@@ -180,8 +183,8 @@ type kvBatch struct {
 	records, logBytes int // the log records the batch wrote
 
 	// The batch's flush step, if stepped.
-	frozen  map[string]kvState // set when the batch started a flush: ov.keys with keys on top
-	flushTo uint64             // with frozen: the batch's applied index
+	frozen  map[string]kvState // set when the batch started a flush: ov.keys, which the batch did not change
+	flushTo uint64             // with frozen: the applied index before the batch
 	pending []string           // the flush's keys not yet in the bucket after the step
 	stepped bool
 }
@@ -240,19 +243,20 @@ func (b *kvBatch) full(l kvLimits) bool {
 }
 
 // flushStep writes the next l.stepKeys keys of the flush in progress into the
-// kv bucket, after starting one at index if none runs and the overlay is full.
-// When it writes the last, it returns the index kv_applied moves to, which
-// the caller stores in the same transaction.
-func (b *kvBatch) flushStep(kv *bolt.Bucket, l kvLimits, index uint64) (kvApplied uint64, done bool, err error) {
+// kv bucket, after starting one if none runs and the overlay is full. A flush
+// it starts is of the committed overlay, as of before, the applied index
+// before the batch: it takes ov.keys as they are, which no one changes any
+// more, without a copy, and the batch's own keys go to the next overlay. When
+// it writes the last key, it returns the index kv_applied moves to, which the
+// caller stores in the same transaction.
+func (b *kvBatch) flushStep(kv *bolt.Bucket, l kvLimits, before uint64) (kvApplied uint64, done bool, err error) {
 	frozen, pending, to := b.ov.frozen, b.ov.pending, b.ov.flushTo
 	if frozen == nil {
 		if !b.full(l) {
 			return 0, false, nil
 		}
-		frozen = make(map[string]kvState, len(b.ov.keys)+b.newKeys)
-		maps.Copy(frozen, b.ov.keys)
-		maps.Copy(frozen, b.keys)
-		pending, to = slices.Sorted(maps.Keys(frozen)), index
+		frozen = b.ov.keys
+		pending, to = slices.Sorted(maps.Keys(frozen)), before
 		b.frozen, b.flushTo = frozen, to
 	}
 	n := min(len(pending), max(l.stepKeys, 1))

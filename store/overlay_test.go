@@ -349,8 +349,13 @@ func TestOverlayFailedApply(t *testing.T) {
 	if !reflect.DeepEqual(res, twinRes) {
 		t.Fatalf("Results after a failed Apply %+v, want %+v", res, twinRes)
 	}
-	if st := metaState(t, db); st.kvApplied != 5 {
-		t.Fatalf("kv_applied = %d after the batch, want 5 (a flush)", st.kvApplied)
+	// The batch flushed the overlay as it was before it (index 2); its own
+	// keys are the next overlay's.
+	if st := metaState(t, db); st.kvApplied != 2 {
+		t.Fatalf("kv_applied = %d after the batch, want 2 (a flush)", st.kvApplied)
+	}
+	if got := len(overlayCopy(db)); got != 4 {
+		t.Fatalf("overlay of %d keys after the flush, want the batch's 4", got)
 	}
 	if got, want := readView(t, db, keys, nil), readView(t, twin, keys, nil); !reflect.DeepEqual(got, want) {
 		t.Fatalf("reads after a failed Apply %+v, want %+v", got, want)
@@ -559,5 +564,39 @@ func TestOverlayCorruptRedo(t *testing.T) {
 	}
 	if kv := mustGet(t, db, "a"); kv.Version != 1 || db.AppliedIndex() != 1 {
 		t.Fatalf("after a refused Restore: Get(a) = %+v, applied %d; want the state before", kv, db.AppliedIndex())
+	}
+}
+
+// TestOverlayFreezeKeepsMap checks that a flush freezes the overlay's map
+// itself, not a copy of it, so that a flush does not hold every key twice:
+// the Apply that starts it flushes the overlay as of before it, and its own
+// keys are the next overlay's.
+func TestOverlayFreezeKeepsMap(t *testing.T) {
+	db := openCfg(t, filepath.Join(t.TempDir(), "state.db"), Config{NoSync: true, KVFlushRecords: 3, KVFlushStepKeys: 1})
+	defer db.Close()
+	applyOK(t, db, txEntry(1, 1, "", put("a", "1")), txEntry(2, 2, "", put("b", "1")))
+	db.kv.mu.RLock()
+	keys := reflect.ValueOf(db.kv.keys).UnsafePointer()
+	db.kv.mu.RUnlock()
+
+	applyOK(t, db, txEntry(3, 3, "", put("c", "1"), put("a", "2")))
+	db.kv.mu.RLock()
+	frozen, n, flushTo := reflect.ValueOf(db.kv.frozen).UnsafePointer(), len(db.kv.keys), db.kv.flushTo
+	db.kv.mu.RUnlock()
+	if frozen == nil {
+		t.Fatal("no flush in progress after the batch that filled the overlay")
+	}
+	if frozen != keys {
+		t.Error("the flush froze a copy of the overlay, not the overlay")
+	}
+	if flushTo != 2 || n != 2 {
+		t.Errorf("flush as of %d with %d keys after it, want as of 2 with the batch's 2", flushTo, n)
+	}
+	applyOK(t, db, txEntry(4, 4, "", put("d", "1")))
+	if st := metaState(t, db); st.kvApplied != 2 {
+		t.Errorf("kv_applied = %d after the flush's last step, want 2", st.kvApplied)
+	}
+	if v, err := db.Get("a"); err != nil || string(v.Value) != "2" {
+		t.Errorf(`Get("a") = %+v, %v; want the batch's "2"`, v, err)
 	}
 }
