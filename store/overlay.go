@@ -269,26 +269,31 @@ func (b *kvBatch) flushStep(kv *bolt.Bucket, l kvLimits, before uint64) (kvAppli
 
 // writeKV writes the states of keys, in their order, into the kv bucket. The
 // encoded values share one buffer, which bbolt reads until the transaction
-// ends.
+// ends. The keys pass through one scratch buffer: bbolt's Put copies the key
+// it stores (go.mod requires bbolt 1.5), and Delete keeps none; TestOverlayModel
+// reads every key back after flushes.
 func writeKV(kv *bolt.Bucket, states map[string]kvState, keys []string) error {
-	size := 0
+	size, longest := 0, 0
 	for _, k := range keys {
+		longest = max(longest, len(k))
 		if s := states[k]; s.version != 0 {
 			size += kvEncodedLen(s.version, s.modIndex, s.value)
 		}
 	}
 	buf := make([]byte, 0, size)
+	scratch := make([]byte, 0, longest)
 	for _, k := range keys {
 		s := states[k]
+		scratch = append(scratch[:0], k...)
 		if s.version == 0 {
-			if err := kv.Delete([]byte(k)); err != nil {
+			if err := kv.Delete(scratch); err != nil {
 				return err
 			}
 			continue
 		}
 		start := len(buf)
 		buf = appendKV(buf, s.version, s.modIndex, s.value)
-		if err := kv.Put([]byte(k), buf[start:len(buf):len(buf)]); err != nil {
+		if err := kv.Put(scratch, buf[start:len(buf):len(buf)]); err != nil {
 			return err
 		}
 	}
