@@ -16,6 +16,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -186,12 +187,19 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 		// raft-wal's Close leaves its meta store open (v0.4.0): own it, so a
 		// reopen in the same process does not wait for bbolt's file lock forever.
 		meta := &metadb.BoltMetaDB{}
-		w, err := raftwal.Open(dir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta))
+		zfs := newZeroFS(dir, func(err error) {
+			if err != nil {
+				hlog.Warn("prepare the next raft log segment", "dir", dir, "error", err)
+			}
+		})
+		w, err := raftwal.Open(dir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta),
+			raftwal.WithSegmentFiler(segment.NewFiler(dir, zfs)))
 		if err != nil {
+			zfs.Close()
 			meta.Close()
 			return nil, fmt.Errorf("open raft log %s: %w", dir, err)
 		}
-		return walStore{WAL: w, meta: meta}, nil
+		return walStore{WAL: w, meta: meta, zfs: zfs}, nil
 	default:
 		boltOpts := *bolt.DefaultOptions
 		boltOpts.Timeout = openTimeout
@@ -208,10 +216,11 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 type walStore struct {
 	*raftwal.WAL
 	meta *metadb.BoltMetaDB
+	zfs  *zeroFS
 }
 
 func (w walStore) Close() error {
-	return errors.Join(w.WAL.Close(), w.meta.Close())
+	return errors.Join(w.WAL.Close(), w.zfs.Close(), w.meta.Close())
 }
 
 // logCacheSize is the number of recent entries the log cache holds: a few
