@@ -199,6 +199,9 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 			meta.Close()
 			return nil, fmt.Errorf("open raft log %s: %w", dir, err)
 		}
+		// A reopened log has no Create ahead until it rotates: have the spare
+		// ready for then (nothing to do if an earlier run left one).
+		zfs.prepare(uint64(raftwal.DefaultSegmentSize))
 		return walStore{WAL: w, meta: meta, zfs: zfs}, nil
 	default:
 		boltOpts := *bolt.DefaultOptions

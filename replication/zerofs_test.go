@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -265,4 +266,35 @@ func TestZeroFSWAL(t *testing.T) {
 	w, closeWAL = open()
 	check(n)
 	var _ types.VFS = (*zeroFS)(nil)
+}
+
+// TestZeroFSSpareAtReopen checks that a raft-wal log reopened without a spare
+// (a data dir from before zeroFS, or a spare lost) prepares one, so that its
+// next rotation does not write a segment's zeros on the append path.
+func TestZeroFSSpareAtReopen(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), LogStore: LogStoreWAL}
+	hlog := newHCLogger(slog.New(slog.DiscardHandler))
+	spare := filepath.Join(cfg.Dir, "wal", spareName)
+	logs, err := openLogStore(cfg, hlog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.Close(); err != nil { // waits for the spare
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(spare); err != nil {
+		t.Fatalf("no spare after a new log's first segment: %v", err)
+	}
+	if err := os.Remove(spare); err != nil {
+		t.Fatal(err)
+	}
+	if logs, err = openLogStore(cfg, hlog); err != nil {
+		t.Fatal(err)
+	}
+	if err := logs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(spare); err != nil || fi.Size() != int64(raftwal.DefaultSegmentSize) {
+		t.Fatalf("spare after a reopen: %v, %v; want %d bytes", fi, err, raftwal.DefaultSegmentSize)
+	}
 }
