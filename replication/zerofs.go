@@ -44,7 +44,6 @@ type zeroFS struct {
 	spare     uint64 // the size of the ready spare file, 0 if none
 	closed    bool
 	wg        sync.WaitGroup
-	lastErr   error // the last failure to prepare a spare, for tests and logs
 	onPrepare func(error)
 }
 
@@ -104,7 +103,12 @@ func (z *zeroFS) takeSpare(path string, size uint64) (*os.File, error) {
 	if err := os.Rename(filepath.Join(z.dir, spareName), path); err != nil {
 		return nil, nil // gone or unusable: fill a new file instead
 	}
-	return os.OpenFile(path, os.O_RDWR, 0)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		os.Remove(path) // so that raft-wal may create the segment again
+		return nil, err
+	}
+	return f, nil
 }
 
 // createZeros creates path with size bytes of zeros, synced.
@@ -148,7 +152,6 @@ func (z *zeroFS) prepare(size uint64) {
 		err := z.writeSpare(size)
 		z.mu.Lock()
 		z.preparing = false
-		z.lastErr = err
 		if err == nil {
 			z.spare = size
 		}
