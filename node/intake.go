@@ -206,20 +206,20 @@ func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 }
 
 // durable waits for the append and, if it was lazy, for an fsync that covers
-// it: what parking needs before it answers 202.
-func (n *Node) durable(ctx context.Context, f *walFuture) bool {
-	select {
-	case <-f.done:
-	case <-ctx.Done():
-		return false
-	}
+// it: what parking needs before it answers 202. It waits past the request's
+// deadline (walAppendTimeout bounds the append): an append that lands after the
+// request gave up puts the transaction in the WAL all the same, and a restart
+// would replay it, so the only true answer then is 202 pending, not "unknown"
+// or "no leader" (which says it was not carried out).
+func (n *Node) durable(f *walFuture) bool {
+	<-f.done
 	if f.err != nil {
 		return false
 	}
 	if !f.lazy {
 		return true
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), walAppendTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
 	defer cancel()
 	if err := n.intake.wal.Sync(sctx); err != nil {
 		f.err = err
@@ -370,7 +370,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		})
 		return
 	}
-	walOK := n.durable(ctx, walf)
+	walOK := n.durable(walf)
 	var parked []*intakeEntry
 	var settled []*pending
 	for i, p := range ps {

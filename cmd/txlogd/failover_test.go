@@ -298,6 +298,9 @@ func TestFailoverLosesNothing(t *testing.T) {
 // TestIntakeWALModes checks each --intake-wal mode end to end: writes commit with
 // a leader; without quorum the survivor parks them (202); they commit when the
 // quorum is back, also after the survivor itself restarted (its WAL has them).
+// One parked write asks for a 1µs timeout: the request's time is over before
+// the WAL append is, and the survivor must still wait for it and answer 202
+// (with --intake-wal=off the append only starts when the proposal gave up).
 func TestIntakeWALModes(t *testing.T) {
 	for _, mode := range []string{"parallel", "sync", "off"} {
 		t.Run(mode, func(t *testing.T) {
@@ -324,7 +327,11 @@ func TestIntakeWALModes(t *testing.T) {
 			sc := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
 			var parked []txid.ID
 			for i := range 5 {
-				res := put(sc, fmt.Sprintf("parked-%d", i), 300*time.Millisecond)
+				timeout := 300 * time.Millisecond
+				if i == 4 {
+					timeout = time.Microsecond
+				}
+				res := put(sc, fmt.Sprintf("parked-%d", i), timeout)
 				if res.Status != api.StatusPending {
 					t.Fatalf("without quorum: %+v, want pending", res)
 				}
