@@ -378,7 +378,10 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 			continue
 		}
 		if !walOK {
-			p.done, p.err = false, nil
+			// A failed append may or may not be on disk (docs/wal.md: an fsync
+			// that failed after the write), and a restart would replay what is:
+			// never answer that it was not carried out.
+			p.done, p.err, p.sent = false, nil, true
 			settled = append(settled, p)
 			continue
 		}
