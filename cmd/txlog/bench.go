@@ -66,6 +66,7 @@ type benchConfig struct {
 	batch      int           // transactions per request; 1 is POST /v1/tx
 	keys       int           // key space: bench/00000000 .. bench/<keys-1>
 	timeout    time.Duration // the server's timeout of each request
+	httpClient string        // benchHTTPRaw or benchHTTPStd
 	progress   time.Duration // interval of progress lines; 0: none
 	json       bool
 	local      bool
@@ -90,6 +91,7 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	cmd.IntVar(&b.batch, "batch", 0, "transactions per POST /v1/tx/batch request; 0 or 1 sends each alone to POST /v1/tx")
 	cmd.IntVar(&b.keys, "keys", benchDefaultKeys, "number of distinct keys; few keys make contention")
 	cmd.DurationVar(&b.timeout, "timeout", api.DefaultTimeout, "the server's timeout of each request")
+	cmd.StringVar(&b.httpClient, "http-client", benchHTTPRaw, "how the load generator speaks HTTP: raw (one keep-alive connection per client and target, read and written on the client's goroutine; http:// targets) or net/http (Go's http.Client)")
 	cmd.DurationVar(&b.progress, "progress", time.Second, "interval of progress lines on stderr; 0 turns them off")
 	cmd.BoolVar(&b.json, "json", false, "print the summary as one JSON object")
 	cmd.BoolVar(&b.local, "local", false, "start a fresh three-node cluster for the run and remove it after")
@@ -148,6 +150,17 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	}
 	if b.progress < 0 {
 		bad("--progress %v: must not be negative", b.progress)
+	}
+	switch b.httpClient {
+	case benchHTTPRaw:
+		for _, t := range b.targets {
+			if !strings.HasPrefix(t, "http://") {
+				bad("--targets %s: --http-client=raw speaks plain http; use --http-client=net/http", t)
+			}
+		}
+	case benchHTTPStd:
+	default:
+		bad("--http-client %q: want raw or net/http", b.httpClient)
 	}
 	if len(errs) > 0 {
 		return b, usagef("%s", strings.Join(errs, "; "))
@@ -353,8 +366,8 @@ type clientStats struct {
 // benchRun is one run of the load: its settings and shared counters.
 type benchRun struct {
 	cfg      benchConfig
-	hc       *http.Client
-	urls     []string // one per target: the write URL with its query
+	hc       *http.Client // --http-client=net/http; nil for raw
+	urls     []string     // one per target: the write URL with its query
 	start    time.Time
 	measured time.Time // start of the measured window
 	stopAt   time.Time // end of the window; zero with --n
@@ -374,7 +387,10 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 	tr.MaxIdleConnsPerHost = cfg.clients
 	tr.MaxIdleConns = cfg.clients * len(cfg.targets)
 	tr.DisableCompression = true
-	r := &benchRun{cfg: cfg, hc: &http.Client{Transport: tr}}
+	r := &benchRun{cfg: cfg}
+	if cfg.httpClient == benchHTTPStd {
+		r.hc = &http.Client{Transport: tr}
+	}
 	defer tr.CloseIdleConnections()
 	for _, t := range cfg.targets {
 		r.urls = append(r.urls, t+path+query)
@@ -438,6 +454,15 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 // measured window in st.
 func (r *benchRun) client(ctx context.Context, i int, w *workload, st *clientStats) {
 	var resp bytes.Buffer
+	var rc *rawClient
+	if r.hc == nil {
+		var err error
+		if rc, err = newRawClient(r.urls, r.cfg.timeout+benchTimeoutMargin); err != nil {
+			st.errors["request"]++ // parseBench checked the targets
+			return
+		}
+		defer rc.close()
+	}
 	target := i % len(r.urls)
 	for !r.stop.Load() && ctx.Err() == nil {
 		started := time.Now()
@@ -446,7 +471,7 @@ func (r *benchRun) client(ctx context.Context, i int, w *workload, st *clientSta
 			return
 		}
 		body := w.body()
-		o := r.send(ctx, r.urls[target], body, &resp)
+		o := r.send(ctx, rc, target, body, &resp)
 		target = (target + 1) % len(r.urls)
 		ended := time.Now()
 		if o.err == "" {
@@ -489,33 +514,26 @@ type outcome struct {
 	itemErrors                   map[string]int64 // batch: failed transactions by error code
 }
 
-// send posts body to url and classifies the answer. resp is a buffer for the
-// answer's body.
-func (r *benchRun) send(ctx context.Context, url string, body []byte, resp *bytes.Buffer) outcome {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout+benchTimeoutMargin)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return outcome{err: "request"}
+// send posts body to target (through rc, or r.hc when rc is nil) and
+// classifies the answer. resp is a buffer for the answer's body.
+func (r *benchRun) send(ctx context.Context, rc *rawClient, target int, body []byte, resp *bytes.Buffer) outcome {
+	var status int
+	var err error
+	if rc != nil {
+		status, err = rc.exchange(ctx, target, body, resp)
+	} else {
+		status, err = r.exchangeStd(ctx, r.urls[target], body, resp)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := r.hc.Do(req)
-	if err != nil {
-		return outcome{err: transportKind(err)}
-	}
-	resp.Reset()
-	_, err = resp.ReadFrom(res.Body)
-	res.Body.Close()
 	if err != nil {
 		return outcome{err: transportKind(err)}
 	}
 	if r.cfg.batch > 1 {
-		if res.StatusCode != http.StatusOK {
-			return outcome{err: errorKind(res.StatusCode, resp.Bytes())}
+		if status != http.StatusOK {
+			return outcome{err: errorKind(status, resp.Bytes())}
 		}
 		return batchOutcome(resp.Bytes(), r.cfg.batch)
 	}
-	switch res.StatusCode {
+	switch status {
 	case http.StatusOK:
 		return outcome{committed: 1}
 	case http.StatusAccepted:
@@ -523,7 +541,26 @@ func (r *benchRun) send(ctx context.Context, url string, body []byte, resp *byte
 	case http.StatusConflict:
 		return outcome{rejected: 1}
 	}
-	return outcome{err: errorKind(res.StatusCode, resp.Bytes())}
+	return outcome{err: errorKind(status, resp.Bytes())}
+}
+
+// exchangeStd is rawClient.exchange through r.hc.
+func (r *benchRun) exchangeStd(ctx context.Context, url string, body []byte, resp *bytes.Buffer) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout+benchTimeoutMargin)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := r.hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Reset()
+	_, err = resp.ReadFrom(res.Body)
+	res.Body.Close()
+	return res.StatusCode, err
 }
 
 // Status fields as they appear in the answer of POST /v1/tx/batch; counting

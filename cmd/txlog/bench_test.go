@@ -266,27 +266,31 @@ func TestBenchAgainstFake(t *testing.T) {
 		return api.TxResult{TxID: 1, Status: api.StatusCommitted}, nil
 	}}
 	url := serve(t, b)
-	r := runCLI(t, testCtx(t), nil, "bench", "--targets", url+","+url, "--clients", "2", "--n", "40",
-		"--ack", "all", "--json", "--progress", "0")
-	if r.code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
-	}
-	var res benchResult
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
-		t.Fatalf("decode %s: %v", r.stdout, err)
-	}
-	// Failed requests claim transactions too, so about a quarter of the 40 fail.
-	if res.Txs+res.Errors["no_leader"] != 40 || res.Rejected == 0 || res.Committed == 0 || res.Errors["no_leader"] == 0 {
-		t.Fatalf("summary = %+v, want 40 transactions: committed, rejected and no_leader errors", res)
-	}
-	if res.Committed+res.Rejected != res.Txs || res.Requests != res.Txs || res.Latency.P50 <= 0 {
-		t.Fatalf("summary = %+v: counts or latency do not add up", res)
+	for _, hc := range []string{benchHTTPRaw, benchHTTPStd} {
+		t.Run(hc, func(t *testing.T) {
+			r := runCLI(t, testCtx(t), nil, "bench", "--targets", url+","+url, "--clients", "2", "--n", "40",
+				"--ack", "all", "--json", "--progress", "0", "--http-client", hc)
+			if r.code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			var res benchResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("decode %s: %v", r.stdout, err)
+			}
+			// Failed requests claim transactions too, so about a quarter of the 40 fail.
+			if res.Txs+res.Errors["no_leader"] != 40 || res.Rejected == 0 || res.Committed == 0 || res.Errors["no_leader"] == 0 {
+				t.Fatalf("summary = %+v, want 40 transactions: committed, rejected and no_leader errors", res)
+			}
+			if res.Committed+res.Rejected != res.Txs || res.Requests != res.Txs || res.Latency.P50 <= 0 {
+				t.Fatalf("summary = %+v: counts or latency do not add up", res)
+			}
+		})
 	}
 }
 
 // BenchmarkBenchClient measures the load generator's own cost per request,
 // against a server that answers at once: the CPU it takes from the nodes
-// it drives on the same machine.
+// it drives on the same machine. The server's cost is in it too.
 func BenchmarkBenchClient(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -294,15 +298,32 @@ func BenchmarkBenchClient(b *testing.B) {
 	}))
 	defer srv.Close()
 	cfg := benchConfig{targets: []string{srv.URL}, clients: 1, valueSize: 256, opsPerTx: 1, ack: api.AckQuorum, batch: 1, keys: 1000, timeout: time.Second}
-	r := &benchRun{cfg: cfg, hc: &http.Client{Transport: &http.Transport{}}, urls: []string{srv.URL + "/v1/tx?ack=quorum&timeout=1s"}}
-	w := newWorkload(cfg, "b", 0)
-	var resp bytes.Buffer
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if o := r.send(ctx, r.urls[0], w.body(), &resp); o.err != "" {
-			b.Fatal(o.err)
-		}
+	urls := []string{srv.URL + "/v1/tx?ack=quorum&timeout=1s"}
+	for _, hc := range []string{benchHTTPRaw, benchHTTPStd} {
+		b.Run("http-client="+strings.ReplaceAll(hc, "/", ""), func(b *testing.B) {
+			r := &benchRun{cfg: cfg, urls: urls}
+			var rc *rawClient
+			if hc == benchHTTPStd {
+				tr := &http.Transport{}
+				defer tr.CloseIdleConnections()
+				r.hc = &http.Client{Transport: tr}
+			} else {
+				var err error
+				if rc, err = newRawClient(urls, 3*time.Second); err != nil {
+					b.Fatal(err)
+				}
+				defer rc.close()
+			}
+			w := newWorkload(cfg, "b", 0)
+			var resp bytes.Buffer
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if o := r.send(ctx, rc, 0, w.body(), &resp); o.err != "" {
+					b.Fatal(o.err)
+				}
+			}
+		})
 	}
 }
 
