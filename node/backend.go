@@ -323,9 +323,15 @@ func (n *Node) TransferLeadership(ctx context.Context, req api.TransferRequest) 
 	return res, err
 }
 
-// Ready implements api.Backend: a leader is known and this node has applied what
-// it knows the leader has committed.
+// Ready implements api.Backend: the intake WAL takes appends, a leader is known
+// and this node has applied what it knows the leader has committed. A broken
+// intake WAL (a failed write or fsync; its errors are sticky until a restart)
+// leaves the node unable to park a write or take one with ack=accepted, so it
+// is reported first.
 func (n *Node) Ready(ctx context.Context) error {
+	if err := n.intake.wal.Stats().Err; err != nil {
+		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("intake wal: %v (restart the node)", err)}
+	}
 	st := n.raft.Status()
 	if st.LeaderID == "" {
 		return &api.Error{Code: api.CodeNotReady, Message: "no leader known"}

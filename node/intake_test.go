@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func freeAddrs(t *testing.T, n int) []string {
 // the intake WAL working the node answers 202 pending. Once an append fails
 // (here the WAL is closed under it), the node must not answer no_leader ("not
 // carried out"): a failed append may be on disk and a restart would replay it.
-// It answers unknown_outcome with the txid.
+// It answers unknown_outcome with the txid, and /readyz says it is not ready.
 func TestParkFailedWALIsUnknown(t *testing.T) {
 	addrs := freeAddrs(t, 3)
 	n, err := Open(Config{
@@ -54,11 +55,18 @@ func TestParkFailedWALIsUnknown(t *testing.T) {
 	if err != nil || res.Status != api.StatusPending || res.TxID == 0 {
 		t.Fatalf("with the WAL: %+v, %v; want 202 pending with a txid", res, err)
 	}
+	if err := n.Ready(context.Background()); err == nil || strings.Contains(err.Error(), "intake wal") {
+		t.Fatalf("Ready() with a working WAL and no leader = %v, want not ready for want of a leader", err)
+	}
 	if err := n.intake.wal.Close(); err != nil {
 		t.Fatal(err)
 	}
 	res, err = submit("wal-failed")
 	if !errors.Is(err, api.ErrUnknownOutcome) || errors.Is(err, api.ErrNoLeader) || res.TxID == 0 {
 		t.Fatalf("after a failed WAL append: %+v, %v; want unknown_outcome with a txid", res, err)
+	}
+	// A node that cannot park is not ready, whatever Raft says.
+	if err := n.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "intake wal") {
+		t.Fatalf("Ready() with a failed WAL = %v, want not ready, naming the intake wal", err)
 	}
 }

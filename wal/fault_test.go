@@ -61,6 +61,9 @@ func TestSyncErrorIsSticky(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := appendN(t, l, 0, 2, 10)
+	if err := l.Stats().Err; err != nil {
+		t.Fatalf("Stats().Err of a working log = %v, want nil", err)
+	}
 	failing.Store(true)
 	ctx := context.Background()
 	if _, err := l.Append(ctx, []byte("lost")); !errors.Is(err, errDisk) {
@@ -70,9 +73,15 @@ func TestSyncErrorIsSticky(t *testing.T) {
 	if _, err := l.Append(ctx, []byte("after")); !errors.Is(err, errDisk) {
 		t.Fatalf("Append() after a failed fsync = %v, want the same error", err)
 	}
+	if err := l.Stats().Err; !errors.Is(err, errDisk) {
+		t.Fatalf("Stats().Err of a broken log = %v, want %v", err, errDisk)
+	}
 	checkPending(t, l, recs)
 	if err := l.Close(); !errors.Is(err, errDisk) {
 		t.Fatalf("Close() = %v, want %v", err, errDisk)
+	}
+	if err := l.Stats().Err; !errors.Is(err, errDisk) {
+		t.Fatalf("Stats().Err of a broken log after Close = %v, want %v", err, errDisk)
 	}
 	// The record whose fsync failed may or may not be there after a new
 	// Open; the acknowledged ones are.

@@ -43,6 +43,10 @@ type Stats struct {
 	Pending int
 	// NextSeq is the Seq that the next appended record will get.
 	NextSeq uint64
+	// Err is why Appends fail now: the write or fsync error that broke the
+	// log (see Append), or ErrClosed after Close. It is nil while the log
+	// takes Appends.
+	Err error
 }
 
 // Log is a write-ahead log of opaque records in one directory. Its methods
@@ -288,6 +292,9 @@ func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
+		if l.stats.Err == nil {
+			l.stats.Err = ErrClosed
+		}
 		l.mu.Unlock()
 		close(l.closing)
 	})

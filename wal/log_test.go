@@ -276,6 +276,9 @@ func TestClose(t *testing.T) {
 	if err := l.Sync(ctx); !errors.Is(err, ErrClosed) {
 		t.Errorf("Sync() after Close = %v, want ErrClosed", err)
 	}
+	if err := l.Stats().Err; !errors.Is(err, ErrClosed) {
+		t.Errorf("Stats().Err after Close = %v, want ErrClosed", err)
+	}
 }
 
 func TestAppendErrors(t *testing.T) {

@@ -355,7 +355,11 @@ func (l *Log) publish() {
 		bytes += s.size
 	}
 	l.mu.Lock()
-	l.stats = Stats{Segments: len(l.w.segs), Bytes: bytes, NextSeq: l.w.nextSeq}
+	err := l.w.err
+	if l.closed && err == nil {
+		err = ErrClosed
+	}
+	l.stats = Stats{Segments: len(l.w.segs), Bytes: bytes, NextSeq: l.w.nextSeq, Err: err}
 	l.mu.Unlock()
 }
 
