@@ -281,6 +281,9 @@ func (l *Log) Stats() Stats {
 	defer l.mu.Unlock()
 	s := l.stats
 	s.Pending = len(l.pending)
+	if s.Err == nil && l.closed {
+		s.Err = ErrClosed
+	}
 	return s
 }
 
@@ -292,9 +295,6 @@ func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.mu.Lock()
 		l.closed = true
-		if l.stats.Err == nil {
-			l.stats.Err = ErrClosed
-		}
 		l.mu.Unlock()
 		close(l.closing)
 	})

@@ -355,11 +355,7 @@ func (l *Log) publish() {
 		bytes += s.size
 	}
 	l.mu.Lock()
-	err := l.w.err
-	if l.closed && err == nil {
-		err = ErrClosed
-	}
-	l.stats = Stats{Segments: len(l.w.segs), Bytes: bytes, NextSeq: l.w.nextSeq, Err: err}
+	l.stats = Stats{Segments: len(l.w.segs), Bytes: bytes, NextSeq: l.w.nextSeq, Err: l.w.err}
 	l.mu.Unlock()
 }
 

@@ -383,15 +383,15 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 		path = "/v1/tx/batch"
 	}
 	query := "?ack=" + cfg.ack + "&timeout=" + cfg.timeout.String()
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = cfg.clients
-	tr.MaxIdleConns = cfg.clients * len(cfg.targets)
-	tr.DisableCompression = true
 	r := &benchRun{cfg: cfg}
 	if cfg.httpClient == benchHTTPStd {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = cfg.clients
+		tr.MaxIdleConns = cfg.clients * len(cfg.targets)
+		tr.DisableCompression = true
 		r.hc = &http.Client{Transport: tr}
+		defer tr.CloseIdleConnections()
 	}
-	defer tr.CloseIdleConnections()
 	for _, t := range cfg.targets {
 		r.urls = append(r.urls, t+path+query)
 	}
