@@ -565,3 +565,45 @@ func FuzzDecodeStream(f *testing.F) {
 		}
 	})
 }
+
+// TestStreamShortDeadline: a call whose deadline passes before its message is
+// written (a goroutine kept from running on a loaded machine) fails alone; the
+// stream, and the calls in flight on it, go on.
+func TestStreamShortDeadline(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: hangingPropose(release, entered, true)})
+	p := newTestStreams(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	inFlight := make(chan error, 1)
+	go func() {
+		_, err := p.Propose(ctx, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{})
+		inFlight <- err
+	}()
+	<-entered
+	cs, err := p.stream(ctx, s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, cancelLate := context.WithDeadline(ctx, time.Now().Add(-time.Millisecond))
+	defer cancelLate()
+	id := cs.nextID()
+	if _, err := cs.call(late, id, encodeStreamRequest(id, "", EncodeFrames([][]byte{[]byte("late")}))); err == nil {
+		t.Fatal("a call past its deadline succeeded")
+	}
+	close(release)
+	// Released, hangingPropose answers with no results: what matters is that an
+	// answer comes, not a transport error.
+	if err := <-inFlight; err != nil {
+		if _, ok := errors.AsType[*transportError](err); ok {
+			t.Fatalf("the call in flight failed with the stream: %v", err)
+		}
+	}
+	payloads := [][]byte{[]byte("after")}
+	res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+	checkEcho(t, payloads, res, err)
+	if got := s.conns.Load(); got != 1 {
+		t.Errorf("%d connections, want 1: the stream failed", got)
+	}
+}

@@ -252,6 +252,9 @@ func (cs *clientStream) nextID() uint64 {
 // A call that ends with ctx leaves the stream open: whether the peer is still
 // there is watch's to tell.
 func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer, error) {
+	if err := ctx.Err(); err != nil {
+		return answer{}, &transportError{endpoint: cs.base, err: fmt.Errorf("propose stream: %w", err)} // not sent
+	}
 	ch := make(chan streamReply, 1)
 	cs.mu.Lock()
 	if cs.err != nil {
@@ -269,11 +272,17 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	cs.pending[id] = ch
 	cs.mu.Unlock()
 
-	cs.wmu.Lock()
+	// The write gets at least deadAfter, whatever is left of the call's own
+	// time: a write cut short fails the stream and every call on it, and a peer
+	// that reads nothing is given that long anyway (watch).
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(DefaultTimeout)
 	}
+	if least := time.Now().Add(cs.deadAfter); dl.Before(least) {
+		dl = least
+	}
+	cs.wmu.Lock()
 	_ = cs.conn.SetWriteDeadline(dl)
 	_, err := cs.conn.Write(msg)
 	cs.wmu.Unlock()
