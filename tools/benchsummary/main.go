@@ -69,14 +69,18 @@ type floorStat struct {
 }
 
 func main() {
-	floor := flag.String("floor", "", "JSON output of tools/floor to print first")
+	var floors []string
+	flag.Func("floor", "JSON output of tools/floor to print first; twice: measured before and after the runs, side by side", func(v string) error {
+		floors = append(floors, v)
+		return nil
+	})
 	brief := flag.Bool("brief", false, "print one line per run and nothing else")
 	flag.Parse()
 	var err error
 	if *brief {
 		err = printBrief(flag.Args(), os.Stdout)
 	} else {
-		err = run(*floor, flag.Args(), os.Stdout)
+		err = run(floors, flag.Args(), os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchsummary:", err)
@@ -84,9 +88,9 @@ func main() {
 	}
 }
 
-func run(floorFile string, files []string, w io.Writer) error {
-	if floorFile != "" {
-		if err := printFloor(floorFile, w); err != nil {
+func run(floorFiles []string, files []string, w io.Writer) error {
+	if len(floorFiles) > 0 {
+		if err := printFloor(floorFiles, w); err != nil {
 			return err
 		}
 		if len(files) == 0 {
@@ -254,22 +258,72 @@ func readResults(path string) ([]result, error) {
 	}
 }
 
-func printFloor(path string, w io.Writer) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
+// printFloor prints the floors of paths side by side (the first measured
+// before the runs, the second after), and the 1-client target of the issue that
+// each gives: 1.5 × (two bbolt commits + a TCP round trip). A disk busy with other
+// work while the floor was measured shows as a large difference between them.
+func printFloor(paths []string, w io.Writer) error {
+	floors := make([]map[string]floorStat, len(paths))
+	var names []string
+	for i, path := range paths {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var stats []floorStat
+		if err := json.Unmarshal(b, &stats); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		floors[i] = map[string]floorStat{}
+		for _, s := range stats {
+			if _, ok := floors[0][s.Name]; !ok && i > 0 {
+				continue // only what the first floor has, in its order
+			}
+			if i == 0 {
+				names = append(names, s.Name)
+			}
+			floors[i][s.Name] = s
+		}
 	}
-	var stats []floorStat
-	if err := json.Unmarshal(b, &stats); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	labels := []string{""}
+	if len(paths) > 1 {
+		labels = []string{" before", " after"}
+		for i := 2; i < len(paths); i++ {
+			labels = append(labels, fmt.Sprintf(" %d", i+1))
+		}
 	}
 	fmt.Fprintln(w, "Floor (tools/floor, in the data directory's file system):")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| measure | n | p50 µs | p99 µs |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	for _, s := range stats {
-		fmt.Fprintf(w, "| %s | %d | %.0f | %.0f |\n", s.Name, s.N, s.P50, s.P99)
+	head, rule := "| measure |", "|---|"
+	for _, l := range labels {
+		head += fmt.Sprintf(" n | p50 µs%s | p99 µs%s |", l, l)
+		rule += "---|---|---|"
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintln(w, rule)
+	for _, name := range names {
+		line := "| " + name + " |"
+		for i := range paths {
+			if s, ok := floors[i][name]; ok {
+				line += fmt.Sprintf(" %d | %.0f | %.0f |", s.N, s.P50, s.P99)
+			} else {
+				line += " – | – | – |"
+			}
+		}
+		fmt.Fprintln(w, line)
 	}
 	fmt.Fprintln(w)
+	var targets []string
+	for i, f := range floors {
+		bbolt, ok1 := f["bbolt"]
+		tcp, ok2 := f["tcp"]
+		if !ok1 || !ok2 {
+			continue
+		}
+		targets = append(targets, fmt.Sprintf("%.2f ms%s", 1.5*(2*bbolt.P50+tcp.P50)/1000, labels[i]))
+	}
+	if len(targets) > 0 {
+		fmt.Fprintf(w, "1-client p50 target, 1.5 × (2 bbolt commits + TCP round trip): %s\n\n", strings.Join(targets, ", "))
+	}
 	return nil
 }
