@@ -276,11 +276,10 @@ func printFloor(paths []string, w io.Writer) error {
 		}
 		floors[i] = map[string]floorStat{}
 		for _, s := range stats {
-			if _, ok := floors[0][s.Name]; !ok && i > 0 {
-				continue // only what the first floor has, in its order
-			}
 			if i == 0 {
-				names = append(names, s.Name)
+				names = append(names, s.Name) // the rows: the first floor's measures, in its order
+			} else if _, ok := floors[0][s.Name]; !ok {
+				continue
 			}
 			floors[i][s.Name] = s
 		}
