@@ -214,6 +214,18 @@ func hangingPropose(release <-chan struct{}, entered chan<- struct{}, honourCtx 
 	}
 }
 
+// proposeHanging starts a call that hangingPropose holds, and returns once the
+// server has it; the call's error arrives on the channel when it ends.
+func proposeHanging(ctx context.Context, p *Streams, url string, entered <-chan struct{}) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Propose(ctx, url, [][]byte{[]byte("hang")}, SubmitOptions{})
+		done <- err
+	}()
+	<-entered
+	return done
+}
+
 // TestStreamReopens: when the stream's connection dies under a call, the call
 // fails with a transport error, and the next call opens a new stream.
 func TestStreamReopens(t *testing.T) {
@@ -224,12 +236,7 @@ func TestStreamReopens(t *testing.T) {
 	p := newTestStreams(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	failed := make(chan error, 1)
-	go func() {
-		_, err := p.Propose(ctx, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{})
-		failed <- err
-	}()
-	<-entered
+	failed := proposeHanging(ctx, p, s.URL, entered)
 	s.CloseClientConnections() // the hijacked stream is not among them
 	s.api.streams.mu.Lock()
 	for st := range s.api.streams.conns {
@@ -576,12 +583,7 @@ func TestStreamShortDeadline(t *testing.T) {
 	p := newTestStreams(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	inFlight := make(chan error, 1)
-	go func() {
-		_, err := p.Propose(ctx, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{})
-		inFlight <- err
-	}()
-	<-entered
+	inFlight := proposeHanging(ctx, p, s.URL, entered)
 	cs, err := p.stream(ctx, s.URL)
 	if err != nil {
 		t.Fatal(err)
