@@ -84,6 +84,14 @@ type Raft struct {
 	// details.
 	protocolVersion ProtocolVersion
 
+	// parallelAppend is Config.ParallelLeaderAppend (txlog's patch).
+	parallelAppend bool
+
+	// unwritten holds, on a leader with parallelAppend, the entries it is
+	// writing to its own log while the replicators may already send them;
+	// nil when it is not writing.
+	unwritten atomic.Pointer[[]*Log]
+
 	// applyCh is used to async send logs to the main thread to
 	// be committed and applied to the FSM.
 	applyCh chan *logFuture
@@ -575,6 +583,7 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		mainThreadSaturation:  newSaturationMetric([]string{"raft", "thread", "main", "saturation"}, 1*time.Second),
 		preVoteDisabled:       conf.PreVoteDisabled || !transportSupportPreVote,
 		noLegacyTelemetry:     conf.NoLegacyTelemetry,
+		parallelAppend:        conf.ParallelLeaderAppend,
 	}
 	if !transportSupportPreVote && !conf.PreVoteDisabled {
 		r.logger.Warn("pre-vote is disabled because it is not supported by the Transport")

@@ -24,6 +24,10 @@ type commitment struct {
 	// majority of the cluster before this leader may mark anything committed
 	// (per Raft's commitment rule)
 	startIndex uint64
+	// capped: the commit index never passes leaderWritten, the index the
+	// leader's own log holds (Config.ParallelLeaderAppend).
+	capped        bool
+	leaderWritten uint64
 }
 
 // newCommitment returns a commitment struct that notifies the provided
@@ -83,6 +87,28 @@ func (c *commitment) match(server ServerID, matchIndex uint64) {
 	}
 }
 
+// capAtLeaderWritten makes the commit index never pass the leader's own
+// written index, from now on; index is what the leader has written so far.
+// Used with Config.ParallelLeaderAppend, where the followers can match an
+// entry before the leader has written it.
+func (c *commitment) capAtLeaderWritten(index uint64) {
+	c.Lock()
+	defer c.Unlock()
+	c.capped = true
+	c.leaderWritten = index
+	c.recalculate()
+}
+
+// leaderWrote records that the leader's own log holds the entries up to index.
+func (c *commitment) leaderWrote(index uint64) {
+	c.Lock()
+	defer c.Unlock()
+	if index > c.leaderWritten {
+		c.leaderWritten = index
+		c.recalculate()
+	}
+}
+
 // Internal helper to calculate new commitIndex from matchIndexes.
 // Must be called with lock held.
 func (c *commitment) recalculate() {
@@ -96,6 +122,9 @@ func (c *commitment) recalculate() {
 	}
 	sort.Sort(uint64Slice(matched))
 	quorumMatchIndex := matched[(len(matched)-1)/2]
+	if c.capped && quorumMatchIndex > c.leaderWritten {
+		quorumMatchIndex = c.leaderWritten
+	}
 
 	if quorumMatchIndex > c.commitIndex && quorumMatchIndex >= c.startIndex {
 		c.commitIndex = quorumMatchIndex

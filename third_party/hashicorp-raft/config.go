@@ -173,6 +173,22 @@ type Config struct {
 	// processed until after the specified timeout.
 	BatchApplyCh bool
 
+	// ParallelLeaderAppend lets the leader send new entries to the followers
+	// while it writes them to its own log, instead of after (section 10.2.1 of
+	// the Raft thesis; etcd does the same). The leader still counts itself
+	// toward a quorum only once its write has returned, and the commit index
+	// never passes the leader's own written index, so an entry is committed
+	// (and applied, and answered) only once the leader and a quorum hold it.
+	//
+	// Followers may then hold entries the leader has not written. If the
+	// leader's write fails after the entries were sent, it must not go on (a
+	// leader that reused the index in the same term would leave a follower
+	// holding a different entry at it): the process panics.
+	//
+	// This option is not in hashicorp/raft: it is txlog's patch
+	// (third_party/hashicorp-raft/PATCHES.md).
+	ParallelLeaderAppend bool
+
 	// If we are a member of a cluster, and RemovePeer is invoked for the
 	// local node, then we forget all peers and transition into the follower state.
 	// If ShutdownOnRemove is set, we additional shutdown Raft. Otherwise,

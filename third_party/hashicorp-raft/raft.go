@@ -457,6 +457,9 @@ func (r *Raft) setupLeaderState() {
 	r.leaderState.commitment = newCommitment(r.leaderState.commitCh,
 		r.configurations.latest,
 		r.getLastIndex()+1 /* first index that may be committed in this term */)
+	if r.parallelAppend {
+		r.leaderState.commitment.capAtLeaderWritten(r.getLastIndex())
+	}
 	r.leaderState.inflight = list.New()
 	r.leaderState.replState = make(map[ServerID]*followerReplication)
 	r.leaderState.notify = make(map[*verifyFuture]struct{})
@@ -1262,6 +1265,11 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		r.leaderState.inflight.PushBack(applyLog)
 	}
 
+	if r.parallelAppend {
+		r.dispatchLogsInParallel(applyLogs, logs, lastIndex, term)
+		return
+	}
+
 	// Write the log entry locally
 	if err := r.logs.StoreLogs(logs); err != nil {
 		r.logger.Error("failed to commit logs", "error", err)
@@ -1280,6 +1288,60 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
 	}
+}
+
+// dispatchLogsInParallel is dispatchLogs' end with Config.ParallelLeaderAppend:
+// the replicators may send the entries while the leader writes them (section
+// 10.2.1 of the Raft thesis). The leader counts its own match, and lets the
+// commit index reach the entries, only once its write has returned.
+func (r *Raft) dispatchLogsInParallel(applyLogs []*logFuture, logs []*Log, lastIndex, term uint64) {
+	prevIndex, prevTerm := r.getLastLog()
+	// Publish the entries before the last index that makes the replicators
+	// look for them.
+	r.unwritten.Store(&logs)
+	r.setLastLog(lastIndex, term)
+	for _, f := range r.leaderState.replState {
+		asyncNotifyCh(f.triggerCh)
+	}
+
+	err := r.logs.StoreLogs(logs)
+	r.unwritten.Store(nil)
+	if err != nil {
+		// The followers may hold these entries now. A leader that stepped
+		// down and back up in this term could give the same index to another
+		// entry, so it must not go on.
+		leaderWriteFailed(r, err)
+		// Only a test's leaderWriteFailed returns: then do as upstream does.
+		r.setLastLog(prevIndex, prevTerm)
+		for _, applyLog := range applyLogs {
+			applyLog.respond(err)
+		}
+		r.setState(Follower)
+		return
+	}
+	r.leaderState.commitment.leaderWrote(lastIndex)
+	r.leaderState.commitment.match(r.localID, lastIndex)
+}
+
+// leaderWriteFailed is called when a leader with Config.ParallelLeaderAppend
+// failed to write entries it may have sent already. It must not return but in
+// tests.
+var leaderWriteFailed = func(r *Raft, err error) {
+	r.logger.Error("failed to write logs the followers may already hold; stopping", "error", err)
+	panic(fmt.Sprintf("raft: leader failed to write logs it may have sent to followers: %v", err))
+}
+
+// getLogToSend reads an entry for a replicator: from the entries the leader is
+// writing (Config.ParallelLeaderAppend), else from the log store.
+func (r *Raft) getLogToSend(index uint64, log *Log) error {
+	if p := r.unwritten.Load(); p != nil {
+		logs := *p
+		if n := len(logs); n > 0 && index >= logs[0].Index && index <= logs[n-1].Index {
+			*log = *logs[index-logs[0].Index]
+			return nil
+		}
+	}
+	return r.logs.GetLog(index, log)
 }
 
 // processLogs is used to apply all the committed entries that haven't been

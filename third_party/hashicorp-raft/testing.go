@@ -28,6 +28,9 @@ func inmemConfig(t testing.TB) *Config {
 	conf.LeaderLeaseTimeout = 50 * time.Millisecond
 	conf.CommitTimeout = 5 * time.Millisecond
 	conf.Logger = newTestLogger(t)
+	// txlog's patch: RAFT_PARALLEL_LEADER_APPEND=1 runs the suite with the
+	// leader writing its log in parallel with replication.
+	conf.ParallelLeaderAppend = os.Getenv("RAFT_PARALLEL_LEADER_APPEND") == "1"
 	return conf
 }
 
@@ -724,6 +727,9 @@ type MakeClusterOpts struct {
 	MakeFSMFunc     func() FSM
 	LongstopTimeout time.Duration
 	MonotonicLogs   bool
+	// WrapLogStore, when set, gives server i's raft this LogStore over its
+	// InmemStore (txlog's patch, for the ParallelLeaderAppend tests).
+	WrapLogStore func(i int, s LogStore) LogStore
 }
 
 // makeCluster will return a cluster with the given config and number of peers.
@@ -807,6 +813,9 @@ func makeCluster(t *testing.T, opts *MakeClusterOpts) *cluster {
 
 		if opts.MonotonicLogs {
 			logs = &MockMonotonicLogStore{s: logs}
+		}
+		if opts.WrapLogStore != nil {
+			logs = opts.WrapLogStore(i, logs)
 		}
 
 		peerConf := opts.Conf
