@@ -12,6 +12,7 @@ require (
 	github.com/hashicorp/raft-wal v0.4.2
 	github.com/redis/go-redis/v9 v9.23.0
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/sys v0.48.0
 )
 
 require (
@@ -30,5 +31,6 @@ require (
 	github.com/mattn/go-isatty v0.0.14 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/exp v0.0.0-20220827204233-334a2380cb91 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 )
+
+replace github.com/hashicorp/raft => ./third_party/hashicorp-raft

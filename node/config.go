@@ -71,6 +71,11 @@ type Config struct {
 	// (raft-boltdb). A data directory keeps the kind it was created with.
 	// Default "": the data directory's kind, "wal" for a new one.
 	RaftLog string
+	// RaftSerialAppend makes the Raft leader write new entries to its log
+	// before sending them to the followers (hashicorp/raft's own order: two
+	// fsyncs in series per commit), instead of in parallel with sending them
+	// (replication.Config.SerialLeaderAppend). Default false.
+	RaftSerialAppend bool
 	// StoreCommitInterval is how long the state machine may keep applied
 	// entries in an open bbolt transaction before it commits them: one commit
 	// per interval instead of one per applied batch
@@ -310,6 +315,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.Forward, "forward", ForwardStream, "how a follower sends accepted writes to the leader: stream (one persistent connection) or http (a POST per group)")
 	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
 	fs.StringVar(&c.RaftLog, "raft-log", "", "raft log store: wal (hashicorp/raft-wal) or boltdb (raft-boltdb); default: the data dir's kind, wal for a new one")
+	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")

@@ -112,6 +112,8 @@ func Open(cfg Config) (*Node, error) {
 		Logger:          cfg.Logger,
 		AddressProvider: dialer(cfg.RaftDial),
 		LogStore:        cfg.RaftLog,
+
+		SerialLeaderAppend: cfg.RaftSerialAppend,
 	}, n.db)
 	if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)

@@ -108,6 +108,14 @@ type Config struct {
 	// kind it was created with: opening it with the other kind is an error.
 	// Default "": the kind the Dir holds, LogStoreWAL for a new Dir.
 	LogStore string
+	// SerialLeaderAppend makes the leader write new entries to its own log
+	// before it sends them to the followers, as hashicorp/raft does upstream:
+	// two fsyncs in series before each commit. Default false: the leader writes
+	// in parallel with replicating them (third_party/hashicorp-raft/PATCHES.md),
+	// and an entry still commits only once the leader and one follower (of
+	// three) have written it; if the leader's write fails after the entries
+	// were sent, the process panics.
+	SerialLeaderAppend bool
 	// AddressProvider maps a server ID to the address to dial, overriding the
 	// address in the Raft configuration (for example to route through a
 	// fault-injecting proxy). Default: dial the configured address.

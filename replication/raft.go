@@ -282,6 +282,7 @@ func raftConfig(c Config, hlog *hclogger) *raft.Config {
 	rc.TrailingLogs = c.TrailingLogs
 	rc.MaxAppendEntries = c.MaxAppendEntries
 	rc.BatchApplyCh = true
+	rc.ParallelLeaderAppend = !c.SerialLeaderAppend
 	rc.Logger = hlog
 	return rc
 }

@@ -53,3 +53,5 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/hashicorp/raft => ../third_party/hashicorp-raft
