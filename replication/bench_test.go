@@ -30,17 +30,26 @@ import (
 // within one run, not absolute numbers across machines:
 //
 //	go test -run x -bench BenchmarkCommit -benchtime 3s ./replication/
+//
+// append=serial is hashicorp/raft's own order (Config.SerialLeaderAppend),
+// append=parallel the default.
 func BenchmarkCommit(b *testing.B) {
 	for _, kind := range []string{LogStoreBolt, LogStoreWAL} {
 		for _, clients := range []int{1, 64} {
-			b.Run(fmt.Sprintf("log=%s/clients=%d", kind, clients), func(b *testing.B) {
-				benchCommit(b, kind, clients)
-			})
+			for _, serial := range []bool{false, true} {
+				name := fmt.Sprintf("log=%s/clients=%d/append=parallel", kind, clients)
+				if serial {
+					name = fmt.Sprintf("log=%s/clients=%d/append=serial", kind, clients)
+				}
+				b.Run(name, func(b *testing.B) {
+					benchCommit(b, kind, clients, serial)
+				})
+			}
 		}
 	}
 }
 
-func benchCommit(b *testing.B, kind string, clients int) {
+func benchCommit(b *testing.B, kind string, clients int, serial bool) {
 	var sink *metrics.InmemSink
 	if os.Getenv("TXLOG_BENCH_METRICS") != "" {
 		// Raft's own timings of each stage, printed at the end.
@@ -51,7 +60,7 @@ func benchCommit(b *testing.B, kind string, clients int) {
 			b.Fatal(err)
 		}
 	}
-	l := benchCluster(b, kind)
+	l := benchCluster(b, kind, serial)
 	value := []byte(`"` + strings.Repeat("v", 254) + `"`)
 	var (
 		mu   sync.Mutex
@@ -114,7 +123,7 @@ func benchCommit(b *testing.B, kind string, clients int) {
 }
 
 // benchCluster starts three servers with real stores and returns the leader.
-func benchCluster(b *testing.B, kind string) *Raft {
+func benchCluster(b *testing.B, kind string, serial bool) *Raft {
 	b.Helper()
 	var addrs []string
 	var ls []net.Listener
@@ -147,6 +156,8 @@ func benchCluster(b *testing.B, kind string) *Raft {
 			Bootstrap: boot,
 			LogStore:  kind,
 			Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+
+			SerialLeaderAppend: serial,
 		}, db)
 		if err != nil {
 			b.Fatal(err)
