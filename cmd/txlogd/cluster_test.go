@@ -51,14 +51,23 @@ func startCluster(t *testing.T) *chaos.Cluster {
 // startClusterWith is startCluster with extra txlogd flags for every node.
 func startClusterWith(t *testing.T, args ...string) *chaos.Cluster {
 	t.Helper()
+	return startClusterConfig(t, chaos.ClusterConfig{ExtraArgs: args})
+}
+
+// startClusterConfig is startCluster with cfg's settings; it sets Bin, Dir and
+// HTTPBasePort.
+func startClusterConfig(t *testing.T, cfg chaos.ClusterConfig) *chaos.Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dir := t.TempDir()
+	cfg.Dir = t.TempDir()
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
-		dir = d
+		cfg.Dir = d
 	}
+	cfg.Bin = txlogdBin
 	// Fixed HTTP ports, so that a restarted node is where the clients knew it.
-	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: txlogdBin, Dir: dir, ExtraArgs: args, HTTPBasePort: freePortRange(t, 3)})
+	cfg.HTTPBasePort = freePortRange(t, 3)
+	c, err := chaos.StartCluster(ctx, cfg)
 	if err != nil {
 		t.Fatalf("StartCluster() = %v", err)
 	}
