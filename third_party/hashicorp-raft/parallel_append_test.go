@@ -4,6 +4,7 @@ package raft
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,4 +241,18 @@ func TestCommitment_capAtLeaderWritten(t *testing.T) {
 	if got := u.getCommitIndex(); got != 10 {
 		t.Fatalf("uncapped commit index %d, want 10", got)
 	}
+}
+
+// Outside tests, leaderWriteFailed does not return: it panics with the error.
+func TestParallelLeaderAppend_WriteFailurePanics(t *testing.T) {
+	r := &Raft{logger: newTestLogger(t)}
+	defer func() {
+		v := recover()
+		msg, ok := v.(string)
+		if !ok || !strings.Contains(msg, "disk gone") {
+			t.Fatalf("recovered %v, want a panic naming the write error", v)
+		}
+	}()
+	leaderWriteFailed(r, errors.New("disk gone"))
+	t.Fatal("leaderWriteFailed returned")
 }
