@@ -88,15 +88,6 @@ func TestMixedLeaderAppend(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatalf("WaitReady() = %v", err)
-	}
-	logs := make(map[string][]api.LogEntry)
-	for _, p := range c.Nodes() {
-		logs[p.ID()] = readLog(ctx, t, c.URL(p.ID()), lastIndex(ctx, t, c))
-	}
-	if err := checkCluster(results, logs); err != nil {
-		t.Fatal(err)
-	}
+	checkSettled(ctx, t, c, results)
 	t.Logf("%d writes; n1 (serial) and n2 (parallel) led, then %s after n2 was killed", len(results), newLeader)
 }

@@ -212,16 +212,7 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	}
 
 	// Every node catches up with the same applied index.
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatalf("WaitReady() = %v", err)
-	}
-	logs := make(map[string][]api.LogEntry)
-	for _, p := range c.Nodes() {
-		logs[p.ID()] = readLog(ctx, t, c.URL(p.ID()), lastIndex(ctx, t, c))
-	}
-	if err := checkCluster(results, logs); err != nil {
-		t.Fatal(err)
-	}
+	logs := checkSettled(ctx, t, c, results)
 	// A linearizable read sees the last committed version of each hot key.
 	cl := api.NewClient(api.ClientConfig{Endpoints: urls})
 	want := lastVersions(logs["n1"])
@@ -339,6 +330,25 @@ func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []api.
 		}
 		from = page.Next
 	}
+}
+
+// checkSettled waits until every node is ready, reads each node's log up to
+// the highest commit index and checks it and results with checkCluster. It
+// returns the logs by node.
+func checkSettled(ctx context.Context, t *testing.T, c *chaos.Cluster, results []ack) map[string][]api.LogEntry {
+	t.Helper()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady() = %v", err)
+	}
+	upTo := lastIndex(ctx, t, c)
+	logs := make(map[string][]api.LogEntry)
+	for _, p := range c.Nodes() {
+		logs[p.ID()] = readLog(ctx, t, c.URL(p.ID()), upTo)
+	}
+	if err := checkCluster(results, logs); err != nil {
+		t.Fatal(err)
+	}
+	return logs
 }
 
 // checkCluster checks the acknowledged results against every node's log.

@@ -278,17 +278,7 @@ func TestFailoverLosesNothing(t *testing.T) {
 			acks[i].res = resolved[a.res.TxID]
 		}
 	}
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	logs := map[string][]api.LogEntry{}
-	upTo := lastIndex(ctx, t, c)
-	for _, p := range c.Nodes() {
-		logs[p.ID()] = readLog(ctx, t, c.URL(p.ID()), upTo)
-	}
-	if err := checkCluster(acks, logs); err != nil {
-		t.Fatal(err)
-	}
+	logs := checkSettled(ctx, t, c, acks)
 	t.Logf("outcomes: %d×200, %d×202, %d×409, %d errors; %d log entries", l.counts[200], l.counts[202], l.counts[409], l.counts[0], len(logs["n1"]))
 	if l.counts[202] == 0 || l.counts[200] == 0 {
 		t.Fatalf("the load saw %d×200 and %d×202; want both", l.counts[200], l.counts[202])

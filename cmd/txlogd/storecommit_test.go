@@ -69,17 +69,7 @@ func TestStoreLosesOpenEntries(t *testing.T) {
 	submit(150, 170)
 
 	// Every node, the restarted one included, holds exactly the committed state.
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	upTo := lastIndex(ctx, t, c)
-	logs := map[string][]api.LogEntry{}
-	for _, n := range c.Nodes() {
-		logs[n.ID()] = readLog(ctx, t, c.URL(n.ID()), upTo)
-	}
-	if err := checkCluster(acks, logs); err != nil {
-		t.Fatal(err)
-	}
+	logs := checkSettled(ctx, t, c, acks)
 	want := lastVersions(logs[leader])
 	for k, v := range want {
 		kv, err := cl.GetFrom(ctx, c.URL(victim), k, api.ReadOptions{Consistency: api.ConsistencyStale})
