@@ -76,6 +76,7 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	if err != nil {
 		return nil, err
 	}
+	logs = withFaults(c, logs)
 	files, err := raft.NewFileSnapshotStoreWithLogger(c.Dir, snapshotsRetained, hlog)
 	if err != nil {
 		logs.Close()

@@ -19,6 +19,7 @@ fi
 
 echo "== go vet"
 go vet ./...
+go vet -tags txlogfaults ./replication/ # the fault-injection build of the tests (replication/faults.go)
 (cd tools && go vet ./...)
 (cd third_party/hashicorp-raft && go vet .)
 

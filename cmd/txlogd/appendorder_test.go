@@ -29,38 +29,8 @@ func TestMixedLeaderAppend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	urls := c.HTTPAddrs()
-
-	var (
-		next    atomic.Int64
-		stop    atomic.Bool
-		mu      sync.Mutex
-		results []ack
-		wg      sync.WaitGroup
-	)
-	for w := range 8 {
-		eps := append(append([]string(nil), urls[w%3:]...), urls[:w%3]...)
-		cl := api.NewClient(api.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
-		wg.Go(func() {
-			for !stop.Load() && ctx.Err() == nil {
-				a := blindPut(ctx, cl, next.Add(1))
-				mu.Lock()
-				results = append(results, a)
-				mu.Unlock()
-			}
-		})
-	}
-	// committedSince waits until n more writes were answered.
-	committedSince := func(n int) {
-		t.Helper()
-		mu.Lock()
-		from := len(results)
-		mu.Unlock()
-		waitUntil(ctx, t, "writes under load", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			return len(results) >= from+n
-		})
-	}
+	load := startPutLoad(ctx, t, urls, 8)
+	committedSince := load.committedSince
 	admin := api.NewClient(api.ClientConfig{Endpoints: urls})
 	lead := func(id string) {
 		t.Helper()
@@ -85,9 +55,58 @@ func TestMixedLeaderAppend(t *testing.T) {
 		t.Fatalf("Restart(n2) = %v", err)
 	}
 	committedSince(100)
-	stop.Store(true)
-	wg.Wait()
+	results := load.stop()
 
 	checkSettled(ctx, t, c, results)
 	t.Logf("%d writes; n1 (serial) and n2 (parallel) led, then %s after n2 was killed", len(results), newLeader)
+}
+
+// putLoad is a steady stream of blind puts through every node, each client
+// going to the nodes in turn from its own first one, until stop.
+type putLoad struct {
+	t       *testing.T
+	ctx     context.Context
+	next    atomic.Int64
+	halt    atomic.Bool
+	mu      sync.Mutex
+	results []ack
+	wg      sync.WaitGroup
+}
+
+// startPutLoad starts clients writers against urls.
+func startPutLoad(ctx context.Context, t *testing.T, urls []string, clients int) *putLoad {
+	l := &putLoad{t: t, ctx: ctx}
+	for w := range clients {
+		eps := append(append([]string(nil), urls[w%len(urls):]...), urls[:w%len(urls)]...)
+		cl := api.NewClient(api.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
+		l.wg.Go(func() {
+			for !l.halt.Load() && ctx.Err() == nil {
+				a := blindPut(ctx, cl, l.next.Add(1))
+				l.mu.Lock()
+				l.results = append(l.results, a)
+				l.mu.Unlock()
+			}
+		})
+	}
+	return l
+}
+
+// committedSince waits until n more writes were answered.
+func (l *putLoad) committedSince(n int) {
+	l.t.Helper()
+	l.mu.Lock()
+	from := len(l.results)
+	l.mu.Unlock()
+	waitUntil(l.ctx, l.t, "writes under load", func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.results) >= from+n
+	})
+}
+
+// stop stops the writers and returns every write's result.
+func (l *putLoad) stop() []ack {
+	l.halt.Store(true)
+	l.wg.Wait()
+	return l.results
 }

@@ -54,8 +54,8 @@ func startClusterWith(t *testing.T, args ...string) *chaos.Cluster {
 	return startClusterConfig(t, chaos.ClusterConfig{ExtraArgs: args})
 }
 
-// startClusterConfig is startCluster with cfg's settings; it sets Bin, Dir and
-// HTTPBasePort.
+// startClusterConfig is startCluster with cfg's settings; it sets Dir,
+// HTTPBasePort and, unless cfg has one, Bin.
 func startClusterConfig(t *testing.T, cfg chaos.ClusterConfig) *chaos.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -64,7 +64,9 @@ func startClusterConfig(t *testing.T, cfg chaos.ClusterConfig) *chaos.Cluster {
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
 		cfg.Dir = d
 	}
-	cfg.Bin = txlogdBin
+	if cfg.Bin == "" {
+		cfg.Bin = txlogdBin
+	}
 	// Fixed HTTP ports, so that a restarted node is where the clients knew it.
 	cfg.HTTPBasePort = freePortRange(t, 3)
 	c, err := chaos.StartCluster(ctx, cfg)
