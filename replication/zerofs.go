@@ -191,6 +191,16 @@ func (z *zeroFS) Close() error {
 // zeroFile is a segment file. Its first Sync also syncs the directory, so the
 // new name survives a crash once raft-wal relies on the file's contents: what
 // raft-wal's own file does.
+//
+// Sync is fdatasync(2), where raft-wal's own file calls fsync(2). The file's
+// size and blocks were made durable when its zeros were (writeZeros), so an
+// append changes only data and timestamps, and fdatasync makes the data
+// durable without writing the inode for its new modification time: on ext4
+// without a journal, what this project's machines have, fsync writes the inode
+// block and waits for it before the cache flush whenever the time has moved
+// (docs/performance.md, the thirteenth round). A write past the end of the
+// file (an entry larger than a segment) changes the size, which fdatasync
+// writes too. PostgreSQL syncs its zero-filled WAL segments the same way.
 type zeroFile struct {
 	*os.File
 	dir    string
@@ -198,7 +208,7 @@ type zeroFile struct {
 }
 
 func (f *zeroFile) Sync() error {
-	if err := f.File.Sync(); err != nil {
+	if err := fdatasync(f.File); err != nil {
 		return err
 	}
 	if !f.synced.Load() {
