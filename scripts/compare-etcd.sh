@@ -11,7 +11,8 @@
 # transactions per request, ack=accepted and ack=all, at 16 clients. It
 # measures the floor in WORK first and again at the end (fdatasync, a
 # raft-boltdb append, a bbolt commit and loopback round trips) and prints both,
-# with the 1-client target each gives.
+# with the 1-client target each gives; it also measures it between the
+# repeats, and prints the target from the medians of all of them.
 #
 # Settings (environment):
 #   REPEATS=3          runs of each workload, each on fresh clusters
@@ -100,6 +101,7 @@ run_etcd() { # file, etcdbench flags...
 : >"$OUT/txlog.json"
 : >"$OUT/etcd.json"
 : >"$OUT/txlog-extra.json"
+during=()
 for rep in $(seq 1 "$REPEATS"); do
 	echo "== repeat $rep of $REPEATS"
 	for c in $CLIENTS; do
@@ -116,6 +118,12 @@ for rep in $(seq 1 "$REPEATS"); do
 		run_txlog "$OUT/txlog-extra.json" --clients 16 --ack accepted
 		run_txlog "$OUT/txlog-extra.json" --clients 16 --ack all
 	fi
+	if [ "$rep" -lt "$REPEATS" ]; then
+		# The floor between the repeats too: the summary gives the 1-client
+		# target from the medians of all the floors of the run.
+		"$BIN/floor" --dir "$WORK" --json >"$OUT/floor-$rep.json"
+		during+=(--floor-during "$OUT/floor-$rep.json")
+	fi
 done
 
 # The floor again: a disk busy with other work while either was measured shows
@@ -124,6 +132,6 @@ echo "== floor again, after the runs"
 "$BIN/floor" --dir "$WORK" --json >"$OUT/floor-after.json"
 
 echo "== summary"
-"$BIN/benchsummary" --floor "$OUT/floor.json" --floor "$OUT/floor-after.json" "$OUT/txlog.json" "$OUT/etcd.json" "$OUT/txlog-extra.json" | tee "$OUT/summary.md"
+"$BIN/benchsummary" --floor "$OUT/floor.json" --floor "$OUT/floor-after.json" "${during[@]}" "$OUT/txlog.json" "$OUT/etcd.json" "$OUT/txlog-extra.json" | tee "$OUT/summary.md"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
 echo "results in $OUT"

@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	benchsummary [--floor floor.json] RESULT.json...
+//	benchsummary [--floor floor.json [--floor floor-after.json] [--floor-during floor-N.json]...] RESULT.json...
 //	benchsummary --brief RESULT.json...   (one line per run, nothing else)
 //
 // A workload is the clients, the transactions per request, the ack level, the
@@ -74,13 +74,18 @@ func main() {
 		floors = append(floors, v)
 		return nil
 	})
+	var during []string
+	flag.Func("floor-during", "JSON output of tools/floor measured between the repeats (repeatable): with --floor, the 1-client target from the medians of all the floors is printed too", func(v string) error {
+		during = append(during, v)
+		return nil
+	})
 	brief := flag.Bool("brief", false, "print one line per run and nothing else")
 	flag.Parse()
 	var err error
 	if *brief {
 		err = printBrief(flag.Args(), os.Stdout)
 	} else {
-		err = run(floors, flag.Args(), os.Stdout)
+		err = run(floors, append(slices.Clone(floors), during...), flag.Args(), os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchsummary:", err)
@@ -88,10 +93,15 @@ func main() {
 	}
 }
 
-func run(floorFiles []string, files []string, w io.Writer) error {
+func run(floorFiles, allFloors []string, files []string, w io.Writer) error {
 	if len(floorFiles) > 0 {
 		if err := printFloor(floorFiles, w); err != nil {
 			return err
+		}
+		if len(allFloors) > len(floorFiles) {
+			if err := printFloorMedian(allFloors, w); err != nil {
+				return err
+			}
 		}
 		if len(files) == 0 {
 			return nil
@@ -199,6 +209,12 @@ func median(rs []result, f func(result) float64) float64 {
 	for i, r := range rs {
 		v[i] = f(r)
 	}
+	return medianOf(v)
+}
+
+// medianOf returns the median of v (the mean of the middle two for an even
+// count), sorting v.
+func medianOf(v []float64) float64 {
 	slices.Sort(v)
 	n := len(v)
 	if n == 0 {
@@ -266,13 +282,9 @@ func printFloor(paths []string, w io.Writer) error {
 	floors := make([]map[string]floorStat, len(paths))
 	var names []string
 	for i, path := range paths {
-		b, err := os.ReadFile(path)
+		stats, err := readFloor(path)
 		if err != nil {
 			return err
-		}
-		var stats []floorStat
-		if err := json.Unmarshal(b, &stats); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
 		}
 		floors[i] = map[string]floorStat{}
 		for _, s := range stats {
@@ -324,5 +336,48 @@ func printFloor(paths []string, w io.Writer) error {
 	if len(targets) > 0 {
 		fmt.Fprintf(w, "1-client p50 target, 1.5 × (2 bbolt commits + TCP round trip): %s\n\n", strings.Join(targets, ", "))
 	}
+	return nil
+}
+
+// readFloor reads the output of tools/floor --json.
+func readFloor(path string) ([]floorStat, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var stats []floorStat
+	if err := json.Unmarshal(b, &stats); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return stats, nil
+}
+
+// printFloorMedian prints the 1-client target from the medians of the bbolt
+// commit and TCP round trip over every floor measured in a run (before it,
+// between its repeats, after it). The disk's speed moves during a run, so
+// one measurement taken while it was busy with other work sets the target
+// before or after alone; the median of them all follows the disk the runs had.
+func printFloorMedian(paths []string, w io.Writer) error {
+	var bbolt, tcp []float64
+	for _, path := range paths {
+		stats, err := readFloor(path)
+		if err != nil {
+			return err
+		}
+		for _, s := range stats {
+			switch s.Name {
+			case "bbolt":
+				bbolt = append(bbolt, s.P50)
+			case "tcp":
+				tcp = append(tcp, s.P50)
+			}
+		}
+	}
+	if len(bbolt) == 0 || len(tcp) == 0 {
+		return nil
+	}
+	mb, mt := medianOf(bbolt), medianOf(tcp) // sorted now
+	fmt.Fprintf(w, "Across %d floor measurements (before, between the repeats, after): bbolt commit p50 median %.0f µs (%.0f–%.0f), TCP %.0f µs; 1-client p50 target from the medians: %.2f ms\n\n",
+		len(bbolt), mb, bbolt[0], bbolt[len(bbolt)-1], mt, 1.5*(2*mb+mt)/1000)
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,5 +55,44 @@ func TestPrintFloor(t *testing.T) {
 	}
 	if strings.Contains(two.String(), "extra") {
 		t.Errorf("a measure only the second floor has is printed:\n%s", two.String())
+	}
+}
+
+// TestPrintFloorMedian: the target from the medians of every floor of a run,
+// whatever the order they come in; a floor without the measures adds nothing.
+func TestPrintFloorMedian(t *testing.T) {
+	floor := func(name string, bbolt, tcp int) string {
+		return writeFloor(t, name, fmt.Sprintf(`[{"name":"bbolt","n":200,"p50_us":%d,"p99_us":900},{"name":"tcp","n":2000,"p50_us":%d,"p99_us":60}]`, bbolt, tcp))
+	}
+	paths := []string{
+		floor("before.json", 1000, 20), // a busy disk
+		floor("after.json", 400, 30),
+		floor("1.json", 420, 20),
+		floor("2.json", 380, 20),
+		writeFloor(t, "other.json", `[{"name":"fdatasync","n":200,"p50_us":280,"p99_us":457}]`),
+	}
+	var b strings.Builder
+	if err := printFloorMedian(paths, &b); err != nil {
+		t.Fatal(err)
+	}
+	// bbolt 380, 400, 420, 1000 → 410; tcp 20, 20, 20, 30 → 20; 1.5 × (820 + 20) µs.
+	want := "Across 4 floor measurements (before, between the repeats, after): bbolt commit p50 median 410 µs (380–1000), TCP 20 µs; 1-client p50 target from the medians: 1.26 ms"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("got\n%s\nwant %q", b.String(), want)
+	}
+
+	b.Reset()
+	if err := run(paths[:2], paths, nil, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| bbolt | 200 | 1000 | 900 | 200 | 400 | 900 |") || !strings.Contains(b.String(), want) {
+		t.Errorf("run with floors between the repeats:\n%s", b.String())
+	}
+	b.Reset()
+	if err := run(paths[:2], paths[:2], nil, &b); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "Across") {
+		t.Errorf("run without floors between the repeats prints a median:\n%s", b.String())
 	}
 }
