@@ -200,7 +200,10 @@ func (z *zeroFS) Close() error {
 // block and waits for it before the cache flush whenever the time has moved
 // (docs/performance.md, the thirteenth round). A write past the end of the
 // file (an entry larger than a segment) changes the size, which fdatasync
-// writes too. PostgreSQL syncs its zero-filled WAL segments the same way.
+// writes too. PostgreSQL syncs its zero-filled WAL segments the same way. A
+// segment raft-wal reopens (the tail, after a restart) is raft-wal's own
+// *os.File and keeps fsync: it may come from an older data dir, where raft-wal
+// created it with fallocate.
 type zeroFile struct {
 	*os.File
 	dir    string
