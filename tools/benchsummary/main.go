@@ -85,7 +85,7 @@ func main() {
 	if *brief {
 		err = printBrief(flag.Args(), os.Stdout)
 	} else {
-		err = run(floors, append(slices.Clone(floors), during...), flag.Args(), os.Stdout)
+		err = run(floors, during, flag.Args(), os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchsummary:", err)
@@ -93,13 +93,16 @@ func main() {
 	}
 }
 
-func run(floorFiles, allFloors []string, files []string, w io.Writer) error {
+// run prints the floors (floorFiles side by side, and with duringFiles, the
+// floors measured between the repeats, the target from the medians of all of
+// them), then the results in files.
+func run(floorFiles, duringFiles, files []string, w io.Writer) error {
 	if len(floorFiles) > 0 {
 		if err := printFloor(floorFiles, w); err != nil {
 			return err
 		}
-		if len(allFloors) > len(floorFiles) {
-			if err := printFloorMedian(allFloors, w); err != nil {
+		if len(duringFiles) > 0 {
+			if err := printFloorMedian(append(slices.Clone(floorFiles), duringFiles...), w); err != nil {
 				return err
 			}
 		}

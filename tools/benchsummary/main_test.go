@@ -82,14 +82,14 @@ func TestPrintFloorMedian(t *testing.T) {
 	}
 
 	b.Reset()
-	if err := run(paths[:2], paths, nil, &b); err != nil {
+	if err := run(paths[:2], paths[2:], nil, &b); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "| bbolt | 200 | 1000 | 900 | 200 | 400 | 900 |") || !strings.Contains(b.String(), want) {
 		t.Errorf("run with floors between the repeats:\n%s", b.String())
 	}
 	b.Reset()
-	if err := run(paths[:2], paths[:2], nil, &b); err != nil {
+	if err := run(paths[:2], nil, nil, &b); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "Across") {
