@@ -237,12 +237,15 @@ func TestZeroFSWAL(t *testing.T) {
 	}
 	w, closeWAL = open()
 	defer func() { closeWAL() }()
-	check := func(last uint64) {
+	check := func(first, last uint64) {
 		t.Helper()
+		if got, err := w.FirstIndex(); err != nil || got != first {
+			t.Fatalf("FirstIndex() = %d, %v; want %d", got, err, first)
+		}
 		if got, err := w.LastIndex(); err != nil || got != last {
 			t.Fatalf("LastIndex() = %d, %v; want %d", got, err, last)
 		}
-		for i := uint64(1); i <= last; i++ {
+		for i := first; i <= last; i++ {
 			var l raft.Log
 			if err := w.GetLog(i, &l); err != nil {
 				t.Fatalf("GetLog(%d): %v", i, err)
@@ -252,7 +255,7 @@ func TestZeroFSWAL(t *testing.T) {
 			}
 		}
 	}
-	check(n)
+	check(1, n)
 	// Raft truncates a follower's tail when a new leader overrules it.
 	if err := w.DeleteRange(n-500, n); err != nil {
 		t.Fatal(err)
@@ -264,8 +267,123 @@ func TestZeroFSWAL(t *testing.T) {
 	}
 	closeWAL()
 	w, closeWAL = open()
-	check(n)
+	check(1, n)
+
+	// A snapshot truncates the head: whole segments go, one is kept for
+	// recycling, and the segments written next are made from it.
+	if err := w.DeleteRange(1, n/2); err != nil {
+		t.Fatal(err)
+	}
+	for i := uint64(n + 1); i <= 2*n; i += 10 {
+		batch := make([]*raft.Log, 0, 10)
+		for j := i; j < i+10; j++ {
+			batch = append(batch, entry(j))
+		}
+		if err := w.StoreLogs(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeWAL()
+	w, closeWAL = open()
+	check(n/2+1, 2*n)
 	var _ types.VFS = (*zeroFS)(nil)
+}
+
+// TestZeroFSRecycle checks that a deleted segment is kept, once, and that the
+// next spare is written over it: the same file, all zeros, the right size; and
+// that a new run uses a segment an earlier one kept.
+func TestZeroFSRecycle(t *testing.T) {
+	dir := t.TempDir()
+	const size = 1 << 20
+	prepared := make(chan error, 8)
+	z := newZeroFS(dir, func(err error) { prepared <- err })
+	defer func() { z.Close() }()
+	// segment creates a segment, waits for the next spare, and fills the
+	// segment with n bytes that are not zeros, as raft-wal's appends would.
+	segment := func(name string, n int) os.FileInfo {
+		t.Helper()
+		f, err := z.Create(dir, name, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-prepared; err != nil {
+			t.Fatalf("preparing the spare after %s: %v", name, err)
+		}
+		if _, err := f.WriteAt(bytes.Repeat([]byte{0xa5}, n), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	sameFile := func(name string, want os.FileInfo) bool {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && os.SameFile(fi, want)
+	}
+	zeros := func(name string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != size {
+			t.Fatalf("%s has %d bytes, want %d", name, len(b), size)
+		}
+		if i := bytes.IndexFunc(b, func(r rune) bool { return r != 0 }); i >= 0 {
+			t.Fatalf("%s has a byte that is not zero at %d", name, i)
+		}
+	}
+
+	first := segment("seg-1.wal", size+4096) // written past its end, as for an entry larger than a segment
+	second := segment("seg-2.wal", 1000)
+	if err := z.Delete(dir, "seg-1.wal"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seg-1.wal")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("seg-1.wal is still there after Delete: %v", err)
+	}
+	if !sameFile(recycleName, first) {
+		t.Fatal("the deleted segment is not kept under the recycle name")
+	}
+	if err := z.Delete(dir, "seg-2.wal"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seg-2.wal")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("seg-2.wal is still there after Delete: %v", err)
+	}
+	if !sameFile(recycleName, first) || sameFile(recycleName, second) {
+		t.Fatal("a second deleted segment replaced the kept one")
+	}
+
+	// The next spare is the kept segment, zeroed.
+	segment("seg-3.wal", 1000)
+	if !sameFile(spareName, first) {
+		t.Fatal("the spare was not written over the kept segment")
+	}
+	zeros(spareName)
+	if _, err := os.Stat(filepath.Join(dir, recycleName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the kept segment is still there once it is the spare: %v", err)
+	}
+
+	// A new run uses the segment an earlier one kept.
+	third := segment("seg-4.wal", 1000)
+	if err := z.Delete(dir, "seg-4.wal"); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	z = newZeroFS(dir, func(err error) { prepared <- err })
+	segment("seg-5.wal", 1000)
+	if !sameFile(spareName, third) {
+		t.Fatal("a new run did not write its spare over the segment kept by the earlier run")
+	}
+	zeros(spareName)
 }
 
 // TestZeroFSSpareAtReopen checks that a raft-wal log reopened without a spare
