@@ -213,16 +213,21 @@ func TestZeroFSWAL(t *testing.T) {
 		return &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d %s", i, bytes.Repeat([]byte("x"), 300)))}
 	}
 	w, closeWAL := open()
-	const n = 2000 // about 10 segments of 64 KiB
-	for i := uint64(1); i <= n; i += 10 {
-		batch := make([]*raft.Log, 0, 10)
-		for j := i; j < i+10; j++ {
-			batch = append(batch, entry(j))
-		}
-		if err := w.StoreLogs(batch); err != nil {
-			t.Fatal(err)
+	// store appends entries first to last, 10 at a time.
+	store := func(first, last uint64) {
+		t.Helper()
+		for i := first; i <= last; i += 10 {
+			batch := make([]*raft.Log, 0, 10)
+			for j := i; j < i+10; j++ {
+				batch = append(batch, entry(j))
+			}
+			if err := w.StoreLogs(batch); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	const n = 2000 // about 10 segments of 64 KiB
+	store(1, n)
 	closeWAL()
 
 	segs := 0
@@ -274,15 +279,7 @@ func TestZeroFSWAL(t *testing.T) {
 	if err := w.DeleteRange(1, n/2); err != nil {
 		t.Fatal(err)
 	}
-	for i := uint64(n + 1); i <= 2*n; i += 10 {
-		batch := make([]*raft.Log, 0, 10)
-		for j := i; j < i+10; j++ {
-			batch = append(batch, entry(j))
-		}
-		if err := w.StoreLogs(batch); err != nil {
-			t.Fatal(err)
-		}
-	}
+	store(n+1, 2*n)
 	closeWAL()
 	w, closeWAL = open()
 	check(n/2+1, 2*n)
