@@ -156,11 +156,22 @@ func (z *zeroFS) takeSpare(path string, size uint64) (*os.File, error) {
 
 // createZeros creates path with size bytes of zeros, synced.
 func createZeros(path string, size uint64) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	return openZeros(path, size, os.O_CREATE|os.O_EXCL)
+}
+
+// openZeros opens path with flag added to O_RDWR and makes it size bytes of
+// zeros, synced: cut or extended to size, then written over. When filling it
+// fails, it removes path.
+func openZeros(path string, size uint64, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeZeros(f, size); err != nil {
+	err = f.Truncate(int64(size))
+	if err == nil {
+		err = writeZeros(f, size)
+	}
+	if err != nil {
 		f.Close()
 		os.Remove(path)
 		return nil, fmt.Errorf("zerofs: fill %s: %w", path, err)
@@ -241,21 +252,9 @@ func (z *zeroFS) takeRecycled(path string, size uint64) (*os.File, error) {
 	if err != nil {
 		return nil, nil // gone or unusable: fill a new file instead
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		os.Remove(path)
-		return nil, err
-	}
-	err = f.Truncate(int64(size)) // a segment of another size: cut or extended with zeros
-	if err == nil {
-		err = writeZeros(f, size)
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(path)
-		return nil, fmt.Errorf("zerofs: fill %s over a deleted segment: %w", path, err)
-	}
-	return f, nil
+	// A deleted segment of another size is cut or extended. A spareTmp left by
+	// a failed open is removed by the next writeSpare or run.
+	return openZeros(path, size, 0)
 }
 
 // Close waits for a spare being written.
