@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,8 @@ const (
 	DefaultStopTimeout = 10 * time.Second
 )
 
-// loopback is the only host the launcher binds nodes to.
+// loopback is the host the launcher binds nodes to unless ClusterConfig.Host
+// names another loopback address.
 const loopback = "127.0.0.1"
 
 // requestTimeout bounds one HTTP request of the launcher to one node, so that a
@@ -51,6 +53,12 @@ type ClusterConfig struct {
 	Dir string
 	// Nodes is the number of nodes, named n1..nN. Default DefaultNodes.
 	Nodes int
+	// Host is the loopback address the nodes bind for HTTP and Raft. Default
+	// 127.0.0.1. A cluster whose nodes are killed and restarted on the same ports
+	// while other programs pick ports (tests running in parallel) should take its
+	// own address from PrivateLoopback: a port of a node that is down is free on
+	// 127.0.0.1 for anyone, but nobody else binds it on an address of its own.
+	Host string
 	// HTTPBasePort, when set, gives node i (from 1) the HTTP port HTTPBasePort+i-1.
 	// Default 0: every node binds port 0 and the launcher reads the port back.
 	HTTPBasePort int
@@ -79,6 +87,9 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 	if c.Nodes == 0 {
 		c.Nodes = DefaultNodes
 	}
+	if c.Host == "" {
+		c.Host = loopback
+	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
@@ -99,6 +110,9 @@ func (c ClusterConfig) Validate() error {
 	}
 	if c.Nodes < 0 || c.Nodes > 100 {
 		errs = append(errs, fmt.Errorf("Nodes %d: want 1..100", c.Nodes))
+	}
+	if ip := net.ParseIP(c.Host); c.Host != "" && (ip == nil || !ip.IsLoopback()) {
+		errs = append(errs, fmt.Errorf("Host %q: want a loopback IP address", c.Host))
 	}
 	for _, f := range []struct {
 		name string
@@ -156,7 +170,13 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	for i := range ids {
 		ids[i] = "n" + strconv.Itoa(i+1)
 	}
-	raftPorts, err := ports(cfg.RaftBasePort, cfg.Nodes)
+	var httpPorts []int
+	if cfg.HTTPBasePort > 0 {
+		for i := range cfg.Nodes {
+			httpPorts = append(httpPorts, cfg.HTTPBasePort+i)
+		}
+	}
+	raftPorts, err := ports(cfg.Host, cfg.RaftBasePort, cfg.Nodes, httpPorts)
 	if err != nil {
 		return nil, fmt.Errorf("reserve raft ports: %w", err)
 	}
@@ -169,19 +189,19 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	}
 	members := make([]string, len(ids))
 	for i, id := range ids {
-		c.raftAddrs[id] = net.JoinHostPort(loopback, strconv.Itoa(raftPorts[i]))
+		c.raftAddrs[id] = net.JoinHostPort(cfg.Host, strconv.Itoa(raftPorts[i]))
 		members[i] = id + "=" + c.raftAddrs[id]
 	}
 	for i, id := range ids {
 		httpPort := 0
-		if cfg.HTTPBasePort > 0 {
-			httpPort = cfg.HTTPBasePort + i
+		if httpPorts != nil {
+			httpPort = httpPorts[i]
 		}
 		dataDir := filepath.Join(dir, id)
 		args := []string{
 			"--id=" + id,
 			"--data-dir=" + dataDir,
-			"--http-addr=" + net.JoinHostPort(loopback, strconv.Itoa(httpPort)),
+			"--http-addr=" + net.JoinHostPort(cfg.Host, strconv.Itoa(httpPort)),
 			"--raft-addr=" + c.raftAddrs[id],
 			"--cluster=" + strings.Join(members, ","),
 		}
@@ -226,10 +246,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	return c, nil
 }
 
-// ports returns n ports from base on, or n reserved free loopback ports when base is 0.
-func ports(base, n int) ([]int, error) {
+// ports returns n ports from base on, or, when base is 0, n reserved free ports
+// on host other than those in exclude.
+func ports(host string, base, n int, exclude []int) ([]int, error) {
 	if base == 0 {
-		return freePorts(n)
+		return freePorts(host, n, exclude...)
 	}
 	ps := make([]int, n)
 	for i := range ps {
@@ -238,16 +259,33 @@ func ports(base, n int) ([]int, error) {
 	return ps, nil
 }
 
-// freePorts reserves n distinct free loopback TCP ports and releases them for
-// the caller's processes to bind. The ports come from below the kernel's
-// ephemeral range, checked free by binding each once: a port the kernel hands
-// out for a bind to port 0 or for an outgoing connection (every other node's
-// HTTP listener, every client) could otherwise be taken between the release
-// here and the node's own bind, which made a test's node exit with "address
-// already in use" now and then. Only another caller choosing the same random
-// port in that window can still collide. Where the range is not known, the
-// kernel picks (bind to port 0).
-func freePorts(n int) ([]int, error) {
+// PrivateLoopback returns a random address in 127.0.0.0/8 other than 127.0.0.1
+// that this machine lets a program bind (Linux routes the whole block to the
+// loopback interface), or 127.0.0.1 where it does not. Connections to it come
+// from 127.0.0.1, so neither the kernel's ephemeral ports nor other programs'
+// listeners on 127.0.0.1 take its ports.
+func PrivateLoopback() string {
+	for range 10 {
+		ip := net.IPv4(127, byte(1+rand.IntN(254)), byte(rand.IntN(256)), byte(1+rand.IntN(254))).String()
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err == nil {
+			l.Close()
+			return ip
+		}
+	}
+	return loopback
+}
+
+// freePorts reserves n distinct free TCP ports on host, none of them in exclude,
+// and releases them for the caller's processes to bind. The ports come from
+// below the kernel's ephemeral range, checked free by binding each once: a port
+// the kernel hands out for a bind to port 0 or for an outgoing connection (every
+// other node's HTTP listener, every client) could otherwise be taken between the
+// release here and the node's own bind, which made a test's node exit with
+// "address already in use" now and then. Only another caller choosing the same
+// random port on the same host in that window can still collide. Where the range
+// is not known, the kernel picks (bind to port 0).
+func freePorts(host string, n int, exclude ...int) ([]int, error) {
 	lo, hi, ok := belowEphemeral()
 	ls := make([]net.Listener, 0, n)
 	defer func() {
@@ -260,18 +298,53 @@ func freePorts(n int) ([]int, error) {
 		port := 0
 		if ok && tries < 100*n {
 			port = lo + rand.IntN(hi-lo)
+			if slices.Contains(exclude, port) {
+				continue
+			}
 		}
-		l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(port)))
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 		if err != nil {
 			if port != 0 {
 				continue // taken: try another
 			}
 			return nil, err
 		}
+		p := l.Addr().(*net.TCPAddr).Port
 		ls = append(ls, l)
-		ps = append(ps, l.Addr().(*net.TCPAddr).Port)
+		if slices.Contains(exclude, p) {
+			continue // the kernel's pick; keep it bound so it is not picked again
+		}
+		ps = append(ps, p)
 	}
 	return ps, nil
+}
+
+// FreeRange returns the first of n consecutive ports on host that are free now,
+// from below the kernel's ephemeral range where that is known (see freePorts),
+// for a cluster's fixed HTTP ports (ClusterConfig.HTTPBasePort).
+func FreeRange(host string, n int) (int, error) {
+	lo, hi, ok := belowEphemeral()
+	if !ok {
+		lo, hi = 20000, 30000
+	}
+	for range 100 {
+		base := lo + rand.IntN(hi-lo-n)
+		var ls []net.Listener
+		for i := range n {
+			l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(base+i)))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if len(ls) == n {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no %d consecutive free ports on %s", n, host)
 }
 
 // belowEphemeral returns the range [lo, hi) of ports that freePorts picks

@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,7 +183,7 @@ func TestClusterCloseKillsStragglers(t *testing.T) {
 
 func TestClusterFixedPorts(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
-	hp, err := freePorts(2)
+	hp, err := freePorts(loopback, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +195,113 @@ func TestClusterFixedPorts(t *testing.T) {
 		t.Fatalf("RaftAddr(n1) = %s, want %s", got, want)
 	}
 	wantLeader(t, ctx, c, "n1")
+}
+
+// TestClusterPrivateHostRestart: a node killed on fixed ports comes back on
+// them although another program bound the same port on 127.0.0.1 while it was
+// down, when the cluster has an address of its own; on 127.0.0.1 the same
+// restart fails, which is how a chaos run lost a node in CI.
+func TestClusterPrivateHostRestart(t *testing.T) {
+	host := PrivateLoopback()
+	if host == loopback {
+		if runtime.GOOS == "linux" {
+			t.Fatalf("PrivateLoopback() = %s on Linux, want another 127/8 address", host)
+		}
+		t.Skipf("only %s can be bound here", loopback)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		t.Fatalf("PrivateLoopback() = %q, want a loopback address", host)
+	}
+	for _, tc := range []struct {
+		host   string
+		wantOK bool
+	}{{host, true}, {loopback, false}} {
+		t.Run(tc.host, func(t *testing.T) {
+			ctx := testCtx(t, 60*time.Second)
+			hp, err := FreeRange(tc.host, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := startFakeCluster(t, ctx, ClusterConfig{Nodes: 1, Host: tc.host, HTTPBasePort: hp})
+			url := "http://" + net.JoinHostPort(tc.host, strconv.Itoa(hp))
+			if got := c.URL("n1"); got != url {
+				t.Fatalf("URL(n1) = %s, want %s", got, url)
+			}
+			if h, _, _ := net.SplitHostPort(c.RaftAddr("n1")); h != tc.host {
+				t.Fatalf("RaftAddr(n1) = %s, want host %s", c.RaftAddr("n1"), tc.host)
+			}
+			if err := c.Kill("n1"); err != nil {
+				t.Fatal(err)
+			}
+			// Another program takes the port on 127.0.0.1 while n1 is down.
+			squat, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(hp)))
+			if err != nil {
+				t.Fatalf("bind the killed node's port on %s: %v", loopback, err)
+			}
+			defer squat.Close()
+			err = c.Restart(ctx, "n1")
+			if !tc.wantOK {
+				if err == nil {
+					t.Fatalf("Restart(n1) on %s with its port taken = nil, want an error", tc.host)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Restart(n1) = %v", err)
+			}
+			if got := c.URL("n1"); got != url {
+				t.Fatalf("URL(n1) after restart = %s, want %s", got, url)
+			}
+			wantLeader(t, ctx, c, "n1")
+		})
+	}
+}
+
+// TestFreeRange: the ports are consecutive, free on the host and below the
+// ephemeral range.
+func TestFreeRange(t *testing.T) {
+	lo, hi, ok := belowEphemeral()
+	base, err := FreeRange(loopback, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok && (base < lo || base+3 > hi) {
+		t.Fatalf("FreeRange = %d..%d, want within [%d, %d)", base, base+2, lo, hi)
+	}
+	for p := base; p < base+3; p++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(p)))
+		if err != nil {
+			t.Fatalf("port %d of the range not free: %v", p, err)
+		}
+		l.Close()
+	}
+}
+
+// TestFreePortsExclude: no excluded port is handed out, even when nearly every
+// port below the ephemeral range is excluded.
+func TestFreePortsExclude(t *testing.T) {
+	lo, hi, ok := belowEphemeral()
+	if !ok {
+		lo, hi = 10000, 32768
+	}
+	var exclude []int
+	for p := lo; p < hi; p++ {
+		if p < lo+100 || p >= lo+120 {
+			exclude = append(exclude, p)
+		}
+	}
+	ps, err := freePorts(loopback, 5, exclude...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 5 {
+		t.Fatalf("freePorts = %v, want 5 ports", ps)
+	}
+	for _, p := range ps {
+		if slices.Contains(exclude, p) {
+			t.Fatalf("freePorts = %v: %d is excluded", ps, p)
+		}
+	}
 }
 
 func TestClusterNodeArgs(t *testing.T) {
@@ -251,6 +360,9 @@ func TestClusterConfigValidate(t *testing.T) {
 		{"port overflow", ClusterConfig{Bin: "b", Dir: "d", HTTPBasePort: 65535}, []string{"HTTPBasePort 65535"}},
 		{"negative port", ClusterConfig{Bin: "b", Dir: "d", RaftBasePort: -1}, []string{"RaftBasePort -1"}},
 		{"overlap", ClusterConfig{Bin: "b", Dir: "d", HTTPBasePort: 7000, RaftBasePort: 7002}, []string{"overlap"}},
+		{"private host", ClusterConfig{Bin: "b", Dir: "d", Host: "127.31.2.9"}, nil},
+		{"host not loopback", ClusterConfig{Bin: "b", Dir: "d", Host: "10.0.0.1"}, []string{`Host "10.0.0.1"`}},
+		{"host a name", ClusterConfig{Bin: "b", Dir: "d", Host: "localhost"}, []string{`Host "localhost"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,7 +384,7 @@ func TestClusterConfigValidate(t *testing.T) {
 // connections could take them before the node binds.
 func TestFreePortsBelowEphemeral(t *testing.T) {
 	lo, hi, ok := belowEphemeral()
-	ps, err := freePorts(20)
+	ps, err := freePorts(loopback, 20)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,12 @@
 //
 // StartCluster reserves free loopback ports for Raft (or takes ClusterConfig's base
 // ports), lets each node bind HTTP port 0 and reads the bound address back from
-// <data dir>/http.addr, which txlogd writes once it listens. BuildBinaries builds
-// txlogd for tests and for `txlog local`.
+// <data dir>/http.addr, which txlogd writes once it listens. A cluster whose killed
+// nodes must come back on the same ports takes an address of its own in 127.0.0.0/8
+// (ClusterConfig.Host from PrivateLoopback): a killed node's port is then not free
+// for other programs on 127.0.0.1 to take, as it was when a chaos run in CI lost a
+// node that could not bind its port again. BuildBinaries builds txlogd for tests and
+// for `txlog local`.
 //
 // Everything that waits polls with a deadline taken from its ctx; nothing sleeps for a
 // fixed time.

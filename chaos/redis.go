@@ -27,6 +27,9 @@ type RedisConfig struct {
 	Bin string
 	// Dir holds the data in <Dir>/data and the log <Dir>/redis.log. Required.
 	Dir string
+	// Host is the loopback address it binds. Default 127.0.0.1; see
+	// ClusterConfig.Host for when to take one from PrivateLoopback.
+	Host string
 	// Logger receives the launcher's records; nil discards them.
 	Logger *slog.Logger
 }
@@ -51,23 +54,26 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("redis config: Dir is required")
 	}
+	if cfg.Host == "" {
+		cfg.Host = loopback
+	}
 	dir, err := filepath.Abs(cfg.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("redis dir: %w", err)
 	}
 	var lastErr error
 	for range redisStartAttempts {
-		ps, err := freePorts(1)
+		ps, err := freePorts(cfg.Host, 1)
 		if err != nil {
 			return nil, fmt.Errorf("reserve redis port: %w", err)
 		}
-		r := &Redis{addr: net.JoinHostPort(loopback, strconv.Itoa(ps[0])), data: filepath.Join(dir, "data")}
+		r := &Redis{addr: net.JoinHostPort(cfg.Host, strconv.Itoa(ps[0])), data: filepath.Join(dir, "data")}
 		r.proc, err = NewProcess(ProcessConfig{
 			ID:  "redis",
 			Bin: cfg.Bin,
 			Args: []string{
 				"--port", strconv.Itoa(ps[0]),
-				"--bind", loopback,
+				"--bind", cfg.Host,
 				"--save", "",
 				"--appendonly", "yes",
 				"--appendfsync", "always",

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -325,15 +324,18 @@ func discover(ctx context.Context, targets []string) (map[string]string, error) 
 // txlogd nodes on fixed loopback HTTP ports under cfg.Dir/cluster.
 func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	lt := &localTarget{net: NewNetwork(cfg.Logger)}
+	// The nodes and Redis are killed and started again on their ports: on an
+	// address of their own, nothing else takes those ports meanwhile.
+	host := PrivateLoopback()
 	if cfg.RedisBin != "" {
-		r, err := StartRedis(ctx, RedisConfig{Bin: cfg.RedisBin, Dir: filepath.Join(cfg.Dir, "redis"), Logger: cfg.Logger})
+		r, err := StartRedis(ctx, RedisConfig{Bin: cfg.RedisBin, Dir: filepath.Join(cfg.Dir, "redis"), Host: host, Logger: cfg.Logger})
 		if err != nil {
 			lt.net.Close()
 			return nil, err
 		}
 		lt.redis = r
 	}
-	httpBase, err := freeRange(DefaultNodes)
+	httpBase, err := FreeRange(host, DefaultNodes)
 	if err != nil {
 		lt.close(ctx)
 		return nil, err
@@ -345,6 +347,7 @@ func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	lt.c, err = StartCluster(ctx, ClusterConfig{
 		Bin:          cfg.Bin,
 		Dir:          filepath.Join(cfg.Dir, "cluster"),
+		Host:         host,
 		HTTPBasePort: httpBase,
 		ExtraArgs:    extra,
 		NodeArgs:     lt.net.DialArgs,
@@ -369,31 +372,6 @@ func (t *localTarget) close(ctx context.Context) {
 	if t.redis != nil {
 		t.redis.Stop(ctx)
 	}
-}
-
-// freeRange returns the first of n consecutive loopback ports that are free
-// now. It tries a few random places above the usual ephemeral range's start.
-func freeRange(n int) (int, error) {
-	for try := range 50 {
-		base := 20000 + (os.Getpid()*7919+try*104729)%30000
-		ok := true
-		var ls []net.Listener
-		for i := range n {
-			l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(base+i)))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, errors.New("no range of free loopback ports found")
 }
 
 // progress writes a status line every second until ctx ends.

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -54,7 +52,7 @@ func startClusterWith(t *testing.T, args ...string) *chaos.Cluster {
 	return startClusterConfig(t, chaos.ClusterConfig{ExtraArgs: args})
 }
 
-// startClusterConfig is startCluster with cfg's settings; it sets Dir,
+// startClusterConfig is startCluster with cfg's settings; it sets Dir, Host,
 // HTTPBasePort and, unless cfg has one, Bin.
 func startClusterConfig(t *testing.T, cfg chaos.ClusterConfig) *chaos.Cluster {
 	t.Helper()
@@ -67,8 +65,15 @@ func startClusterConfig(t *testing.T, cfg chaos.ClusterConfig) *chaos.Cluster {
 	if cfg.Bin == "" {
 		cfg.Bin = txlogdBin
 	}
-	// Fixed HTTP ports, so that a restarted node is where the clients knew it.
-	cfg.HTTPBasePort = freePortRange(t, 3)
+	// Fixed HTTP ports, so that a restarted node is where the clients knew it,
+	// on an address of the cluster's own, so that no other test takes a killed
+	// node's port before it is back.
+	cfg.Host = chaos.PrivateLoopback()
+	base, err := chaos.FreeRange(cfg.Host, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTPBasePort = base
 	c, err := chaos.StartCluster(ctx, cfg)
 	if err != nil {
 		t.Fatalf("StartCluster() = %v", err)
@@ -90,30 +95,6 @@ func startClusterConfig(t *testing.T, cfg chaos.ClusterConfig) *chaos.Cluster {
 		t.Fatalf("WaitReady() = %v", err)
 	}
 	return c
-}
-
-// freePortRange finds n consecutive free loopback ports, just before launch.
-func freePortRange(t *testing.T, n int) int {
-	t.Helper()
-	for range 100 {
-		base := 20000 + rand.IntN(40000)
-		var ls []net.Listener
-		for i := range n {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(base+i)))
-			if err != nil {
-				break
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if len(ls) == n {
-			return base
-		}
-	}
-	t.Fatalf("no %d consecutive free ports found", n)
-	return 0
 }
 
 // hotKeys are the keys the compare-and-set chains contend on.
