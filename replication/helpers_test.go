@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
@@ -138,12 +139,16 @@ func (w *testWriter) stop() {
 
 // freeAddrs reserves n loopback ports for servers that their peers must know
 // before they start (static bootstrap). The listeners stay open until all n
-// are bound, so the ports differ.
+// are bound, so the ports differ. The ports are on a loopback address of the
+// test's own (see privateLoopback): a test that restarts a server binds its
+// port again, and on 127.0.0.1 that port, from the kernel's ephemeral range,
+// could meanwhile be the local end of any process's outgoing connection.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
+	host := privateLoopback()
 	var addrs []string
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			t.Fatalf("listen: %v", err)
 		}
@@ -151,6 +156,22 @@ func freeAddrs(t *testing.T, n int) []string {
 		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
+}
+
+// privateLoopback returns a random address in 127.0.0.0/8 other than 127.0.0.1
+// that can be bound here (Linux routes the whole block to the loopback
+// interface), or 127.0.0.1. Outgoing connections to it come from 127.0.0.1, so
+// no other process takes its ports. (chaos.PrivateLoopback, which this package
+// cannot import.)
+func privateLoopback() string {
+	for range 10 {
+		ip := net.IPv4(127, byte(1+rand.IntN(254)), byte(rand.IntN(256)), byte(1+rand.IntN(254))).String()
+		if l, err := net.Listen("tcp", net.JoinHostPort(ip, "0")); err == nil {
+			l.Close()
+			return ip
+		}
+	}
+	return "127.0.0.1"
 }
 
 // testNode is one server of a test cluster.
