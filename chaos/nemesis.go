@@ -305,7 +305,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.Kill(ctx, leader))
 		electionAfter(leader)
 		ev.Healed = time.Now()
-		try(n.target.Start(ctx, leader))
+		try(n.startNode(ctx, leader))
 	case FaultKillFollower:
 		id := n.sched.pick(followers)
 		ev.Nodes = []string{id}
@@ -313,7 +313,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.Kill(ctx, id))
 		sleepCtx(ctx, hold)
 		ev.Healed = time.Now()
-		try(n.target.Start(ctx, id))
+		try(n.startNode(ctx, id))
 	case FaultPauseLeader:
 		ev.Nodes = []string{leader}
 		ev.Injected = time.Now()
@@ -334,7 +334,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.RedisStop(ctx))
 		try(n.target.Kill(ctx, leader))
 		electionAfter(leader)
-		try(n.target.Start(ctx, leader))
+		try(n.startNode(ctx, leader))
 		ev.Healed = time.Now()
 		try(n.target.RedisStart(ctx))
 	case FaultTermLeader:
@@ -345,7 +345,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		electionAfter(leader)
 		try(<-stopped)
 		ev.Healed = time.Now()
-		try(n.target.Start(ctx, leader))
+		try(n.startNode(ctx, leader))
 	case FaultQuorumLoss:
 		id := n.sched.pick(followers)
 		ev.Nodes, ev.LeaderKills = []string{leader, id}, 1
@@ -354,8 +354,8 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.Kill(ctx, id))
 		sleepCtx(ctx, hold)
 		ev.Healed = time.Now()
-		try(n.target.Start(ctx, id))
-		try(n.target.Start(ctx, leader))
+		try(n.startNode(ctx, id))
+		try(n.startNode(ctx, leader))
 	}
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.RecoverTimeout)
 	if err := n.mon.waitHealthy(wctx); err != nil {
@@ -368,6 +368,33 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		ev.Err = err.Error()
 	}
 	return ev
+}
+
+// startRetry is how long startNode waits between tries.
+const startRetry = time.Second
+
+// startNode starts node id again. When that fails (a node that exited before it
+// listened), it tries again every startRetry until the node starts or
+// RecoverTimeout has passed: the faults that follow need the whole cluster, and
+// a run that went on injecting faults into two nodes would only measure the
+// lost quorum. The first failure is returned all the same, so that the fault's
+// event records it and the run's availability check fails.
+func (n *nemesis) startNode(ctx context.Context, id string) error {
+	err := n.target.Start(ctx, id)
+	if err == nil {
+		return nil
+	}
+	deadline := time.Now().Add(n.cfg.RecoverTimeout)
+	for try := 2; time.Now().Before(deadline); try++ {
+		n.log.Warn("start failed; trying again", "node", id, "try", try, "err", err)
+		if !sleepCtx(ctx, startRetry) {
+			break
+		}
+		if again := n.target.Start(ctx, id); again == nil {
+			return fmt.Errorf("start %s: failed, then started at try %d: %w", id, try, err)
+		}
+	}
+	return err
 }
 
 // sleepCtx waits d or until ctx ends; false when ctx ended.
