@@ -547,18 +547,24 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 }
 
 // Poll calls f every interval until it returns nil or ctx ends. Then it returns
-// ctx's error joined with f's last error.
+// ctx's error joined with f's last error from a call that ctx's end did not cut
+// short: the call that runs into the deadline mostly fails only with it, which
+// says less than the failure before it.
 func Poll(ctx context.Context, interval time.Duration, f func(context.Context) error) error {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
+	var last error
 	for {
 		err := f(ctx)
 		if err == nil {
 			return nil
 		}
+		if last == nil || ctx.Err() == nil {
+			last = err
+		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w; last: %w", ctx.Err(), err)
+			return fmt.Errorf("%w; last: %w", ctx.Err(), last)
 		case <-tick.C:
 		}
 	}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -406,5 +407,24 @@ func TestFreePortsBelowEphemeral(t *testing.T) {
 	}
 	if !ok {
 		t.Logf("no ephemeral range known here: the kernel picked the ports")
+	}
+}
+
+// TestPollKeepsErrorBeforeDeadline: when the last call of f fails only because
+// ctx ended, Poll reports the failure before it.
+func TestPollKeepsErrorBeforeDeadline(t *testing.T) {
+	errFirst := errors.New("n1: answered as n2")
+	ctx := testCtx(t, 100*time.Millisecond)
+	calls := 0
+	err := Poll(ctx, time.Millisecond, func(ctx context.Context) error {
+		calls++
+		if calls == 1 {
+			return errFirst
+		}
+		<-ctx.Done()
+		return fmt.Errorf("n1: %w", ctx.Err())
+	})
+	if !errors.Is(err, errFirst) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Poll() = %v, want the deadline and the first call's error", err)
 	}
 }
