@@ -489,7 +489,8 @@ func (c *Cluster) agreedLeader(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("all see leader %q, which is not live", leader)
 }
 
-// status asks node id for GET /v1/cluster.
+// status asks node id for GET /v1/cluster. An answer from another node is a
+// *wrongNodeError (see checkNode).
 func (c *Cluster) status(ctx context.Context, id string) (api.ClusterStatus, error) {
 	var s api.ClusterStatus
 	body, err := c.get(ctx, id, "/v1/cluster")
@@ -499,7 +500,7 @@ func (c *Cluster) status(ctx context.Context, id string) (api.ClusterStatus, err
 	if err := json.Unmarshal(body, &s); err != nil {
 		return s, fmt.Errorf("%s: decode /v1/cluster: %w", id, err)
 	}
-	return s, nil
+	return s, checkNode(id, s)
 }
 
 // get does one GET on node id with requestTimeout and wants status 200.
@@ -525,7 +526,8 @@ func (c *Cluster) get(ctx context.Context, id, path string) ([]byte, error) {
 	return body, nil
 }
 
-// WaitReady polls GET /readyz on every live node until all answer 200.
+// WaitReady polls every live node until all answer GET /v1/cluster as
+// themselves (see checkNode) and GET /readyz with 200.
 func (c *Cluster) WaitReady(ctx context.Context) error {
 	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		live := c.liveNodes()
@@ -535,7 +537,11 @@ func (c *Cluster) WaitReady(ctx context.Context) error {
 		errs := make([]error, len(live))
 		var wg sync.WaitGroup
 		for i, p := range live {
-			wg.Go(func() { _, errs[i] = c.get(ctx, p.ID(), "/readyz") })
+			wg.Go(func() {
+				if _, errs[i] = c.status(ctx, p.ID()); errs[i] == nil {
+					_, errs[i] = c.get(ctx, p.ID(), "/readyz")
+				}
+			})
 		}
 		wg.Wait()
 		return errors.Join(errs...)

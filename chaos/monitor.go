@@ -53,28 +53,54 @@ func (m *monitor) others(id string) []string {
 	return slices.DeleteFunc(slices.Clone(m.ids), func(s string) bool { return s == id })
 }
 
-// views asks every node for GET /v1/cluster at once; a node that does not
-// answer within timeout is left out.
-func (m *monitor) views(ctx context.Context, timeout time.Duration) map[string]api.ClusterStatus {
+// wrongNodeError is the answer of a process that is not the node the caller
+// expects at that URL: another process took the node's port while the node was
+// down, say. Callers treat it as the node not answering.
+type wrongNodeError struct {
+	Want string // the node expected at the URL
+	Got  string // the ID the answer gave; "" when it gave none
+}
+
+func (e *wrongNodeError) Error() string {
+	return fmt.Sprintf("%s: answered as %q", e.Want, e.Got)
+}
+
+// checkNode returns a *wrongNodeError unless st, an answer to GET /v1/cluster
+// at the URL of node id, comes from node id.
+func checkNode(id string, st api.ClusterStatus) error {
+	if st.ID != id {
+		return &wrongNodeError{Want: id, Got: st.ID}
+	}
+	return nil
+}
+
+// views asks every node for GET /v1/cluster at once. A node that does not
+// answer within timeout, or answers as another node (see checkNode), is left
+// out, and the error says why, one line per node left out.
+func (m *monitor) views(ctx context.Context, timeout time.Duration) (map[string]api.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := make([]api.ClusterStatus, len(m.ids))
-	ok := make([]bool, len(m.ids))
+	errs := make([]error, len(m.ids))
 	var wg sync.WaitGroup
 	for i, id := range m.ids {
 		wg.Go(func() {
 			st, err := m.client.ClusterFrom(ctx, m.urls[id])
-			out[i], ok[i] = st, err == nil
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", id, err)
+				return
+			}
+			out[i], errs[i] = st, checkNode(id, st)
 		})
 	}
 	wg.Wait()
 	views := map[string]api.ClusterStatus{}
 	for i, id := range m.ids {
-		if ok[i] {
+		if errs[i] == nil {
 			views[id] = out[i]
 		}
 	}
-	return views
+	return views, errors.Join(errs...)
 }
 
 // agreedLeader returns the node that says it leads in the highest term, when a
@@ -106,7 +132,8 @@ func (m *monitor) run(ctx context.Context) {
 	t := time.NewTicker(monitorInterval)
 	defer t.Stop()
 	for {
-		leader, term := m.agreedLeader(m.views(ctx, viewTimeout))
+		views, _ := m.views(ctx, viewTimeout)
+		leader, term := m.agreedLeader(views)
 		m.mu.Lock()
 		if n := len(m.timeline); n == 0 || m.timeline[n-1].Leader != leader || m.timeline[n-1].Term != term {
 			m.timeline = append(m.timeline, LeaderChange{At: time.Now(), Leader: leader, Term: term})
@@ -142,11 +169,11 @@ func (m *monitor) Timeline() []LeaderChange {
 func (m *monitor) waitLeader(ctx context.Context, not string) (string, error) {
 	var leader string
 	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
-		views := m.views(ctx, viewTimeout)
+		views, missing := m.views(ctx, viewTimeout)
 		id, _ := m.agreedLeader(views)
 		switch {
 		case id == "":
-			return fmt.Errorf("no agreed leader among %d answering nodes", len(views))
+			return errors.Join(fmt.Errorf("no agreed leader among %d answering nodes", len(views)), missing)
 		case id == not:
 			return fmt.Errorf("%s still leads", id)
 		}
@@ -159,10 +186,15 @@ func (m *monitor) waitLeader(ctx context.Context, not string) (string, error) {
 // errNotHealthy wraps the failures of waitHealthy.
 var errNotHealthy = errors.New("cluster not healthy")
 
-// waitHealthy polls until every node answers /readyz with 200, a majority
-// agrees on the leader, and no node holds unresolved intake.
+// waitHealthy polls until every node answers GET /v1/cluster as itself (see
+// checkNode) and /readyz with 200, and a majority agrees on the leader. A 200
+// from /readyz alone could come from any process that took a node's port.
 func (m *monitor) waitHealthy(ctx context.Context) error {
 	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
+		views, err := m.views(ctx, viewTimeout)
+		if err != nil {
+			return err
+		}
 		rctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		errs := make([]error, len(m.ids))
@@ -178,7 +210,7 @@ func (m *monitor) waitHealthy(ctx context.Context) error {
 		if err := errors.Join(errs...); err != nil {
 			return err
 		}
-		if id, _ := m.agreedLeader(m.views(ctx, viewTimeout)); id == "" {
+		if id, _ := m.agreedLeader(views); id == "" {
 			return errors.New("no agreed leader")
 		}
 		return nil
@@ -195,9 +227,9 @@ func (m *monitor) waitHealthy(ctx context.Context) error {
 func (m *monitor) waitSettled(ctx context.Context) (uint64, error) {
 	var commit uint64
 	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
-		views := m.views(ctx, requestTimeout)
-		if len(views) < len(m.ids) {
-			return fmt.Errorf("%d of %d nodes answer", len(views), len(m.ids))
+		views, err := m.views(ctx, requestTimeout)
+		if err != nil {
+			return fmt.Errorf("%d of %d nodes answer: %w", len(views), len(m.ids), err)
 		}
 		leader, _ := m.agreedLeader(views)
 		if leader == "" {
@@ -218,8 +250,16 @@ func (m *monitor) waitSettled(ctx context.Context) (uint64, error) {
 	return commit, err
 }
 
-// readLog reads node id's whole log up to index upTo.
+// readLog reads node id's whole log up to index upTo, once node id has
+// answered as itself at its URL.
 func (m *monitor) readLog(ctx context.Context, id string, upTo uint64) ([]api.LogEntry, error) {
+	st, err := m.client.ClusterFrom(ctx, m.urls[id])
+	if err != nil {
+		return nil, fmt.Errorf("read log of %s: %w", id, err)
+	}
+	if err := checkNode(id, st); err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
 	c := api.NewClient(api.ClientConfig{Endpoints: []string{m.urls[id]}, Timeout: 30 * time.Second})
 	var out []api.LogEntry
 	from := uint64(1)
