@@ -9,12 +9,18 @@ import (
 )
 
 // BenchmarkAppend measures Append of 256-byte payloads with fsync on, from
-// one writer and from 64 concurrent writers sharing fsyncs by group commit.
+// one writer and from 64 concurrent writers sharing fsyncs by group commit,
+// into segments with zeros written ahead (the default) and without them
+// (each sync then also writes the file's new size).
 // It reports appends/s and appends/fsync (the mean group size).
 func BenchmarkAppend(b *testing.B) {
-	for _, writers := range []int{1, 64} {
-		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
-			l := openT(b, b.TempDir(), Config{})
+	for _, bc := range []struct {
+		writers  int
+		prealloc int64
+	}{{1, 0}, {1, -1}, {64, 0}, {64, -1}} {
+		writers := bc.writers
+		b.Run(fmt.Sprintf("writers=%d/zeros=%t", writers, bc.prealloc >= 0), func(b *testing.B) {
+			l := openT(b, b.TempDir(), Config{PreallocBytes: bc.prealloc})
 			payload := make([]byte, 256)
 			ctx := context.Background()
 			var n atomic.Int64

@@ -11,6 +11,7 @@ const (
 	DefaultSegmentBytes   = 64 << 20
 	DefaultMaxRecordBytes = 1 << 20
 	DefaultMaxBatchBytes  = 4 << 20
+	DefaultPreallocBytes  = 1 << 20
 
 	// MinSegmentBytes is the smallest SegmentBytes that Validate accepts.
 	MinSegmentBytes = 1 << 10
@@ -37,6 +38,15 @@ type Config struct {
 	// DefaultMaxBatchBytes (4 MiB).
 	MaxBatchBytes int
 
+	// PreallocBytes is how far ahead of its records the active segment is
+	// filled with zeros, so that the records overwrite blocks the file
+	// already has and most syncs need not write the file's new size. The
+	// zeros are written when the records reach them, at most up to
+	// SegmentBytes, and cut off when the segment is rotated. Default
+	// DefaultPreallocBytes (1 MiB); negative: no zeros, the segment grows
+	// with each write.
+	PreallocBytes int64
+
 	// NoSync turns off every fsync: of records, segments and the
 	// directory. Append then returns once its records are written to the
 	// OS, so they survive a process crash but not a power loss. For tests
@@ -61,6 +71,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBatchBytes == 0 {
 		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.PreallocBytes == 0 {
+		c.PreallocBytes = DefaultPreallocBytes
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -9,37 +9,39 @@ import (
 	"time"
 )
 
-// syncTracker is a faultFS hook that remembers each file's size at its last
-// fsync, so a test can cut files back to it: what a power loss may leave.
+// syncTracker is a faultFS hook that remembers each file's content at its
+// last fsync, so a test can put files back to it: what a power loss may
+// leave. (Records overwrite zeros written ahead, so the size alone does not
+// tell what a sync covered.)
 type syncTracker struct {
 	mu     sync.Mutex
-	synced map[string]int64 // base name → size at last fsync
+	synced map[string][]byte // base name → content at last fsync
 }
 
 func (st *syncTracker) beforeSync(name string) error {
-	fi, err := os.Stat(name)
+	b, err := os.ReadFile(name)
 	if err != nil {
 		return err
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.synced[filepath.Base(name)] = fi.Size()
+	st.synced[filepath.Base(name)] = b
 	return nil
 }
 
-// powerLoss copies dir and cuts each segment in the copy back to its size
-// at its last fsync.
+// powerLoss copies dir and puts each segment in the copy back to its
+// content at its last fsync.
 func (st *syncTracker) powerLoss(t *testing.T, dir string) string {
 	t.Helper()
 	cp := copyDir(t, dir)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	for _, name := range segFiles(t, cp) {
-		size, ok := st.synced[name]
+		b, ok := st.synced[name]
 		if !ok {
 			t.Fatalf("segment %s was never fsynced", name)
 		}
-		if err := os.Truncate(filepath.Join(cp, name), size); err != nil {
+		if err := os.WriteFile(filepath.Join(cp, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,7 +79,7 @@ func TestDurability(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := &syncTracker{synced: map[string]int64{}}
+			st := &syncTracker{synced: map[string][]byte{}}
 			dir := t.TempDir()
 			l, err := openFS(dir, Config{SegmentBytes: 2048}, faultFS{beforeSync: st.beforeSync})
 			if err != nil {
@@ -118,7 +120,7 @@ func TestDurability(t *testing.T) {
 func TestLazyAppend(t *testing.T) {
 	for _, synced := range []bool{false, true} {
 		t.Run(map[bool]string{false: "not synced", true: "synced"}[synced], func(t *testing.T) {
-			st := &syncTracker{synced: map[string]int64{}}
+			st := &syncTracker{synced: map[string][]byte{}}
 			dir := t.TempDir()
 			l, err := openFS(dir, Config{}, faultFS{beforeSync: st.beforeSync})
 			if err != nil {

@@ -23,8 +23,8 @@ func (f faultFS) Create(name string) (file, error) {
 	return faultFile{file: fl, name: name, beforeSync: f.beforeSync}, nil
 }
 
-func (f faultFS) OpenAppend(name string) (file, error) {
-	fl, err := f.osFS.OpenAppend(name)
+func (f faultFS) OpenWrite(name string) (file, error) {
+	fl, err := f.osFS.OpenWrite(name)
 	if err != nil {
 		return nil, err
 	}

@@ -17,8 +17,8 @@ type fileSystem interface {
 	ReadFile(name string) ([]byte, error)
 	// Create creates name, which must not exist, for writing.
 	Create(name string) (file, error)
-	// OpenAppend opens the existing name for writing at its end.
-	OpenAppend(name string) (file, error)
+	// OpenWrite opens the existing name for writing at given offsets.
+	OpenWrite(name string) (file, error)
 	// Truncate cuts name to size bytes.
 	Truncate(name string, size int64) error
 	// Remove deletes name.
@@ -27,11 +27,16 @@ type fileSystem interface {
 	SyncDir(dir string) error
 }
 
-// file is an open segment file.
+// file is an open segment file. The log writes it at explicit offsets: a
+// segment may carry a tail of zeros written ahead of its records.
 type file interface {
-	io.Writer
-	// Sync makes everything written so far durable.
+	io.WriterAt
+	// Sync makes everything written so far durable, with the file's size:
+	// fdatasync(2) where there is one. It does not wait for other metadata
+	// (the modification time), which recovery does not need.
 	Sync() error
+	// Truncate changes the file's size; Sync makes the change durable.
+	Truncate(size int64) error
 	Close() error
 }
 
@@ -59,12 +64,25 @@ func (osFS) ReadDir(dir string) ([]string, error) {
 func (osFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
 
 func (osFS) Create(name string) (file, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
 }
 
-func (osFS) OpenAppend(name string) (file, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+func (osFS) OpenWrite(name string) (file, error) {
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	return osFile{f}, nil
 }
+
+// osFile is a segment file of the operating system, synced with datasync.
+type osFile struct{ *os.File }
+
+func (f osFile) Sync() error { return datasync(f.File) }
 
 func (osFS) Truncate(name string, size int64) error { return os.Truncate(name, size) }
 

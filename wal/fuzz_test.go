@@ -43,7 +43,8 @@ func FuzzDecodeRecord(f *testing.F) {
 }
 
 // FuzzRecover feeds Open arbitrary bytes, either as a whole segment file or
-// appended to the last segment of a valid log. Open must not panic; it
+// written after the records of the last segment of a valid log, over the
+// zeros written ahead of them. Open must not panic; it
 // either fails with a *CorruptError or gives a log that is consistent:
 // records in order, the valid ones intact, and appends that survive a
 // reopen.
@@ -53,9 +54,12 @@ func FuzzRecover(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	end := recordsEnd(f, seg)
 	f.Add(seg, true)
+	f.Add(seg[:end], true)
 	f.Add(seg[:segHeaderLen], true)
-	f.Add(seg[:len(seg)-3], true)
+	f.Add(seg[:end-3], true)
+	f.Add(append(seg[:end-3:end-3], make([]byte, 64)...), true)
 	f.Add([]byte{}, true)
 	f.Add([]byte("txlogwal"), true)
 	f.Add([]byte{}, false)
@@ -81,11 +85,15 @@ func FuzzRecover(f *testing.F) {
 			}
 			orig = l.Pending()
 			l.Close()
-			fl, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			buf, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			fl.Write(data)
+			fl, err := os.OpenFile(path, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl.WriteAt(data, int64(recordsEnd(t, buf)))
 			fl.Close()
 		}
 
@@ -128,9 +136,10 @@ func FuzzRecover(f *testing.F) {
 	})
 }
 
-// fuzzLog writes a small valid log into dir: records 1 to 3, with 2 done.
+// fuzzLog writes a small valid log into dir: records 1 to 3, with 2 done,
+// and zeros after them up to MinSegmentBytes.
 func fuzzLog(t testing.TB, dir string) string {
-	l, err := Open(dir, Config{NoSync: true})
+	l, err := Open(dir, Config{NoSync: true, SegmentBytes: MinSegmentBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

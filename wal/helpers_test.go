@@ -108,11 +108,12 @@ func copyDir(t testing.TB, src string) string {
 	return dst
 }
 
-// recordOffsets returns the offset of each record in a segment file's bytes.
+// recordOffsets returns the offset of each record in a segment file's bytes,
+// which may end in zeros written ahead (Config.PreallocBytes).
 func recordOffsets(t testing.TB, buf []byte) []int {
 	t.Helper()
 	var offs []int
-	for off := segHeaderLen; off < len(buf); {
+	for off := segHeaderLen; off < len(buf) && !allZero(buf[off:]); {
 		_, n, err := decodeRecord(buf[off:])
 		if err != nil {
 			t.Fatalf("decode record at %d: %v", off, err)
@@ -121,4 +122,17 @@ func recordOffsets(t testing.TB, buf []byte) []int {
 		off += n
 	}
 	return offs
+}
+
+// recordsEnd returns the length of a segment file's bytes without the zeros
+// written ahead of its records.
+func recordsEnd(t testing.TB, buf []byte) int {
+	t.Helper()
+	end := segHeaderLen
+	if offs := recordOffsets(t, buf); len(offs) > 0 {
+		last := offs[len(offs)-1]
+		_, n, _ := decodeRecord(buf[last:])
+		end = last + n
+	}
+	return end
 }

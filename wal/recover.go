@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"encoding/binary"
 	"cmp"
 	"errors"
 	"fmt"
@@ -16,6 +17,9 @@ type scanned struct {
 	// tornAt is the offset at which the torn tail of the last segment
 	// starts, or -1 if it has none. 0 means the segment header is torn.
 	tornAt int64
+	// fileSize is the segment file's length: past seg.size when the last
+	// segment ends in zeros written ahead.
+	fileSize int64
 }
 
 // recover reads every segment in l.dir, repairs a torn tail of the last one,
@@ -118,11 +122,15 @@ func (l *Log) recover() error {
 	if scans[len(scans)-1].tornAt == 0 {
 		return l.rewriteHeader(active)
 	}
-	f, err := l.fs.OpenAppend(l.path(active.segHeader))
+	f, err := l.fs.OpenWrite(l.path(active.segHeader))
 	if err != nil {
 		return fmt.Errorf("wal: open segment %s: %w", l.path(active.segHeader), err)
 	}
 	l.w.f = f
+	l.w.zeroEnd = active.size
+	if last := scans[len(scans)-1]; last.tornAt < 0 {
+		l.w.zeroEnd = last.fileSize
+	}
 	return nil
 }
 
@@ -135,8 +143,14 @@ func (l *Log) recover() error {
 // if it is the last segment and no valid record starts at any byte offset
 // after off. Otherwise the record is corrupt. A valid record with a Seq out
 // of sequence is always corrupt: a torn write cannot make one.
+//
+// The last segment may end in zeros that the writer wrote ahead of its
+// records (Config.PreallocBytes). Zeros from a record boundary to the end of
+// the file are the segment's clean end, not a torn tail: no record is ever
+// all zeros (type 0 is never written). Any other segment is truncated to its
+// records before the next one is created, so zeros there are damage.
 func scanSegment(buf []byte, h segHeader, last bool) (scanned, error) {
-	sc := scanned{seg: newSegment(h), tornAt: -1}
+	sc := scanned{seg: newSegment(h), tornAt: -1, fileSize: int64(len(buf))}
 	sc.seg.size = int64(len(buf))
 	got, err := decodeSegHeader(buf)
 	if err == nil && got != h {
@@ -155,6 +169,10 @@ func scanSegment(buf []byte, h segHeader, last bool) (scanned, error) {
 	for off := segHeaderLen; off < len(buf); {
 		r, n, err := decodeRecord(buf[off:])
 		if err != nil {
+			if last && allZero(buf[off:]) {
+				sc.seg.size = int64(off)
+				return sc, nil
+			}
 			if last && !validRecordAfter(buf, off+1, next) {
 				sc.tornAt = int64(off)
 				sc.seg.size = int64(off)
@@ -183,11 +201,30 @@ func scanSegment(buf []byte, h segHeader, last bool) (scanned, error) {
 	return sc, nil
 }
 
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // validRecordAfter reports whether a record that could follow a damaged one
 // decodes at any byte offset from off on: a done record, or a data record
 // with a Seq of at least next.
 func validRecordAfter(buf []byte, off int, next uint64) bool {
 	for p := max(off, 0); p+recHeaderLen <= len(buf); p++ {
+		if t := buf[p+16]; t != recData && t != recDone {
+			continue // what decodeRecord would reject first, cheaply: zeros written ahead are long
+		}
 		r, _, err := decodeRecord(buf[p:])
 		if err == nil && (r.typ == recDone || r.seq >= next) {
 			return true
@@ -215,15 +252,20 @@ func (l *Log) rewriteHeader(seg *segment) error {
 	if err := l.fs.Truncate(path, 0); err != nil {
 		return fmt.Errorf("wal: truncate segment %s: %w", path, err)
 	}
-	f, err := l.fs.OpenAppend(path)
+	f, err := l.fs.OpenWrite(path)
 	if err != nil {
 		return fmt.Errorf("wal: open segment %s: %w", path, err)
 	}
 	l.w.f = f
-	if _, err := f.Write(appendSegHeader(nil, seg.segHeader)); err != nil {
+	if _, err := f.WriteAt(appendSegHeader(nil, seg.segHeader), 0); err != nil {
 		return fmt.Errorf("wal: write segment header %s: %w", path, err)
 	}
 	seg.size = segHeaderLen
+	l.w.zeroEnd = segHeaderLen
+	l.w.unsynced = true
+	if err := l.zeroAhead(); err != nil {
+		return err
+	}
 	return l.sync()
 }
 

@@ -20,16 +20,25 @@ type fixture struct {
 	cfg  Config
 }
 
-// lastSeg returns the path and content of the fixture's last segment.
+// lastSeg returns the path and records of the fixture's last segment: its
+// content without the zeros written ahead, as a segment written with
+// PreallocBytes < 0 would be. Tests that damage the tail write it back so.
 func (fx fixture) lastSeg(t *testing.T, dir string) (string, []byte) {
 	t.Helper()
 	names := segFiles(t, dir)
 	path := filepath.Join(dir, names[len(names)-1])
+	return path, readRecords(t, path)
+}
+
+// readRecords returns a segment file's content without the zeros written
+// ahead of its records.
+func readRecords(t *testing.T, path string) []byte {
+	t.Helper()
 	buf, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return path, buf
+	return buf[:recordsEnd(t, buf)]
 }
 
 // newFixture appends n records of 40 bytes to a new log, marks done, and
@@ -240,6 +249,15 @@ func TestCorruptMiddle(t *testing.T) {
 			wantErr: errShort,
 		},
 		{
+			// Only the last segment may end in zeros: rotation cuts them.
+			name:    "zeros after the records of a segment that is not the last",
+			fx:      two,
+			file:    seg1,
+			damage:  func(b []byte, offs []int) []byte { return append(b, make([]byte, 100)...) },
+			offset:  func(offs []int) int64 { return -1 },
+			wantErr: errBadHeader,
+		},
+		{
 			name:    "flipped header of a segment that is not the last",
 			fx:      two,
 			file:    seg1,
@@ -278,10 +296,7 @@ func TestCorruptMiddle(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyDir(t, tt.fx.dir)
 			path := filepath.Join(dir, tt.file)
-			buf, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			buf := readRecords(t, path)
 			offs := recordOffsets(t, buf)
 			want := tt.offset(offs)
 			if want < 0 {
@@ -310,4 +325,99 @@ func TestCorruptMiddle(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestZeroTail covers the zeros the writer puts ahead of its records
+// (Config.PreallocBytes): the last segment ends in them, Open reads them as
+// its clean end and appends over them, a record torn inside them is a torn
+// tail, and rotation cuts them off the segment it closes.
+func TestZeroTail(t *testing.T) {
+	t.Run("clean end", func(t *testing.T) {
+		fx := newFixture(t, Config{NoSync: true}, 5, 2)
+		path, recs := fx.lastSeg(t, fx.dir)
+		buf, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := segHeaderLen + DefaultPreallocBytes; len(buf) < want || !allZero(buf[len(recs):]) {
+			t.Fatalf("segment has %d bytes after %d of records, want zeros up to at least %d", len(buf), len(recs), want)
+		}
+		var out bytes.Buffer
+		l := openT(t, fx.dir, Config{NoSync: true, Logger: slog.New(slog.NewTextHandler(&out, nil))})
+		checkPending(t, l, fx.want)
+		if strings.Contains(out.String(), "torn") {
+			t.Fatalf("Open() of a segment ending in zeros logged\n%s", out.String())
+		}
+		seq, err := l.Append(context.Background(), []byte("over the zeros"))
+		if err != nil || seq != 6 {
+			t.Fatalf("Append() = %d, %v; want 6", seq, err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) != len(buf) {
+			t.Fatalf("segment grew from %d to %d bytes: the append did not overwrite the zeros", len(buf), len(after))
+		}
+		checkPending(t, openT(t, fx.dir, Config{NoSync: true}), append(fx.want, Record{Seq: 6, Payload: []byte("over the zeros")}))
+	})
+
+	t.Run("torn record in the zeros", func(t *testing.T) {
+		cfg := Config{NoSync: true}
+		fx := newFixture(t, cfg, 5)
+		_, recs := fx.lastSeg(t, fx.dir)
+		offs := recordOffsets(t, recs)
+		for cut := offs[len(offs)-1]; cut < len(recs); cut++ {
+			t.Run(fmt.Sprintf("cut at %d", cut), func(t *testing.T) {
+				dir := copyDir(t, fx.dir)
+				path, _ := fx.lastSeg(t, dir)
+				buf, err := os.ReadFile(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				clear(buf[cut:len(recs)]) // the record's end never reached the disk
+				if err := os.WriteFile(path, buf, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				checkRecovered(t, dir, cfg, fx.recs[:4], 5)
+			})
+		}
+	})
+
+	t.Run("rotation cuts the zeros", func(t *testing.T) {
+		cfg := Config{NoSync: true, SegmentBytes: 4096, PreallocBytes: 1024}
+		fx := newFixture(t, cfg, 100)
+		names := segFiles(t, fx.dir)
+		if len(names) < 2 {
+			t.Fatalf("%d segments, want a rotation", len(names))
+		}
+		for i, name := range names {
+			buf, err := os.ReadFile(filepath.Join(fx.dir, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			end := recordsEnd(t, buf)
+			if last := i == len(names)-1; !last && end != len(buf) {
+				t.Errorf("segment %s has %d bytes after its records, want none: it is not the last", name, len(buf)-end)
+			} else if last && (len(buf) <= end || len(buf) > int(cfg.SegmentBytes)) {
+				t.Errorf("last segment %s has %d bytes, %d of records; want zeros after them, within SegmentBytes", name, len(buf), end)
+			}
+		}
+		checkRecovered(t, fx.dir, cfg, fx.recs, 101)
+	})
+
+	t.Run("no zeros when PreallocBytes is negative", func(t *testing.T) {
+		fx := newFixture(t, Config{NoSync: true, PreallocBytes: -1}, 5)
+		path, recs := fx.lastSeg(t, fx.dir)
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != int64(len(recs)) {
+			t.Fatalf("segment has %d bytes, %d of records; want no zeros", fi.Size(), len(recs))
+		}
+	})
 }

@@ -30,12 +30,15 @@ type appendReq struct {
 
 // writer is the state that only the writer goroutine touches.
 type writer struct {
-	segs     []*segment // by ID; the last is the active segment
-	f        file       // the active segment, open for appending
-	nextSeq  uint64     // Seq of the next data record
-	buf      []byte     // encoded records not yet written to f
-	unsynced bool       // f has writes that are not fsynced
-	err      error      // sticky: once set, the log writes nothing more
+	segs []*segment // by ID; the last is the active segment
+	f    file       // the active segment, written at its size
+	// zeroEnd is the length of the active segment's file: records end at
+	// its size, and zeros written ahead fill the rest (Config.PreallocBytes).
+	zeroEnd  int64
+	nextSeq  uint64 // Seq of the next data record
+	buf      []byte // encoded records not yet written to f
+	unsynced bool   // f has writes that are not fsynced
+	err      error  // sticky: once set, the log writes nothing more
 }
 
 func (l *Log) active() *segment { return l.w.segs[len(l.w.segs)-1] }
@@ -164,21 +167,47 @@ func (l *Log) reserve(n int) error {
 	return l.rotate()
 }
 
-// flush writes l.w.buf to the active segment.
+// flush writes l.w.buf to the active segment at its size, and zeros ahead
+// of it when the records reach past the zeros written before.
 func (l *Log) flush() error {
 	if len(l.w.buf) == 0 {
 		return nil
 	}
 	a := l.active()
-	_, err := l.w.f.Write(l.w.buf)
-	if err != nil {
+	if _, err := l.w.f.WriteAt(l.w.buf, a.size); err != nil {
 		return fmt.Errorf("wal: write segment %s: %w", l.path(a.segHeader), err)
 	}
 	a.size += int64(len(l.w.buf))
 	l.w.buf = l.w.buf[:0]
 	l.w.unsynced = true
+	l.w.zeroEnd = max(l.w.zeroEnd, a.size)
+	return l.zeroAhead()
+}
+
+// zeroAhead writes zeros after the active segment's records, up to
+// Config.PreallocBytes past them and at most to SegmentBytes, once the records
+// have used the zeros written before. The zeros reach the disk with the next
+// sync, which also makes the new size durable; the syncs after it find the
+// size unchanged and flush data blocks only.
+func (l *Log) zeroAhead() error {
+	a := l.active()
+	if l.cfg.PreallocBytes <= 0 || l.w.zeroEnd > a.size {
+		return nil
+	}
+	end := min(a.size+l.cfg.PreallocBytes, l.cfg.SegmentBytes)
+	for off := l.w.zeroEnd; off < end; {
+		n := min(end-off, int64(len(zeros)))
+		if _, err := l.w.f.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("wal: write zeros to segment %s: %w", l.path(a.segHeader), err)
+		}
+		off += n
+		l.w.zeroEnd = off
+	}
 	return nil
 }
+
+// zeros is what zeroAhead writes, a chunk at a time.
+var zeros [64 << 10]byte
 
 // sync fsyncs the active segment if it has unsynced writes.
 func (l *Log) sync() error {
@@ -199,6 +228,15 @@ func (l *Log) sync() error {
 // segment can ever have a torn tail.
 func (l *Log) rotate() error {
 	old := l.active()
+	// Only the last segment may end in zeros: recovery reads zeros after
+	// the records of any other segment as damage.
+	if l.w.zeroEnd > old.size {
+		if err := l.w.f.Truncate(old.size); err != nil {
+			return fmt.Errorf("wal: truncate segment %s: %w", l.path(old.segHeader), err)
+		}
+		l.w.zeroEnd = old.size
+		l.w.unsynced = true
+	}
 	if err := l.sync(); err != nil {
 		return err
 	}
@@ -223,10 +261,14 @@ func (l *Log) createSegment(h segHeader) error {
 	}
 	l.w.f = f
 	l.w.segs = append(l.w.segs, newSegment(h))
-	if _, err := f.Write(appendSegHeader(nil, h)); err != nil {
+	if _, err := f.WriteAt(appendSegHeader(nil, h), 0); err != nil {
 		return fmt.Errorf("wal: write segment header %s: %w", path, err)
 	}
 	l.w.unsynced = true
+	l.w.zeroEnd = segHeaderLen
+	if err := l.zeroAhead(); err != nil {
+		return err
+	}
 	if err := l.sync(); err != nil {
 		return err
 	}
