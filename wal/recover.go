@@ -2,8 +2,8 @@ package wal
 
 import (
 	"bytes"
-	"encoding/binary"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
