@@ -35,6 +35,12 @@
 // in format.go and docs/wal.md. Once the active segment would grow past
 // Config.SegmentBytes it is fsynced and closed, and a new one is started.
 //
+// The active segment ends in zeros written ahead of its records
+// (Config.PreallocBytes, 1 MiB), and records are written over them. A sync
+// is fdatasync(2), so one whose records fit in zeros already synced flushes
+// data blocks only, without the file's size or times. Rotation cuts the
+// zeros off the segment it closes.
+//
 // # Group commit
 //
 // One writer goroutine owns the files. It takes one request, drains every
@@ -71,8 +77,8 @@
 // With Config.NoSync nothing is fsynced: Appends survive a process crash but
 // not a power loss. NoSync is for tests and benchmarks only.
 //
-// TestDurability and TestLazyAppend check these claims, cutting files back
-// to their last fsync to act out a power loss.
+// TestDurability and TestLazyAppend check these claims, putting files back
+// to their content at their last fsync to act out a power loss.
 //
 // # Recovery
 //
@@ -88,9 +94,14 @@
 //	off. Open then truncates the segment at off, logs a warning with the
 //	file and the offset, and appends from there.
 //
+//	Zeros from a record boundary to the end of the last segment are not a
+//	torn tail but its clean end, the zeros written ahead: no record is all
+//	zeros. Open leaves them and writes over them.
+//
 //	Anything else is corruption: a bad record followed by a valid one, any
 //	damage in a segment that is not the last (a segment is fsynced before
-//	the next one is created, so only the last can be torn), a segment
+//	the next one is created, so only the last can be torn; zeros after its
+//	records count as damage, since rotation cut them off), a segment
 //	header that does not match its file name, a record with a good CRC and
 //	a Seq out of order. Open then fails with a *CorruptError naming the
 //	file and the offset. It never skips a record.

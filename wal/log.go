@@ -37,7 +37,8 @@ type Record struct {
 type Stats struct {
 	// Segments is the number of segment files, the active one included.
 	Segments int
-	// Bytes is the total size of the segment files.
+	// Bytes is the total size of the segments' records and headers, without
+	// the zeros written ahead of the active segment's records.
 	Bytes int64
 	// Pending is the number of records not marked done.
 	Pending int
