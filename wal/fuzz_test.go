@@ -131,6 +131,7 @@ func FuzzRecover(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Open() after recovery and an append = %v", err)
 		}
+		defer l.Close() // the first defer closes the first Log only
 		want := append(pend, Record{Seq: seq, Payload: []byte("new")})
 		checkPending(t, l, want)
 	})
