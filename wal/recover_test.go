@@ -420,4 +420,27 @@ func TestZeroTail(t *testing.T) {
 			t.Fatalf("segment has %d bytes, %d of records; want no zeros", fi.Size(), len(recs))
 		}
 	})
+
+	// A log written without zeros, as before they existed, gets them at its
+	// next append.
+	t.Run("zeros after a log without them", func(t *testing.T) {
+		fx := newFixture(t, Config{NoSync: true, PreallocBytes: -1}, 5)
+		path, _ := fx.lastSeg(t, fx.dir)
+		l := openT(t, fx.dir, Config{NoSync: true})
+		checkPending(t, l, fx.want)
+		if _, err := l.Append(context.Background(), []byte("sixth")); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		buf, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := recordsEnd(t, buf); len(buf) <= end || !allZero(buf[end:]) {
+			t.Fatalf("segment has %d bytes, %d of records; want zeros after them", len(buf), end)
+		}
+		checkPending(t, openT(t, fx.dir, Config{NoSync: true}), append(fx.want, Record{Seq: 6, Payload: []byte("sixth")}))
+	})
 }
