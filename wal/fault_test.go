@@ -3,6 +3,9 @@ package wal
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -10,9 +13,12 @@ import (
 // faultFS is the OS file system with a hook before each file fsync.
 type faultFS struct {
 	osFS
-	// beforeSync runs before each file Sync; an error it returns is
-	// returned instead of syncing. Nil means no hook.
+	// beforeSync runs before each file Sync and SyncAll; an error it
+	// returns is returned instead of syncing. Nil means no hook.
 	beforeSync func(name string) error
+	// onSyncAll runs before each file SyncAll, after beforeSync. Nil means
+	// no hook.
+	onSyncAll func(name string)
 }
 
 func (f faultFS) Create(name string) (file, error) {
@@ -20,7 +26,7 @@ func (f faultFS) Create(name string) (file, error) {
 	if err != nil {
 		return nil, err
 	}
-	return faultFile{file: fl, name: name, beforeSync: f.beforeSync}, nil
+	return faultFile{file: fl, name: name, beforeSync: f.beforeSync, onSyncAll: f.onSyncAll}, nil
 }
 
 func (f faultFS) OpenWrite(name string) (file, error) {
@@ -28,13 +34,14 @@ func (f faultFS) OpenWrite(name string) (file, error) {
 	if err != nil {
 		return nil, err
 	}
-	return faultFile{file: fl, name: name, beforeSync: f.beforeSync}, nil
+	return faultFile{file: fl, name: name, beforeSync: f.beforeSync, onSyncAll: f.onSyncAll}, nil
 }
 
 type faultFile struct {
 	file
 	name       string
 	beforeSync func(name string) error
+	onSyncAll  func(name string)
 }
 
 func (f faultFile) Sync() error {
@@ -44,6 +51,18 @@ func (f faultFile) Sync() error {
 		}
 	}
 	return f.file.Sync()
+}
+
+func (f faultFile) SyncAll() error {
+	if f.beforeSync != nil {
+		if err := f.beforeSync(f.name); err != nil {
+			return err
+		}
+	}
+	if f.onSyncAll != nil {
+		f.onSyncAll(f.name)
+	}
+	return f.file.SyncAll()
 }
 
 func TestSyncErrorIsSticky(t *testing.T) {
@@ -137,4 +156,45 @@ func TestAbandonedAppend(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkPending(t, openT(t, dir, Config{}), kept)
+}
+
+// TestRotationSyncsTruncation: rotation cuts the zeros off the segment it
+// closes and makes the cut durable with a full fsync before the next
+// segment exists, so that recovery never finds a closed segment longer than
+// its records. With NoSync there is no fsync of any kind.
+func TestRotationSyncsTruncation(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoSync=%t", noSync), func(t *testing.T) {
+			var mu sync.Mutex
+			var full []string
+			fsys := faultFS{onSyncAll: func(name string) {
+				mu.Lock()
+				defer mu.Unlock()
+				full = append(full, filepath.Base(name))
+			}}
+			dir := t.TempDir()
+			l, err := openFS(dir, Config{SegmentBytes: 2048, NoSync: noSync}, fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			appendN(t, l, 0, 100, 40) // 60 bytes a record: 3 segments or more
+			segs := l.Stats().Segments
+			if segs < 3 {
+				t.Fatalf("%d segments, want rotations", segs)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if noSync {
+				if len(full) != 0 {
+					t.Fatalf("full fsyncs of %v with NoSync", full)
+				}
+				return
+			}
+			want := []string{segName(segHeader{id: 1, firstSeq: 1})}
+			if len(full) != segs-1 || full[0] != want[0] {
+				t.Fatalf("full fsyncs of %v, want one per rotation (%d), the first of %s", full, segs-1, want[0])
+			}
+		})
+	}
 }

@@ -35,7 +35,13 @@ type file interface {
 	// fdatasync(2) where there is one. It does not wait for other metadata
 	// (the modification time), which recovery does not need.
 	Sync() error
-	// Truncate changes the file's size; Sync makes the change durable.
+	// SyncAll is fsync(2): everything written, and all of the file's
+	// metadata. Rotation uses it after cutting the zeros off a segment, since
+	// recovery must never find a closed segment longer than its records, and
+	// fdatasync's duty to a file that shrank is less plain than to one that
+	// grew.
+	SyncAll() error
+	// Truncate changes the file's size.
 	Truncate(size int64) error
 	Close() error
 }
@@ -83,6 +89,8 @@ func (osFS) OpenWrite(name string) (file, error) {
 type osFile struct{ *os.File }
 
 func (f osFile) Sync() error { return datasync(f.File) }
+
+func (f osFile) SyncAll() error { return f.File.Sync() }
 
 func (osFS) Truncate(name string, size int64) error { return os.Truncate(name, size) }
 

@@ -235,7 +235,13 @@ func (l *Log) rotate() error {
 			return fmt.Errorf("wal: truncate segment %s: %w", l.path(old.segHeader), err)
 		}
 		l.w.zeroEnd = old.size
-		l.w.unsynced = true
+		if !l.cfg.NoSync {
+			if err := l.w.f.SyncAll(); err != nil {
+				return fmt.Errorf("wal: fsync segment %s: %w", l.path(old.segHeader), err)
+			}
+			l.syncs.Add(1)
+			l.w.unsynced = false
+		}
 	}
 	if err := l.sync(); err != nil {
 		return err
