@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/txid"
+	"github.com/txlog/txlog/wal"
 )
 
 // Peer is one initial member of a statically bootstrapped cluster.
@@ -57,6 +58,12 @@ type Config struct {
 	// proposing; "off" appends it only when it has to be parked. ack=accepted
 	// always waits for the append. See docs/durability.md.
 	IntakeWAL string
+	// IntakeWALSegmentBytes is the size of the intake WAL's segment files
+	// (wal.Config.SegmentBytes): a segment is deleted once every record in it
+	// is resolved, so smaller segments give disk back sooner and rotate more
+	// often. It must hold the largest transaction: at least MaxBodyBytes plus
+	// 1 KiB. Default wal.DefaultSegmentBytes (64 MiB).
+	IntakeWALSegmentBytes int64
 	// Forward is how a follower sends the writes it accepted to the leader:
 	// "stream" (default) over one persistent propose stream per leader
 	// (api.Streams), "http" with one POST /v1/internal/propose per group. A
@@ -114,6 +121,12 @@ const (
 	DefaultStoreCommitInterval = 100 * time.Millisecond
 )
 
+// intakeRecordSlack is what an intake WAL segment needs besides the largest
+// request body: the segment's header and a record's, with room to spare. A
+// transaction's binary encoding is shorter than the JSON it came in (field
+// names and quotes against a few length bytes).
+const intakeRecordSlack = 1024
+
 // Intake WAL modes (Config.IntakeWAL).
 const (
 	IntakeParallel = "parallel"
@@ -158,6 +171,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IntakeWAL == "" {
 		c.IntakeWAL = IntakeParallel
+	}
+	if c.IntakeWALSegmentBytes == 0 {
+		c.IntakeWALSegmentBytes = wal.DefaultSegmentBytes
 	}
 	if c.Forward == "" {
 		c.Forward = ForwardStream
@@ -255,6 +271,10 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("intake-wal %q: want parallel, sync or off", c.IntakeWAL))
 	}
+	if least := c.MaxBodyBytes + intakeRecordSlack; c.IntakeWALSegmentBytes < least {
+		errs = append(errs, fmt.Errorf("intake-wal-segment-bytes %d: at least max-body-bytes + %d (%d), so that any transaction fits a segment",
+			c.IntakeWALSegmentBytes, intakeRecordSlack, least))
+	}
 	if c.MaxUnresolved < 1 {
 		errs = append(errs, fmt.Errorf("max-unresolved %d: at least 1", c.MaxUnresolved))
 	}
@@ -312,6 +332,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
 	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
+	fs.Int64Var(&c.IntakeWALSegmentBytes, "intake-wal-segment-bytes", wal.DefaultSegmentBytes, "size of the intake WAL's segment files; at least max-body-bytes + 1024")
 	fs.StringVar(&c.Forward, "forward", ForwardStream, "how a follower sends accepted writes to the leader: stream (one persistent connection) or http (a POST per group)")
 	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
 	fs.StringVar(&c.RaftLog, "raft-log", "", "raft log store: wal (hashicorp/raft-wal) or boltdb (raft-boltdb); default: the data dir's kind, wal for a new one")

@@ -61,6 +61,25 @@ func TestParseConfig(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "intake WAL segment size",
+			args: []string{"--id", "n1", "--max-body-bytes", "65536", "--intake-wal-segment-bytes", "131072"},
+			check: func(t *testing.T, c Config) {
+				if c.IntakeWALSegmentBytes != 128<<10 {
+					t.Fatalf("IntakeWALSegmentBytes = %d, want 128 KiB", c.IntakeWALSegmentBytes)
+				}
+			},
+		},
+		{
+			name: "intake WAL segment size by default",
+			args: []string{"--id", "n1"},
+			check: func(t *testing.T, c Config) {
+				if c.IntakeWALSegmentBytes != 64<<20 {
+					t.Fatalf("IntakeWALSegmentBytes = %d, want 64 MiB", c.IntakeWALSegmentBytes)
+				}
+			},
+		},
+		{name: "intake WAL segment smaller than a body", args: []string{"--id", "n1", "--intake-wal-segment-bytes", "1048576"}, wantErr: "intake-wal-segment-bytes 1048576: at least max-body-bytes + 1024 (1049600)"},
 		{name: "bad forward", args: []string{"--id", "n1", "--forward", "pigeon"}, wantErr: "forward \"pigeon\""},
 		{name: "missing id", args: nil, wantErr: "id: required"},
 		{name: "cluster and join", args: []string{"--id", "n1", "--cluster", cluster, "--join", "http://x:1"}, wantErr: "give one, not both"},

@@ -83,7 +83,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{Logger: cfg.Logger})
+	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{SegmentBytes: cfg.IntakeWALSegmentBytes, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("open intake wal: %w", err)
 	}
