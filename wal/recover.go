@@ -257,16 +257,7 @@ func (l *Log) rewriteHeader(seg *segment) error {
 		return fmt.Errorf("wal: open segment %s: %w", path, err)
 	}
 	l.w.f = f
-	if _, err := f.WriteAt(appendSegHeader(nil, seg.segHeader), 0); err != nil {
-		return fmt.Errorf("wal: write segment header %s: %w", path, err)
-	}
-	seg.size = segHeaderLen
-	l.w.zeroEnd = segHeaderLen
-	l.w.unsynced = true
-	if err := l.zeroAhead(); err != nil {
-		return err
-	}
-	return l.sync()
+	return l.startSegment()
 }
 
 // readPending copies into l.pending the payloads of seg's data records that

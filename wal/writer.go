@@ -267,15 +267,7 @@ func (l *Log) createSegment(h segHeader) error {
 	}
 	l.w.f = f
 	l.w.segs = append(l.w.segs, newSegment(h))
-	if _, err := f.WriteAt(appendSegHeader(nil, h), 0); err != nil {
-		return fmt.Errorf("wal: write segment header %s: %w", path, err)
-	}
-	l.w.unsynced = true
-	l.w.zeroEnd = segHeaderLen
-	if err := l.zeroAhead(); err != nil {
-		return err
-	}
-	if err := l.sync(); err != nil {
+	if err := l.startSegment(); err != nil {
 		return err
 	}
 	if l.cfg.NoSync {
@@ -285,6 +277,22 @@ func (l *Log) createSegment(h segHeader) error {
 		return fmt.Errorf("wal: fsync dir %s: %w", l.dir, err)
 	}
 	return nil
+}
+
+// startSegment writes the header of the active segment, whose file l.w.f is
+// empty, and its first zeros, and fsyncs them.
+func (l *Log) startSegment() error {
+	a := l.active()
+	if _, err := l.w.f.WriteAt(appendSegHeader(nil, a.segHeader), 0); err != nil {
+		return fmt.Errorf("wal: write segment header %s: %w", l.path(a.segHeader), err)
+	}
+	a.size = segHeaderLen
+	l.w.zeroEnd = segHeaderLen
+	l.w.unsynced = true
+	if err := l.zeroAhead(); err != nil {
+		return err
+	}
+	return l.sync()
 }
 
 // answer tells each request in reqs its outcome. Records of abandoned
