@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -657,9 +658,12 @@ func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
 	}
 }
 
-// cpuSample is the CPU time used so far by the bench process and by the nodes.
+// cpuSample is the CPU time used so far by the bench process and by the nodes,
+// with the nodes' system time and their threads' context switches.
 type cpuSample struct {
 	self, nodes time.Duration
+	nodesSys    time.Duration
+	nodesCS     int64
 	nodesOK     bool
 }
 
@@ -671,11 +675,15 @@ func takeCPUSample(nodePIDs func() []int) cpuSample {
 	}
 	s.nodesOK = true
 	for _, pid := range nodePIDs() {
-		d, err := procCPU(strconv.Itoa(pid))
-		if err != nil {
+		p := strconv.Itoa(pid)
+		user, sys, err1 := procTimes(p)
+		cs, err2 := procSwitches(p)
+		if err1 != nil || err2 != nil {
 			s.nodesOK = false
 		}
-		s.nodes += d
+		s.nodes += user + sys
+		s.nodesSys += sys
+		s.nodesCS += cs
 	}
 	return s
 }
@@ -687,26 +695,84 @@ const clockTicks = 100
 // procCPU returns the user plus system CPU time of process pid ("self" for
 // this one) from /proc; it fails where there is no /proc.
 func procCPU(pid string) (time.Duration, error) {
+	user, sys, err := procTimes(pid)
+	return user + sys, err
+}
+
+// procTimes returns the user and the system CPU time of process pid from
+// /proc/PID/stat.
+func procTimes(pid string) (user, sys time.Duration, err error) {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name in parentheses may hold spaces: count fields after it.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
+		return 0, 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
 	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
+		return 0, 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
+		return 0, 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
 	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, nil
+}
+
+// procSwitches returns the context switches, voluntary (the thread blocked) and
+// involuntary (it was preempted), of the live threads of process pid, from
+// /proc/PID/task/*/status. A thread that ended takes its count with it; a Go
+// runtime keeps its threads.
+func procSwitches(pid string) (int64, error) {
+	dir := "/proc/" + pid + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended since ReadDir
+		}
+		if err != nil {
+			return 0, err
+		}
+		c, err := parseSwitches(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/status: %w", dir, t.Name(), err)
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// parseSwitches adds up the voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches lines of a /proc status file.
+func parseSwitches(status []byte) (int64, error) {
+	var n int64
+	found := 0
+	for line := range strings.Lines(string(status)) {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		c, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		n += c
+		found++
+	}
+	if found != 2 {
+		return 0, errors.New("no voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines")
+	}
+	return n, nil
 }
 
 // benchResult is the summary of a run, printed as text or JSON. tools/etcdbench
@@ -744,6 +810,11 @@ type benchResult struct {
 	// with --local only.
 	NodesCPU      float64 `json:"nodes_cpu_cores,omitempty"`
 	NodesCPUPerTx float64 `json:"nodes_cpu_us_per_tx,omitempty"`
+	// NodesSysCPUPerTx is the part of NodesCPUPerTx spent in the kernel (system
+	// time), and NodesSwitchesPerTx the context switches of the nodes' threads
+	// per transaction, voluntary or not; --local only.
+	NodesSysCPUPerTx   float64 `json:"nodes_sys_cpu_us_per_tx,omitempty"`
+	NodesSwitchesPerTx float64 `json:"nodes_ctx_switches_per_tx,omitempty"`
 }
 
 // latencySummary gives latencies in milliseconds.
@@ -786,6 +857,8 @@ func summarize(cfg benchConfig, stats []*clientStats, elapsed time.Duration, cpu
 	}
 	if res.Txs > 0 && cpu0.nodesOK && cpu1.nodesOK {
 		res.NodesCPUPerTx = float64((cpu1.nodes - cpu0.nodes).Microseconds()) / float64(res.Txs)
+		res.NodesSysCPUPerTx = float64((cpu1.nodesSys - cpu0.nodesSys).Microseconds()) / float64(res.Txs)
+		res.NodesSwitchesPerTx = float64(cpu1.nodesCS-cpu0.nodesCS) / float64(res.Txs)
 	}
 	slices.SortFunc(samples, func(a, b reqSample) int { return int(a.lat - b.lat) })
 	res.Latency = summarizeLatency(samples, func(reqSample) int64 { return 1 })
@@ -861,7 +934,8 @@ func (res *benchResult) print(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "client CPU   %.2f cores  (%.0fµs per request)\n", res.ClientCPU, res.ClientCPUPerReq)
 	if res.NodesCPU > 0 {
-		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx)\n", res.NodesCPU, res.NodesCPUPerTx)
+		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx, %.0fµs of it in the kernel; %.1f context switches per tx)\n",
+			res.NodesCPU, res.NodesCPUPerTx, res.NodesSysCPUPerTx, res.NodesSwitchesPerTx)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

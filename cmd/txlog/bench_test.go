@@ -247,6 +247,35 @@ func TestProcCPU(t *testing.T) {
 	if _, err := procCPU("0"); err == nil {
 		t.Fatal("procCPU(0) = nil error, want one")
 	}
+	// This process's threads have blocked by now: the test runner waits on
+	// them.
+	if n, err := procSwitches("self"); err != nil || n <= 0 {
+		t.Fatalf("procSwitches(self) = %d, %v; want a count", n, err)
+	}
+	if _, err := procSwitches("0"); err == nil {
+		t.Fatal("procSwitches(0) = nil error, want one")
+	}
+}
+
+func TestParseSwitches(t *testing.T) {
+	for _, tt := range []struct {
+		name, status string
+		want         int64
+		wantErr      bool
+	}{
+		{name: "both", status: "Name:\ttxlogd\nThreads:\t9\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n", want: 127},
+		{name: "no final newline", status: "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t2", want: 3},
+		{name: "one missing", status: "voluntary_ctxt_switches:\t120\n", wantErr: true},
+		{name: "none", status: "Name:\ttxlogd\n", wantErr: true},
+		{name: "not a number", status: "voluntary_ctxt_switches:\tmany\nnonvoluntary_ctxt_switches:\t7\n", wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseSwitches([]byte(tt.status))
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("parseSwitches = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
 }
 
 // TestBenchAgainstFake runs bench against an api.Server whose backend answers
@@ -392,6 +421,9 @@ func TestBenchAgainstCluster(t *testing.T) {
 			}
 			if slices.Contains(tt.args, "--local") != (res.NodesCPU > 0) {
 				t.Fatalf("nodes_cpu_cores = %v: want it with --local only", res.NodesCPU)
+			}
+			if slices.Contains(tt.args, "--local") != (res.NodesSwitchesPerTx > 0) {
+				t.Fatalf("nodes_ctx_switches_per_tx = %v: want it with --local only", res.NodesSwitchesPerTx)
 			}
 		})
 	}

@@ -41,6 +41,9 @@ type result struct {
 	Errors        map[string]int64 `json:"errors"`
 	ClientCPU     float64          `json:"client_cpu_cores"`
 	NodesCPUPerTx float64          `json:"nodes_cpu_us_per_tx"`
+	// Zero in summaries from before the benches counted them.
+	NodesSysCPUPerTx   float64 `json:"nodes_sys_cpu_us_per_tx"`
+	NodesSwitchesPerTx float64 `json:"nodes_ctx_switches_per_tx"`
 }
 
 // workload is what makes two runs comparable.
@@ -150,6 +153,7 @@ func run(floorFiles, duringFiles, files []string, w io.Writer) error {
 		fmt.Fprintf(w, "| %s | %d+%d | %.0f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f |\n",
 			wl, len(t), len(e), tt, et, tt/et, t50, e50, t50/e50, t99, e99, t99/e99, median(t, nodesCPU), median(e, nodesCPU))
 	}
+	printKernel(w, wls, runs)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Runs one system only (medians):")
 	fmt.Fprintln(w)
@@ -178,6 +182,34 @@ func run(floorFiles, duringFiles, files []string, w io.Writer) error {
 	return nil
 }
 
+// printKernel prints, for the workloads both systems ran, how much of the nodes'
+// CPU per transaction was the kernel's and how many context switches their
+// threads made per transaction, when the summaries have them.
+func printKernel(w io.Writer, wls []workload, runs map[workload]map[string][]result) {
+	var rows []string
+	for _, wl := range wls {
+		t, e := runs[wl]["txlog"], runs[wl]["etcd"]
+		if len(t) == 0 || len(e) == 0 || median(t, nodesSwitches) == 0 || median(e, nodesSwitches) == 0 {
+			continue
+		}
+		tc, ec := median(t, nodesCPU), median(e, nodesCPU)
+		ts, es := median(t, nodesSys), median(e, nodesSys)
+		rows = append(rows, fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.1f | %.1f |",
+			wl, tc, ec, ts, es, ts/tc, es/ec, median(t, nodesSwitches), median(e, nodesSwitches)))
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The nodes' CPU per transaction and the kernel's part of it (system time), and their threads' context switches per transaction (medians):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| workload | CPU µs/tx txlog | etcd | kernel µs/tx txlog | etcd | kernel share txlog | etcd | switches/tx txlog | etcd |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintln(w, r)
+	}
+}
+
 // printLine prints one run on one line.
 func printLine(w io.Writer, r result) {
 	wl := workload{Clients: r.Clients, Batch: max(r.Batch, 1), OpsPerTx: r.OpsPerTx, ValueSize: r.ValueSize, Ack: r.Ack}
@@ -199,11 +231,13 @@ func printBrief(files []string, w io.Writer) error {
 	return nil
 }
 
-func txPerSec(r result) float64  { return r.TxPerSec }
-func p50(r result) float64       { return r.Latency.P50 }
-func p99(r result) float64       { return r.Latency.P99 }
-func nodesCPU(r result) float64  { return r.NodesCPUPerTx }
-func clientCPU(r result) float64 { return r.ClientCPU }
+func txPerSec(r result) float64      { return r.TxPerSec }
+func p50(r result) float64           { return r.Latency.P50 }
+func p99(r result) float64           { return r.Latency.P99 }
+func nodesCPU(r result) float64      { return r.NodesCPUPerTx }
+func nodesSys(r result) float64      { return r.NodesSysCPUPerTx }
+func nodesSwitches(r result) float64 { return r.NodesSwitchesPerTx }
+func clientCPU(r result) float64     { return r.ClientCPU }
 
 // median returns the median of f over rs (the mean of the middle two for an
 // even count).

@@ -96,3 +96,45 @@ func TestPrintFloorMedian(t *testing.T) {
 		t.Errorf("run without floors between the repeats prints a median:\n%s", b.String())
 	}
 }
+
+// TestPrintKernel: the table of the kernel's share and the context switches
+// comes with summaries that have them, medians per system, and not without.
+func TestPrintKernel(t *testing.T) {
+	summary := func(sys string, cpu, kernel, switches float64) string {
+		return fmt.Sprintf(`{"system":%q,"clients":64,"value_size":256,"ops_per_tx":1,"batch":1,"ack":"quorum","tx_per_sec":4000,`+
+			`"latency_ms":{"p50":12,"p99":40},"errors":{},"client_cpu_cores":0.2,"nodes_cpu_us_per_tx":%v,`+
+			`"nodes_sys_cpu_us_per_tx":%v,"nodes_ctx_switches_per_tx":%v}`, sys, cpu, kernel, switches)
+	}
+	dir := t.TempDir()
+	with := filepath.Join(dir, "with.json")
+	body := strings.Join([]string{
+		summary("txlog", 300, 120, 5), summary("txlog", 320, 130, 6), summary("txlog", 340, 140, 7),
+		summary("etcd", 360, 180, 8), summary("etcd", 380, 190, 9), summary("etcd", 400, 200, 10),
+	}, "\n")
+	if err := os.WriteFile(with, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run(nil, nil, []string{with}, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := "| 64 clients, 256 B, ack=quorum | 320 | 380 | 130 | 190 | 0.41 | 0.50 | 6.0 | 9.0 |"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("output lacks %q:\n%s", want, out.String())
+	}
+
+	// Summaries written before the benches counted them: no such table.
+	old := filepath.Join(dir, "old.json")
+	body = strings.ReplaceAll(body, `,"nodes_sys_cpu_us_per_tx"`, `,"x"`)
+	body = strings.ReplaceAll(body, `,"nodes_ctx_switches_per_tx"`, `,"y"`)
+	if err := os.WriteFile(old, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(nil, nil, []string{old}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "kernel") {
+		t.Fatalf("a table of the kernel's share from summaries without it:\n%s", out.String())
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -210,9 +211,12 @@ func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
 	}
 }
 
-// cpuSample is the CPU time used so far by this process and by the members.
+// cpuSample is the CPU time used so far by this process and by the members,
+// with the members' system time and their threads' context switches.
 type cpuSample struct {
 	self, nodes time.Duration
+	nodesSys    time.Duration
+	nodesCS     int64
 	nodesOK     bool
 }
 
@@ -224,36 +228,83 @@ func takeCPUSample(nodePIDs func() []int) cpuSample {
 	}
 	s.nodesOK = true
 	for _, pid := range nodePIDs() {
-		d, err := procCPU(strconv.Itoa(pid))
-		if err != nil {
+		p := strconv.Itoa(pid)
+		user, sys, err1 := procTimes(p)
+		cs, err2 := procSwitches(p)
+		if err1 != nil || err2 != nil {
 			s.nodesOK = false
 		}
-		s.nodes += d
+		s.nodes += user + sys
+		s.nodesSys += sys
+		s.nodesCS += cs
 	}
 	return s
 }
 
-// procCPU returns the user plus system CPU time of process pid ("self") from
-// /proc/PID/stat, whose unit is USER_HZ, 100 on every Linux Go supports.
+// procCPU returns the user plus system CPU time of process pid ("self").
 func procCPU(pid string) (time.Duration, error) {
+	user, sys, err := procTimes(pid)
+	return user + sys, err
+}
+
+// procTimes returns the user and the system CPU time of process pid from
+// /proc/PID/stat, whose unit is USER_HZ, 100 on every Linux Go supports.
+func procTimes(pid string) (user, sys time.Duration, err error) {
 	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
+		return 0, 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
+		return 0, 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
 	}
 	utime, err1 := strconv.ParseInt(f[11], 10, 64)
 	stime, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, err
+	}
+	return time.Duration(utime) * time.Second / 100, time.Duration(stime) * time.Second / 100, nil
+}
+
+// procSwitches returns the context switches, voluntary or not, of the live
+// threads of process pid, from /proc/PID/task/*/status (txlog bench's count).
+func procSwitches(pid string) (int64, error) {
+	dir := "/proc/" + pid + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
 		return 0, err
 	}
-	return time.Duration(utime+stime) * time.Second / 100, nil
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended since ReadDir
+		}
+		if err != nil {
+			return 0, err
+		}
+		found := 0
+		for line := range strings.Lines(string(b)) {
+			name, value, ok := strings.Cut(line, ":")
+			if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+				continue
+			}
+			c, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s/%s/status: %s: %w", dir, t.Name(), name, err)
+			}
+			n += c
+			found++
+		}
+		if found != 2 {
+			return 0, fmt.Errorf("%s/%s/status: no context switch counts", dir, t.Name())
+		}
+	}
+	return n, nil
 }
 
 // result is the summary of a run, with the JSON fields of txlog bench's.
@@ -278,6 +329,10 @@ type result struct {
 	ClientCPUPerReq float64          `json:"client_cpu_us_per_req"`
 	NodesCPU        float64          `json:"nodes_cpu_cores,omitempty"`
 	NodesCPUPerTx   float64          `json:"nodes_cpu_us_per_tx,omitempty"`
+	// The kernel's part of NodesCPUPerTx and the members' context switches
+	// per transaction.
+	NodesSysCPUPerTx   float64 `json:"nodes_sys_cpu_us_per_tx,omitempty"`
+	NodesSwitchesPerTx float64 `json:"nodes_ctx_switches_per_tx,omitempty"`
 }
 
 // latencySummary gives latencies in milliseconds.
@@ -320,6 +375,8 @@ func summarize(cfg config, stats []*clientStats, elapsed time.Duration, cpu0, cp
 		res.ClientCPUPerReq = float64((cpu1.self - cpu0.self).Microseconds()) / float64(res.Requests)
 		if cpu0.nodesOK && cpu1.nodesOK {
 			res.NodesCPUPerTx = float64((cpu1.nodes - cpu0.nodes).Microseconds()) / float64(res.Txs)
+			res.NodesSysCPUPerTx = float64((cpu1.nodesSys - cpu0.nodesSys).Microseconds()) / float64(res.Txs)
+			res.NodesSwitchesPerTx = float64(cpu1.nodesCS-cpu0.nodesCS) / float64(res.Txs)
 		}
 	}
 	slices.Sort(lat)
@@ -363,7 +420,8 @@ func (res *result) print(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "client CPU   %.2f cores  (%.0fµs per request)\n", res.ClientCPU, res.ClientCPUPerReq)
 	if res.NodesCPU > 0 {
-		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx)\n", res.NodesCPU, res.NodesCPUPerTx)
+		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx, %.0fµs of it in the kernel; %.1f context switches per tx)\n",
+			res.NodesCPU, res.NodesCPUPerTx, res.NodesSysCPUPerTx, res.NodesSwitchesPerTx)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
