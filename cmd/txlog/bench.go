@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/chaos"
@@ -29,8 +30,9 @@ const benchSynopsis = `[flags] [-- TXLOGD-FLAGS...]
 
 Runs a closed-loop load against a cluster: --clients clients, each with one
 request in flight at a time, send puts of random keys to the --targets in turn
-(client i starts at target i). It prints a progress line every --progress to
-stderr and a summary at the end (with --json: one JSON object on stdout).
+(client i starts at target i). It shows its progress on stderr, a bar redrawn
+in place when stderr is a terminal and otherwise a line every --progress, and
+prints a summary at the end (with --json: one JSON object on stdout).
 
 Throughput counts the transactions answered with 200, 202 or 409 within the
 measured window (after --warmup); latencies are those of the successful
@@ -93,7 +95,7 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	cmd.IntVar(&b.keys, "keys", benchDefaultKeys, "number of distinct keys; few keys make contention")
 	cmd.DurationVar(&b.timeout, "timeout", api.DefaultTimeout, "the server's timeout of each request")
 	cmd.StringVar(&b.httpClient, "http-client", benchHTTPRaw, "how the load generator speaks HTTP: raw (one keep-alive connection per client and target, read and written on the client's goroutine; http:// targets) or net/http (Go's http.Client)")
-	cmd.DurationVar(&b.progress, "progress", time.Second, "interval of progress lines on stderr; 0 turns them off")
+	cmd.DurationVar(&b.progress, "progress", time.Second, "interval of progress lines on stderr (on a terminal: the longest between redraws of the progress bar); 0 turns them off")
 	cmd.BoolVar(&b.json, "json", false, "print the summary as one JSON object")
 	cmd.BoolVar(&b.local, "local", false, "start a fresh three-node cluster for the run and remove it after")
 	cmd.StringVar(&b.localDir, "local-dir", "", "--local: where the cluster's directory goes (default: the system's temporary directory)")
@@ -634,8 +636,14 @@ func transportKind(err error) string {
 	return "transport"
 }
 
-// report prints a progress line every interval until done is closed.
+// report shows the run's progress on w until done is closed: on a terminal, a
+// bar redrawn in place; elsewhere (a pipe, a file, a CI log), a line every
+// interval.
 func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
+	if isTerminal(w) {
+		r.reportBar(w, done, min(r.cfg.progress, barRedraw))
+		return
+	}
 	tick := time.NewTicker(r.cfg.progress)
 	defer tick.Stop()
 	var last int64
@@ -656,6 +664,90 @@ func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
 			last, lastAt = txs, now
 		}
 	}
+}
+
+// barRedraw is the longest time between two redraws of the progress bar, and
+// barRateWindow how far back its rate looks.
+const (
+	barRedraw     = 250 * time.Millisecond
+	barRateWindow = time.Second
+)
+
+// isTerminal reports whether w is a character device, such as a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// reportBar redraws the progress bar on one line every interval, and once more
+// with the last counts when done is closed, then ends the line.
+func (r *benchRun) reportBar(w io.Writer, done <-chan struct{}, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	type point struct {
+		at  time.Time
+		txs int64
+	}
+	recent := []point{{r.start, 0}} // the oldest within barRateWindow, or the start
+	shown := 0                      // the width of the line on screen
+	draw := func(now time.Time) {
+		txs := r.doneTxs.Load()
+		recent = append(recent, point{now, txs})
+		for len(recent) > 2 && now.Sub(recent[1].at) >= barRateWindow {
+			recent = recent[1:]
+		}
+		rate := 0.0
+		if d := now.Sub(recent[0].at).Seconds(); d > 0 {
+			rate = float64(txs-recent[0].txs) / d
+		}
+		line := formatBar(r.progressFraction(now), now.Sub(r.start), rate, r.failed.Load(), now.Before(r.measured))
+		width := utf8.RuneCountInString(line)
+		fmt.Fprintf(w, "\r%s%s", line, strings.Repeat(" ", max(shown-width, 0)))
+		shown = width
+	}
+	for {
+		select {
+		case <-done:
+			draw(time.Now())
+			fmt.Fprintln(w)
+			return
+		case now := <-tick.C:
+			draw(now)
+		}
+	}
+}
+
+// progressFraction is how much of the run is behind at now, from 0 to 1: of the
+// warm-up and the measured time, or with --n of the transactions to measure
+// (0 during the warm-up).
+func (r *benchRun) progressFraction(now time.Time) float64 {
+	if r.cfg.n > 0 {
+		return min(float64(r.claimed.Load())/float64(r.cfg.n), 1)
+	}
+	total := r.stopAt.Sub(r.start)
+	if total <= 0 {
+		return 1
+	}
+	return min(max(float64(now.Sub(r.start))/float64(total), 0), 1)
+}
+
+// barWidth is the number of cells in the progress bar.
+const barWidth = 30
+
+// formatBar renders one state of the progress bar: how far the run is, the
+// time since its start, transactions per second lately, and failed requests.
+func formatBar(frac float64, elapsed time.Duration, rate float64, failed int64, warmup bool) string {
+	filled := int(frac * barWidth)
+	phase := ""
+	if warmup {
+		phase = " (warmup)"
+	}
+	return fmt.Sprintf("[%s%s] %3.0f%% %6.1fs %9.0f tx/s %6d failed%s",
+		strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), frac*100, elapsed.Seconds(), rate, failed, phase)
 }
 
 // cpuSample is the CPU time used so far by the bench process and by the nodes,

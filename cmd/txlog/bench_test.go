@@ -6,14 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/chaos"
@@ -426,5 +429,99 @@ func TestBenchAgainstCluster(t *testing.T) {
 				t.Fatalf("nodes_ctx_switches_per_tx = %v: want it with --local only", res.NodesSwitchesPerTx)
 			}
 		})
+	}
+}
+
+func TestFormatBar(t *testing.T) {
+	for _, tt := range []struct {
+		frac   float64
+		warmup bool
+		want   string
+	}{
+		{0, true, "[..............................]   0%    0.5s      1200 tx/s      0 failed (warmup)"},
+		{0.5, false, "[###############...............]  50%    0.5s      1200 tx/s      0 failed"},
+		{1, false, "[##############################] 100%    0.5s      1200 tx/s      0 failed"},
+	} {
+		if got := formatBar(tt.frac, 500*time.Millisecond, 1200, 0, tt.warmup); got != tt.want {
+			t.Errorf("formatBar(%v) =\n%q, want\n%q", tt.frac, got, tt.want)
+		}
+	}
+}
+
+// TestReportBar: the bar is redrawn in place on one line, which ends when the
+// run does, and its last state counts every transaction.
+func TestReportBar(t *testing.T) {
+	start := time.Now()
+	r := &benchRun{cfg: benchConfig{duration: 200 * time.Millisecond, warmup: 50 * time.Millisecond}}
+	r.start, r.measured, r.stopAt = start, start.Add(50*time.Millisecond), start.Add(250*time.Millisecond)
+	var out bytes.Buffer
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() { defer close(finished); r.reportBar(&out, done, 10*time.Millisecond) }()
+	for range 5 {
+		time.Sleep(20 * time.Millisecond)
+		r.doneTxs.Add(100)
+	}
+	r.failed.Add(2)
+	close(done)
+	<-finished
+	s := out.String()
+	if !strings.HasSuffix(s, "\n") || strings.Count(s, "\n") != 1 {
+		t.Fatalf("output %q: want one line, redrawn with \\r and ended once", s)
+	}
+	draws := strings.Split(strings.TrimSuffix(s, "\n"), "\r")[1:]
+	if len(draws) < 3 {
+		t.Fatalf("%d draws in %q, want several", len(draws), s)
+	}
+	for i := 1; i < len(draws); i++ {
+		if utf8.RuneCountInString(draws[i]) < utf8.RuneCountInString(strings.TrimRight(draws[i-1], " ")) {
+			t.Fatalf("draw %q does not cover the one before, %q", draws[i], draws[i-1])
+		}
+	}
+	if !strings.Contains(draws[0], "(warmup)") {
+		t.Errorf("first draw %q: want it marked as warm-up", draws[0])
+	}
+	if last := draws[len(draws)-1]; !strings.Contains(last, "2 failed") || strings.Contains(last, "(warmup)") {
+		t.Errorf("last draw %q: want 2 failed requests, after the warm-up", last)
+	}
+}
+
+func TestProgressFraction(t *testing.T) {
+	start := time.Now()
+	r := &benchRun{cfg: benchConfig{duration: 9 * time.Second, warmup: time.Second}}
+	r.start, r.measured, r.stopAt = start, start.Add(time.Second), start.Add(10*time.Second)
+	for _, tt := range []struct {
+		at   time.Duration
+		want float64
+	}{{0, 0}, {5 * time.Second, 0.5}, {10 * time.Second, 1}, {20 * time.Second, 1}} {
+		if got := r.progressFraction(start.Add(tt.at)); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("progressFraction(+%v) = %v, want %v", tt.at, got, tt.want)
+		}
+	}
+	n := &benchRun{cfg: benchConfig{n: 200, batch: 1}}
+	n.claimed.Store(50)
+	if got := n.progressFraction(time.Now()); got != 0.25 {
+		t.Errorf("--n 200 with 50 claimed: %v, want 0.25", got)
+	}
+	n.claimed.Store(201) // the claims of the clients that stop
+	if got := n.progressFraction(time.Now()); got != 1 {
+		t.Errorf("--n 200 with 201 claimed: %v, want 1", got)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "progress"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f) || isTerminal(&bytes.Buffer{}) {
+		t.Fatal("a regular file or a buffer taken for a terminal")
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if !isTerminal(tty) {
+			t.Fatal("/dev/tty not taken for a terminal")
+		}
 	}
 }
