@@ -8,6 +8,7 @@ import (
 	"container/list"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -1303,6 +1304,11 @@ func (r *Raft) dispatchLogsInParallel(applyLogs []*logFuture, logs []*Log, lastI
 	for _, f := range r.leaderState.replState {
 		asyncNotifyCh(f.triggerCh)
 	}
+	// The replicators just woke sit in this goroutine's run queue. Let them
+	// send before the sync below holds the processor: a processor blocked in a
+	// system call keeps its queue until the runtime hands it to another thread,
+	// 20 µs or more later.
+	runtime.Gosched()
 
 	err := r.logs.StoreLogs(logs)
 	r.unwritten.Store(nil)
