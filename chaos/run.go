@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/chaos/procstat"
 )
 
 // Config describes one run of the chaos verifier. Zero values mean "use the
@@ -378,7 +379,7 @@ func (t *localTarget) close(ctx context.Context) {
 func progress(ctx context.Context, w io.Writer, start time.Time, wl *workload, nem *nemesis, mon *monitor) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	tty := isTerminal(w)
+	tty := procstat.IsTerminal(w)
 	n := 0
 	for {
 		select {
@@ -406,14 +407,4 @@ func progress(ctx context.Context, w io.Writer, start time.Time, wl *workload, n
 			fmt.Fprintln(w, line)
 		}
 	}
-}
-
-// isTerminal reports whether w is a character device.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/chaos/procstat"
 )
 
 const benchSynopsis = `[flags] [-- TXLOGD-FLAGS...]
@@ -640,7 +640,7 @@ func transportKind(err error) string {
 // bar redrawn in place; elsewhere (a pipe, a file, a CI log), a line every
 // interval.
 func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
-	if isTerminal(w) {
+	if procstat.IsTerminal(w) {
 		r.reportBar(w, done, min(r.cfg.progress, barRedraw))
 		return
 	}
@@ -672,16 +672,6 @@ const (
 	barRedraw     = 250 * time.Millisecond
 	barRateWindow = time.Second
 )
-
-// isTerminal reports whether w is a character device, such as a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
 
 // reportBar redraws the progress bar on one line every interval, and once more
 // with the last counts when done is closed, then ends the line.
@@ -761,15 +751,15 @@ type cpuSample struct {
 
 func takeCPUSample(nodePIDs func() []int) cpuSample {
 	var s cpuSample
-	s.self, _ = procCPU("self")
+	s.self, _ = procstat.CPU("self")
 	if nodePIDs == nil {
 		return s
 	}
 	s.nodesOK = true
 	for _, pid := range nodePIDs() {
 		p := strconv.Itoa(pid)
-		user, sys, err1 := procTimes(p)
-		cs, err2 := procSwitches(p)
+		user, sys, err1 := procstat.Times(p)
+		cs, err2 := procstat.Switches(p)
 		if err1 != nil || err2 != nil {
 			s.nodesOK = false
 		}
@@ -778,93 +768,6 @@ func takeCPUSample(nodePIDs func() []int) cpuSample {
 		s.nodesCS += cs
 	}
 	return s
-}
-
-// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat; it is
-// 100 on every Linux architecture Go supports.
-const clockTicks = 100
-
-// procCPU returns the user plus system CPU time of process pid ("self" for
-// this one) from /proc; it fails where there is no /proc.
-func procCPU(pid string) (time.Duration, error) {
-	user, sys, err := procTimes(pid)
-	return user + sys, err
-}
-
-// procTimes returns the user and the system CPU time of process pid from
-// /proc/PID/stat.
-func procTimes(pid string) (user, sys time.Duration, err error) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name in parentheses may hold spaces: count fields after it.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
-	}
-	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, nil
-}
-
-// procSwitches returns the context switches, voluntary (the thread blocked) and
-// involuntary (it was preempted), of the live threads of process pid, from
-// /proc/PID/task/*/status. A thread that ended takes its count with it; a Go
-// runtime keeps its threads.
-func procSwitches(pid string) (int64, error) {
-	dir := "/proc/" + pid + "/task"
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // the thread ended since ReadDir
-		}
-		if err != nil {
-			return 0, err
-		}
-		c, err := parseSwitches(b)
-		if err != nil {
-			return 0, fmt.Errorf("%s/%s/status: %w", dir, t.Name(), err)
-		}
-		n += c
-	}
-	return n, nil
-}
-
-// parseSwitches adds up the voluntary_ctxt_switches and
-// nonvoluntary_ctxt_switches lines of a /proc status file.
-func parseSwitches(status []byte) (int64, error) {
-	var n int64
-	found := 0
-	for line := range strings.Lines(string(status)) {
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
-			continue
-		}
-		c, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", name, err)
-		}
-		n += c
-		found++
-	}
-	if found != 2 {
-		return 0, errors.New("no voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines")
-	}
-	return n, nil
 }
 
 // benchResult is the summary of a run, printed as text or JSON. tools/etcdbench

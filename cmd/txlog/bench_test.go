@@ -9,8 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -240,47 +238,6 @@ func TestSummarizeLatency(t *testing.T) {
 	}
 }
 
-func TestProcCPU(t *testing.T) {
-	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		t.Skip("no /proc")
-	}
-	if _, err := procCPU("self"); err != nil {
-		t.Fatalf("procCPU(self) = %v", err)
-	}
-	if _, err := procCPU("0"); err == nil {
-		t.Fatal("procCPU(0) = nil error, want one")
-	}
-	// This process's threads have blocked by now: the test runner waits on
-	// them.
-	if n, err := procSwitches("self"); err != nil || n <= 0 {
-		t.Fatalf("procSwitches(self) = %d, %v; want a count", n, err)
-	}
-	if _, err := procSwitches("0"); err == nil {
-		t.Fatal("procSwitches(0) = nil error, want one")
-	}
-}
-
-func TestParseSwitches(t *testing.T) {
-	for _, tt := range []struct {
-		name, status string
-		want         int64
-		wantErr      bool
-	}{
-		{name: "both", status: "Name:\ttxlogd\nThreads:\t9\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n", want: 127},
-		{name: "no final newline", status: "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t2", want: 3},
-		{name: "one missing", status: "voluntary_ctxt_switches:\t120\n", wantErr: true},
-		{name: "none", status: "Name:\ttxlogd\n", wantErr: true},
-		{name: "not a number", status: "voluntary_ctxt_switches:\tmany\nnonvoluntary_ctxt_switches:\t7\n", wantErr: true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseSwitches([]byte(tt.status))
-			if (err != nil) != tt.wantErr || got != tt.want {
-				t.Fatalf("parseSwitches = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
-			}
-		})
-	}
-}
-
 // TestBenchAgainstFake runs bench against an api.Server whose backend answers
 // from a script, and checks what the summary counts.
 func TestBenchAgainstFake(t *testing.T) {
@@ -506,22 +463,5 @@ func TestProgressFraction(t *testing.T) {
 	n.claimed.Store(201) // the claims of the clients that stop
 	if got := n.progressFraction(time.Now()); got != 1 {
 		t.Errorf("--n 200 with 201 claimed: %v, want 1", got)
-	}
-}
-
-func TestIsTerminal(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "progress"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if isTerminal(f) || isTerminal(&bytes.Buffer{}) {
-		t.Fatal("a regular file or a buffer taken for a terminal")
-	}
-	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
-		defer tty.Close()
-		if !isTerminal(tty) {
-			t.Fatal("/dev/tty not taken for a terminal")
-		}
 	}
 }

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txlog/txlog/chaos/procstat"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/codes"
@@ -222,15 +220,15 @@ type cpuSample struct {
 
 func takeCPUSample(nodePIDs func() []int) cpuSample {
 	var s cpuSample
-	s.self, _ = procCPU("self")
+	s.self, _ = procstat.CPU("self")
 	if nodePIDs == nil {
 		return s
 	}
 	s.nodesOK = true
 	for _, pid := range nodePIDs() {
 		p := strconv.Itoa(pid)
-		user, sys, err1 := procTimes(p)
-		cs, err2 := procSwitches(p)
+		user, sys, err1 := procstat.Times(p)
+		cs, err2 := procstat.Switches(p)
 		if err1 != nil || err2 != nil {
 			s.nodesOK = false
 		}
@@ -239,72 +237,6 @@ func takeCPUSample(nodePIDs func() []int) cpuSample {
 		s.nodesCS += cs
 	}
 	return s
-}
-
-// procCPU returns the user plus system CPU time of process pid ("self").
-func procCPU(pid string) (time.Duration, error) {
-	user, sys, err := procTimes(pid)
-	return user + sys, err
-}
-
-// procTimes returns the user and the system CPU time of process pid from
-// /proc/PID/stat, whose unit is USER_HZ, 100 on every Linux Go supports.
-func procTimes(pid string) (user, sys time.Duration, err error) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, 0, err
-	}
-	return time.Duration(utime) * time.Second / 100, time.Duration(stime) * time.Second / 100, nil
-}
-
-// procSwitches returns the context switches, voluntary or not, of the live
-// threads of process pid, from /proc/PID/task/*/status (txlog bench's count).
-func procSwitches(pid string) (int64, error) {
-	dir := "/proc/" + pid + "/task"
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // the thread ended since ReadDir
-		}
-		if err != nil {
-			return 0, err
-		}
-		found := 0
-		for line := range strings.Lines(string(b)) {
-			name, value, ok := strings.Cut(line, ":")
-			if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
-				continue
-			}
-			c, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s/%s/status: %s: %w", dir, t.Name(), name, err)
-			}
-			n += c
-			found++
-		}
-		if found != 2 {
-			return 0, fmt.Errorf("%s/%s/status: no context switch counts", dir, t.Name())
-		}
-	}
-	return n, nil
 }
 
 // result is the summary of a run, with the JSON fields of txlog bench's.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // memStatus is a process's memory use as /proc/PID/status reports it.
@@ -75,44 +73,6 @@ func parseMemStatus(r io.Reader) (memStatus, error) {
 		return memStatus{}, errors.New("no VmRSS or no VmHWM line")
 	}
 	return m, nil
-}
-
-// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat; it is
-// 100 on every Linux architecture Go supports.
-const clockTicks = 100
-
-// readCPU returns the user plus system CPU time process pid has used so far.
-func readCPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	d, err := parseStatCPU(b)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return d, nil
-}
-
-// parseStatCPU returns utime + stime (fields 14 and 15) of the text of
-// /proc/PID/stat. The command name, in parentheses, may hold spaces and
-// parentheses of its own, so fields are counted from the last ')'.
-func parseStatCPU(b []byte) (time.Duration, error) {
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, errors.New("no command name")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state), so utime and stime are f[11] and f[12].
-	if len(f) < 13 {
-		return 0, fmt.Errorf("%d fields, want at least 15", len(f)+2)
-	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64)
-	stime, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
-	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
 // diskEntry is the size of one entry of a node's data dir: a file, or a

@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 const statusText = `Name:	txlogd
@@ -63,23 +62,6 @@ func TestReadMemStatusSelf(t *testing.T) {
 	}
 	if m.RSSBytes <= 0 || m.HWMBytes < m.RSSBytes {
 		t.Fatalf("readMemStatus(self) = %+v, want 0 < RSS <= HWM", m)
-	}
-}
-
-func TestParseStatCPU(t *testing.T) {
-	// A command name with a space and a parenthesis; utime 250, stime 50 ticks.
-	line := "4242 (tx (log) d) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 12 0 100 0 0"
-	got, err := parseStatCPU([]byte(line))
-	if err != nil {
-		t.Fatalf("parseStatCPU() error = %v", err)
-	}
-	if want := 3 * time.Second; got != want {
-		t.Fatalf("parseStatCPU() = %v, want %v", got, want)
-	}
-	for _, bad := range []string{"4242 txlogd S 1", "4242 (txlogd) S 1 2 3", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 u s"} {
-		if _, err := parseStatCPU([]byte(bad)); err == nil {
-			t.Errorf("parseStatCPU(%q) error = nil, want one", bad)
-		}
 	}
 }
 

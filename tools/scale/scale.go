@@ -9,11 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/chaos/procstat"
 )
 
 // Timeouts of the harness's own requests and of the cluster's life.
@@ -144,7 +146,7 @@ func (s *scaler) pids() []int {
 func (s *scaler) nodesCPU() (time.Duration, error) {
 	var sum time.Duration
 	for _, pid := range s.pids() {
-		d, err := readCPU(pid)
+		d, err := procstat.CPU(strconv.Itoa(pid))
 		if err != nil {
 			return 0, err
 		}

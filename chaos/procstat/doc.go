@@ -1,0 +1,9 @@
+// Package procstat reads what the load generators and the scale tool report of
+// the processes they measure, from Linux's /proc: CPU time, user and system, and
+// the context switches of a process's threads; and it tells whether a writer is
+// a terminal, for progress output that redraws in place. On a system without
+// /proc the readers return errors.
+//
+// It imports only the standard library, and it sees a process from outside, as
+// the rest of chaos does: a PID, never a node's insides.
+package procstat

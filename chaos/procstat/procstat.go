@@ -1,0 +1,119 @@
+package procstat
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat; it is
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// CPU returns the user plus system CPU time process pid ("self" for this one)
+// has used so far.
+func CPU(pid string) (time.Duration, error) {
+	user, sys, err := Times(pid)
+	return user + sys, err
+}
+
+// Times returns the user and the system CPU time process pid has used so far.
+func Times(pid string) (user, sys time.Duration, err error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	user, sys, err = ParseStat(b)
+	if err != nil {
+		return 0, 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
+	}
+	return user, sys, nil
+}
+
+// ParseStat returns utime and stime (fields 14 and 15) of the text of
+// /proc/PID/stat. The command name, in parentheses, may hold spaces and
+// parentheses of its own, so fields are counted from the last ')'.
+func ParseStat(b []byte) (user, sys time.Duration, err error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, errors.New("no command name")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state), so utime and stime are f[11] and f[12].
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("%d fields, want at least 15", len(f)+2)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, 0, err
+	}
+	return time.Duration(utime) * time.Second / clockTicks, time.Duration(stime) * time.Second / clockTicks, nil
+}
+
+// Switches returns the context switches, voluntary (the thread blocked) and
+// involuntary (it was preempted), of the live threads of process pid, from
+// /proc/PID/task/*/status. A thread that ended takes its count with it; a Go
+// runtime keeps its threads.
+func Switches(pid string) (int64, error) {
+	dir := "/proc/" + pid + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/status")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended since ReadDir
+		}
+		if err != nil {
+			return 0, err
+		}
+		c, err := ParseSwitches(b)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/status: %w", dir, t.Name(), err)
+		}
+		n += c
+	}
+	return n, nil
+}
+
+// ParseSwitches adds up the voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches lines of a /proc status file.
+func ParseSwitches(status []byte) (int64, error) {
+	var n int64
+	found := 0
+	for line := range strings.Lines(string(status)) {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || (name != "voluntary_ctxt_switches" && name != "nonvoluntary_ctxt_switches") {
+			continue
+		}
+		c, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		n += c
+		found++
+	}
+	if found != 2 {
+		return 0, errors.New("no voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines")
+	}
+	return n, nil
+}
+
+// IsTerminal reports whether w is a character device, such as a terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,84 @@
+package procstat
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestParseStat(t *testing.T) {
+	// A command name with a space and a parenthesis; utime 250, stime 50 ticks.
+	line := "4242 (tx (log) d) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 50 0 0 20 0 12 0 100 0 0"
+	user, sys, err := ParseStat([]byte(line))
+	if err != nil {
+		t.Fatalf("ParseStat() error = %v", err)
+	}
+	if user != 2500*time.Millisecond || sys != 500*time.Millisecond {
+		t.Fatalf("ParseStat() = %v, %v; want 2.5s, 500ms", user, sys)
+	}
+	for _, bad := range []string{"4242 txlogd S 1", "4242 (txlogd) S 1 2 3", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 u s"} {
+		if _, _, err := ParseStat([]byte(bad)); err == nil {
+			t.Errorf("ParseStat(%q) error = nil, want one", bad)
+		}
+	}
+}
+
+func TestParseSwitches(t *testing.T) {
+	for _, tt := range []struct {
+		name, status string
+		want         int64
+		wantErr      bool
+	}{
+		{name: "both", status: "Name:\ttxlogd\nThreads:\t9\nvoluntary_ctxt_switches:\t120\nnonvoluntary_ctxt_switches:\t7\n", want: 127},
+		{name: "no final newline", status: "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t2", want: 3},
+		{name: "one missing", status: "voluntary_ctxt_switches:\t120\n", wantErr: true},
+		{name: "none", status: "Name:\ttxlogd\n", wantErr: true},
+		{name: "not a number", status: "voluntary_ctxt_switches:\tmany\nnonvoluntary_ctxt_switches:\t7\n", wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ParseSwitches([]byte(tt.status))
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Fatalf("ParseSwitches = %d, %v; want %d, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestSelf reads this process: the test runner has used CPU, and its threads
+// have blocked. A pid that cannot exist fails.
+func TestSelf(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if d, err := CPU("self"); err != nil || d < 0 {
+		t.Fatalf("CPU(self) = %v, %v", d, err)
+	}
+	if n, err := Switches("self"); err != nil || n <= 0 {
+		t.Fatalf("Switches(self) = %d, %v; want a count", n, err)
+	}
+	if _, err := CPU("0"); err == nil {
+		t.Fatal("CPU(0) = nil error, want one")
+	}
+	if _, err := Switches("0"); err == nil {
+		t.Fatal("Switches(0) = nil error, want one")
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "progress"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) || IsTerminal(&bytes.Buffer{}) {
+		t.Fatal("a regular file or a buffer taken for a terminal")
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		defer tty.Close()
+		if !IsTerminal(tty) {
+			t.Fatal("/dev/tty not taken for a terminal")
+		}
+	}
+}
