@@ -55,6 +55,7 @@
 //
 // # Imports
 //
-// chaos imports only api and txid from txlog. It never imports node, replication,
-// store or wal: it must see txlog only through processes, signals and HTTP.
+// chaos imports only api, txid and its own chaos/procstat (what /proc says of a
+// process) from txlog. It never imports node, replication, store or wal: it must
+// see txlog only through processes, signals and HTTP.
 package chaos
