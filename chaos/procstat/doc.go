@@ -1,6 +1,7 @@
 // Package procstat reads what the load generators and the scale tool report of
 // the processes they measure, from Linux's /proc: CPU time, user and system, and
-// the context switches of a process's threads; and it tells whether a writer is
+// the context switches of a process's threads, and a Sample of this process and
+// a cluster's nodes at once; and it tells whether a writer is
 // a terminal, for progress output that redraws in place. On a system without
 // /proc the readers return errors.
 //

@@ -117,3 +117,38 @@ func IsTerminal(w io.Writer) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
+
+// Sample is the CPU time used so far by this process and by others (a
+// cluster's nodes), with the others' system time and the context switches of
+// their threads. The load generators take one at each end of their measured
+// window and report the differences.
+type Sample struct {
+	Self     time.Duration // this process, user plus system
+	Nodes    time.Duration // the others, user plus system
+	NodesSys time.Duration // the others' system time
+	NodesCS  int64         // the others' context switches
+	NodesOK  bool          // every other process was read (false without any)
+}
+
+// TakeSample reads this process and the processes whose PIDs nodePIDs returns;
+// with nodePIDs nil, this process only.
+func TakeSample(nodePIDs func() []int) Sample {
+	var s Sample
+	s.Self, _ = CPU("self")
+	if nodePIDs == nil {
+		return s
+	}
+	s.NodesOK = true
+	for _, pid := range nodePIDs() {
+		p := strconv.Itoa(pid)
+		user, sys, err1 := Times(p)
+		cs, err2 := Switches(p)
+		if err1 != nil || err2 != nil {
+			s.NodesOK = false
+		}
+		s.Nodes += user + sys
+		s.NodesSys += sys
+		s.NodesCS += cs
+	}
+	return s
+}

@@ -82,3 +82,20 @@ func TestIsTerminal(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeSample: without nodes a sample has no node figures; with this
+// process as the node it has them; a node that cannot be read spoils them.
+func TestTakeSample(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	if s := TakeSample(nil); s.NodesOK || s.NodesCS != 0 {
+		t.Fatalf("TakeSample(nil) = %+v, want no node figures", s)
+	}
+	if s := TakeSample(func() []int { return []int{os.Getpid()} }); !s.NodesOK || s.NodesCS <= 0 || s.NodesSys > s.Nodes {
+		t.Fatalf("TakeSample(self as node) = %+v, want node figures", s)
+	}
+	if s := TakeSample(func() []int { return []int{os.Getpid(), 0} }); s.NodesOK {
+		t.Fatalf("TakeSample with pid 0 = %+v, want NodesOK false", s)
+	}
+}

@@ -422,12 +422,12 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 	}
 
 	// The CPU use of the bench and of the nodes over the measured window.
-	var cpu0, cpu1 cpuSample
+	var cpu0, cpu1 procstat.Sample
 	select {
 	case <-time.After(time.Until(r.measured)):
 	case <-done:
 	}
-	cpu0 = takeCPUSample(nodePIDs)
+	cpu0 = procstat.TakeSample(nodePIDs)
 	if cfg.n == 0 {
 		select {
 		case <-time.After(time.Until(r.stopAt)):
@@ -437,7 +437,7 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 		<-done
 	}
 	end := time.Now()
-	cpu1 = takeCPUSample(nodePIDs)
+	cpu1 = procstat.TakeSample(nodePIDs)
 	r.stop.Store(true)
 	<-done
 	if progressDone != nil {
@@ -740,36 +740,6 @@ func formatBar(frac float64, elapsed time.Duration, rate float64, failed int64, 
 		strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), frac*100, elapsed.Seconds(), rate, failed, phase)
 }
 
-// cpuSample is the CPU time used so far by the bench process and by the nodes,
-// with the nodes' system time and their threads' context switches.
-type cpuSample struct {
-	self, nodes time.Duration
-	nodesSys    time.Duration
-	nodesCS     int64
-	nodesOK     bool
-}
-
-func takeCPUSample(nodePIDs func() []int) cpuSample {
-	var s cpuSample
-	s.self, _ = procstat.CPU("self")
-	if nodePIDs == nil {
-		return s
-	}
-	s.nodesOK = true
-	for _, pid := range nodePIDs() {
-		p := strconv.Itoa(pid)
-		user, sys, err1 := procstat.Times(p)
-		cs, err2 := procstat.Switches(p)
-		if err1 != nil || err2 != nil {
-			s.nodesOK = false
-		}
-		s.nodes += user + sys
-		s.nodesSys += sys
-		s.nodesCS += cs
-	}
-	return s
-}
-
 // benchResult is the summary of a run, printed as text or JSON. tools/etcdbench
 // prints the same JSON fields; keep the two in step.
 type benchResult struct {
@@ -821,7 +791,7 @@ type latencySummary struct {
 	Mean float64 `json:"mean"`
 }
 
-func summarize(cfg benchConfig, stats []*clientStats, elapsed time.Duration, cpu0, cpu1 cpuSample) *benchResult {
+func summarize(cfg benchConfig, stats []*clientStats, elapsed time.Duration, cpu0, cpu1 procstat.Sample) *benchResult {
 	res := &benchResult{
 		System: "txlog", Targets: cfg.targets, Clients: cfg.clients, ValueSize: cfg.valueSize,
 		OpsPerTx: cfg.opsPerTx, Batch: cfg.batch, Ack: cfg.ack, Keys: cfg.keys,
@@ -842,18 +812,18 @@ func summarize(cfg benchConfig, stats []*clientStats, elapsed time.Duration, cpu
 	if s := elapsed.Seconds(); s > 0 {
 		res.ReqPerSec = float64(res.Requests) / s
 		res.TxPerSec = float64(res.Txs) / s
-		res.ClientCPU = (cpu1.self - cpu0.self).Seconds() / s
-		if cpu0.nodesOK && cpu1.nodesOK {
-			res.NodesCPU = (cpu1.nodes - cpu0.nodes).Seconds() / s
+		res.ClientCPU = (cpu1.Self - cpu0.Self).Seconds() / s
+		if cpu0.NodesOK && cpu1.NodesOK {
+			res.NodesCPU = (cpu1.Nodes - cpu0.Nodes).Seconds() / s
 		}
 	}
 	if res.Requests > 0 {
-		res.ClientCPUPerReq = float64((cpu1.self - cpu0.self).Microseconds()) / float64(res.Requests)
+		res.ClientCPUPerReq = float64((cpu1.Self - cpu0.Self).Microseconds()) / float64(res.Requests)
 	}
-	if res.Txs > 0 && cpu0.nodesOK && cpu1.nodesOK {
-		res.NodesCPUPerTx = float64((cpu1.nodes - cpu0.nodes).Microseconds()) / float64(res.Txs)
-		res.NodesSysCPUPerTx = float64((cpu1.nodesSys - cpu0.nodesSys).Microseconds()) / float64(res.Txs)
-		res.NodesSwitchesPerTx = float64(cpu1.nodesCS-cpu0.nodesCS) / float64(res.Txs)
+	if res.Txs > 0 && cpu0.NodesOK && cpu1.NodesOK {
+		res.NodesCPUPerTx = float64((cpu1.Nodes - cpu0.Nodes).Microseconds()) / float64(res.Txs)
+		res.NodesSysCPUPerTx = float64((cpu1.NodesSys - cpu0.NodesSys).Microseconds()) / float64(res.Txs)
+		res.NodesSwitchesPerTx = float64(cpu1.NodesCS-cpu0.NodesCS) / float64(res.Txs)
 	}
 	slices.SortFunc(samples, func(a, b reqSample) int { return int(a.lat - b.lat) })
 	res.Latency = summarizeLatency(samples, func(reqSample) int64 { return 1 })

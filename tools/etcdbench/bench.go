@@ -81,7 +81,7 @@ func runBench(ctx context.Context, cfg config, progress io.Writer, nodePIDs func
 	case <-time.After(time.Until(r.measured)):
 	case <-done:
 	}
-	cpu0 := takeCPUSample(nodePIDs)
+	cpu0 := procstat.TakeSample(nodePIDs)
 	if cfg.n == 0 {
 		select {
 		case <-time.After(time.Until(r.stopAt)):
@@ -91,7 +91,7 @@ func runBench(ctx context.Context, cfg config, progress io.Writer, nodePIDs func
 		<-done
 	}
 	end := time.Now()
-	cpu1 := takeCPUSample(nodePIDs)
+	cpu1 := procstat.TakeSample(nodePIDs)
 	r.stop.Store(true)
 	<-done
 	if progressDone != nil {
@@ -209,36 +209,6 @@ func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
 	}
 }
 
-// cpuSample is the CPU time used so far by this process and by the members,
-// with the members' system time and their threads' context switches.
-type cpuSample struct {
-	self, nodes time.Duration
-	nodesSys    time.Duration
-	nodesCS     int64
-	nodesOK     bool
-}
-
-func takeCPUSample(nodePIDs func() []int) cpuSample {
-	var s cpuSample
-	s.self, _ = procstat.CPU("self")
-	if nodePIDs == nil {
-		return s
-	}
-	s.nodesOK = true
-	for _, pid := range nodePIDs() {
-		p := strconv.Itoa(pid)
-		user, sys, err1 := procstat.Times(p)
-		cs, err2 := procstat.Switches(p)
-		if err1 != nil || err2 != nil {
-			s.nodesOK = false
-		}
-		s.nodes += user + sys
-		s.nodesSys += sys
-		s.nodesCS += cs
-	}
-	return s
-}
-
 // result is the summary of a run, with the JSON fields of txlog bench's.
 type result struct {
 	System          string           `json:"system"`
@@ -276,7 +246,7 @@ type latencySummary struct {
 	Mean float64 `json:"mean"`
 }
 
-func summarize(cfg config, stats []*clientStats, elapsed time.Duration, cpu0, cpu1 cpuSample) *result {
+func summarize(cfg config, stats []*clientStats, elapsed time.Duration, cpu0, cpu1 procstat.Sample) *result {
 	// An etcd Put answers once the member that took it has applied it after
 	// a quorum stored it: txlog's ack=quorum.
 	res := &result{
@@ -298,17 +268,17 @@ func summarize(cfg config, stats []*clientStats, elapsed time.Duration, cpu0, cp
 	if s := elapsed.Seconds(); s > 0 {
 		res.ReqPerSec = float64(res.Requests) / s
 		res.TxPerSec = res.ReqPerSec
-		res.ClientCPU = (cpu1.self - cpu0.self).Seconds() / s
-		if cpu0.nodesOK && cpu1.nodesOK {
-			res.NodesCPU = (cpu1.nodes - cpu0.nodes).Seconds() / s
+		res.ClientCPU = (cpu1.Self - cpu0.Self).Seconds() / s
+		if cpu0.NodesOK && cpu1.NodesOK {
+			res.NodesCPU = (cpu1.Nodes - cpu0.Nodes).Seconds() / s
 		}
 	}
 	if res.Requests > 0 {
-		res.ClientCPUPerReq = float64((cpu1.self - cpu0.self).Microseconds()) / float64(res.Requests)
-		if cpu0.nodesOK && cpu1.nodesOK {
-			res.NodesCPUPerTx = float64((cpu1.nodes - cpu0.nodes).Microseconds()) / float64(res.Txs)
-			res.NodesSysCPUPerTx = float64((cpu1.nodesSys - cpu0.nodesSys).Microseconds()) / float64(res.Txs)
-			res.NodesSwitchesPerTx = float64(cpu1.nodesCS-cpu0.nodesCS) / float64(res.Txs)
+		res.ClientCPUPerReq = float64((cpu1.Self - cpu0.Self).Microseconds()) / float64(res.Requests)
+		if cpu0.NodesOK && cpu1.NodesOK {
+			res.NodesCPUPerTx = float64((cpu1.Nodes - cpu0.Nodes).Microseconds()) / float64(res.Txs)
+			res.NodesSysCPUPerTx = float64((cpu1.NodesSys - cpu0.NodesSys).Microseconds()) / float64(res.Txs)
+			res.NodesSwitchesPerTx = float64(cpu1.NodesCS-cpu0.NodesCS) / float64(res.Txs)
 		}
 	}
 	slices.Sort(lat)
