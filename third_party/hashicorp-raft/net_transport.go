@@ -186,9 +186,12 @@ type StreamLayer interface {
 type netConn struct {
 	target ServerAddress
 	conn   net.Conn
+	r      *bufio.Reader // dec's, for the AppendEntries codec (fast_codec.go)
 	w      *bufio.Writer
 	dec    *codec.Decoder
 	enc    *codec.Encoder
+
+	timeNotBuiltin bool // enc's setting
 }
 
 func (n *netConn) Release() error {
@@ -413,11 +416,14 @@ func (n *NetworkTransport) getConn(target ServerAddress) (*netConn, error) {
 	}
 
 	// Wrap the conn
+	r := bufio.NewReader(conn)
 	netConn := &netConn{
-		target: target,
-		conn:   conn,
-		dec:    codec.NewDecoder(bufio.NewReader(conn), &codec.MsgpackHandle{}),
-		w:      bufio.NewWriterSize(conn, connSendBufferSize),
+		target:         target,
+		conn:           conn,
+		r:              r,
+		dec:            codec.NewDecoder(r, &codec.MsgpackHandle{}),
+		w:              bufio.NewWriterSize(conn, connSendBufferSize),
+		timeNotBuiltin: !n.msgpackUseNewTimeFormat,
 	}
 
 	netConn.enc = codec.NewEncoder(netConn.w, &codec.MsgpackHandle{
@@ -622,7 +628,7 @@ func (n *NetworkTransport) handleConn(connCtx context.Context, conn net.Conn) {
 		default:
 		}
 
-		if err := n.handleCommand(r, dec, enc); err != nil {
+		if err := n.handleCommand(r, dec, w, enc); err != nil {
 			if err != io.EOF {
 				n.logger.Error("failed to decode incoming command", "error", err)
 			}
@@ -636,7 +642,7 @@ func (n *NetworkTransport) handleConn(connCtx context.Context, conn net.Conn) {
 }
 
 // handleCommand is used to decode and dispatch a single command.
-func (n *NetworkTransport) handleCommand(r *bufio.Reader, dec *codec.Decoder, enc *codec.Encoder) error {
+func (n *NetworkTransport) handleCommand(r *bufio.Reader, dec *codec.Decoder, w *bufio.Writer, enc *codec.Encoder) error {
 	getTypeStart := time.Now()
 
 	// Get the rpc type
@@ -662,7 +668,7 @@ func (n *NetworkTransport) handleCommand(r *bufio.Reader, dec *codec.Decoder, en
 	switch rpcType {
 	case rpcAppendEntries:
 		var req AppendEntriesRequest
-		if err := dec.Decode(&req); err != nil {
+		if err := readAppendEntriesRequest(r, &req); err != nil {
 			return err
 		}
 		rpc.Command = &req
@@ -752,6 +758,9 @@ RESP:
 		if resp.Error != nil {
 			respErr = resp.Error.Error()
 		}
+		if ae, ok := resp.Response.(*AppendEntriesResponse); ok {
+			return writeAppendEntriesResponse(w, respErr, ae)
+		}
 		if err := enc.Encode(respErr); err != nil {
 			return err
 		}
@@ -769,17 +778,25 @@ RESP:
 // decodeResponse is used to decode an RPC response and reports whether
 // the connection can be reused.
 func decodeResponse(conn *netConn, resp interface{}) (bool, error) {
-	// Decode the error if any
 	var rpcError string
-	if err := conn.dec.Decode(&rpcError); err != nil {
-		conn.Release()
-		return false, err
-	}
+	if ae, ok := resp.(*AppendEntriesResponse); ok && conn.r != nil {
+		var err error
+		if rpcError, err = readAppendEntriesResponse(conn.r, ae); err != nil {
+			conn.Release()
+			return false, err
+		}
+	} else {
+		// Decode the error if any
+		if err := conn.dec.Decode(&rpcError); err != nil {
+			conn.Release()
+			return false, err
+		}
 
-	// Decode the response
-	if err := conn.dec.Decode(resp); err != nil {
-		conn.Release()
-		return false, err
+		// Decode the response
+		if err := conn.dec.Decode(resp); err != nil {
+			conn.Release()
+			return false, err
+		}
 	}
 
 	// Format an error if any
@@ -798,7 +815,13 @@ func sendRPC(conn *netConn, rpcType uint8, args interface{}) error {
 	}
 
 	// Send the request
-	if err := conn.enc.Encode(args); err != nil {
+	var err error
+	if ae, ok := args.(*AppendEntriesRequest); ok {
+		err = writeAppendEntriesRequest(conn.w, ae, conn.timeNotBuiltin)
+	} else {
+		err = conn.enc.Encode(args)
+	}
+	if err != nil {
 		conn.Release()
 		return err
 	}

@@ -361,6 +361,7 @@ func TestNetworkTransport_AppendEntriesPipeline_CloseStreams(t *testing.T) {
 
 	shutdownCh := make(chan struct{})
 	defer close(shutdownCh)
+	var served atomic.Int64 // txlog: see below
 
 	// Listen for a request
 	go func() {
@@ -373,6 +374,7 @@ func TestNetworkTransport_AppendEntriesPipeline_CloseStreams(t *testing.T) {
 					t.Errorf("command mismatch: %#v %#v", *req, args)
 					return
 				}
+				served.Add(1)
 				rpc.Respond(&resp, nil)
 
 			case <-shutdownCh:
@@ -397,6 +399,14 @@ func TestNetworkTransport_AppendEntriesPipeline_CloseStreams(t *testing.T) {
 		for i := 0; i < 100; i++ {
 			// On the last one, close the streams on the transport one.
 			if cancelStreams && i == 10 {
+				// txlog: wait until transport 1 serves the pipeline's
+				// connection. A connection it accepts after CloseStreams
+				// gets the new stream context and stays open, and the test
+				// then failed (4 runs of 30 under -race upstream, more with
+				// the faster AppendEntries codec of fast_codec.go).
+				for deadline := time.Now().Add(5 * time.Second); served.Load() == 0 && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
 				trans1.CloseStreams()
 				time.Sleep(10 * time.Millisecond)
 			}
