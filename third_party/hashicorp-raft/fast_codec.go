@@ -327,13 +327,15 @@ var errFastCodec = errors.New("raft: msgpack")
 type mpReader struct {
 	r *bufio.Reader
 
-	// slab holds the bytes of the byte slices read since it was made: small
-	// ones share an allocation, which ends with the last of them in use.
+	// slab holds room for the entries' small byte slices: they share
+	// allocations, each kept until the last of its slices is unused. left
+	// counts the entries still to read, which sizes the next slab.
 	slab []byte
+	left int
 }
 
-// slabSize is the allocation small byte slices are carved from, and
-// slabMaxLen the longest that is.
+// slabSize bounds the allocations the entries' small byte slices are carved
+// from, and slabMaxLen is the longest slice carved from one.
 const (
 	slabSize   = 32 << 10
 	slabMaxLen = 2 << 10
@@ -482,8 +484,9 @@ func (d *mpReader) rawHeader() (n int, isNil, fix bool, err error) {
 }
 
 // raw reads a byte slice as go-msgpack decodes one into a []byte field: nil
-// for nil, else a new slice (empty, not nil, for a zero length).
-func (d *mpReader) raw() ([]byte, error) {
+// for nil, else a new slice (empty, not nil, for a zero length). An entry's
+// (inEntry) may share its allocation with the next entries'.
+func (d *mpReader) raw(inEntry bool) ([]byte, error) {
 	n, isNil, _, err := d.rawHeader()
 	if err != nil || isNil {
 		return nil, err
@@ -492,11 +495,20 @@ func (d *mpReader) raw() ([]byte, error) {
 	switch {
 	case n == 0:
 		return []byte{}, nil
-	case n > slabMaxLen:
+	case !inEntry || n > slabMaxLen:
 		b = make([]byte, n)
 	default:
 		if len(d.slab) < n {
-			d.slab = make([]byte, slabSize)
+			// Room for this slice and as many again for each entry left,
+			// within slabSize: one allocation for a batch of entries alike.
+			size := n * d.left
+			if size > slabSize {
+				size = slabSize
+			}
+			if size < n {
+				size = n
+			}
+			d.slab = make([]byte, size)
 		}
 		b, d.slab = d.slab[:n:n], d.slab[n:]
 	}
@@ -718,9 +730,9 @@ func (d *mpReader) readLog(l *Log) (*Log, error) {
 		case "AppendedAt":
 			l.AppendedAt, err = d.time()
 		case "Data":
-			l.Data, err = d.raw()
+			l.Data, err = d.raw(true)
 		case "Extensions":
-			l.Extensions, err = d.raw()
+			l.Extensions, err = d.raw(true)
 		case "Index":
 			l.Index, err = d.uint(64)
 		case "Term":
@@ -757,7 +769,7 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 		}
 		switch string(k) {
 		case "Addr":
-			req.Addr, err = d.raw()
+			req.Addr, err = d.raw(false)
 		case "Entries":
 			var m int
 			if m, isNil, err = d.arrayLen(); err != nil || isNil {
@@ -772,6 +784,7 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 					logs = make([]Log, minInt(m-j, 4096))
 				}
 				var l *Log
+				d.left = m - j
 				if l, err = d.readLog(&logs[0]); err != nil {
 					break
 				}
@@ -781,9 +794,9 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 				req.Entries = append(req.Entries, l)
 			}
 		case "ID":
-			req.ID, err = d.raw()
+			req.ID, err = d.raw(false)
 		case "Leader":
-			req.Leader, err = d.raw()
+			req.Leader, err = d.raw(false)
 		case "LeaderCommitIndex":
 			req.LeaderCommitIndex, err = d.uint(64)
 		case "PrevLogEntry":
@@ -824,9 +837,9 @@ func readAppendEntriesResponse(r *bufio.Reader, resp *AppendEntriesResponse) (rp
 		}
 		switch string(k) {
 		case "Addr":
-			resp.Addr, err = d.raw()
+			resp.Addr, err = d.raw(false)
 		case "ID":
-			resp.ID, err = d.raw()
+			resp.ID, err = d.raw(false)
 		case "LastLog":
 			resp.LastLog, err = d.uint(64)
 		case "NoRetryBackoff":

@@ -11,6 +11,7 @@ import (
 	"math"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -407,4 +408,54 @@ func BenchmarkAppendEntriesCodec(b *testing.B) {
 			}
 		}
 	})
+}
+
+// bytesPerRun returns the bytes f allocates per run, on average over n runs.
+func bytesPerRun(n int, f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
+}
+
+// Small messages take small allocations: the entries' shared blocks are sized
+// by the entries left, not allocated whole for a response or a lone entry.
+func TestFastCodecAllocations(t *testing.T) {
+	one := &AppendEntriesRequest{RPCHeader: RPCHeader{ID: []byte("n1"), Addr: []byte("127.0.0.1:7001")}, Term: 2,
+		Entries: []*Log{{Index: 9, Term: 2, Type: LogCommand, Data: make([]byte, 300), AppendedAt: time.Now()}}}
+	many := &AppendEntriesRequest{RPCHeader: one.RPCHeader, Term: 2}
+	for i := 0; i < 64; i++ {
+		many.Entries = append(many.Entries, &Log{Index: uint64(i), Term: 2, Type: LogCommand, Data: make([]byte, 400), AppendedAt: time.Now()})
+	}
+	resp := msgpackEncode(t, true, "", &AppendEntriesResponse{RPCHeader: one.RPCHeader, Term: 2, LastLog: 9, Success: true})
+	for _, c := range []struct {
+		name    string
+		enc     []byte
+		decode  func(*bufio.Reader) error
+		maxSize uint64
+	}{
+		{"a response", resp, func(r *bufio.Reader) error {
+			_, err := readAppendEntriesResponse(r, new(AppendEntriesResponse))
+			return err
+		}, 256},
+		{"one entry of 300 bytes", msgpackEncode(t, true, one), func(r *bufio.Reader) error { return readAppendEntriesRequest(r, new(AppendEntriesRequest)) }, 1024},
+		{"64 entries of 400 bytes", msgpackEncode(t, true, many), func(r *bufio.Reader) error { return readAppendEntriesRequest(r, new(AppendEntriesRequest)) }, 40 << 10},
+	} {
+		rd := bytes.NewReader(c.enc)
+		br := bufio.NewReader(rd)
+		got := bytesPerRun(200, func() {
+			rd.Reset(c.enc)
+			br.Reset(rd)
+			if err := c.decode(br); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > c.maxSize {
+			t.Errorf("%s: %d bytes allocated per decode, want at most %d", c.name, got, c.maxSize)
+		}
+	}
 }
