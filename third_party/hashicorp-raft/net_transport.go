@@ -110,6 +110,11 @@ type NetworkTransport struct {
 	TimeoutScale int
 
 	msgpackUseNewTimeFormat bool
+
+	// reflectCodec makes the transport encode and decode AppendEntries with
+	// go-msgpack, as upstream does, instead of fast_codec.go: tests set it to
+	// check that a node with txlog's patch and one without talk to each other.
+	reflectCodec bool
 }
 
 // NetworkTransportConfig encapsulates configuration for the network transport layer.
@@ -192,6 +197,7 @@ type netConn struct {
 	enc    *codec.Encoder
 
 	timeNotBuiltin bool // enc's setting
+	reflectCodec   bool // the transport's
 }
 
 func (n *netConn) Release() error {
@@ -424,6 +430,7 @@ func (n *NetworkTransport) getConn(target ServerAddress) (*netConn, error) {
 		dec:            codec.NewDecoder(r, &codec.MsgpackHandle{}),
 		w:              bufio.NewWriterSize(conn, connSendBufferSize),
 		timeNotBuiltin: !n.msgpackUseNewTimeFormat,
+		reflectCodec:   n.reflectCodec,
 	}
 
 	netConn.enc = codec.NewEncoder(netConn.w, &codec.MsgpackHandle{
@@ -668,7 +675,11 @@ func (n *NetworkTransport) handleCommand(r *bufio.Reader, dec *codec.Decoder, w 
 	switch rpcType {
 	case rpcAppendEntries:
 		var req AppendEntriesRequest
-		if err := readAppendEntriesRequest(r, &req); err != nil {
+		if n.reflectCodec {
+			if err := dec.Decode(&req); err != nil {
+				return err
+			}
+		} else if err := readAppendEntriesRequest(r, &req); err != nil {
 			return err
 		}
 		rpc.Command = &req
@@ -758,7 +769,7 @@ RESP:
 		if resp.Error != nil {
 			respErr = resp.Error.Error()
 		}
-		if ae, ok := resp.Response.(*AppendEntriesResponse); ok {
+		if ae, ok := resp.Response.(*AppendEntriesResponse); ok && !n.reflectCodec {
 			return writeAppendEntriesResponse(w, respErr, ae)
 		}
 		if err := enc.Encode(respErr); err != nil {
@@ -779,7 +790,7 @@ RESP:
 // the connection can be reused.
 func decodeResponse(conn *netConn, resp interface{}) (bool, error) {
 	var rpcError string
-	if ae, ok := resp.(*AppendEntriesResponse); ok && conn.r != nil {
+	if ae, ok := resp.(*AppendEntriesResponse); ok && !conn.reflectCodec {
 		var err error
 		if rpcError, err = readAppendEntriesResponse(conn.r, ae); err != nil {
 			conn.Release()
@@ -816,7 +827,7 @@ func sendRPC(conn *netConn, rpcType uint8, args interface{}) error {
 
 	// Send the request
 	var err error
-	if ae, ok := args.(*AppendEntriesRequest); ok {
+	if ae, ok := args.(*AppendEntriesRequest); ok && !conn.reflectCodec {
 		err = writeAppendEntriesRequest(conn.w, ae, conn.timeNotBuiltin)
 	} else {
 		err = conn.enc.Encode(args)
