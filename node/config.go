@@ -83,6 +83,11 @@ type Config struct {
 	// fsyncs in series per commit), instead of in parallel with sending them
 	// (replication.Config.SerialLeaderAppend). Default false.
 	RaftSerialAppend bool
+	// NoHTTPFastPath serves every request through net/http's server, instead
+	// of POST /v1/tx and /v1/tx/batch on keep-alive connections through the
+	// API's own fast path (api.FastListener; --http-fast-path=false). Default
+	// false: the fast path is on.
+	NoHTTPFastPath bool
 	// StoreCommitInterval is how long the state machine may keep applied
 	// entries in an open bbolt transaction before it commits them: one commit
 	// per interval instead of one per applied batch
@@ -336,6 +341,11 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.Forward, "forward", ForwardStream, "how a follower sends accepted writes to the leader: stream (one persistent connection) or http (a POST per group)")
 	fs.IntVar(&c.MaxUnresolved, "max-unresolved", DefaultMaxUnresolved, "accepted, unresolved transactions this node holds before it answers 503 overloaded")
 	fs.StringVar(&c.RaftLog, "raft-log", "", "raft log store: wal (hashicorp/raft-wal) or boltdb (raft-boltdb); default: the data dir's kind, wal for a new one")
+	fs.BoolFunc("http-fast-path", "serve POST /v1/tx and /v1/tx/batch on keep-alive connections without net/http's server (default true; false: every request through net/http)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		c.NoHTTPFastPath = !on
+		return err
+	})
 	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")

@@ -33,6 +33,30 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		{
+			name: "the HTTP fast path: on by default, off by flag or environment",
+			args: []string{"--id", "n1"},
+			check: func(t *testing.T, c Config) {
+				if c.NoHTTPFastPath {
+					t.Fatal("the fast path is off by default")
+				}
+				for _, off := range []struct {
+					args []string
+					env  map[string]string
+				}{
+					{[]string{"--id", "n1", "--http-fast-path=false"}, nil},
+					{[]string{"--id", "n1"}, map[string]string{"TXLOG_HTTP_FAST_PATH": "false"}},
+				} {
+					c, err := ParseConfig(off.args, env(off.env))
+					if err != nil || !c.NoHTTPFastPath {
+						t.Fatalf("%v %v: NoHTTPFastPath %v, %v", off.args, off.env, c.NoHTTPFastPath, err)
+					}
+				}
+				if _, err := ParseConfig([]string{"--id", "n1", "--http-fast-path=maybe"}, nil); err == nil {
+					t.Fatal("--http-fast-path=maybe accepted")
+				}
+			},
+		},
+		{
 			name: "env fills what flags leave out",
 			args: []string{"--id", "n1"},
 			env:  map[string]string{"TXLOG_ID": "ignored", "TXLOG_RAFT_ADDR": "127.0.0.1:7101", "TXLOG_CLUSTER": cluster, "TXLOG_DEDUP_WINDOW": "1h"},

@@ -32,6 +32,7 @@ type Node struct {
 	api     *api.Server
 
 	ln       net.Listener
+	fast     *api.FastListener // nil with Config.NoHTTPFastPath
 	srv      *http.Server
 	httpAddr string // advertised HTTP address, host:port
 
@@ -139,6 +140,12 @@ func Open(cfg Config) (*Node, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	if !cfg.NoHTTPFastPath {
+		n.fast = n.api.FastListener(n.ln, api.FastConfig{
+			IdleTimeout:       n.srv.IdleTimeout,
+			ReadHeaderTimeout: n.srv.ReadHeaderTimeout,
+		})
+	}
 	ok = true
 	return n, nil
 }
@@ -166,7 +173,11 @@ func (n *Node) HTTPAddr() string { return n.httpAddr }
 func (n *Node) Run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	n.wg.Go(func() {
-		if err := n.srv.Serve(n.ln); !errors.Is(err, http.ErrServerClosed) {
+		var ln net.Listener = n.ln
+		if n.fast != nil {
+			ln = n.fast
+		}
+		if err := n.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
 		}
 	})
@@ -219,6 +230,11 @@ func (n *Node) Close() error {
 			if err := n.srv.Shutdown(ctx); err != nil {
 				n.log.Warn("http shutdown", "err", err)
 				n.srv.Close()
+			}
+			if n.fast != nil {
+				if err := n.fast.Shutdown(ctx); err != nil {
+					n.log.Warn("http fast path shutdown", "err", err)
+				}
 			}
 			if err := n.api.CloseStreams(ctx); err != nil {
 				n.log.Warn("propose streams shutdown", "err", err)

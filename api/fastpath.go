@@ -1,0 +1,530 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The fast path serves the two write endpoints, POST /v1/tx and POST
+// /v1/tx/batch, on keep-alive HTTP/1.1 connections without net/http's server,
+// whose own work per request (its parsing and header map, a context per
+// request, the response writer's layers, and the background read it starts on
+// each connection once a body is read) was about a tenth of a node's CPU at 64
+// clients (docs/performance.md, the eighteenth round). The handler, routes and
+// answers are the Server's, unchanged.
+//
+// FastListener reads each connection's requests itself as long as they are
+// plain: the request line "POST /v1/tx[/batch][?query] HTTP/1.1", a Host, a
+// Content-Length within MaxBodyBytes, no Transfer-Encoding, Expect or Upgrade,
+// no folded or malformed header line, and the whole header in its 4 KiB
+// buffer. The first request that is anything else, and the rest of its
+// connection, goes to net/http with the bytes already read: Accept returns
+// such connections, so an http.Server serving the FastListener answers them
+// as it answers any other. What the fast path answers is what net/http would
+// write for the same handler output, but for the order of the headers.
+
+// fastBufSize is the size of a fast connection's read and write buffers: a
+// request's header must fit in the read buffer.
+const fastBufSize = 4 << 10
+
+// FastConfig sets a FastListener's timeouts; the zero value takes the
+// defaults, which are those the node's http.Server has.
+type FastConfig struct {
+	// IdleTimeout bounds the wait for the next request. Default 2 minutes.
+	IdleTimeout time.Duration
+	// ReadHeaderTimeout bounds the reading of a request's header once its
+	// first byte has arrived. Default 10 s.
+	ReadHeaderTimeout time.Duration
+}
+
+// FastListener is a net.Listener for an http.Server that serves the fast path
+// itself and hands the server only the connections it leaves (see above).
+// Close stops accepting; Shutdown also waits for the requests in progress.
+type FastListener struct {
+	ln      net.Listener
+	s       *Server
+	cfg     FastConfig
+	handoff chan net.Conn
+	done    chan struct{} // closed by Close
+	errOnce sync.Once
+	err     error // the accept error, set before done is closed
+	start   sync.Once
+
+	mu      sync.Mutex
+	conns   map[*fastConn]bool // the connections on the fast path: true while idle
+	closing bool               // Shutdown started: idle connections close
+	served  int64              // requests served on the fast path
+}
+
+type fastConn struct {
+	c net.Conn
+}
+
+// FastListener returns a FastListener on ln whose fast path runs s.
+func (s *Server) FastListener(ln net.Listener, cfg FastConfig) *FastListener {
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 2 * time.Minute
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	l := &FastListener{ln: ln, s: s, cfg: cfg, handoff: make(chan net.Conn),
+		done: make(chan struct{}), conns: map[*fastConn]bool{}}
+	return l
+}
+
+func (l *FastListener) acceptLoop() {
+	var tempDelay time.Duration
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// As net/http's Serve does for temporary errors (EMFILE).
+				tempDelay = min(max(2*tempDelay, 5*time.Millisecond), time.Second)
+				time.Sleep(tempDelay)
+				continue
+			}
+			l.fail(err)
+			return
+		}
+		tempDelay = 0
+		fc := &fastConn{c: c}
+		l.mu.Lock()
+		if l.closing {
+			l.mu.Unlock()
+			c.Close()
+			continue
+		}
+		l.conns[fc] = false
+		l.mu.Unlock()
+		go l.serve(fc)
+	}
+}
+
+func (l *FastListener) fail(err error) {
+	l.errOnce.Do(func() {
+		l.err = err
+		close(l.done)
+	})
+}
+
+// Accept returns the next connection handed to net/http. The first call
+// starts accepting connections: none is served before the http.Server runs.
+func (l *FastListener) Accept() (net.Conn, error) {
+	l.start.Do(func() { go l.acceptLoop() })
+	select {
+	case c := <-l.handoff:
+		return c, nil
+	case <-l.done:
+		return nil, l.err
+	}
+}
+
+// Close stops accepting connections; those on the fast path go on until
+// Shutdown or CloseAll.
+func (l *FastListener) Close() error {
+	err := l.ln.Close()
+	l.fail(net.ErrClosed)
+	return err
+}
+
+// Addr returns the listener's address.
+func (l *FastListener) Addr() net.Addr { return l.ln.Addr() }
+
+// Served returns the number of requests the fast path has answered.
+func (l *FastListener) Served() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.served
+}
+
+// Shutdown closes the listener and the idle fast connections, and waits for
+// the requests in progress to be answered, until ctx ends: then it closes the
+// rest and returns ctx's error. Like http.Server.Shutdown, which the caller
+// runs for the connections handed to net/http.
+func (l *FastListener) Shutdown(ctx context.Context) error {
+	l.Close()
+	l.mu.Lock()
+	l.closing = true
+	for fc, idle := range l.conns {
+		if idle {
+			fc.c.Close()
+		}
+	}
+	l.mu.Unlock()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		l.mu.Lock()
+		n := len(l.conns)
+		l.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			l.CloseAll()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// CloseAll closes the listener and every fast connection at once.
+func (l *FastListener) CloseAll() {
+	l.Close()
+	l.mu.Lock()
+	l.closing = true
+	for fc := range l.conns {
+		fc.c.Close()
+	}
+	l.mu.Unlock()
+}
+
+// setIdle marks fc idle or busy and reports whether it may go on: a
+// connection that Shutdown has started closing may not start a request.
+func (l *FastListener) setIdle(fc *fastConn, idle bool) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closing {
+		return false
+	}
+	l.conns[fc] = idle
+	return true
+}
+
+func (l *FastListener) forget(fc *fastConn) {
+	l.mu.Lock()
+	delete(l.conns, fc)
+	l.mu.Unlock()
+}
+
+// prefixConn is a connection handed to net/http with the bytes the fast path
+// had read and not used.
+type prefixConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if p.r.Buffered() == 0 {
+		return p.Conn.Read(b) // nothing left of what the fast path read
+	}
+	return p.r.Read(b)
+}
+
+// serve runs the fast path on one connection until it closes, or hands it to
+// net/http.
+func (l *FastListener) serve(fc *fastConn) {
+	c := fc.c
+	br := bufio.NewReaderSize(c, fastBufSize)
+	bw := bufio.NewWriterSize(c, fastBufSize)
+	handedOff := false
+	defer func() {
+		l.forget(fc)
+		if !handedOff {
+			c.Close()
+		}
+	}()
+	for {
+		if !l.setIdle(fc, true) {
+			return
+		}
+		c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
+		if _, err := br.Peek(1); err != nil {
+			return // closed, idle too long, or closed by Shutdown
+		}
+		if !l.setIdle(fc, false) {
+			return
+		}
+		c.SetReadDeadline(time.Now().Add(l.cfg.ReadHeaderTimeout))
+		req, n, ok := parseFastRequest(br, l.s.cfg.MaxBodyBytes)
+		if !ok {
+			c.SetReadDeadline(time.Time{})
+			select {
+			case l.handoff <- &prefixConn{Conn: c, r: br}:
+				handedOff = true
+			case <-l.done:
+			}
+			return
+		}
+		br.Discard(n)
+		c.SetReadDeadline(time.Now().Add(l.s.cfg.BodyTimeout))
+		body := make([]byte, req.ContentLength)
+		if _, err := io.ReadFull(br, body); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// As readBody answers a body that takes too long.
+				w := newFastWriter()
+				l.s.writeError(w, &Error{Code: CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", l.s.cfg.BodyTimeout)})
+				w.closeAfter = true
+				w.writeTo(bw)
+				bw.Flush()
+			}
+			return
+		}
+		c.SetReadDeadline(time.Time{})
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.RemoteAddr = c.RemoteAddr().String()
+		w := newFastWriter()
+		w.closeAfter = req.Close
+		if !l.call(w, req) {
+			return
+		}
+		w.writeTo(bw)
+		err := bw.Flush()
+		l.mu.Lock()
+		l.served++
+		l.mu.Unlock()
+		if err != nil || w.closeAfter {
+			return
+		}
+	}
+}
+
+// call runs the handler, and reports false if it panicked, which net/http
+// would log and answer by closing the connection, as this does.
+func (l *FastListener) call(w *fastWriter, req *http.Request) (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.s.log.Error("http: panic serving", "remote", req.RemoteAddr, "panic", v, "stack", string(debug.Stack()))
+			ok = false
+		}
+	}()
+	l.s.ServeHTTP(w, req)
+	return true
+}
+
+// parseFastRequest parses the header of the next request in br without
+// consuming it. It returns the request (without its body) and the header's
+// length, or ok false for anything the fast path leaves to net/http.
+func parseFastRequest(br *bufio.Reader, maxBody int64) (req *http.Request, n int, ok bool) {
+	end, err := headerEnd(br)
+	if err != nil || end < 0 {
+		return nil, 0, false
+	}
+	head, _ := br.Peek(end)
+	head = head[:end-2] // every line ends in CRLF; the last, empty one is dropped
+	line, rest, _ := bytes.Cut(head, []byte("\r\n"))
+	target, found := bytes.CutPrefix(line, []byte("POST "))
+	if !found {
+		return nil, 0, false
+	}
+	target, found = bytes.CutSuffix(target, []byte(" HTTP/1.1"))
+	if !found || !fastTarget(target) {
+		return nil, 0, false
+	}
+	u, err := url.ParseRequestURI(string(target))
+	if err != nil {
+		return nil, 0, false
+	}
+	h := make(http.Header, 4)
+	contentLength := int64(-1)
+	closeAfter := false
+	for len(rest) > 0 {
+		line, rest, _ = bytes.Cut(rest, []byte("\r\n"))
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if !found || len(name) == 0 || !validHeaderName(name) || !validHeaderValue(value) {
+			return nil, 0, false // folded lines start with a space, which no name holds
+		}
+		value = bytes.Trim(value, " \t")
+		key := textproto.CanonicalMIMEHeaderKey(string(name))
+		switch key {
+		case "Content-Length":
+			if contentLength >= 0 || len(value) == 0 || len(value) > 18 {
+				return nil, 0, false
+			}
+			v, err := strconv.ParseInt(string(value), 10, 64)
+			if err != nil || v < 0 || v > maxBody || value[0] == '+' {
+				return nil, 0, false
+			}
+			contentLength = v
+		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer":
+			return nil, 0, false
+		case "Host":
+			if len(h["Host"]) > 0 {
+				return nil, 0, false
+			}
+		case "Connection":
+			for _, tok := range bytes.Split(value, []byte(",")) {
+				switch tok = bytes.Trim(tok, " \t"); {
+				case bytes.EqualFold(tok, []byte("close")):
+					closeAfter = true
+				case bytes.EqualFold(tok, []byte("keep-alive")), len(tok) == 0:
+				default:
+					return nil, 0, false
+				}
+			}
+		}
+		h[key] = append(h[key], string(value))
+	}
+	host := h.Get("Host")
+	if contentLength < 0 || host == "" {
+		return nil, 0, false
+	}
+	delete(h, "Host") // net/http keeps it in Request.Host only
+	req = &http.Request{
+		Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, ContentLength: contentLength, Host: host, RequestURI: string(target),
+		Close: closeAfter,
+	}
+	return req, end, true
+}
+
+// fastTarget reports whether target is one of the fast path's: /v1/tx or
+// /v1/tx/batch, with a query or without.
+func fastTarget(target []byte) bool {
+	path, _, _ := bytes.Cut(target, []byte("?"))
+	return string(path) == "/v1/tx" || string(path) == "/v1/tx/batch"
+}
+
+// headerEnd returns the length of the header at the start of br's buffer,
+// reading more as needed, or -1 if it does not fit in the buffer.
+func headerEnd(br *bufio.Reader) (int, error) {
+	for {
+		buf, _ := br.Peek(br.Buffered())
+		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
+			return i + 4, nil
+		}
+		if len(buf) == br.Size() {
+			return -1, nil
+		}
+		if _, err := br.Peek(len(buf) + 1); err != nil {
+			return -1, err
+		}
+	}
+}
+
+func validHeaderName(name []byte) bool {
+	for _, c := range name {
+		if c >= 0x80 || !isTokenChar[c] {
+			return false
+		}
+	}
+	return true
+}
+
+func validHeaderValue(v []byte) bool {
+	for _, c := range v {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// isTokenChar holds the characters of an HTTP token (RFC 9110, 5.6.2).
+var isTokenChar = func() (t [128]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-'a'+'A'] = true, true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// fastWriter collects an answer: the fast path writes it once the handler is
+// done, with its length.
+type fastWriter struct {
+	h          http.Header
+	status     int
+	body       bytes.Buffer
+	closeAfter bool
+}
+
+func newFastWriter() *fastWriter { return &fastWriter{h: make(http.Header, 4)} }
+
+func (w *fastWriter) Header() http.Header { return w.h }
+
+func (w *fastWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *fastWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(b)
+}
+
+// writeTo writes the answer as net/http would for the same calls: the status
+// line, the handler's headers, Content-Length and Date, and Connection: close
+// when the connection closes after it.
+func (w *fastWriter) writeTo(bw *bufio.Writer) {
+	w.WriteHeader(http.StatusOK)
+	bodyAllowed := w.status >= 200 && w.status != http.StatusNoContent && w.status != http.StatusNotModified
+	if bodyAllowed && w.h.Get("Content-Type") == "" && w.body.Len() > 0 {
+		w.h.Set("Content-Type", http.DetectContentType(w.body.Bytes()))
+	}
+	text := http.StatusText(w.status)
+	if text == "" {
+		text = "status code " + strconv.Itoa(w.status)
+	}
+	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", w.status, text)
+	keys := make([]string, 0, len(w.h))
+	for k := range w.h {
+		if k != "Content-Length" && k != "Date" && k != "Connection" && k != "Transfer-Encoding" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range w.h[k] {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			bw.WriteString(v)
+			bw.WriteString("\r\n")
+		}
+	}
+	if bodyAllowed {
+		bw.WriteString("Content-Length: ")
+		bw.WriteString(strconv.Itoa(w.body.Len()))
+		bw.WriteString("\r\n")
+	}
+	if w.closeAfter {
+		bw.WriteString("Connection: close\r\n")
+	}
+	bw.WriteString("Date: ")
+	bw.WriteString(fastDate())
+	bw.WriteString("\r\n\r\n")
+	if bodyAllowed {
+		bw.Write(w.body.Bytes())
+	}
+}
+
+// fastDate returns the Date header's value, formatted once a second.
+func fastDate() string {
+	now := time.Now().Unix()
+	if d := dateCache.Load(); d != nil && d.unix == now {
+		return d.text
+	}
+	d := &cachedDate{unix: now, text: time.Unix(now, 0).UTC().Format(http.TimeFormat)}
+	dateCache.Store(d)
+	return d.text
+}
+
+type cachedDate struct {
+	unix int64
+	text string
+}
+
+var dateCache atomic.Pointer[cachedDate]

@@ -1,0 +1,352 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fastPair serves one Server twice: through net/http alone, and through a
+// FastListener in front of net/http, as a node does.
+type fastPair struct {
+	plain, fast string // addresses
+	fl          *FastListener
+}
+
+func newFastPair(t *testing.T, cfg Config, fcfg FastConfig, b Backend) *fastPair {
+	t.Helper()
+	s := NewServer(cfg, b)
+	plainLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fastLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := s.FastListener(fastLn, fcfg)
+	plain, fast := &http.Server{Handler: s}, &http.Server{Handler: s}
+	go plain.Serve(plainLn)
+	go fast.Serve(fl)
+	t.Cleanup(func() {
+		plain.Close()
+		fast.Close()
+		fl.CloseAll()
+	})
+	return &fastPair{plain: plainLn.Addr().String(), fast: fastLn.Addr().String(), fl: fl}
+}
+
+// exchange writes raw to a new connection to addr and reads the answers to
+// n requests; closed reports whether the server then closed the connection.
+func exchange(t *testing.T, addr, raw string, n int) (answers []*http.Response, bodies []string, closed bool) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	for i := 0; i < n; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d of %q: %v", i, raw, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers, bodies = append(answers, resp), append(bodies, string(body))
+	}
+	c.SetReadDeadline(time.Now().Add(150 * time.Millisecond))
+	_, err = br.ReadByte()
+	return answers, bodies, err == io.EOF
+}
+
+func okBackend() *fakeBackend {
+	return &fakeBackend{
+		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+			return TxResult{TxID: 12345, Status: "committed", Index: 7, Term: 2, Versions: map[string]uint64{tx.Ops[0].Key: 1}}, nil
+		},
+		SubmitBatchFunc: func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
+			out := make([]TxResult, len(txs))
+			for i := range out {
+				out[i] = TxResult{TxID: 12345, Status: "committed", Index: uint64(7 + i), Term: 2}
+			}
+			return out, nil
+		},
+		GetFunc: func(ctx context.Context, key string, opts ReadOptions) (KV, error) {
+			return KV{Key: key, Value: []byte(`"v"`), Version: 3, Index: 9}, nil
+		},
+	}
+}
+
+func post(target, headers, body string) string {
+	return "POST " + target + " HTTP/1.1\r\nHost: x\r\n" + headers + "Content-Length: " + itoa(len(body)) + "\r\n\r\n" + body
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+const goodTx = `{"ops":[{"op":"put","key":"k","value":"x"}]}`
+
+// The fast path answers what net/http answers, and leaves to net/http what it
+// does not handle, with the bytes it had read.
+func TestFastPathSameAnswers(t *testing.T) {
+	p := newFastPair(t, testConfig, FastConfig{}, okBackend())
+	for _, c := range []struct {
+		name string
+		raw  string
+		fast bool // answered by the fast path
+	}{
+		{"a transaction", post("/v1/tx", "Content-Type: application/json\r\n", goodTx), true},
+		{"a query", post("/v1/tx?ack=quorum&timeout=2s", "", goodTx), true},
+		{"a bad parameter", post("/v1/tx?ack=bogus", "", goodTx), true},
+		{"bad JSON", post("/v1/tx", "", `{"ops":[`), true},
+		{"no ops", post("/v1/tx", "", `{"ops":[]}`), true},
+		{"a batch", post("/v1/tx/batch", "", `{"txs":[`+goodTx+`,`+goodTx+`]}`), true},
+		{"a batch too large", post("/v1/tx/batch", "", `{"txs":[`+goodTx+`,`+goodTx+`,`+goodTx+`]}`), true},
+		{"Connection: close", post("/v1/tx", "Connection: close\r\n", goodTx), true},
+		{"headers in other cases", "POST /v1/tx HTTP/1.1\r\nhOsT: x\r\ncontent-length: " + itoa(len(goodTx)) + "\r\nX-Other:  a b \r\n\r\n" + goodTx, true},
+		{"a body over the limit", post("/v1/tx", "", strings.Repeat(" ", 5000)), false},
+		{"a read", "GET /v1/kv/k HTTP/1.1\r\nHost: x\r\n\r\n", false},
+		{"another path", post("/v1/txx", "", goodTx), false},
+		{"chunked", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + itoaHex(len(goodTx)) + "\r\n" + goodTx + "\r\n0\r\n\r\n", false},
+		{"chunked, with a Content-Length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + itoaHex(len(goodTx)) + "\r\n" + goodTx + "\r\n0\r\n\r\n", false},
+		{"HTTP/1.0", "POST /v1/tx HTTP/1.0\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
+		{"no Host", "POST /v1/tx HTTP/1.1\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
+		{"two Content-Lengths", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n{}  ", false},
+		{"a folded header", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
+		{"a bad header name", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX A: b\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
+		{"a signed length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n{}", false},
+		{"Connection: upgrade", post("/v1/tx", "Connection: upgrade\r\n", goodTx), false},
+		{"a header over 4 KiB", post("/v1/tx", "X-Big: "+strings.Repeat("a", 5000)+"\r\n", goodTx), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := p.fl.Served()
+			want, wantBodies, wantClosed := exchange(t, p.plain, c.raw, 1)
+			got, gotBodies, gotClosed := exchange(t, p.fast, c.raw, 1)
+			if got[0].StatusCode != want[0].StatusCode || gotBodies[0] != wantBodies[0] {
+				t.Errorf("fast path: %d %s\nnet/http: %d %s", got[0].StatusCode, gotBodies[0], want[0].StatusCode, wantBodies[0])
+			}
+			if got[0].Close != want[0].Close {
+				t.Errorf("Connection: close in the answer: %v, net/http %v", got[0].Close, want[0].Close)
+			}
+			for _, h := range []string{"Content-Type", "X-Content-Type-Options", "Content-Length"} {
+				if g, w := got[0].Header.Get(h), want[0].Header.Get(h); g != w {
+					t.Errorf("%s: %q, net/http %q", h, g, w)
+				}
+			}
+			if c.fast && got[0].Header.Get("Date") == "" {
+				t.Error("no Date")
+			}
+			if gotClosed != wantClosed {
+				t.Errorf("connection closed after the answer: %v, net/http %v", gotClosed, wantClosed)
+			}
+			wantServed := int64(0)
+			if c.fast {
+				wantServed = 1
+			}
+			if served := p.fl.Served() - before; served != wantServed {
+				t.Errorf("the fast path served %d requests, want %d", served, wantServed)
+			}
+		})
+	}
+}
+
+func itoaHex(n int) string { return strconv.FormatInt(int64(n), 16) }
+
+// Requests sent together are answered in order; a connection goes to
+// net/http at the first request the fast path leaves, with what follows it.
+func TestFastPathKeepAliveAndHandoff(t *testing.T) {
+	p := newFastPair(t, testConfig, FastConfig{}, okBackend())
+	raw := post("/v1/tx", "", goodTx) + post("/v1/tx?ack=quorum", "", goodTx) + post("/v1/tx/batch", "", `{"txs":[`+goodTx+`]}`) +
+		"GET /v1/kv/k HTTP/1.1\r\nHost: x\r\n\r\n" + post("/v1/tx", "", goodTx)
+	answers, bodies, _ := exchange(t, p.fast, raw, 5)
+	for i, r := range answers {
+		if r.StatusCode != http.StatusOK {
+			t.Errorf("answer %d: %d %s", i, r.StatusCode, bodies[i])
+		}
+	}
+	if !strings.Contains(bodies[2], `"results"`) || !strings.Contains(bodies[3], `"version":3`) || !strings.Contains(bodies[4], `"committed"`) {
+		t.Errorf("answers out of order: %q", bodies)
+	}
+	if n := p.fl.Served(); n != 3 {
+		t.Errorf("the fast path served %d requests, want the 3 before the read", n)
+	}
+}
+
+// Shutdown closes idle connections at once, and waits for a request in
+// progress to be answered.
+func TestFastPathShutdown(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	b := okBackend()
+	b.SubmitFunc = func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		started <- struct{}{}
+		<-release
+		return TxResult{TxID: 12345, Status: "committed", Index: 1, Term: 1}, nil
+	}
+	p := newFastPair(t, testConfig, FastConfig{}, b)
+	idle, err := net.Dial("tcp", p.fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	busy, err := net.Dial("tcp", p.fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	io.WriteString(busy, post("/v1/tx", "", goodTx))
+	<-started
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p.fl.mu.Lock()
+		n := len(p.fl.conns)
+		p.fl.mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.fl.Shutdown(context.Background()) }()
+	idle.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the idle connection: %v, want it closed", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned %v with a request in progress", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	resp, err := http.ReadResponse(bufio.NewReader(busy), nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the request in progress: %v, %v", resp, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", p.fast, time.Second); err == nil {
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		io.WriteString(c, post("/v1/tx", "", goodTx))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Error("a connection after Shutdown was served")
+		}
+		c.Close()
+	}
+}
+
+// A handler that panics costs its connection, as with net/http, not the
+// server.
+func TestFastPathPanic(t *testing.T) {
+	var calls atomic.Int32
+	b := okBackend()
+	b.SubmitFunc = func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		return TxResult{TxID: 12345, Status: "committed", Index: 1, Term: 1}, nil
+	}
+	p := newFastPair(t, testConfig, FastConfig{}, b)
+	c, err := net.Dial("tcp", p.fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, post("/v1/tx", "", goodTx))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Fatal("an answer after a panic")
+	}
+	answers, _, _ := exchange(t, p.fast, post("/v1/tx", "", goodTx), 1)
+	if answers[0].StatusCode != http.StatusOK {
+		t.Fatalf("after the panic: %d", answers[0].StatusCode)
+	}
+}
+
+// An idle connection closes after IdleTimeout; a body that does not arrive in
+// BodyTimeout is answered 408, as net/http's path answers it.
+func TestFastPathTimeouts(t *testing.T) {
+	cfg := testConfig
+	cfg.BodyTimeout = 200 * time.Millisecond
+	p := newFastPair(t, cfg, FastConfig{IdleTimeout: 200 * time.Millisecond}, okBackend())
+	c, err := net.Dial("tcp", p.fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("idle connection: %v, want closed", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("closed after %v", d)
+	}
+	for _, addr := range []string{p.plain, p.fast} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"ops\"")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusRequestTimeout || !bytes.Contains(body, []byte(CodeRequestTimeout)) {
+			t.Errorf("%s: %d %s, want 408 %s", addr, resp.StatusCode, body, CodeRequestTimeout)
+		}
+		c.Close()
+	}
+}
+
+// FuzzParseFastRequest feeds request headers to the fast path's parser: it
+// must not panic, and what it accepts net/http must read the same way.
+func FuzzParseFastRequest(f *testing.F) {
+	f.Add([]byte(post("/v1/tx", "Content-Type: application/json\r\n", "")))
+	f.Add([]byte(post("/v1/tx/batch?ack=all", "Connection: keep-alive, close\r\nX-A: \t b\r\n", "")))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nhost: h\r\ncontent-length: 0012\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx?%zz HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n"))
+	f.Add([]byte("GET /v1/tx HTTP/1.1\r\nHost: h\r\n\r\n"))
+	f.Fuzz(func(t *testing.T, head []byte) {
+		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), 1<<20)
+		if !ok {
+			return
+		}
+		if n > len(head) {
+			t.Fatalf("header length %d of %d bytes", n, len(head))
+		}
+		want, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head[:n])))
+		if err != nil {
+			t.Fatalf("net/http refuses what the fast path accepts: %v", err)
+		}
+		if want.Method != req.Method || want.RequestURI != req.RequestURI || want.Host != req.Host ||
+			want.ContentLength != req.ContentLength || want.Close != req.Close || want.URL.String() != req.URL.String() {
+			t.Fatalf("fast path %s %s host %q length %d close %v, net/http %s %s host %q length %d close %v",
+				req.Method, req.RequestURI, req.Host, req.ContentLength, req.Close,
+				want.Method, want.RequestURI, want.Host, want.ContentLength, want.Close)
+		}
+		for k, v := range want.Header {
+			if strings.Join(req.Header[k], ",") != strings.Join(v, ",") {
+				t.Fatalf("header %s: %q, net/http %q", k, req.Header[k], v)
+			}
+		}
+		if len(req.Header) != len(want.Header) {
+			t.Fatalf("headers %v, net/http %v", req.Header, want.Header)
+		}
+	})
+}
