@@ -66,13 +66,14 @@ type FastListener struct {
 	start   sync.Once
 
 	mu      sync.Mutex
-	conns   map[*fastConn]bool // the connections on the fast path: true while idle
-	closing bool               // Shutdown started: idle connections close
-	served  int64              // requests served on the fast path
+	conns   map[*fastConn]struct{} // the connections on the fast path
+	closing atomic.Bool            // Shutdown started: idle connections close
+	served  atomic.Int64           // requests served on the fast path
 }
 
 type fastConn struct {
-	c net.Conn
+	c    net.Conn
+	idle atomic.Bool // waiting for a request
 }
 
 // FastListener returns a FastListener on ln whose fast path runs s.
@@ -84,7 +85,7 @@ func (s *Server) FastListener(ln net.Listener, cfg FastConfig) *FastListener {
 		cfg.ReadHeaderTimeout = 10 * time.Second
 	}
 	l := &FastListener{ln: ln, s: s, cfg: cfg, handoff: make(chan net.Conn),
-		done: make(chan struct{}), conns: map[*fastConn]bool{}}
+		done: make(chan struct{}), conns: map[*fastConn]struct{}{}}
 	return l
 }
 
@@ -106,12 +107,12 @@ func (l *FastListener) acceptLoop() {
 		tempDelay = 0
 		fc := &fastConn{c: c}
 		l.mu.Lock()
-		if l.closing {
+		if l.closing.Load() {
 			l.mu.Unlock()
 			c.Close()
 			continue
 		}
-		l.conns[fc] = false
+		l.conns[fc] = struct{}{}
 		l.mu.Unlock()
 		go l.serve(fc)
 	}
@@ -148,11 +149,7 @@ func (l *FastListener) Close() error {
 func (l *FastListener) Addr() net.Addr { return l.ln.Addr() }
 
 // Served returns the number of requests the fast path has answered.
-func (l *FastListener) Served() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.served
-}
+func (l *FastListener) Served() int64 { return l.served.Load() }
 
 // Shutdown closes the listener and the idle fast connections, and waits for
 // the requests in progress to be answered, until ctx ends: then it closes the
@@ -160,10 +157,10 @@ func (l *FastListener) Served() int64 {
 // runs for the connections handed to net/http.
 func (l *FastListener) Shutdown(ctx context.Context) error {
 	l.Close()
+	l.closing.Store(true)
 	l.mu.Lock()
-	l.closing = true
-	for fc, idle := range l.conns {
-		if idle {
+	for fc := range l.conns {
+		if fc.idle.Load() {
 			fc.c.Close()
 		}
 	}
@@ -189,8 +186,8 @@ func (l *FastListener) Shutdown(ctx context.Context) error {
 // CloseAll closes the listener and every fast connection at once.
 func (l *FastListener) CloseAll() {
 	l.Close()
+	l.closing.Store(true)
 	l.mu.Lock()
-	l.closing = true
 	for fc := range l.conns {
 		fc.c.Close()
 	}
@@ -199,14 +196,12 @@ func (l *FastListener) CloseAll() {
 
 // setIdle marks fc idle or busy and reports whether it may go on: a
 // connection that Shutdown has started closing may not start a request.
+// Shutdown sets closing before it looks for idle connections, and a
+// connection marks itself before it looks at closing, so each request is
+// either served whole or not started.
 func (l *FastListener) setIdle(fc *fastConn, idle bool) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closing {
-		return false
-	}
-	l.conns[fc] = idle
-	return true
+	fc.idle.Store(idle)
+	return !l.closing.Load()
 }
 
 func (l *FastListener) forget(fc *fastConn) {
@@ -246,6 +241,9 @@ func (l *FastListener) serve(fc *fastConn) {
 		if !l.setIdle(fc, true) {
 			return
 		}
+		// One deadline per request as a rule: the header and the body
+		// usually arrive with the first byte, and a deadline left set
+		// stops nothing while no read is waiting.
 		c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
 		if _, err := br.Peek(1); err != nil {
 			return // closed, idle too long, or closed by Shutdown
@@ -253,7 +251,9 @@ func (l *FastListener) serve(fc *fastConn) {
 		if !l.setIdle(fc, false) {
 			return
 		}
-		c.SetReadDeadline(time.Now().Add(l.cfg.ReadHeaderTimeout))
+		if buf, _ := br.Peek(br.Buffered()); !bytes.Contains(buf, []byte("\r\n\r\n")) {
+			c.SetReadDeadline(time.Now().Add(l.cfg.ReadHeaderTimeout))
+		}
 		req, n, ok := parseFastRequest(br, l.s.cfg.MaxBodyBytes)
 		if !ok {
 			c.SetReadDeadline(time.Time{})
@@ -265,7 +265,9 @@ func (l *FastListener) serve(fc *fastConn) {
 			return
 		}
 		br.Discard(n)
-		c.SetReadDeadline(time.Now().Add(l.s.cfg.BodyTimeout))
+		if int64(br.Buffered()) < req.ContentLength {
+			c.SetReadDeadline(time.Now().Add(l.s.cfg.BodyTimeout))
+		}
 		body := make([]byte, req.ContentLength)
 		if _, err := io.ReadFull(br, body); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -278,7 +280,6 @@ func (l *FastListener) serve(fc *fastConn) {
 			}
 			return
 		}
-		c.SetReadDeadline(time.Time{})
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.RemoteAddr = c.RemoteAddr().String()
 		w := newFastWriter()
@@ -288,9 +289,7 @@ func (l *FastListener) serve(fc *fastConn) {
 		}
 		w.writeTo(bw)
 		err := bw.Flush()
-		l.mu.Lock()
-		l.served++
-		l.mu.Unlock()
+		l.served.Add(1)
 		if err != nil || w.closeAfter {
 			return
 		}
@@ -479,7 +478,11 @@ func (w *fastWriter) writeTo(bw *bufio.Writer) {
 	if text == "" {
 		text = "status code " + strconv.Itoa(w.status)
 	}
-	fmt.Fprintf(bw, "HTTP/1.1 %03d %s\r\n", w.status, text)
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(strconv.Itoa(w.status))
+	bw.WriteString(" ")
+	bw.WriteString(text)
+	bw.WriteString("\r\n")
 	keys := make([]string, 0, len(w.h))
 	for k := range w.h {
 		if k != "Content-Length" && k != "Date" && k != "Connection" && k != "Transfer-Encoding" {
