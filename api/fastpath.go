@@ -56,14 +56,16 @@ type FastConfig struct {
 // itself and hands the server only the connections it leaves (see above).
 // Close stops accepting; Shutdown also waits for the requests in progress.
 type FastListener struct {
-	ln      net.Listener
-	s       *Server
-	cfg     FastConfig
-	handoff chan net.Conn
-	done    chan struct{} // closed by Close
-	errOnce sync.Once
-	err     error // the accept error, set before done is closed
-	start   sync.Once
+	ln       net.Listener
+	s        *Server
+	cfg      FastConfig
+	handoff  chan net.Conn
+	done     chan struct{} // closed by Close
+	errOnce  sync.Once
+	err      error // the accept error, set before done is closed
+	start    sync.Once
+	closed   sync.Once
+	closeErr error // the listener's Close, the first time
 
 	mu      sync.Mutex
 	conns   map[*fastConn]struct{} // the connections on the fast path
@@ -138,11 +140,15 @@ func (l *FastListener) Accept() (net.Conn, error) {
 }
 
 // Close stops accepting connections; those on the fast path go on until
-// Shutdown or CloseAll.
+// Shutdown or CloseAll. Every call returns what the first did: Shutdown and
+// the http.Server's own Shutdown both close the listener, and the second
+// must not read as a failure.
 func (l *FastListener) Close() error {
-	err := l.ln.Close()
-	l.fail(net.ErrClosed)
-	return err
+	l.closed.Do(func() {
+		l.closeErr = l.ln.Close()
+		l.fail(net.ErrClosed)
+	})
+	return l.closeErr
 }
 
 // Addr returns the listener's address.
@@ -157,6 +163,13 @@ func (l *FastListener) Served() int64 { return l.served.Load() }
 // runs for the connections handed to net/http.
 func (l *FastListener) Shutdown(ctx context.Context) error {
 	l.Close()
+	return l.Drain(ctx)
+}
+
+// Drain is Shutdown without closing the listener: beside an http.Server's
+// Shutdown, which closes it (so that its Serve returns ErrServerClosed).
+// Connections accepted from now on are closed at once.
+func (l *FastListener) Drain(ctx context.Context) error {
 	l.closing.Store(true)
 	l.mu.Lock()
 	for fc := range l.conns {
@@ -215,6 +228,16 @@ func (l *FastListener) forget(fc *fastConn) {
 type prefixConn struct {
 	net.Conn
 	r *bufio.Reader
+}
+
+// CloseWrite half-closes a TCP connection, which net/http does before it
+// closes one after an error, so that the client reads the answer before the
+// reset.
+func (p *prefixConn) CloseWrite() error {
+	if cw, ok := p.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (p *prefixConn) Read(b []byte) (int, error) {

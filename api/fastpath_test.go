@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -349,4 +350,48 @@ func FuzzParseFastRequest(f *testing.F) {
 			t.Fatalf("headers %v, net/http %v", req.Header, want.Header)
 		}
 	})
+}
+
+// The node drains the FastListener beside its http.Server's Shutdown: the
+// idle fast connection closes, Serve returns ErrServerClosed, and closing the
+// listener again fails nothing.
+func TestFastPathShutdownBesideServer(t *testing.T) {
+	s := NewServer(testConfig, okBackend())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := s.FastListener(ln, FastConfig{})
+	srv := &http.Server{Handler: s}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(fl) }()
+	exchange(t, ln.Addr().String(), post("/v1/tx", "", goodTx), 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// As the node does: the fast connections drain beside the server's
+	// Shutdown, which closes the listener.
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	io.WriteString(idle, post("/v1/tx", "", goodTx))
+	if _, err := http.ReadResponse(bufio.NewReader(idle), nil); err != nil {
+		t.Fatal(err)
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- fl.Drain(ctx) }()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Errorf("http.Server.Shutdown: %v", err)
+	}
+	if err := <-drained; err != nil {
+		t.Errorf("FastListener.Drain: %v", err)
+	}
+	// Closing again, as FastListener.Shutdown would, is no failure.
+	if err := fl.Close(); err != nil {
+		t.Errorf("a second Close: %v", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve: %v", err)
+	}
 }

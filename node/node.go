@@ -227,14 +227,20 @@ func (n *Node) Close() error {
 		}
 		if n.srv != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.ShutdownTimeout)
+			fastDone := make(chan error, 1)
+			if n.fast != nil {
+				// Its idle connections close, and its requests finish, beside
+				// net/http's; srv.Shutdown closes the listener.
+				go func() { fastDone <- n.fast.Drain(ctx) }()
+			} else {
+				fastDone <- nil
+			}
 			if err := n.srv.Shutdown(ctx); err != nil {
 				n.log.Warn("http shutdown", "err", err)
 				n.srv.Close()
 			}
-			if n.fast != nil {
-				if err := n.fast.Shutdown(ctx); err != nil {
-					n.log.Warn("http fast path shutdown", "err", err)
-				}
+			if err := <-fastDone; err != nil {
+				n.log.Warn("http fast path shutdown", "err", err)
 			}
 			if err := n.api.CloseStreams(ctx); err != nil {
 				n.log.Warn("propose streams shutdown", "err", err)
