@@ -240,12 +240,7 @@ func (p *prefixConn) CloseWrite() error {
 	return nil
 }
 
-func (p *prefixConn) Read(b []byte) (int, error) {
-	if p.r.Buffered() == 0 {
-		return p.Conn.Read(b) // nothing left of what the fast path read
-	}
-	return p.r.Read(b)
-}
+func (p *prefixConn) Read(b []byte) (int, error) { return p.r.Read(b) }
 
 // serve runs the fast path on one connection until it closes, or hands it to
 // net/http.
@@ -274,10 +269,9 @@ func (l *FastListener) serve(fc *fastConn) {
 		if !l.setIdle(fc, false) {
 			return
 		}
-		if buf, _ := br.Peek(br.Buffered()); !bytes.Contains(buf, []byte("\r\n\r\n")) {
+		req, n, ok := parseFastRequest(br, l.s.cfg.MaxBodyBytes, func() {
 			c.SetReadDeadline(time.Now().Add(l.cfg.ReadHeaderTimeout))
-		}
-		req, n, ok := parseFastRequest(br, l.s.cfg.MaxBodyBytes)
+		})
 		if !ok {
 			c.SetReadDeadline(time.Time{})
 			select {
@@ -334,9 +328,10 @@ func (l *FastListener) call(w *fastWriter, req *http.Request) (ok bool) {
 
 // parseFastRequest parses the header of the next request in br without
 // consuming it. It returns the request (without its body) and the header's
-// length, or ok false for anything the fast path leaves to net/http.
-func parseFastRequest(br *bufio.Reader, maxBody int64) (req *http.Request, n int, ok bool) {
-	end, err := headerEnd(br)
+// length, or ok false for anything the fast path leaves to net/http. Before it
+// first waits for more of the header than br holds, it calls wait (if not nil).
+func parseFastRequest(br *bufio.Reader, maxBody int64, wait func()) (req *http.Request, n int, ok bool) {
+	end, err := headerEnd(br, wait)
 	if err != nil || end < 0 {
 		return nil, 0, false
 	}
@@ -416,8 +411,9 @@ func fastTarget(target []byte) bool {
 }
 
 // headerEnd returns the length of the header at the start of br's buffer,
-// reading more as needed, or -1 if it does not fit in the buffer.
-func headerEnd(br *bufio.Reader) (int, error) {
+// reading more as needed, or -1 if it does not fit in the buffer. wait, if not
+// nil, is called once, before the first read.
+func headerEnd(br *bufio.Reader, wait func()) (int, error) {
 	for {
 		buf, _ := br.Peek(br.Buffered())
 		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
@@ -425,6 +421,10 @@ func headerEnd(br *bufio.Reader) (int, error) {
 		}
 		if len(buf) == br.Size() {
 			return -1, nil
+		}
+		if wait != nil {
+			wait()
+			wait = nil
 		}
 		if _, err := br.Peek(len(buf) + 1); err != nil {
 			return -1, err

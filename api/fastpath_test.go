@@ -324,7 +324,7 @@ func FuzzParseFastRequest(f *testing.F) {
 	f.Add([]byte("POST /v1/tx?%zz HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n"))
 	f.Add([]byte("GET /v1/tx HTTP/1.1\r\nHost: h\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, head []byte) {
-		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), 1<<20)
+		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), 1<<20, nil)
 		if !ok {
 			return
 		}

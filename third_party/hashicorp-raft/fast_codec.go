@@ -165,14 +165,6 @@ func (e *mpWriter) rawLen(n int) {
 	}
 }
 
-// key writes a struct field name.
-func (e *mpWriter) key(s string) {
-	e.rawLen(len(s))
-	if e.err == nil {
-		_, e.err = e.w.WriteString(s)
-	}
-}
-
 // raw writes a byte slice: nil as nil, else a legacy raw string.
 func (e *mpWriter) raw(b []byte) {
 	if b == nil {
@@ -183,6 +175,7 @@ func (e *mpWriter) raw(b []byte) {
 	e.bytes(b)
 }
 
+// string writes a string, a struct field name among them.
 func (e *mpWriter) string(s string) {
 	e.rawLen(len(s))
 	if e.err == nil {
@@ -251,9 +244,9 @@ func (e *mpWriter) time(t time.Time, timeNotBuiltin bool) {
 func writeAppendEntriesRequest(w *bufio.Writer, req *AppendEntriesRequest, timeNotBuiltin bool) error {
 	e := mpWriter{w: w}
 	e.mapLen(9)
-	e.key("Addr")
+	e.string("Addr")
 	e.raw(req.Addr)
-	e.key("Entries")
+	e.string("Entries")
 	if req.Entries == nil {
 		e.byte1(mpNil)
 	} else {
@@ -264,33 +257,33 @@ func writeAppendEntriesRequest(w *bufio.Writer, req *AppendEntriesRequest, timeN
 				continue
 			}
 			e.mapLen(6)
-			e.key("AppendedAt")
+			e.string("AppendedAt")
 			e.time(l.AppendedAt, timeNotBuiltin)
-			e.key("Data")
+			e.string("Data")
 			e.raw(l.Data)
-			e.key("Extensions")
+			e.string("Extensions")
 			e.raw(l.Extensions)
-			e.key("Index")
+			e.string("Index")
 			e.uint(l.Index)
-			e.key("Term")
+			e.string("Term")
 			e.uint(l.Term)
-			e.key("Type")
+			e.string("Type")
 			e.uint(uint64(l.Type))
 		}
 	}
-	e.key("ID")
+	e.string("ID")
 	e.raw(req.ID)
-	e.key("Leader")
+	e.string("Leader")
 	e.raw(req.Leader)
-	e.key("LeaderCommitIndex")
+	e.string("LeaderCommitIndex")
 	e.uint(req.LeaderCommitIndex)
-	e.key("PrevLogEntry")
+	e.string("PrevLogEntry")
 	e.uint(req.PrevLogEntry)
-	e.key("PrevLogTerm")
+	e.string("PrevLogTerm")
 	e.uint(req.PrevLogTerm)
-	e.key("ProtocolVersion")
+	e.string("ProtocolVersion")
 	e.int(int64(req.ProtocolVersion))
-	e.key("Term")
+	e.string("Term")
 	e.uint(req.Term)
 	return e.err
 }
@@ -301,19 +294,19 @@ func writeAppendEntriesResponse(w *bufio.Writer, rpcErr string, resp *AppendEntr
 	e := mpWriter{w: w}
 	e.string(rpcErr)
 	e.mapLen(7)
-	e.key("Addr")
+	e.string("Addr")
 	e.raw(resp.Addr)
-	e.key("ID")
+	e.string("ID")
 	e.raw(resp.ID)
-	e.key("LastLog")
+	e.string("LastLog")
 	e.uint(resp.LastLog)
-	e.key("NoRetryBackoff")
+	e.string("NoRetryBackoff")
 	e.bool(resp.NoRetryBackoff)
-	e.key("ProtocolVersion")
+	e.string("ProtocolVersion")
 	e.int(int64(resp.ProtocolVersion))
-	e.key("Success")
+	e.string("Success")
 	e.bool(resp.Success)
-	e.key("Term")
+	e.string("Term")
 	e.uint(resp.Term)
 	return e.err
 }
