@@ -166,7 +166,8 @@ type serverStream struct {
 	ctx    context.Context // ends when the stream fails or CloseStreams gives up waiting
 	cancel context.CancelFunc
 
-	w msgWriter // writes the answers; its conn is conn
+	wmu    sync.Mutex // serializes answers
+	failed bool       // a write failed; guarded by wmu
 }
 
 // handleStream serves GET /v1/internal/stream: it upgrades the connection to a
@@ -211,7 +212,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	ss.mu.Lock()
-	st.conn, st.w.conn = conn, conn
+	st.conn = conn
 	closed := ss.closed
 	ss.mu.Unlock()
 	if closed {
@@ -265,12 +266,18 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 	inflight.Wait()
 }
 
-// write writes one answer message to st, or hands it to the answer being
-// written (msgWriter). After a failed write (a peer that reads nothing for
-// streamWriteTimeout, or a broken connection) it closes the connection, which
-// ends the reading, and drops what follows.
+// write writes one answer message to st. After a failed write (a peer that
+// reads nothing for streamWriteTimeout, or a broken connection) it closes the
+// connection, which ends the reading, and drops what follows.
 func (st *serverStream) write(msg []byte) {
-	if err := st.w.write(msg, time.Now().Add(streamWriteTimeout)); err != nil {
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	if st.failed {
+		return
+	}
+	_ = st.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := st.conn.Write(msg); err != nil {
+		st.failed = true
 		st.cancel()
 		st.conn.Close()
 	}

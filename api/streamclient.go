@@ -208,7 +208,7 @@ func (p *Streams) open(ctx context.Context, cs *clientStream) error {
 		return fmt.Errorf("open propose stream to %s: %w", cs.base, aerr)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	cs.conn, cs.br, cs.w.conn = conn, br, conn
+	cs.conn, cs.br = conn, br
 	return nil
 }
 
@@ -225,7 +225,7 @@ type clientStream struct {
 
 	pingAfter, deadAfter time.Duration // streamPingAfter and streamDeadAfter
 
-	w msgWriter // writes the requests and pings; its conn is conn
+	wmu sync.Mutex // serializes writes
 
 	mu        sync.Mutex
 	err       error // set once the stream failed
@@ -282,7 +282,11 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	if least := time.Now().Add(cs.deadAfter); dl.Before(least) {
 		dl = least
 	}
-	if err := cs.w.write(msg, dl); err != nil {
+	cs.wmu.Lock()
+	_ = cs.conn.SetWriteDeadline(dl)
+	_, err := cs.conn.Write(msg)
+	cs.wmu.Unlock()
+	if err != nil {
 		// A write cut short leaves the stream mid-message: nothing more can go
 		// on it.
 		cs.fail(fmt.Errorf("write: %w", err))
@@ -340,14 +344,17 @@ func (cs *clientStream) watch() {
 			cs.fail(fmt.Errorf("no answer to a ping for %v", cs.deadAfter))
 			return
 		case ping:
-			// A write in progress is not a ping's to wait for: it either ends,
-			// and the next tick pings, or it times out and fails the stream.
-			wrote, err := cs.w.tryWrite(encodeStreamRequest(pingID, "", nil), now.Add(cs.deadAfter))
-			if err != nil {
-				cs.fail(fmt.Errorf("write ping: %w", err))
-				return
-			}
-			if !wrote {
+			// A write in progress holds the lock: it either ends, and the next tick
+			// pings, or it times out and fails the stream.
+			if cs.wmu.TryLock() {
+				_ = cs.conn.SetWriteDeadline(now.Add(cs.deadAfter))
+				_, err := cs.conn.Write(encodeStreamRequest(pingID, "", nil))
+				cs.wmu.Unlock()
+				if err != nil {
+					cs.fail(fmt.Errorf("write ping: %w", err))
+					return
+				}
+			} else {
 				cs.mu.Lock()
 				cs.pinged = time.Time{}
 				cs.mu.Unlock()
