@@ -32,4 +32,4 @@ echo "== the patched hashicorp/raft (third_party/hashicorp-raft/PATCHES.md)"
 # every test cluster. (Upstream's whole suite takes minutes and has tests that
 # fail as root or by timing, with or without the patch: run it by hand.)
 (cd third_party/hashicorp-raft && RAFT_PARALLEL_LEADER_APPEND=1 go test -race -count=1 \
-	-run '^(TestParallelLeaderAppend_.*|TestCommitment.*|TestFastCodec.*|TestApplyLogEnqueue|FuzzFastCodecRequest|TestNetworkTransport_.*|TestRaft_(SingleNode|TripleNode|LeaderFail|BehindFollower|ApplyConcurrent|RemoveFollower|RemoveLeader|SnapshotRestore|AutoSnapshot|UserSnapshot|SendSnapshotAndLogsFollower|ReJoinFollower|LeaderLeaseExpire|Barrier|LeadershipTransferWithWrites|CacheLogWithStoreError))$' .)
+	-run '^(TestParallelLeaderAppend_.*|TestCommitment.*|TestFastCodec.*|FuzzFastCodecRequest|TestNetworkTransport_.*|TestRaft_(SingleNode|TripleNode|LeaderFail|BehindFollower|ApplyConcurrent|RemoveFollower|RemoveLeader|SnapshotRestore|AutoSnapshot|UserSnapshot|SendSnapshotAndLogsFollower|ReJoinFollower|LeaderLeaseExpire|Barrier|LeadershipTransferWithWrites|CacheLogWithStoreError))$' .)

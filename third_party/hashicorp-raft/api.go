@@ -835,6 +835,11 @@ func (r *Raft) Apply(cmd []byte, timeout time.Duration) ApplyFuture {
 func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 	metrics.IncrCounter([]string{"raft", "apply"}, 1)
 
+	var timer <-chan time.Time
+	if timeout > 0 {
+		timer = time.After(timeout)
+	}
+
 	// Create a log future, no index or term yet
 	logFuture := &logFuture{
 		log: Log{
@@ -844,25 +849,6 @@ func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 		},
 	}
 	logFuture.init()
-
-	// txlog: enqueue without a timer when applyCh has room, as it has unless
-	// the leader loop is behind; a timer per entry was 1-2% of a loaded
-	// leader's CPU. The outcomes are those of the select below.
-	select {
-	case <-r.shutdownCh:
-		return errorFuture{ErrRaftShutdown}
-	default:
-	}
-	select {
-	case r.applyCh <- logFuture:
-		return logFuture
-	default:
-	}
-
-	var timer <-chan time.Time
-	if timeout > 0 {
-		timer = time.After(timeout)
-	}
 
 	select {
 	case <-timer:
