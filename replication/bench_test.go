@@ -26,7 +26,8 @@ import (
 // per-batch fsync, as node runs it) and its Raft log fsynced, and clients
 // proposing single-op transactions with 256-byte values on the leader. It
 // reports the median and 99th percentile commit latency (propose to applied on
-// the leader) and the commits per second. Compare log stores and client counts
+// the leader), the commits per second, and the process's CPU time (the three
+// servers' and the clients') per commit. Compare log stores and client counts
 // within one run, not absolute numbers across machines:
 //
 //	go test -run x -bench BenchmarkCommit -benchtime 3s ./replication/
@@ -81,6 +82,7 @@ func benchCommit(b *testing.B, kind string, clients int, serial bool) {
 	}
 	ctx := context.Background()
 	b.ResetTimer()
+	cpu := cpuTime()
 	var wg sync.WaitGroup
 	per := (b.N + clients - 1) / clients
 	for range clients {
@@ -102,6 +104,7 @@ func benchCommit(b *testing.B, kind string, clients int, serial bool) {
 		})
 	}
 	wg.Wait()
+	cpu = cpuTime() - cpu
 	b.StopTimer()
 	if len(lats) == 0 {
 		return
@@ -110,6 +113,7 @@ func benchCommit(b *testing.B, kind string, clients int, serial bool) {
 	b.ReportMetric(float64(lats[len(lats)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lats[len(lats)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric(float64(len(lats))/b.Elapsed().Seconds(), "commits/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(lats)), "cpu-µs/commit")
 	b.ReportMetric(0, "ns/op")
 	if sink != nil {
 		for _, iv := range sink.Data() {
