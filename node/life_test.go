@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,4 +40,31 @@ func TestEveryStopsAtClose(t *testing.T) {
 	if got := rounds.Load(); got != after {
 		t.Fatalf("%d rounds after every returned", got-after)
 	}
+}
+
+// TestCloseWithoutRun: a node opened and closed without Run frees its HTTP
+// port (and its Raft port and data dir lock): the same config opens again.
+func TestCloseWithoutRun(t *testing.T) {
+	addrs := freeAddrs(t, 2)
+	cfg := Config{
+		ID:       "n1",
+		DataDir:  t.TempDir(),
+		HTTPAddr: addrs[0],
+		RaftAddr: addrs[1],
+		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[1]}},
+	}
+	for i := range 2 {
+		n, err := Open(cfg)
+		if err != nil {
+			t.Fatalf("open %d: %v", i+1, err)
+		}
+		if err := n.Close(); err != nil {
+			t.Fatalf("close %d: %v", i+1, err)
+		}
+	}
+	ln, err := net.Listen("tcp", addrs[0])
+	if err != nil {
+		t.Fatalf("the HTTP port is still held after Close: %v", err)
+	}
+	ln.Close()
 }

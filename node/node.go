@@ -258,8 +258,12 @@ func (n *Node) Close() error {
 // closeParts closes what Open opened, in reverse order.
 func (n *Node) closeParts() error {
 	var errs []error
-	if n.ln != nil && n.srv == nil {
-		errs = append(errs, n.ln.Close())
+	if n.ln != nil {
+		// srv.Shutdown closed it if Run served it; a node closed without Run
+		// (or whose Open failed) still holds it.
+		if err := n.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
 	}
 	if n.raft != nil {
 		if err := n.raft.Close(); err != nil {
