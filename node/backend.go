@@ -147,7 +147,7 @@ func (n *Node) catchUp(ctx context.Context) {
 			return
 		}
 	}
-	_ = n.raft.WaitApplied(ctx, n.raft.Status().CommitIndex)
+	_ = n.raft.WaitCurrent(ctx, n.raft.Status().CommitIndex)
 }
 
 // Get implements api.Backend.

@@ -111,7 +111,7 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 		return
 	}
 	// Catch up with what the leader has committed, as far as this node knows.
-	_ = n.raft.WaitApplied(ctx, n.raft.Status().CommitIndex)
+	_ = n.raft.WaitCurrent(ctx, n.raft.Status().CommitIndex)
 	for _, p := range ps {
 		if p.id != 0 && p.sent {
 			if o, err := n.db.Tx(p.id); err == nil {

@@ -535,3 +535,59 @@ func TestClose(t *testing.T) {
 	n.start(t)
 	leader(t, nodes)
 }
+
+// TestCurrentAfterIdleLeaderChange: after a leader change with no write since,
+// the last committed entries are the new leader's no-op and a read's barrier,
+// which no state machine sees. Every server's Status must still say it is
+// current to the commit index (node's /readyz goes by it), and WaitCurrent for
+// the commit index must return, where AppliedIndex and WaitApplied stay short.
+func TestCurrentAfterIdleLeaderChange(t *testing.T) {
+	nodes := newCluster(t, 3, nil)
+	l := leader(t, nodes)
+	last := apply(t, l, "before")
+	waitApplied(t, nodes, last)
+	target := followers(nodes, l)[0]
+	if _, err := l.r.TransferLeadership(ctxTimeout(t, 10*time.Second), target.cfg.ID); err != nil {
+		t.Fatalf("TransferLeadership: %v", err)
+	}
+	l2 := leader(t, nodes)
+	if _, err := l2.r.ReadIndex(ctxTimeout(t, 5*time.Second)); err != nil { // commits the term's barrier
+		t.Fatalf("ReadIndex on the new leader: %v", err)
+	}
+	commit := l2.r.Status().CommitIndex
+	if commit < last+2 {
+		t.Fatalf("commit index %d after the no-op and the barrier, want at least %d", commit, last+2)
+	}
+	for _, n := range nodes {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			st := n.r.Status()
+			if st.CommitIndex >= commit && st.AppliedIndex == st.CommitIndex {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: Status() = %+v: the state machine is not current to the commit index", n.cfg.ID, st)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := n.r.AppliedIndex(); got != last {
+			t.Errorf("%s: AppliedIndex() = %d, want %d, the last entry the state machine saw", n.cfg.ID, got, last)
+		}
+		if err := n.r.WaitCurrent(ctxTimeout(t, time.Second), commit); err != nil {
+			t.Errorf("%s: WaitCurrent(%d): %v", n.cfg.ID, commit, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		if err := n.r.WaitApplied(ctx, commit); !errors.Is(err, ErrTimeout) {
+			t.Errorf("%s: WaitApplied(%d) = %v, want a timeout: no entry the state machine sees is there", n.cfg.ID, commit, err)
+		}
+		cancel()
+	}
+	// The next write moves both on.
+	next := apply(t, l2, "after")
+	waitApplied(t, nodes, next)
+	for _, n := range nodes {
+		if err := n.r.WaitCurrent(ctxTimeout(t, 5*time.Second), next); err != nil {
+			t.Errorf("%s: WaitCurrent(%d) after a write: %v", n.cfg.ID, next, err)
+		}
+	}
+}

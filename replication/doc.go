@@ -17,7 +17,10 @@
 // store.Command and returns its store.Result and log index once the local state
 // machine has applied it. ReadIndex makes a linearizable read: the state
 // machine reflects every write committed before the call once it returns.
-// WaitApplied waits for an index on any server. Subscribe reports leader
+// WaitApplied waits for an index on any server; WaitCurrent waits for the
+// commit index, counting raft's own no-op and barrier entries, which the state
+// machine never sees, as applied once everything before them is (Status's
+// AppliedIndex counts them the same way). Subscribe reports leader
 // changes; Join, Remove, Members and TransferLeadership manage membership.
 //
 // # Errors

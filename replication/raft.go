@@ -343,10 +343,26 @@ func (r *Raft) await(ctx context.Context, f raft.Future) error {
 // WaitApplied waits until this server's state machine has applied the entry at
 // index and everything before it. Use indexes from Apply or ReadIndex: raft's
 // barrier and no-op entries never reach the state machine, so waiting for one
-// lasts until the next entry that does.
+// lasts until the next entry that does. WaitCurrent waits for the commit index.
 func (r *Raft) WaitApplied(ctx context.Context, index uint64) error {
+	return r.waitApplied(ctx, index, false)
+}
+
+// WaitCurrent waits until this server's state machine is current to index
+// (CurrentIndex): as WaitApplied, but a committed no-op or barrier entry counts
+// as applied once everything before it is. Waiting for the commit index this
+// server knows returns on an idle cluster whose last entry is a new leader's
+// no-op, where WaitApplied waits for the next write.
+func (r *Raft) WaitCurrent(ctx context.Context, index uint64) error {
+	return r.waitApplied(ctx, index, true)
+}
+
+func (r *Raft) waitApplied(ctx context.Context, index uint64, raftOnly bool) error {
 	for {
 		applied, changed := r.fsm.watch()
+		if raftOnly {
+			applied = r.current(applied, index)
+		}
 		if applied >= index {
 			return nil
 		}
@@ -360,10 +376,41 @@ func (r *Raft) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// AppliedIndex returns the index this server's state machine is current to.
+// AppliedIndex returns the index of the last entry this server's state machine
+// applied.
 func (r *Raft) AppliedIndex() uint64 {
 	applied, _ := r.fsm.watch()
 	return applied
+}
+
+// CurrentIndex returns the index this server's state machine is current to:
+// AppliedIndex, moved over the committed no-op and barrier entries right after
+// it, which the state machine never sees and which change nothing (current).
+// After a leader change on an idle cluster the commit index is the new
+// leader's no-op (and maybe a read's barrier): AppliedIndex stays below it
+// until the next write, CurrentIndex reaches it.
+func (r *Raft) CurrentIndex() uint64 {
+	applied, _ := r.fsm.watch()
+	return r.current(applied, r.raft.CommitIndex())
+}
+
+// maxRaftOnly bounds the entries current reads from the log.
+const maxRaftOnly = 8
+
+// current returns applied moved over the committed entries after it, up to
+// upTo, that never reach the state machine: a new leader's no-op, a barrier.
+// It reads them from the log, at most maxRaftOnly, and stops at the first other
+// entry (a command or a configuration change on its way to the state machine)
+// or at one it cannot read.
+func (r *Raft) current(applied, upTo uint64) uint64 {
+	upTo = min(upTo, r.raft.CommitIndex(), applied+maxRaftOnly)
+	for i := applied + 1; i <= upTo; i++ {
+		var l raft.Log
+		if err := r.logs.GetLog(i, &l); err != nil || (l.Type != raft.LogNoop && l.Type != raft.LogBarrier) {
+			return i - 1
+		}
+	}
+	return max(applied, upTo)
 }
 
 // ReadIndex returns an index such that this server's state machine, once it
@@ -485,7 +532,7 @@ type Status struct {
 	State        string // "leader", "follower", "candidate" or "shutdown"
 	Term         uint64
 	CommitIndex  uint64    // the highest index known to be committed
-	AppliedIndex uint64    // the index this server's state machine is current to
+	AppliedIndex uint64    // the index this server's state machine is current to (CurrentIndex)
 	LastIndex    uint64    // the last index in this server's log or snapshot
 	LeaderID     string    // empty while no leader is known
 	LeaderAddr   string    // the leader's Raft address
@@ -495,13 +542,15 @@ type Status struct {
 // Status returns this server's Raft state.
 func (r *Raft) Status() Status {
 	addr, id := r.raft.LeaderWithID()
+	commit := r.raft.CommitIndex()
+	applied, _ := r.fsm.watch()
 	return Status{
 		ID:           r.id,
 		Addr:         r.addr,
 		State:        strings.ToLower(r.raft.State().String()),
 		Term:         r.raft.CurrentTerm(),
-		CommitIndex:  r.raft.CommitIndex(),
-		AppliedIndex: r.AppliedIndex(),
+		CommitIndex:  commit,
+		AppliedIndex: r.current(applied, commit),
 		LastIndex:    r.raft.LastIndex(),
 		LeaderID:     string(id),
 		LeaderAddr:   string(addr),
