@@ -60,8 +60,11 @@ func FaultSummary(ops []Op, faults []FaultEvent) []FaultStats {
 		if f.Err != "" || f.Recovered.IsZero() {
 			s.Failed++
 		}
-		if f.Injected.IsZero() {
-			continue
+		if !f.Injected.IsZero() && !f.Recovered.IsZero() {
+			a.recovery = append(a.recovery, f.Recovered.Sub(f.Injected))
+		}
+		if f.Injected.IsZero() || f.Idle {
+			continue // no write was sent after an idle fault
 		}
 		if d, ok := firstAnswerAfter(ops, f.Injected, AnswerOK); ok {
 			a.to200 = append(a.to200, d)
@@ -75,9 +78,6 @@ func FaultSummary(ops []Op, faults []FaultEvent) []FaultStats {
 		}
 		if f.Election > 0 {
 			a.election = append(a.election, f.Election)
-		}
-		if !f.Recovered.IsZero() {
-			a.recovery = append(a.recovery, f.Recovered.Sub(f.Injected))
 		}
 	}
 	var out []FaultStats
@@ -102,11 +102,15 @@ func FaultSummary(ops []Op, faults []FaultEvent) []FaultStats {
 func CheckAvailability(ops []Op, faults []FaultEvent) CheckResult {
 	var v violations
 	for _, f := range faults {
+		kind := string(f.Kind)
+		if f.Idle {
+			kind += " (idle, after the workload)"
+		}
 		switch {
 		case f.Err != "":
-			v.addf("%s on %v at %s: %s", f.Kind, f.Nodes, f.Injected.Format(time.StampMilli), f.Err)
+			v.addf("%s on %v at %s: %s", kind, f.Nodes, f.Injected.Format(time.StampMilli), f.Err)
 		case f.Recovered.IsZero():
-			v.addf("%s on %v at %s: the cluster did not recover", f.Kind, f.Nodes, f.Injected.Format(time.StampMilli))
+			v.addf("%s on %v at %s: the cluster did not recover", kind, f.Nodes, f.Injected.Format(time.StampMilli))
 		}
 	}
 	stats := FaultSummary(ops, faults)

@@ -3,6 +3,7 @@ package chaos
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -299,6 +300,17 @@ func TestCheckAvailability(t *testing.T) {
 	if got := stats[0].To202P50; got != 6*time.Millisecond {
 		t.Errorf("To202P50 = %v, want 6ms", got)
 	}
+
+	// An idle fault (after the workload) counts for its recovery only: no
+	// write follows it, which is not a missing 200.
+	idle := append(slices.Clone(faults), FaultEvent{Kind: FaultKillLeader, Idle: true, Injected: at(100), Healed: at(101), Recovered: at(130)})
+	wantPass(t, CheckAvailability(h.ops, idle))
+	stats = FaultSummary(h.ops, idle)
+	if stats[0].Count != 3 || stats[0].No200 != 1 || stats[0].RecoveryMax != 30*time.Millisecond {
+		t.Fatalf("FaultSummary() with an idle kill-leader = %+v; want 3 kill-leaders, still one without a 200, recovery max 30ms", stats[0])
+	}
+	idle[3].Recovered = time.Time{}
+	wantFail(t, CheckAvailability(h.ops, idle), "kill-leader (idle, after the workload)")
 
 	faults = append(faults, FaultEvent{Kind: FaultQuorumLoss, Nodes: []string{"n1", "n2"}, Injected: at(80), Healed: at(90)})
 	wantFail(t, CheckAvailability(h.ops, faults), "did not recover")

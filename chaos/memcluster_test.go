@@ -267,7 +267,7 @@ func TestRunTargetsPasses(t *testing.T) {
 	if rep.Failed() {
 		t.Fatalf("a correct cluster failed:\n%s", summary(rep))
 	}
-	if rep.Mode != "targets" || len(rep.Faults) != 5 || rep.Counts.Writes == 0 || rep.Counts.Reads == 0 || rep.Counts.Accepted == 0 {
+	if rep.Mode != "targets" || len(rep.Faults) != 6 || !rep.Faults[5].Idle || rep.Counts.Writes == 0 || rep.Counts.Reads == 0 || rep.Counts.Accepted == 0 {
 		t.Fatalf("report:\n%s", summary(rep))
 	}
 	joined := strings.Join(cmds, "\n")
@@ -276,8 +276,8 @@ func TestRunTargetsPasses(t *testing.T) {
 			t.Errorf("fault commands %q lack %q", cmds, want)
 		}
 	}
-	if rep.LeaderKills != 2 {
-		t.Errorf("LeaderKills = %d, want 2 (kill-leader and quorum-loss)", rep.LeaderKills)
+	if rep.LeaderKills != 3 {
+		t.Errorf("LeaderKills = %d, want 3 (kill-leader, quorum-loss and the idle kill-leader)", rep.LeaderKills)
 	}
 	dir := t.TempDir()
 	if err := rep.WriteJSON(filepath.Join(dir, "r.json")); err != nil {

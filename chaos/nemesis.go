@@ -168,8 +168,11 @@ type FaultEvent struct {
 	// until another node led; for term-leader it is the hand-over time.
 	Election time.Duration `json:"election,omitempty"`
 	// LeaderKills counts the SIGKILLs of the leader in this fault.
-	LeaderKills int    `json:"leader_kills,omitempty"`
-	Err         string `json:"err,omitempty"`
+	LeaderKills int `json:"leader_kills,omitempty"`
+	// Idle marks the leader change made after the workload ended (idleFault):
+	// no write follows it, so only its recovery counts.
+	Idle bool   `json:"idle,omitempty"`
+	Err  string `json:"err,omitempty"`
 }
 
 // NemesisConfig describes the faults of a run. Zero values mean "use the default".
@@ -247,6 +250,31 @@ func (n *nemesis) run(ctx context.Context) {
 		n.mu.Unlock()
 		n.log.Info("fault done", "fault", f, "nodes", ev.Nodes, "election", ev.Election, "recovered", !ev.Recovered.IsZero(), "err", ev.Err)
 	}
+}
+
+// idleFaults are the faults idleFault may make, in order of preference.
+var idleFaults = []Fault{FaultKillLeader, FaultTermLeader, FaultPartitionLeader}
+
+// idleFault changes the leader once more after the workload has ended, with the
+// first of idleFaults the target supports, and records it as an Idle event: a
+// cluster whose last entries are a new leader's (its no-op, which no state
+// machine sees) must still become ready with no write to follow. The nineteenth
+// round's soak found one that did not, by chance: its last fault fell as the
+// workload ended. It returns false when the target supports none of them.
+func (n *nemesis) idleFault(ctx context.Context) bool {
+	for _, f := range idleFaults {
+		if n.target.Supports(f) != nil {
+			continue
+		}
+		ev := n.inject(ctx, f)
+		ev.Idle = true
+		n.mu.Lock()
+		n.events = append(n.events, ev)
+		n.mu.Unlock()
+		n.log.Info("idle fault done", "fault", f, "nodes", ev.Nodes, "recovered", !ev.Recovered.IsZero(), "err", ev.Err)
+		return true
+	}
+	return false
 }
 
 // inject runs one fault from injection to recovery. It uses its own context for

@@ -217,6 +217,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("chaos: interrupted after %v: %w", time.Since(start).Round(time.Second), ctx.Err())
 	}
 
+	// A leader change on the idle cluster: it must become ready with no write
+	// after it.
+	if !nem.idleFault(ctx) {
+		log.Warn("no idle leader change: the target supports none of", "faults", faultNames(idleFaults))
+	}
+
 	// Settle: the cluster whole, every node caught up, nothing parked.
 	settleCtx, cancel := context.WithTimeout(ctx, cfg.ResolveTimeout)
 	if err := mon.waitHealthy(settleCtx); err != nil {

@@ -83,8 +83,11 @@ func TestShortChaosRun(t *testing.T) {
 	for _, f := range rep.Faults {
 		kinds[f.Kind]++
 	}
-	if len(rep.Faults) != round || rep.LeaderKills < 10 {
-		fail("%d faults with %d leader kills; want the whole round of %d with at least 10 (did the run hit its duration?)", len(rep.Faults), rep.LeaderKills, round)
+	if len(rep.Faults) != round+1 || rep.LeaderKills < 11 {
+		fail("%d faults with %d leader kills; want the whole round of %d and the idle leader change, with at least 11 (did the run hit its duration?)", len(rep.Faults), rep.LeaderKills, round)
+	}
+	if last := rep.Faults[len(rep.Faults)-1]; !last.Idle || last.Kind != FaultKillLeader || last.Recovered.IsZero() {
+		fail("the last fault %+v: want the idle kill-leader after the workload, recovered", last)
 	}
 	for _, k := range []Fault{FaultPauseLeader, FaultPartitionLeader, FaultRedisOutage, FaultQuorumLoss} {
 		if kinds[k] < 1 {
