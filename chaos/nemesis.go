@@ -256,14 +256,15 @@ func (n *nemesis) run(ctx context.Context) {
 var idleFaults = []Fault{FaultKillLeader, FaultTermLeader, FaultPartitionLeader}
 
 // idleFault changes the leader once more after the workload has ended, with the
-// first of idleFaults the target supports, and records it as an Idle event: a
-// cluster whose last entries are a new leader's (its no-op, which no state
-// machine sees) must still become ready with no write to follow. The nineteenth
-// round's soak found one that did not, by chance: its last fault fell as the
-// workload ended. It returns false when the target supports none of them.
-func (n *nemesis) idleFault(ctx context.Context) bool {
+// first of idleFaults among the run's faults (weights, which the target
+// supports), and records it as an Idle event: a cluster whose last entries are
+// a new leader's (its no-op, which no state machine sees) must still become
+// ready with no write to follow. The nineteenth round's soak found one that did
+// not, by chance: its last fault fell as the workload ended. It returns false
+// when the run has none of them.
+func (n *nemesis) idleFault(ctx context.Context, weights []FaultWeight) bool {
 	for _, f := range idleFaults {
-		if n.target.Supports(f) != nil {
+		if !slices.ContainsFunc(weights, func(w FaultWeight) bool { return w.Fault == f }) {
 			continue
 		}
 		ev := n.inject(ctx, f)
