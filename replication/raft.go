@@ -349,7 +349,7 @@ func (r *Raft) WaitApplied(ctx context.Context, index uint64) error {
 }
 
 // WaitCurrent waits until this server's state machine is current to index
-// (CurrentIndex): as WaitApplied, but a committed no-op or barrier entry counts
+// (current): as WaitApplied, but a committed no-op or barrier entry counts
 // as applied once everything before it is. Waiting for the commit index this
 // server knows returns on an idle cluster whose last entry is a new leader's
 // no-op, where WaitApplied waits for the next write.
@@ -383,22 +383,14 @@ func (r *Raft) AppliedIndex() uint64 {
 	return applied
 }
 
-// CurrentIndex returns the index this server's state machine is current to:
-// AppliedIndex, moved over the committed no-op and barrier entries right after
-// it, which the state machine never sees and which change nothing (current).
-// After a leader change on an idle cluster the commit index is the new
-// leader's no-op (and maybe a read's barrier): AppliedIndex stays below it
-// until the next write, CurrentIndex reaches it.
-func (r *Raft) CurrentIndex() uint64 {
-	applied, _ := r.fsm.watch()
-	return r.current(applied, r.raft.CommitIndex())
-}
-
 // maxRaftOnly bounds the entries current reads from the log.
 const maxRaftOnly = 8
 
-// current returns applied moved over the committed entries after it, up to
-// upTo, that never reach the state machine: a new leader's no-op, a barrier.
+// current returns the index the state machine is current to, given applied,
+// the last entry it applied: applied moved over the committed entries after it,
+// up to upTo, that never reach the state machine and change nothing: a new
+// leader's no-op, a barrier. After a leader change on an idle cluster the commit
+// index is such an entry, and AppliedIndex stays below it until the next write.
 // It reads them from the log, at most maxRaftOnly, and stops at the first other
 // entry (a command or a configuration change on its way to the state machine)
 // or at one it cannot read.
@@ -532,7 +524,7 @@ type Status struct {
 	State        string // "leader", "follower", "candidate" or "shutdown"
 	Term         uint64
 	CommitIndex  uint64    // the highest index known to be committed
-	AppliedIndex uint64    // the index this server's state machine is current to (CurrentIndex)
+	AppliedIndex uint64    // the index this server's state machine is current to (current)
 	LastIndex    uint64    // the last index in this server's log or snapshot
 	LeaderID     string    // empty while no leader is known
 	LeaderAddr   string    // the leader's Raft address
