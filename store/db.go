@@ -698,10 +698,17 @@ func (db *DB) Get(key string) (KV, error) {
 		if v == nil {
 			return ErrNotFound
 		}
+		var byRef bool
 		var err error
-		kv, err = decodeKV(key, v)
+		if kv, byRef, err = decodeKV(key, v); err != nil {
+			return err
+		}
+		if byRef {
+			kv.Value, err = kvValueAt(tx.Bucket(bucketLog), key, kv.Version, kv.ModIndex)
+			return err
+		}
 		kv.Value = append([]byte{}, kv.Value...) // out of bbolt memory
-		return err
+		return nil
 	})
 	if err != nil {
 		return KV{}, err

@@ -26,14 +26,15 @@
 //
 // Keys and values, in the notation of codec.go; record.go draws the values.
 //
-//	meta        "schema"     → schema version (3)
+//	meta        "schema"     → schema version (4)
 //	            "applied"    → index (8) | term (8) of the last applied entry
 //	            "max_time"   → largest Command.Time applied (8), the dedup clock
 //	            "kv_applied" → index (8) up to which kv is current
 //	log         index (8)  → term, time, status, conflict or versions, EncodeTx bytes
 //	txs         txid (8)   → index (8) of the tx's log record
 //	dedup_time  time (8, sign bit flipped) | txid (8) → idem key (empty for an alias)
-//	kv          key        → version, mod index, raw JSON value, as of kv_applied
+//	kv          key        → version, mod index, as of kv_applied; the value is in
+//	                         the log record at mod index (schema 3 files: here)
 //	nodes       node ID    → EncodeNode bytes
 //
 // log keeps every transaction entry that produced a new outcome, committed or
@@ -46,11 +47,18 @@
 // resubmission applies anew, but Log still returns it. log, txs and dedup_time
 // grow at their end, and Apply fills their pages to 95% (appendFillPercent).
 //
+// A key's value is the value of the last op on the key in the transaction at
+// its mod index, which is a put; log keeps that record for good, so kv holds
+// no copy (record.go, kvValueAt) and a flush of the overlay writes a tenth of
+// the bytes it would with the values.
+//
 // Schema 1 had an idem bucket, idempotency key → txid. Schema 2 had no
 // kv_applied and kept kv current up to the applied index: Open and Restore take
-// such a file as one whose kv_applied is its applied index and rewrite it as
-// schema 3. The store refuses any other schema with ErrCorrupt, in Open and in
-// Restore.
+// such a file as one whose kv_applied is its applied index. Schemas 2 and 3
+// kept each value in kv too (format 1 in record.go); the store reads such
+// values until a flush writes their keys again. Open and Restore rewrite a
+// schema 2 or 3 file as schema 4, which a schema 3 store refuses, as the store
+// refuses any other schema, with ErrCorrupt, in Open and in Restore.
 //
 // # The kv overlay
 //

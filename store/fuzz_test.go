@@ -120,3 +120,33 @@ func FuzzApply(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeKV(f *testing.F) {
+	f.Add(encodeKV(1, 1))
+	f.Add(encodeKV(1<<40, 1<<62))
+	f.Add(encodeKVInline(3, 17, []byte(`{"n":[1,2]}`)))
+	f.Add(encodeKVInline(1, 1, nil))
+	f.Add([]byte{})
+	f.Add([]byte{kvByRef, 0x80})
+	f.Add([]byte{kvByRef, 1, 1, 0})
+	f.Add([]byte{3, 1, 1})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		kv, byRef, err := decodeKV("k", b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decodeKV() = %v, want ErrCorrupt", err)
+			}
+			return
+		}
+		enc := encodeKVInline(kv.Version, kv.ModIndex, kv.Value)
+		if byRef {
+			if kv.Value != nil {
+				t.Fatalf("decodeKV() = %+v with a value in format 2", kv)
+			}
+			enc = encodeKV(kv.Version, kv.ModIndex)
+		}
+		if !bytes.Equal(enc, b) {
+			t.Fatalf("encoding decodeKV(b) = %x, want %x", enc, b)
+		}
+	})
+}

@@ -103,7 +103,7 @@ func dump(t testing.TB, db *DB) map[string]map[string]string {
 			delete(out["kv"], hex.EncodeToString([]byte(k)))
 			continue
 		}
-		out["kv"][hex.EncodeToString([]byte(k))] = hex.EncodeToString(encodeKV(s.version, s.modIndex, s.value))
+		out["kv"][hex.EncodeToString([]byte(k))] = hex.EncodeToString(encodeKV(s.version, s.modIndex))
 	}
 	return out
 }

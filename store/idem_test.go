@@ -604,7 +604,7 @@ func TestOpenRefusesSchema1(t *testing.T) {
 
 	wantErr := func(what string, err error) {
 		t.Helper()
-		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "schema version 01, want 3 or 2") {
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "schema version 01, want 2 to 4") {
 			t.Fatalf("%s of a schema 1 database = %v, want ErrCorrupt naming the schema", what, err)
 		}
 	}

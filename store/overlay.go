@@ -210,7 +210,7 @@ func (b *kvBatch) version(kv *getter, key string) (uint64, error) {
 		b.ov.remember(key, 0)
 		return 0, nil
 	}
-	st, err := decodeKV(key, v)
+	st, _, err := decodeKV(key, v)
 	if err != nil {
 		return 0, err
 	}
@@ -267,17 +267,18 @@ func (b *kvBatch) flushStep(kv *bolt.Bucket, l kvLimits, before uint64) (kvAppli
 	return to, len(b.pending) == 0, nil
 }
 
-// writeKV writes the states of keys, in their order, into the kv bucket. The
-// encoded values share one buffer, which bbolt reads until the transaction
-// ends. The keys pass through one scratch buffer: bbolt's Put copies the key
-// it stores (go.mod requires bbolt 1.5), and Delete keeps none; TestOverlayModel
-// reads every key back after flushes.
+// writeKV writes the states of keys, in their order, into the kv bucket, in
+// format 2: their values stay in the log (encodeKV). The encoded states share
+// one buffer, which bbolt reads until the transaction ends. The keys pass
+// through one scratch buffer: bbolt's Put copies the key it stores (go.mod
+// requires bbolt 1.5), and Delete keeps none; TestOverlayModel reads every key
+// back after flushes.
 func writeKV(kv *bolt.Bucket, states map[string]kvState, keys []string) error {
 	size, longest := 0, 0
 	for _, k := range keys {
 		longest = max(longest, len(k))
 		if s := states[k]; s.version != 0 {
-			size += kvEncodedLen(s.version, s.modIndex, s.value)
+			size += kvEncodedLen(s.version, s.modIndex)
 		}
 	}
 	buf := make([]byte, 0, size)
@@ -292,7 +293,7 @@ func writeKV(kv *bolt.Bucket, states map[string]kvState, keys []string) error {
 			continue
 		}
 		start := len(buf)
-		buf = appendKV(buf, s.version, s.modIndex, s.value)
+		buf = appendKV(buf, s.version, s.modIndex)
 		if err := kv.Put(scratch, buf[start:len(buf):len(buf)]); err != nil {
 			return err
 		}

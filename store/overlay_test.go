@@ -500,7 +500,7 @@ func TestOverlaySnapshot(t *testing.T) {
 
 // TestOpenSchema2 opens a schema 2 file (kv current up to the applied index,
 // no kv_applied) with Open and with Restore: the state reads the same, nothing
-// is replayed, and the file becomes schema 3.
+// is replayed, and the file becomes schema 4.
 func TestOpenSchema2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v2.db")
 	// Flushed by every Apply that writes a record, the kv bucket is current up
@@ -528,7 +528,7 @@ func TestOpenSchema2(t *testing.T) {
 		}
 		st := metaState(t, db)
 		if st.schema != schemaVersion || st.kvApplied != st.index || db.kv.records != 0 {
-			t.Fatalf("%s: schema %d, kv_applied %d, applied %d, %d records replayed; want schema 3, kv_applied = applied, none",
+			t.Fatalf("%s: schema %d, kv_applied %d, applied %d, %d records replayed; want schema 4, kv_applied = applied, none",
 				what, st.schema, st.kvApplied, st.index, db.kv.records)
 		}
 		next := db.AppliedIndex() + 1

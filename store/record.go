@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/txlog/txlog/txid"
 	bolt "go.etcd.io/bbolt"
@@ -38,12 +39,18 @@ var (
 // schemaVersion is the version of the bucket layout. Version 1 had an idem
 // bucket (idempotency key → txid), now an index in memory (idem.go). Version 2
 // kept the kv bucket current up to the applied index and had no kv_applied; a
-// version 2 file opens as one whose kv_applied is its applied index, and Open
-// rewrites it as version 3. The store opens no other versions.
+// version 2 file opens as one whose kv_applied is its applied index. Versions
+// 2 and 3 wrote kv values of format 1 only (the value in the kv bucket);
+// version 4 writes format 2 (the value in the log) and reads both (encodeKV).
+// Open rewrites a version 2 or 3 file as version 4, which a store of version 3
+// refuses to open rather than misread. The store opens no other versions.
 const (
-	schemaVersion   = 3
+	schemaVersion   = 4
 	schemaVersionKV = 2 // the last version without kv_applied
 )
+
+// knownSchema reports whether the store opens files of schema version v.
+func knownSchema(v byte) bool { return v >= schemaVersionKV && v <= schemaVersion }
 
 // appliedState is what the meta bucket says about the applied entries.
 type appliedState struct {
@@ -54,8 +61,8 @@ type appliedState struct {
 	// kvApplied is the applied index the kv bucket is current to. Invariant:
 	// kvApplied <= index.
 	kvApplied uint64
-	// schema is the file's schema version: schemaVersion, or schemaVersionKV
-	// until Open rewrites it.
+	// schema is the file's schema version: schemaVersion, or an older one
+	// (knownSchema) until Open rewrites it.
 	schema byte
 }
 
@@ -98,8 +105,8 @@ func readState(tx *bolt.Tx) (appliedState, error) {
 	}
 	meta := tx.Bucket(bucketMeta)
 	v := meta.Get(metaSchema)
-	if len(v) != 1 || (v[0] != schemaVersion && v[0] != schemaVersionKV) {
-		return appliedState{}, fmt.Errorf("%w: schema version %x, want %d or %d", ErrCorrupt, v, schemaVersion, schemaVersionKV)
+	if len(v) != 1 || !knownSchema(v[0]) {
+		return appliedState{}, fmt.Errorf("%w: schema version %x, want %d to %d", ErrCorrupt, v, schemaVersionKV, schemaVersion)
 	}
 	st := appliedState{maxTime: math.MinInt64, schema: v[0]}
 	if v := meta.Get(metaApplied); v != nil {
@@ -129,9 +136,9 @@ func readState(tx *bolt.Tx) (appliedState, error) {
 	return st, nil
 }
 
-// writeSchema makes the meta bucket of a new file (no schema) or of a schema
-// version 2 file (kv current up to the applied index) schema version 3, and
-// returns its state as readState does.
+// writeSchema makes the meta bucket of a new file (no schema), of a schema
+// version 2 file (kv current up to the applied index) or of a version 3 file
+// schema version 4, and returns its state as readState does.
 func writeSchema(tx *bolt.Tx) (appliedState, error) {
 	meta := tx.Bucket(bucketMeta)
 	if meta.Get(metaSchema) == nil {
@@ -156,35 +163,94 @@ func writeSchema(tx *bolt.Tx) (appliedState, error) {
 	return st, nil
 }
 
-// encodeKV encodes the value of a key in the kv bucket:
+// The kv bucket's values come in two formats, told apart by their first byte.
+// Format 1 holds the value itself; stores of schema 2 and 3 wrote it, and a
+// key keeps it until a flush writes the key again:
 //
-//	+---------+--------------+---------------+---------------------+
-//	| ver (1) | version (uv) | modIndex (uv) | value (rest)        |
-//	+---------+--------------+---------------+---------------------+
-func encodeKV(version, modIndex uint64, value []byte) []byte {
-	return appendKV(make([]byte, 0, kvEncodedLen(version, modIndex, value)), version, modIndex, value)
+//	+-------+--------------+---------------+--------------+
+//	| 1 (1) | version (uv) | modIndex (uv) | value (rest) |
+//	+-------+--------------+---------------+--------------+
+//
+// Format 2, which every flush writes since schema 4, leaves the value where it
+// already is, in the log record at modIndex (kvValueAt):
+//
+//	+-------+--------------+---------------+
+//	| 2 (1) | version (uv) | modIndex (uv) |
+//	+-------+--------------+---------------+
+//
+// A flush rewrites each leaf page of the kv bucket that holds a key written
+// since the last flush: with keys spread over the key space, nearly all of
+// them. With the values in the pages, that was most of the bytes the store
+// wrote (docs/performance.md, the twentieth round); without them the bucket is
+// a tenth of the size for 256-byte values. The log bucket keeps every record
+// (nothing deletes from it), so the record a key's state points at stays as
+// long as the state does.
+const (
+	kvInline = 1
+	kvByRef  = 2
+)
+
+// encodeKV encodes the kv bucket value, format 2, of a key's state.
+func encodeKV(version, modIndex uint64) []byte {
+	return appendKV(make([]byte, 0, kvEncodedLen(version, modIndex)), version, modIndex)
 }
 
 // appendKV appends encodeKV bytes to b.
-func appendKV(b []byte, version, modIndex uint64, value []byte) []byte {
-	b = append(b, codecVersion)
+func appendKV(b []byte, version, modIndex uint64) []byte {
+	b = append(b, kvByRef)
 	b = binary.AppendUvarint(b, version)
-	b = binary.AppendUvarint(b, modIndex)
-	return append(b, value...)
+	return binary.AppendUvarint(b, modIndex)
 }
 
 // kvEncodedLen returns the length of encodeKV's bytes.
-func kvEncodedLen(version, modIndex uint64, value []byte) int {
-	return 1 + uvarintLen(version) + uvarintLen(modIndex) + len(value)
+func kvEncodedLen(version, modIndex uint64) int {
+	return 1 + uvarintLen(version) + uvarintLen(modIndex)
 }
 
-// decodeKV decodes encodeKV bytes. The Value aliases v.
-func decodeKV(key string, v []byte) (KV, error) {
+// decodeKV decodes a kv bucket value of either format. In format 1 the
+// Value aliases v; in format 2 it is nil and byRef is true: the value is
+// kvValueAt's.
+func decodeKV(key string, v []byte) (kv KV, byRef bool, err error) {
 	d := decoder{what: "kv", key: key, b: v}
-	d.version()
-	kv := KV{Key: key, Version: d.uvarint("version"), ModIndex: d.uvarint("mod index")}
-	kv.Value = d.rest()
-	return kv, d.finish()
+	format := d.u8("format")
+	kv = KV{Key: key, Version: d.uvarint("version"), ModIndex: d.uvarint("mod index")}
+	switch {
+	case d.err != nil:
+	case format == kvInline:
+		kv.Value = d.rest()
+	case format == kvByRef:
+		byRef = true
+	default:
+		d.fail("unknown format %d", format)
+	}
+	return kv, byRef, d.finish()
+}
+
+// kvValueAt returns the value of key at version as the transaction at log
+// index modIndex left it: the value of its last op on key, which must be a
+// put. The result does not alias bbolt memory.
+func kvValueAt(log *bolt.Bucket, key string, version, modIndex uint64) ([]byte, error) {
+	rec := log.Get(u64Key(modIndex))
+	if rec == nil {
+		return nil, fmt.Errorf("%w: kv %q version %d: no log record at its mod index %d", ErrCorrupt, key, version, modIndex)
+	}
+	r, err := decodeLogValue(modIndex, rec, true)
+	if err != nil {
+		return nil, err
+	}
+	if got, ok := r.Versions[key]; r.Status != StatusCommitted || !ok || got != version {
+		return nil, fmt.Errorf("%w: kv %q version %d: the log record at its mod index %d did not write that version", ErrCorrupt, key, version, modIndex)
+	}
+	for _, op := range slices.Backward(r.Ops) {
+		if op.Key != key {
+			continue
+		}
+		if op.Kind != OpPut {
+			break
+		}
+		return op.Value, nil
+	}
+	return nil, fmt.Errorf("%w: kv %q version %d: the transaction at its mod index %d does not end with a put of it", ErrCorrupt, key, version, modIndex)
 }
 
 // appendLogValue appends to b the value of an index in the log bucket: the outcome
