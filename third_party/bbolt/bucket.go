@@ -75,11 +75,10 @@ func (b *Bucket) Cursor() *Cursor {
 	// Update transaction statistics.
 	b.tx.stats.IncCursorCount(1)
 
-	// Allocate and return a cursor.
-	return &Cursor{
-		bucket: b,
-		stack:  make([]elemRef, 0),
-	}
+	// Allocate and return a cursor, with room for its stack (txlog's patch).
+	c := &Cursor{bucket: b}
+	c.stack = c.stackBuf[:0]
+	return c
 }
 
 // Bucket retrieves a nested bucket by name.

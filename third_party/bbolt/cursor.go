@@ -22,7 +22,14 @@ import (
 type Cursor struct {
 	bucket *Bucket
 	stack  []elemRef
+	// stackBuf holds the stack of a tree up to its depth, so that a seek
+	// appends to it without allocating (txlog's patch, PATCHES.md).
+	stackBuf [cursorStackDepth]elemRef
 }
+
+// cursorStackDepth is the tree depth whose stack a Cursor holds without a
+// further allocation (txlog's patch).
+const cursorStackDepth = 4
 
 // Bucket returns the bucket that this cursor was created from.
 func (c *Cursor) Bucket() *Bucket {
