@@ -498,6 +498,22 @@ func TestOverlaySnapshot(t *testing.T) {
 	}
 }
 
+// mixedFile applies mixedEntries to a new store at path, each Apply flushing
+// the overlay's keys of the one before (KVFlushRecords 1), closes it (which
+// flushes the rest) and returns what it read before the close.
+func mixedFile(t *testing.T, path string) view {
+	t.Helper()
+	db := openCfg(t, path, Config{NoSync: true, KVFlushRecords: 1})
+	for _, e := range mixedEntries() {
+		applyOne(t, db, e)
+	}
+	v := readView(t, db, viewKeys, viewIDs)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestOpenSchema2 opens a schema 2 file (kv current up to the applied index,
 // no kv_applied) with Open and with Restore: the state reads the same, nothing
 // is replayed, and the file becomes schema 4.
@@ -505,14 +521,7 @@ func TestOpenSchema2(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "v2.db")
 	// Flushed by every Apply that writes a record, the kv bucket is current up
 	// to the applied index, as schema 2 kept it.
-	db := openCfg(t, path, Config{NoSync: true, KVFlushRecords: 1})
-	for _, e := range mixedEntries() {
-		applyOne(t, db, e)
-	}
-	want := readView(t, db, viewKeys, viewIDs)
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	want := mixedFile(t, path)
 	data := editBolt(t, path, func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if err := meta.Delete(metaKVApplied); err != nil {
