@@ -49,7 +49,7 @@
 //
 // A key's value is the value of the last op on the key in the transaction at
 // its mod index, which is a put; log keeps that record for good, so kv holds
-// no copy (record.go, kvValueAt) and a flush of the overlay writes a tenth of
+// no copy (record.go, kvValueAt) and a flush of the overlay writes a seventh of
 // the bytes it would with the values.
 //
 // Schema 1 had an idem bucket, idempotency key → txid. Schema 2 had no

@@ -182,7 +182,7 @@ func writeSchema(tx *bolt.Tx) (appliedState, error) {
 // since the last flush: with keys spread over the key space, nearly all of
 // them. With the values in the pages, that was most of the bytes the store
 // wrote (docs/performance.md, the twentieth round); without them the bucket is
-// a tenth of the size for 256-byte values. The log bucket keeps every record
+// a seventh of the size for 256-byte values. The log bucket keeps every record
 // (nothing deletes from it), so the record a key's state points at stays as
 // long as the state does.
 const (
