@@ -116,7 +116,7 @@ func Open(cfg Config) (*Node, error) {
 		LogStore:        cfg.RaftLog,
 
 		SerialLeaderAppend: cfg.RaftSerialAppend,
-		NotifyCommit:       false,
+		NotifyCommit:       true,
 		Applied:            n.waits.applied,
 		Restored:           n.waits.restored,
 	}, n.db)
