@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,15 +37,6 @@ import (
 // cannot be read ends the stream; everything else (a bad query, bad frames, a
 // refused proposal) is an answer with a 4xx or 5xx status.
 //
-// A node that serves quiet requests says so in its 101 answer, with the header
-// Txlog-Stream-Features: quiet. A request whose query has quiet=true (and
-// fresh=true: none of its frames was sent before, so each is proposed, not
-// looked up) is answered only when something failed: when every frame was
-// proposed and committed, no answer goes back, and the proposing node learns
-// the outcomes from its own apply of the entries, as an etcd follower answers
-// its clients. A quiet request that fails in any way gets the full answer, as
-// any other. Without fresh=true, quiet=true changes nothing.
-//
 // Request id 0 is a ping: the reading goroutine answers it at once with status
 // 200 and no body, whatever it carries, ahead of the requests in flight. The
 // proposing node pings a stream that has kept it waiting (streamclient.go), to
@@ -55,13 +45,7 @@ import (
 const (
 	StreamPath     = "/v1/internal/stream"
 	StreamProtocol = "txlog-propose/1"
-
-	streamFeaturesHeader = "Txlog-Stream-Features"
-	streamFeatureQuiet   = "quiet"
 )
-
-// streamParams are the query parameters of a stream request.
-var streamParams = append(slices.Clone(proposeParams), "quiet")
 
 // pingID is the id of a ping: request ids start at 1.
 const pingID = 0
@@ -235,7 +219,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = conn.SetDeadline(time.Now().Add(streamWriteTimeout))
-	if _, err := io.WriteString(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+StreamProtocol+"\r\n"+streamFeaturesHeader+": "+streamFeatureQuiet+"\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+StreamProtocol+"\r\n\r\n"); err != nil {
 		return
 	}
 	if err := rw.Flush(); err != nil {
@@ -268,11 +252,7 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 			st.write(encodeStreamAnswer(pingID, http.StatusOK, nil))
 			continue
 		}
-		inflight.Go(func() {
-			if msg := s.streamAnswer(st.ctx, id, q, frames); msg != nil {
-				st.write(msg)
-			}
-		})
+		inflight.Go(func() { st.write(s.streamAnswer(st.ctx, id, q, frames)) })
 	}
 	s.streams.mu.Lock()
 	closing := s.streams.closed
@@ -303,21 +283,13 @@ func (st *serverStream) write(msg []byte) {
 	}
 }
 
-// streamAnswer runs one stream request and returns its answer message; nil
-// for a quiet request that needs none.
+// streamAnswer runs one stream request and returns its answer message.
 func (s *Server) streamAnswer(ctx context.Context, id uint64, rawQuery string, frames []byte) []byte {
 	status, body := http.StatusOK, []byte(nil)
-	q, err := parseRawQuery(rawQuery, streamParams...)
-	var quiet string
-	if err == nil {
-		quiet, err = q.choice("quiet", "false", "true")
-	}
+	q, err := parseRawQuery(rawQuery, proposeParams...)
 	var results []TxResult
 	if err == nil {
 		results, err = s.propose(ctx, q, frames)
-	}
-	if fresh, _ := q.get("fresh"); err == nil && quiet == "true" && fresh == "true" && noErrors(results) {
-		return nil
 	}
 	if err == nil {
 		body = appendResults(nil, results)
@@ -325,16 +297,6 @@ func (s *Server) streamAnswer(ctx context.Context, id uint64, rawQuery string, f
 		status, body = s.errorAnswer(err)
 	}
 	return encodeStreamAnswer(id, status, body)
-}
-
-// noErrors reports whether every result is an outcome, not an error.
-func noErrors(results []TxResult) bool {
-	for _, r := range results {
-		if r.Error != nil {
-			return false
-		}
-	}
-	return true
 }
 
 // CloseStreams ends the propose streams: they stop reading requests, and the

@@ -591,7 +591,7 @@ func TestStreamShortDeadline(t *testing.T) {
 	late, cancelLate := context.WithDeadline(ctx, time.Now().Add(-time.Millisecond))
 	defer cancelLate()
 	id := cs.nextID()
-	if _, err := cs.call(late, id, encodeStreamRequest(id, "", EncodeFrames([][]byte{[]byte("late")})), nil); err == nil {
+	if _, err := cs.call(late, id, encodeStreamRequest(id, "", EncodeFrames([][]byte{[]byte("late")}))); err == nil {
 		t.Fatal("a call past its deadline succeeded")
 	}
 	close(release)

@@ -48,9 +48,6 @@ var (
 // errNoStream marks a node that does not serve propose streams.
 var errNoStream = errors.New("no propose stream")
 
-// errApplied ends a quiet call whose payloads the caller saw applied.
-var errApplied = errors.New("applied")
-
 // NewStreams returns Streams that fall back to c.
 func NewStreams(c *Client) *Streams {
 	return &Streams{client: c, conns: map[string]*clientStream{}, refused: map[string]time.Time{}}
@@ -61,59 +58,22 @@ func NewStreams(c *Client) *Streams {
 // code's sentinel for an error answer, or a transport error when no answer
 // came (the proposal may still have been carried out).
 func (p *Streams) Propose(ctx context.Context, baseURL string, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
-	results, _, err := p.propose(ctx, baseURL, payloads, opts, nil)
-	return results, err
-}
-
-// ProposeQuiet is Propose for payloads none of which was sent before
-// (opts.Fresh), whose outcomes the caller learns from its own apply of them:
-// the node at baseURL answers only when something failed (stream.go). The
-// caller closes applied once it has seen every payload applied; ProposeQuiet
-// then returns (nil, true, nil). When the node answers first, or does not
-// serve quiet requests (then the request is an ordinary one), it returns what
-// Propose would, with quiet false.
-func (p *Streams) ProposeQuiet(ctx context.Context, baseURL string, payloads [][]byte, opts SubmitOptions, applied <-chan struct{}) (results []TxResult, quiet bool, err error) {
-	if !opts.Fresh {
-		applied = nil
-	}
-	return p.propose(ctx, baseURL, payloads, opts, applied)
-}
-
-// propose sends payloads on baseURL's stream, as a quiet request when applied
-// is not nil and the stream serves them.
-func (p *Streams) propose(ctx context.Context, baseURL string, payloads [][]byte, opts SubmitOptions, applied <-chan struct{}) ([]TxResult, bool, error) {
 	q, _, ok := proposeQuery(ctx, opts)
 	if !ok {
-		return nil, false, fmt.Errorf("propose to %s: %w", baseURL, errNoTimeLeft)
+		return nil, fmt.Errorf("propose to %s: %w", baseURL, errNoTimeLeft)
 	}
 	cs, err := p.stream(ctx, baseURL)
 	if errors.Is(err, errNoStream) {
-		results, err := p.client.ProposeTo(ctx, baseURL, payloads, opts)
-		return results, false, err
+		return p.client.ProposeTo(ctx, baseURL, payloads, opts)
 	}
 	if err != nil {
-		return nil, false, err
-	}
-	if !cs.quiet {
-		applied = nil
-	}
-	if applied != nil {
-		q.Set("quiet", "true")
+		return nil, err
 	}
 	id := cs.nextID()
-	a, err := cs.call(ctx, id, encodeStreamRequest(id, q.Encode(), EncodeFrames(payloads)), applied)
-	if errors.Is(err, errApplied) {
-		return nil, true, nil
-	}
+	a, err := cs.call(ctx, id, encodeStreamRequest(id, q.Encode(), EncodeFrames(payloads)))
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	results, err := decodeProposeAnswer(a, baseURL, len(payloads))
-	return results, false, err
-}
-
-// decodeProposeAnswer decodes a stream's answer to a proposal of n payloads.
-func decodeProposeAnswer(a answer, baseURL string, n int) ([]TxResult, error) {
 	if a.status/100 != 2 {
 		_, aerr := classify(a)
 		return nil, aerr
@@ -122,8 +82,8 @@ func decodeProposeAnswer(a answer, baseURL string, n int) ([]TxResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("propose answer from %s: %w", baseURL, err)
 	}
-	if len(results) != n {
-		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(results), n)
+	if len(results) != len(payloads) {
+		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(results), len(payloads))
 	}
 	return results, nil
 }
@@ -249,7 +209,6 @@ func (p *Streams) open(ctx context.Context, cs *clientStream) error {
 	}
 	_ = conn.SetDeadline(time.Time{})
 	cs.conn, cs.br = conn, br
-	cs.quiet = hasToken(resp.Header, streamFeaturesHeader, streamFeatureQuiet)
 	return nil
 }
 
@@ -260,7 +219,6 @@ type clientStream struct {
 	openErr error
 	conn    net.Conn
 	br      *bufio.Reader
-	quiet   bool          // the peer serves quiet requests; set by open
 	drop    func()        // removes the stream from its Streams
 	done    chan struct{} // closed when the stream fails
 	wake    chan struct{} // capacity 1: calls are waiting again, for watch
@@ -290,12 +248,10 @@ func (cs *clientStream) nextID() uint64 {
 	return cs.id
 }
 
-// call sends the message of request id and waits for its answer, for ctx, or
-// for applied to close (a quiet request: then it returns errApplied). A call
-// that ends with ctx leaves the stream open: whether the peer is still there
-// is watch's to tell. A quiet call counts as waiting for an answer, so that a
-// stream that carries only quiet calls is still pinged when nothing arrives.
-func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte, applied <-chan struct{}) (answer, error) {
+// call sends the message of request id and waits for its answer, or for ctx.
+// A call that ends with ctx leaves the stream open: whether the peer is still
+// there is watch's to tell.
+func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer, error) {
 	if err := ctx.Err(); err != nil {
 		return answer{}, &transportError{endpoint: cs.base, err: fmt.Errorf("propose stream: %w", err)} // not sent
 	}
@@ -339,11 +295,6 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte, applied
 	select {
 	case r := <-ch:
 		return r.a, r.err
-	case <-applied:
-		cs.mu.Lock()
-		delete(cs.pending, id)
-		cs.mu.Unlock()
-		return answer{}, errApplied
 	case <-ctx.Done():
 	}
 	cs.mu.Lock()

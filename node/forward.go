@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
-	"github.com/txlog/txlog/txid"
 )
 
 // Forwarding to the leader is grouped, and driven by the callers themselves.
@@ -31,7 +30,6 @@ const (
 // fwdCall is one request's frames on their way to the leader.
 type fwdCall struct {
 	frames   [][]byte
-	ids      []txid.ID // the frames' txids, when each frame is a transaction; else nil
 	opts     api.SubmitOptions
 	deadline time.Time
 	// turn receives a group that this call must send (it is the group's first
@@ -61,15 +59,12 @@ type forwarding struct {
 
 // forward sends frames to the leader at base, grouped with other callers'
 // frames, and waits for the leader's results, or for ctx.
-//
-// ids, when not nil, are the frames' txids, one per frame: then a fresh group
-// may be answered from this node's own apply (ownapply.go).
-func (n *Node) forward(ctx context.Context, base string, frames [][]byte, ids []txid.ID, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (n *Node) forward(ctx context.Context, base string, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(maxFwdDeadline)
 	}
-	c := &fwdCall{frames: frames, ids: ids, opts: opts, deadline: dl, turn: make(chan []*fwdCall, 1), reply: make(chan fwdReply, 1)}
+	c := &fwdCall{frames: frames, opts: opts, deadline: dl, turn: make(chan []*fwdCall, 1), reply: make(chan fwdReply, 1)}
 	f := &n.fwd
 	f.mu.Lock()
 	if f.queues == nil {
@@ -115,15 +110,6 @@ func (n *Node) forward(ctx context.Context, base string, frames [][]byte, ids []
 	default:
 	}
 	return nil, ctx.Err()
-}
-
-// quietGroup registers a group's wait for its own apply, when the group may
-// go quietly: every frame a fresh transaction, over a propose stream.
-func (n *Node) quietGroup(ids []txid.ID, withIDs bool, opts api.SubmitOptions) *applyGroup {
-	if !withIDs || !opts.Fresh || n.cfg.Forward != ForwardStream {
-		return nil
-	}
-	return n.waits.register(ids)
 }
 
 // awaitFwd waits for c's results, sending the group handed to c if that comes
@@ -177,14 +163,10 @@ func (n *Node) sendTurns(base string, q *fwdQueue, group []*fwdCall) {
 // time whose exchange is cut short proposes again (the txid makes that safe).
 func (n *Node) sendGroup(base string, calls []*fwdCall) {
 	var frames [][]byte
-	var ids []txid.ID
 	deadline := calls[0].deadline
 	opts := calls[0].opts
-	withIDs := true
 	for _, c := range calls {
 		frames = append(frames, c.frames...)
-		ids = append(ids, c.ids...)
-		withIDs = withIDs && c.ids != nil
 		if c.deadline.Before(deadline) {
 			deadline = c.deadline
 		}
@@ -193,24 +175,11 @@ func (n *Node) sendGroup(base string, calls []*fwdCall) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	opts.Timeout = time.Until(deadline)
-	var results []api.TxResult
-	var err error
-	switch g := n.quietGroup(ids, withIDs, opts); {
-	case g != nil:
-		var quiet bool
-		results, quiet, err = n.streams.ProposeQuiet(ctx, base, frames, opts, g.done)
-		if n.waits.release(g, ids) {
-			// Applied here, whatever the leader answered, if it did.
-			results, err = n.ownResults(g, ids), nil
-		} else if quiet {
-			// Cut short by a snapshot: no results, so the callers propose again.
-			results, err = nil, nil
-		}
-	case n.cfg.Forward == ForwardHTTP:
-		results, err = n.client.ProposeTo(ctx, base, frames, opts)
-	default:
-		results, err = n.streams.Propose(ctx, base, frames, opts)
+	propose := n.streams.Propose
+	if n.cfg.Forward == ForwardHTTP {
+		propose = n.client.ProposeTo
 	}
+	results, err := propose(ctx, base, frames, opts)
 	off := 0
 	for _, c := range calls {
 		r := fwdReply{err: err}

@@ -120,7 +120,7 @@ func TestForwardAlone(t *testing.T) {
 		defer cancel()
 		for i := range 5 {
 			v := uint64(100 * (i + 1))
-			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v), frameOf(v + 1)}, nil, api.SubmitOptions{})
+			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v), frameOf(v + 1)}, api.SubmitOptions{})
 			checkResults(t, res, err, v, 2)
 		}
 		if got := l.requests.Load(); got != 5 {
@@ -160,7 +160,7 @@ func (h *fwdHarness) call(v uint64, frames int) {
 		for i := range fs {
 			fs[i] = frameOf(v + uint64(i))
 		}
-		res, err := h.n.forward(h.ctx, h.l.srv.URL, fs, nil, api.SubmitOptions{})
+		res, err := h.n.forward(h.ctx, h.l.srv.URL, fs, api.SubmitOptions{})
 		checkResults(h.t, res, err, v, frames)
 	})
 }
@@ -254,7 +254,7 @@ func TestForwardGiveUp(t *testing.T) {
 		short, cancelShort := context.WithCancel(h.ctx)
 		gaveUp := make(chan error, 1)
 		go func() {
-			_, err := h.n.forward(short, h.l.srv.URL, [][]byte{frameOf(7)}, nil, api.SubmitOptions{})
+			_, err := h.n.forward(short, h.l.srv.URL, [][]byte{frameOf(7)}, api.SubmitOptions{})
 			gaveUp <- err
 		}()
 		h.waitQueued(1)
@@ -290,7 +290,7 @@ func TestForwardDeadline(t *testing.T) {
 		shortDone, longDone := make(chan outcome, 1), make(chan outcome, 1)
 		start := time.Now()
 		forward := func(ctx context.Context, v uint64, done chan<- outcome) {
-			_, err := h.n.forward(ctx, h.l.srv.URL, [][]byte{frameOf(v)}, nil, api.SubmitOptions{})
+			_, err := h.n.forward(ctx, h.l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
 			done <- outcome{err, time.Since(start)}
 		}
 		go forward(short, 1, shortDone)

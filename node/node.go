@@ -42,8 +42,7 @@ type Node struct {
 	intake      *intake
 	park        parker // nil without --redis-addr
 
-	fwd   forwarding // grouped forwarding to the leader (forward.go)
-	waits applyWaits // forwarded writes answered from this node's own apply (ownapply.go)
+	fwd forwarding // grouped forwarding to the leader (forward.go)
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
 	// instead of running out their own timeouts.
@@ -116,9 +115,6 @@ func Open(cfg Config) (*Node, error) {
 		LogStore:        cfg.RaftLog,
 
 		SerialLeaderAppend: cfg.RaftSerialAppend,
-		NotifyCommit:       true,
-		Applied:            n.waits.applied,
-		Restored:           n.waits.restored,
 	}, n.db)
 	if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)

@@ -174,23 +174,15 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 // proposeRemote forwards commands to the leader at base in one request.
 func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, opts api.SubmitOptions) {
 	frames := make([][]byte, len(ps))
-	ids := make([]txid.ID, len(ps))
 	wasSent := make([]bool, len(ps))
 	opts.Fresh = true
 	for i, p := range ps {
 		frames[i] = p.frame()
-		ids[i] = p.id
 		wasSent[i] = p.sent
 		opts.Fresh = opts.Fresh && !p.sent
 		p.sent = true // the request may reach the leader whatever comes back
 	}
-	for _, p := range ps {
-		if p.kind != store.KindTx {
-			ids = nil // answered by the leader (ownapply.go)
-			break
-		}
-	}
-	results, err := n.forward(ctx, base, frames, ids, opts)
+	results, err := n.forward(ctx, base, frames, opts)
 	if err != nil {
 		if errors.Is(err, api.ErrNotLeader) {
 			for i, p := range ps {

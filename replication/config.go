@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"github.com/txlog/txlog/store"
 )
 
 // Defaults for Config. The timeouts suit a LAN, where a round trip takes well
@@ -118,19 +116,6 @@ type Config struct {
 	// three) have written it; if the leader's write fails after the entries
 	// were sent, the process panics.
 	SerialLeaderAppend bool
-	// NotifyCommit makes a leader send AppendEntries to the followers as soon
-	// as its commit index moves, so that they apply a committed entry about a
-	// round trip after it does, not with the next new entries or after
-	// CommitTimeout (third_party/hashicorp-raft/PATCHES.md, change 3). For a
-	// node that answers its clients from its own apply. Default false.
-	NotifyCommit bool
-	// Applied, when set, is called on every server with the results of each
-	// batch of commands the state machine applied, in log order, from raft's
-	// apply goroutine: it must not block. Restored, when set, is called there
-	// after a snapshot replaced the state machine: the entries it covers were
-	// never passed to Applied.
-	Applied  func([]store.Result)
-	Restored func()
 	// AddressProvider maps a server ID to the address to dial, overriding the
 	// address in the Raft configuration (for example to route through a
 	// fault-injecting proxy). Default: dial the configured address.

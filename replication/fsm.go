@@ -66,9 +66,6 @@ var _ raft.BatchingFSM = (*fsm)(nil)
 type fsm struct {
 	sm    machine
 	fatal func(error)
-	// onApply and onRestore are Config.Applied and Config.Restored; nil when unset.
-	onApply   func([]store.Result)
-	onRestore func()
 
 	mu sync.Mutex // guards the fields below
 	// applied is the raft index the state machine is current to: every command
@@ -118,9 +115,6 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 				resp[j] = results[i]
 				i++
 			}
-		}
-		if f.onApply != nil {
-			f.onApply(results)
 		}
 	}
 	f.advance(logs[len(logs)-1].Index)
@@ -172,9 +166,6 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	// The state machine now holds exactly the snapshot, which may be older than
 	// what it held before (raft replays the log after it), so set, not advance.
 	f.set(f.sm.AppliedIndex())
-	if f.onRestore != nil {
-		f.onRestore()
-	}
 	return nil
 }
 

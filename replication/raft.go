@@ -125,7 +125,6 @@ func open(cfg Config, sm machine) (*Raft, error) {
 		return fail(fmt.Errorf("log cache: %w", err))
 	}
 	f := newFSM(sm, c.Fatal)
-	f.onApply, f.onRestore = c.Applied, c.Restored
 	rn, err := raft.NewRaft(rc, f, cached, logs, snaps, trans)
 	if err != nil {
 		return fail(fmt.Errorf("start raft: %w", err))
@@ -285,7 +284,6 @@ func raftConfig(c Config, hlog *hclogger) *raft.Config {
 	rc.MaxAppendEntries = c.MaxAppendEntries
 	rc.BatchApplyCh = true
 	rc.ParallelLeaderAppend = !c.SerialLeaderAppend
-	rc.NotifyCommit = c.NotifyCommit
 	rc.Logger = hlog
 	return rc
 }

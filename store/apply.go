@@ -308,7 +308,7 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 			// that txid too, so that a client holding it finds the outcome.
 			err = a.alias(tx.ID, o.Index)
 		}
-		return Result{Kind: KindTx, TxID: tx.ID, Outcome: o, Duplicate: ok}, err
+		return Result{Kind: KindTx, Outcome: o, Duplicate: ok}, err
 	}
 
 	o := Outcome{
@@ -335,7 +335,7 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 	if err := a.record(o, writes, c.Payload); err != nil {
 		return Result{}, err
 	}
-	return Result{Kind: KindTx, TxID: tx.ID, Outcome: o}, nil
+	return Result{Kind: KindTx, Outcome: o}, nil
 }
 
 // cutoff returns the time before which dedup records are pruned: maxTime minus

@@ -118,10 +118,6 @@ type Result struct {
 	// Kind is the kind of the entry's command; 0 when Skipped or when the command
 	// header could not be decoded.
 	Kind CommandKind
-	// TxID is the txid of the entry's transaction (KindTx), as proposed: for a
-	// resubmission under another txid it differs from Outcome.TxID. Zero when
-	// the transaction could not be decoded.
-	TxID txid.ID
 	// Err is set when the committed entry could not be applied because its data is
 	// corrupt or of an unknown kind; it wraps ErrCorrupt. Apply recorded nothing for
 	// the entry but moved the applied index past it. This is not a failure of the

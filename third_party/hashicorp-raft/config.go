@@ -189,16 +189,6 @@ type Config struct {
 	// (third_party/hashicorp-raft/PATCHES.md).
 	ParallelLeaderAppend bool
 
-	// NotifyCommit makes the leader send an AppendEntries to every follower as
-	// soon as its commit index moves, instead of with the next new entries or
-	// after CommitTimeout. A follower then applies a committed entry about a
-	// round trip after the leader does, which an application that answers its
-	// clients from a follower's own apply needs at low load.
-	//
-	// This option is not in hashicorp/raft: it is txlog's patch
-	// (third_party/hashicorp-raft/PATCHES.md).
-	NotifyCommit bool
-
 	// If we are a member of a cluster, and RemovePeer is invoked for the
 	// local node, then we forget all peers and transition into the follower state.
 	// If ShutdownOnRemove is set, we additional shutdown Raft. Otherwise,

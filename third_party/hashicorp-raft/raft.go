@@ -793,13 +793,6 @@ func (r *Raft) leaderLoop() {
 			commitIndex := r.leaderState.commitment.getCommitIndex()
 			r.setCommitIndex(commitIndex)
 
-			// txlog's patch: tell the followers at once (Config.NotifyCommit).
-			if r.config().NotifyCommit && commitIndex > oldCommitIndex {
-				for _, f := range r.leaderState.replState {
-					asyncNotifyCh(f.triggerCh)
-				}
-			}
-
 			// New configuration has been committed, set it as the committed
 			// value.
 			if r.configurations.latestIndex > oldCommitIndex &&
