@@ -477,6 +477,12 @@ func newFastWriter() *fastWriter { return &fastWriter{h: make(http.Header, 4)} }
 
 func (w *fastWriter) Header() http.Header { return w.h }
 
+// SetReadDeadline is for http.ResponseController: the fast path has read the
+// whole body before the handler runs, under its own deadline (BodyTimeout), so
+// there is nothing left for a read deadline to bound. Without it the
+// controller builds an error for every readBody.
+func (w *fastWriter) SetReadDeadline(time.Time) error { return nil }
+
 func (w *fastWriter) WriteHeader(status int) {
 	if w.status == 0 {
 		w.status = status

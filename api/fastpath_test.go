@@ -22,7 +22,7 @@ type fastPair struct {
 	fl          *FastListener
 }
 
-func newFastPair(t *testing.T, cfg Config, fcfg FastConfig, b Backend) *fastPair {
+func newFastPair(t testing.TB, cfg Config, fcfg FastConfig, b Backend) *fastPair {
 	t.Helper()
 	s := NewServer(cfg, b)
 	plainLn, err := net.Listen("tcp", "127.0.0.1:0")
