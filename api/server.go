@@ -222,7 +222,16 @@ func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // writeJSON answers status with v as JSON.
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := marshalJSON(v)
+	var b []byte
+	var err error
+	switch v := v.(type) {
+	case TxResult:
+		b = appendTxResultJSON(make([]byte, 0, 256), &v)
+	case BatchResponse:
+		b = appendBatchJSON(make([]byte, 0, 64+192*len(v.Results)), v.Results)
+	default:
+		b, err = marshalJSON(v)
+	}
 	if err != nil {
 		s.writeError(w, fmt.Errorf("encode answer: %w", err))
 		return

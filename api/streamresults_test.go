@@ -60,7 +60,7 @@ func TestResultsFields(t *testing.T) {
 		want int
 	}{{TxResult{}, 10}, {Conflict{}, 3}, {ErrorBody{}, 3}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.want {
-			t.Errorf("%T has %d fields, the binary results format knows %d: update appendResults and decodeResults", c.v, got, c.want)
+			t.Errorf("%T has %d fields, the binary results format and the JSON encoder know %d: update appendResults, decodeResults and appendTxResultJSON", c.v, got, c.want)
 		}
 	}
 }
