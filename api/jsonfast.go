@@ -1,7 +1,6 @@
 package api
 
 import (
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -40,12 +39,7 @@ func appendTxResultJSON(b []byte, r *TxResult) []byte {
 	if len(r.Versions) > 0 {
 		b = append(b, `,"versions":{`...)
 		var one [1]string
-		keys := one[:0]
-		for k := range r.Versions {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
+		for i, k := range versionKeys(one[:0], r.Versions) {
 			if i > 0 {
 				b = append(b, ',')
 			}

@@ -36,6 +36,16 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// versionKeys appends the keys of versions to keys, sorted: the order both
+// encodings of a result write them in.
+func versionKeys(keys []string, versions map[string]uint64) []string {
+	for k := range versions {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
 // appendResults appends the binary form of rs to b.
 func appendResults(b []byte, rs []TxResult) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))
@@ -58,11 +68,7 @@ func appendResults(b []byte, rs []TxResult) []byte {
 		b = binary.AppendUvarint(b, r.Index)
 		b = binary.AppendUvarint(b, r.Term)
 		b = binary.AppendUvarint(b, uint64(len(r.Versions)))
-		keys = keys[:0]
-		for k := range r.Versions {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
+		keys = versionKeys(keys[:0], r.Versions)
 		for _, k := range keys {
 			b = appendString(b, k)
 			b = binary.AppendUvarint(b, r.Versions[k])
