@@ -173,34 +173,78 @@ func (in *intake) size() int {
 
 // walFuture is the result of an intake WAL append running beside a proposal.
 type walFuture struct {
-	done chan struct{}
-	lazy bool // written without an fsync: sync before parking
+	done chan struct{} // closed once seqs and err are set
+	lazy bool          // written without an fsync: sync before parking
 	seqs []uint64
 	err  error
+
+	mu       sync.Mutex
+	finished bool   // done is closed or about to be
+	then     func() // run once, when the append is through (see whenDone)
+}
+
+// complete records the append's outcome, closes done and runs what whenDone
+// registered.
+func (f *walFuture) complete(seqs []uint64, err error) {
+	f.seqs, f.err = seqs, err
+	f.mu.Lock()
+	f.finished = true
+	then := f.then
+	f.mu.Unlock()
+	close(f.done)
+	if then != nil {
+		then()
+	}
+}
+
+// whenDone runs fn once the append is through: now, if it is, or else on the
+// goroutine that completes it (for a lazy append, the WAL's writer; fn must
+// not block).
+func (f *walFuture) whenDone(fn func()) {
+	f.mu.Lock()
+	if !f.finished {
+		f.then = fn
+		f.mu.Unlock()
+		return
+	}
+	f.mu.Unlock()
+	<-f.done
+	fn()
 }
 
 // appendAsync appends entries to the intake WAL in the background. The append
 // does not depend on the request's ctx: once started it completes, so that a
-// transaction parked later is on disk. A lazy append is written without waiting
-// for an fsync (see durable).
+// transaction parked later is on disk. A lazy append is queued for the WAL's
+// writer, which writes it without an fsync within the WAL's LazyDelay, with the
+// others queued meanwhile (see durable); the others run in a goroutine of their
+// own and wait for their fsync.
 func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 	f := &walFuture{done: make(chan struct{}), lazy: lazy}
 	payloads := make([][]byte, len(es))
 	for i, e := range es {
 		payloads[i] = e.payload
 	}
+	if lazy {
+		// The payloads are EncodeTx bytes that nothing modifies.
+		err := n.intake.wal.AppendBatchLazyFunc(payloads, func(seqs []uint64, err error) {
+			if err == nil {
+				n.intake.appended(es, seqs)
+			}
+			f.complete(seqs, err)
+		})
+		if err != nil {
+			f.complete(nil, err)
+		}
+		return f
+	}
 	go func() {
-		defer close(f.done)
 		ctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
 		defer cancel()
-		if lazy {
-			f.seqs, f.err = n.intake.wal.AppendBatchLazy(ctx, payloads)
-		} else {
-			f.seqs, f.err = n.intake.wal.AppendBatch(ctx, payloads)
+		seqs, err := n.intake.wal.AppendBatch(ctx, payloads)
+		if err == nil {
+			n.intake.appended(es, seqs)
 		}
-		if f.err == nil {
-			n.intake.appended(es, f.seqs)
-		}
+		f.complete(seqs, err)
 	}()
 	return f
 }
@@ -212,17 +256,21 @@ func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 // would replay it, so the only true answer then is 202 pending, not "unknown"
 // or "no leader" (which says it was not carried out).
 func (n *Node) durable(f *walFuture) bool {
+	if !f.lazy {
+		<-f.done
+		return f.err == nil
+	}
+	// The record is queued or written: Sync writes it now if it is not, and
+	// fsyncs it.
+	sctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
+	serr := n.intake.wal.Sync(sctx)
+	cancel()
 	<-f.done
 	if f.err != nil {
 		return false
 	}
-	if !f.lazy {
-		return true
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
-	defer cancel()
-	if err := n.intake.wal.Sync(sctx); err != nil {
-		f.err = err
+	if serr != nil {
+		f.err = serr
 		return false
 	}
 	return true
@@ -364,10 +412,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		walf = n.appendAsync(es, false)
 	}
 	if len(open) == 0 {
-		n.wg.Go(func() {
-			<-walf.done
-			n.intake.finish(es...)
-		})
+		walf.whenDone(func() { n.intake.finish(es...) })
 		return
 	}
 	walOK := n.durable(walf)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Defaults for the zero fields of Config.
@@ -12,6 +13,7 @@ const (
 	DefaultMaxRecordBytes = 1 << 20
 	DefaultMaxBatchBytes  = 4 << 20
 	DefaultPreallocBytes  = 1 << 20
+	DefaultLazyDelay      = 2 * time.Millisecond
 
 	// MinSegmentBytes is the smallest SegmentBytes that Validate accepts.
 	MinSegmentBytes = 1 << 10
@@ -47,6 +49,14 @@ type Config struct {
 	// with each write.
 	PreallocBytes int64
 
+	// LazyDelay is how long the writer lets records queued with
+	// AppendBatchLazyFunc, and done-marks, gather before it writes them:
+	// one write for all that queued meanwhile, instead of one for each. An
+	// Append, AppendBatch, AppendBatchLazy or Sync writes them at once with
+	// its own records. Default DefaultLazyDelay (2 ms); negative: write at
+	// once.
+	LazyDelay time.Duration
+
 	// NoSync turns off every fsync: of records, segments and the
 	// directory. Append then returns once its records are written to the
 	// OS, so they survive a process crash but not a power loss. For tests
@@ -74,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PreallocBytes == 0 {
 		c.PreallocBytes = DefaultPreallocBytes
+	}
+	if c.LazyDelay == 0 {
+		c.LazyDelay = DefaultLazyDelay
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -60,7 +61,7 @@ type Log struct {
 	logger *slog.Logger
 
 	reqCh     chan *appendReq // unbuffered: Append hands a request to the writer
-	kick      chan struct{}   // capacity 1: MarkDone wakes the writer
+	kick      chan struct{}   // capacity 1: lazy work (marks, lazy appends) wakes the writer
 	closing   chan struct{}   // closed by Close
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the writer goroutine
@@ -73,14 +74,22 @@ type Log struct {
 	// Payloads are never modified once stored.
 	pending map[uint64][]byte
 	marks   []uint64 // Seqs marked done and not yet handed to the writer
-	closed  bool     // Close was called; MarkDone refuses
-	stats   Stats    // as of the writer's last commit; Pending unused
+	// lazy holds the AppendBatchLazyFunc requests not yet handed to the
+	// writer, oldest first.
+	lazy []*appendReq
+	// kicked is true from a kick for lazy work until the writer takes the
+	// marks and lazy: work queued meanwhile needs no kick of its own.
+	kicked bool
+	closed bool  // Close was called; MarkDone refuses
+	stats  Stats // as of the writer's last commit; Pending unused
 
 	// w belongs to the writer goroutine (and to Open before it starts).
 	w writer
 
-	// syncs counts fsyncs of segment files, for tests and benchmarks.
-	syncs atomic.Int64
+	// syncs counts fsyncs of segment files, and writes the writes of
+	// records and marks to them (flush), for tests and benchmarks.
+	syncs  atomic.Int64
+	writes atomic.Int64
 }
 
 // Open opens the log in dir, creating dir and a first segment if needed, and
@@ -179,6 +188,44 @@ func (l *Log) AppendBatchLazy(ctx context.Context, payloads [][]byte) ([]uint64,
 	return l.appendReq(ctx, payloads, true)
 }
 
+// AppendBatchLazyFunc is AppendBatchLazy without waiting at all: it queues
+// the records and returns. The writer writes them to the segment file (no
+// fsync) within Config.LazyDelay, together with whatever else queued
+// meanwhile, and then calls then with their Seqs, or with the error that
+// kept them out of the log. So until then a process crash loses them, and
+// until the next fsync (see AppendBatchLazy) a power loss may. Sync writes
+// and fsyncs them at once.
+//
+// then is called exactly once, on the writer's goroutine, unless
+// AppendBatchLazyFunc returns an error (the log is closed, a payload is too
+// large, or there are none), in which case it is never called. then must not
+// block; it may call MarkDone. The log does not copy payloads: the caller
+// must not modify them after the call.
+func (l *Log) AppendBatchLazyFunc(payloads [][]byte, then func(seqs []uint64, err error)) error {
+	if len(payloads) == 0 {
+		return errors.New("wal: no payloads")
+	}
+	r := &appendReq{payloads: payloads, lazy: true, then: then}
+	for _, p := range payloads {
+		if len(p) > l.cfg.MaxRecordBytes {
+			return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(p), l.cfg.MaxRecordBytes)
+		}
+		r.size += len(p)
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.lazy = append(l.lazy, r)
+	kick := l.kickLocked()
+	l.mu.Unlock()
+	if kick {
+		l.wake()
+	}
+	return nil
+}
+
 func (l *Log) append(ctx context.Context, payloads [][]byte) ([]uint64, error) {
 	return l.appendReq(ctx, payloads, false)
 }
@@ -236,8 +283,9 @@ func (l *Log) MarkDone(seqs ...uint64) error {
 			n++
 		}
 	}
+	kick := n > 0 && l.kickLocked()
 	l.mu.Unlock()
-	if n > 0 {
+	if kick {
 		l.wake()
 	}
 	return nil
@@ -251,7 +299,17 @@ func (l *Log) Sync(ctx context.Context) error {
 	return err
 }
 
-// wake makes the writer look at l.marks, without blocking.
+// kickLocked reports whether lazy work just queued needs a kick of the
+// writer (none is on its way), and records that one is. l.mu is held.
+func (l *Log) kickLocked() bool {
+	if l.kicked {
+		return false
+	}
+	l.kicked = true
+	return true
+}
+
+// wake makes the writer look at l.marks and l.lazy, without blocking.
 func (l *Log) wake() {
 	select {
 	case l.kick <- struct{}{}:

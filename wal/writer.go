@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // States of an appendReq.
@@ -18,6 +19,9 @@ type appendReq struct {
 	payloads [][]byte // the log's own copies
 	size     int      // total payload bytes
 	lazy     bool     // answered once written, without waiting for an fsync
+	// then, if set, is called with the outcome instead of closing done (an
+	// AppendBatchLazyFunc request, which nobody waits for).
+	then func(seqs []uint64, err error)
 
 	// state moves from reqWaiting to reqAnswered (by the writer) or to
 	// reqAbandoned (by Append), never both.
@@ -44,10 +48,14 @@ type writer struct {
 func (l *Log) active() *segment { return l.w.segs[len(l.w.segs)-1] }
 
 // run is the writer goroutine: group commit in the manner of hashicorp/raft's
-// leaderLoop. It takes one request (or a wake-up from MarkDone), drains
-// whatever else is queued without blocking, writes it all, fsyncs once and
-// answers everyone.
+// leaderLoop. It takes one request, drains whatever else is queued without
+// blocking, writes it all with the lazy work (marks and lazy appends), fsyncs
+// once and answers everyone. Lazy work alone waits up to Config.LazyDelay
+// for more to write with it.
 func (l *Log) run() {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var timerC <-chan time.Time // set while lazy work waits for the timer
 	for {
 		var reqs []*appendReq
 		size := 0
@@ -55,9 +63,22 @@ func (l *Log) run() {
 		case r := <-l.reqCh:
 			reqs, size = append(reqs, r), r.size
 		case <-l.kick:
+			if l.cfg.LazyDelay > 0 {
+				if timerC == nil {
+					timer.Reset(l.cfg.LazyDelay)
+					timerC = timer.C
+				}
+				continue
+			}
+		case <-timerC:
+			timerC = nil
 		case <-l.closing:
 			l.closeErr = l.shutdown()
 			return
+		}
+		if timerC != nil { // the lazy work goes now, with reqs
+			timer.Stop()
+			timerC = nil
 		}
 	drain:
 		for size < l.cfg.MaxBatchBytes {
@@ -77,7 +98,8 @@ func (l *Log) run() {
 // reqs. Deleting before answering costs the few Appends that complete a
 // segment's marks a second fsync, and lets Sync promise the deletion.
 func (l *Log) commit(reqs []*appendReq) {
-	marks := l.takeMarks()
+	marks, lazy := l.takeLazy()
+	reqs = append(reqs, lazy...)
 	if l.w.err == nil {
 		l.w.err = l.writeBatch(marks, reqs)
 	}
@@ -86,14 +108,15 @@ func (l *Log) commit(reqs []*appendReq) {
 	l.answer(reqs, l.w.err)
 }
 
-// takeMarks returns the Seqs that MarkDone queued, sorted.
-func (l *Log) takeMarks() []uint64 {
+// takeLazy returns the Seqs that MarkDone queued, sorted, and the queued
+// AppendBatchLazyFunc requests.
+func (l *Log) takeLazy() ([]uint64, []*appendReq) {
 	l.mu.Lock()
-	marks := l.marks
-	l.marks = nil
+	marks, lazy := l.marks, l.lazy
+	l.marks, l.lazy, l.kicked = nil, nil, false
 	l.mu.Unlock()
 	slices.Sort(marks)
-	return marks
+	return marks, lazy
 }
 
 // writeBatch writes done records for marks and data records for reqs, and
@@ -177,6 +200,7 @@ func (l *Log) flush() error {
 	if _, err := l.w.f.WriteAt(l.w.buf, a.size); err != nil {
 		return fmt.Errorf("wal: write segment %s: %w", l.path(a.segHeader), err)
 	}
+	l.writes.Add(1)
 	a.size += int64(len(l.w.buf))
 	l.w.buf = l.w.buf[:0]
 	l.w.unsynced = true
@@ -318,8 +342,9 @@ func (l *Log) answer(reqs []*appendReq, err error) {
 				l.marks = append(l.marks, r.seqs...)
 			}
 		}
+		kick := abandoned && l.kickLocked()
 		l.mu.Unlock()
-		if abandoned {
+		if kick {
 			l.wake()
 		}
 	}
@@ -329,7 +354,11 @@ func (l *Log) answer(reqs []*appendReq, err error) {
 				r.seqs = nil
 			}
 			r.err = err
-			close(r.done)
+			if r.then != nil {
+				r.then(r.seqs, err)
+			} else {
+				close(r.done)
+			}
 		}
 	}
 }
@@ -415,20 +444,19 @@ func (l *Log) publish() {
 	l.mu.Unlock()
 }
 
-// shutdown writes the remaining marks, fsyncs and closes the active
-// segment. Close has set l.closed, so no more marks arrive.
+// shutdown writes the remaining marks and lazy appends, fsyncs and closes the
+// active segment, and answers the lazy appends. Close has set l.closed, so no
+// more marks or lazy appends arrive.
 func (l *Log) shutdown() error {
-	marks := l.takeMarks()
+	marks, lazy := l.takeLazy()
 	err := l.w.err
 	if err == nil {
-		err = l.writeMarks(marks, false)
-	}
-	if err == nil {
-		err = l.flush()
+		err = l.writeBatch(marks, lazy)
 	}
 	if err == nil {
 		err = l.sync()
 	}
+	l.answer(lazy, err)
 	if l.w.f != nil {
 		if cerr := l.w.f.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("wal: close segment %s: %w", l.path(l.active().segHeader), cerr)
