@@ -127,7 +127,9 @@ func (in *intake) releaseQuiet(es ...*intakeEntry) {
 	in.mu.Unlock()
 }
 
-// drop forgets entries whose WAL append failed; their requests report an error.
+// drop forgets entries without marking their WAL records done: entries whose
+// append failed (their requests report an error), and resolved entries whose
+// append is still on its way (finish marks them once it is through).
 func (in *intake) drop(es ...*intakeEntry) {
 	in.mu.Lock()
 	for _, e := range es {
@@ -412,6 +414,9 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 		walf = n.appendAsync(es, false)
 	}
 	if len(open) == 0 {
+		// Resolved: forgotten now, as a lookup expects; their records are
+		// marked done once written (on the WAL's writer, for a lazy append).
+		n.intake.drop(es...)
 		walf.whenDone(func() { n.intake.finish(es...) })
 		return
 	}

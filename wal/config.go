@@ -13,7 +13,7 @@ const (
 	DefaultMaxRecordBytes = 1 << 20
 	DefaultMaxBatchBytes  = 4 << 20
 	DefaultPreallocBytes  = 1 << 20
-	DefaultLazyDelay      = 2 * time.Millisecond
+	DefaultLazyDelay      = 10 * time.Millisecond
 
 	// MinSegmentBytes is the smallest SegmentBytes that Validate accepts.
 	MinSegmentBytes = 1 << 10
@@ -53,7 +53,7 @@ type Config struct {
 	// AppendBatchLazyFunc, and done-marks, gather before it writes them:
 	// one write for all that queued meanwhile, instead of one for each. An
 	// Append, AppendBatch, AppendBatchLazy or Sync writes them at once with
-	// its own records. Default DefaultLazyDelay (2 ms); negative: write at
+	// its own records. Default DefaultLazyDelay (10 ms); negative: write at
 	// once.
 	LazyDelay time.Duration
 

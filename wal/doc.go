@@ -46,7 +46,10 @@
 // One writer goroutine owns the files. It takes one request, drains every
 // request queued behind it without blocking (up to Config.MaxBatchBytes),
 // writes them with one write, fsyncs once and answers them all. So N
-// concurrent Appends cost about one fsync, not N.
+// concurrent Appends cost about one fsync, not N. Done-marks and the
+// records of AppendBatchLazyFunc, which nobody waits for, wait up to
+// Config.LazyDelay for a request to go with, and then go by themselves: one
+// write, no fsync.
 //
 // # Durability contract
 //
@@ -63,8 +66,12 @@
 //     records were written), and a power loss only once fsynced: by the
 //     next Sync, Append, rotation or Close. Call Sync before promising
 //     anything that rests on the record.
-//   - MarkDone does not wait for the disk. Its mark is written soon after
-//     and fsynced with the next Append, Sync, rotation, deletion or Close.
+//   - AppendBatchLazyFunc returns at once. Its records survive a process
+//     crash once written, which is before then is called: within
+//     Config.LazyDelay, or sooner with an Append or Sync. A power loss keeps
+//     them once fsynced, as for AppendBatchLazy.
+//   - MarkDone does not wait for the disk. Its mark is written within
+//     Config.LazyDelay (or sooner with an Append or Sync) and fsynced with the next Append, Sync, rotation, deletion or Close.
 //     It survives a process crash once written, and a power loss once
 //     fsynced. A lost mark means the record is pending again after Open:
 //     a harmless replay for a consumer that deduplicates.
@@ -77,7 +84,7 @@
 // With Config.NoSync nothing is fsynced: Appends survive a process crash but
 // not a power loss. NoSync is for tests and benchmarks only.
 //
-// TestDurability and TestLazyAppend check these claims, putting files back
+// TestDurability, TestLazyAppend and TestAppendBatchLazyFunc check these claims, putting files back
 // to their content at their last fsync to act out a power loss.
 //
 // # Recovery
