@@ -165,3 +165,38 @@ func TestMarksGather(t *testing.T) {
 	}
 	checkPending(t, l, recs[3:])
 }
+
+// TestCloseWritesCallbackMarks: the marks that lazy appends' callbacks make
+// while Close writes them (a request answered just before the node stops)
+// are written too, so a clean restart replays nothing.
+func TestCloseWritesCallbackMarks(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Open(dir, Config{LazyDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	markErr := make(chan error, 1)
+	if err := l.AppendBatchLazyFunc([][]byte{payloadFor(1, 40)}, func(seqs []uint64, err error) {
+		if err == nil {
+			err = l.MarkDone(seqs...)
+		}
+		markErr <- err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-markErr; err != nil {
+		t.Fatalf("MarkDone in the callback during Close = %v", err)
+	}
+	if err := l.MarkDone(1); !errors.Is(err, ErrClosed) {
+		t.Errorf("MarkDone after Close = %v, want ErrClosed", err)
+	}
+	l, err = Open(dir, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	checkPending(t, l, nil)
+}

@@ -80,8 +80,12 @@ type Log struct {
 	// kicked is true from a kick for lazy work until the writer takes the
 	// marks and lazy: work queued meanwhile needs no kick of its own.
 	kicked bool
-	closed bool  // Close was called; MarkDone refuses
-	stats  Stats // as of the writer's last commit; Pending unused
+	closed bool // Close was called; appends refuse
+	// stopped is set by the writer once it has written its last marks;
+	// MarkDone refuses from then on. Between Close and then, it takes marks
+	// (the callbacks of lazy appends that Close writes make some).
+	stopped bool
+	stats   Stats // as of the writer's last commit; Pending unused
 
 	// w belongs to the writer goroutine (and to Open before it starts).
 	w writer
@@ -271,7 +275,7 @@ func (l *Log) appendReq(ctx context.Context, payloads [][]byte, lazy bool) ([]ui
 // the consumer must tolerate that.
 func (l *Log) MarkDone(seqs ...uint64) error {
 	l.mu.Lock()
-	if l.closed {
+	if l.stopped {
 		l.mu.Unlock()
 		return ErrClosed
 	}

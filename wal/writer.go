@@ -444,19 +444,30 @@ func (l *Log) publish() {
 	l.mu.Unlock()
 }
 
-// shutdown writes the remaining marks and lazy appends, fsyncs and closes the
-// active segment, and answers the lazy appends. Close has set l.closed, so no
-// more marks or lazy appends arrive.
+// shutdown writes the remaining marks and lazy appends and answers the lazy
+// appends, then writes the marks their callbacks made, fsyncs and closes the
+// active segment. Close has set l.closed, so no more lazy appends arrive;
+// marks are refused once shutdown sets l.stopped.
 func (l *Log) shutdown() error {
 	marks, lazy := l.takeLazy()
 	err := l.w.err
 	if err == nil {
 		err = l.writeBatch(marks, lazy)
 	}
+	l.answer(lazy, err)
+	l.mu.Lock()
+	marks, l.marks, l.stopped = l.marks, nil, true
+	l.mu.Unlock()
+	slices.Sort(marks)
+	if err == nil {
+		err = l.writeMarks(marks, false)
+	}
+	if err == nil {
+		err = l.flush()
+	}
 	if err == nil {
 		err = l.sync()
 	}
-	l.answer(lazy, err)
 	if l.w.f != nil {
 		if cerr := l.w.f.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("wal: close segment %s: %w", l.path(l.active().segHeader), cerr)
