@@ -90,8 +90,8 @@ type Log struct {
 	// w belongs to the writer goroutine (and to Open before it starts).
 	w writer
 
-	// syncs counts fsyncs of segment files, and writes the writes of
-	// records and marks to them (flush), for tests and benchmarks.
+	// syncs counts the fsyncs of segment files, and writes counts the
+	// writes of records and marks to them (flush); for tests and benchmarks.
 	syncs  atomic.Int64
 	writes atomic.Int64
 }

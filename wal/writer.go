@@ -16,7 +16,7 @@ const (
 
 // appendReq is one Append or AppendBatch handed to the writer.
 type appendReq struct {
-	payloads [][]byte // the log's own copies
+	payloads [][]byte // the log's own copies (the caller's, for AppendBatchLazyFunc)
 	size     int      // total payload bytes
 	lazy     bool     // answered once written, without waiting for an fsync
 	// then, if set, is called with the outcome instead of closing done (an
