@@ -3,6 +3,7 @@ package bbolt
 import (
 	"bytes"
 	"fmt"
+	"sort"
 	"unsafe"
 
 	"go.etcd.io/bbolt/errors"
@@ -34,6 +35,7 @@ type Bucket struct {
 	page     *common.Page          // inline page reference
 	rootNode *node                 // materialized node for the root page.
 	nodes    map[common.Pgid]*node // node cache
+	tail     *node                 // the last leaf, once PutTail found it (txlog's patch)
 
 	// Sets the threshold for filling nodes when they split. By default,
 	// the bucket will fill to 50% but it can be useful to increase this
@@ -489,6 +491,63 @@ func (b *Bucket) Put(key []byte, value []byte) (err error) {
 
 	c.node().put(newKey, newKey, value, 0, 0)
 
+	return nil
+}
+
+// PutTail is Put for a key that the caller leaves unchanged until the
+// transaction ends (Put copies the key; a value is never copied), made for
+// buckets whose keys mostly grow, such as a log's: once a PutTail has found
+// the bucket's last leaf, later ones whose key sorts after that leaf's first
+// key insert into it without a search from the root, and append to it
+// without a binary search when the key sorts after all of its keys. Nodes
+// are split and merged only when the transaction commits, so the last leaf
+// stays the last until then (txlog's patch, PATCHES.md).
+func (b *Bucket) PutTail(key []byte, value []byte) error {
+	if b.tx.db == nil {
+		return errors.ErrTxClosed
+	} else if !b.Writable() {
+		return errors.ErrTxNotWritable
+	} else if len(key) == 0 {
+		return errors.ErrKeyRequired
+	} else if len(key) > MaxKeySize {
+		return errors.ErrKeyTooLarge
+	} else if int64(len(value)) > MaxValueSize {
+		return errors.ErrValueTooLarge
+	}
+
+	if n := b.tail; n != nil && len(n.inodes) > 0 && bytes.Compare(key, n.inodes[0].Key()) > 0 {
+		if bytes.Compare(key, n.inodes[len(n.inodes)-1].Key()) > 0 {
+			n.inodes = append(n.inodes, common.Inode{})
+			inode := &n.inodes[len(n.inodes)-1]
+			inode.SetKey(key)
+			inode.SetValue(value)
+			return nil
+		}
+		index := sort.Search(len(n.inodes), func(i int) bool { return bytes.Compare(n.inodes[i].Key(), key) != -1 })
+		if index < len(n.inodes) && bytes.Equal(n.inodes[index].Key(), key) && n.inodes[index].Flags()&common.BucketLeafFlag != 0 {
+			return errors.ErrIncompatibleValue
+		}
+		n.put(key, key, value, 0, 0)
+		return nil
+	}
+
+	c := b.Cursor()
+	k, _, flags := c.seek(key)
+	if bytes.Equal(key, k) && (flags&common.BucketLeafFlag) != 0 {
+		return errors.ErrIncompatibleValue
+	}
+	n := c.node()
+	n.put(key, key, value, 0, 0)
+
+	// The leaf is the last if the path to it takes the last child of every
+	// branch.
+	b.tail = n
+	for i := range c.stack[:len(c.stack)-1] {
+		if ref := &c.stack[i]; ref.index != ref.count()-1 {
+			b.tail = nil
+			break
+		}
+	}
 	return nil
 }
 
