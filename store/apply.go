@@ -242,6 +242,7 @@ func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, erro
 	}
 	a.keyOf = recordKeyOf(a.txs, a.log)
 	a.kvGet.c, a.txsGet.c = a.kv.Cursor(), a.txs.Cursor()
+	a.txsGet.tail = a.txs // most new txids sort after the last leaf's first
 	return a, nil
 }
 
@@ -551,13 +552,19 @@ func (a *applier) dedupTimeKey(id txid.ID) []byte {
 // where Bucket.Get allocates a new cursor, and its stack, for each read. Seek
 // starts from the root each time, so the puts between reads do not matter.
 type getter struct {
-	c   *bolt.Cursor
-	key []byte // the key read last; bbolt does not keep it
+	c    *bolt.Cursor
+	key  []byte       // the key read last; bbolt does not keep it
+	tail *bolt.Bucket // if set, a bucket written with PutTail: its last leaf answers first
 }
 
 // get returns key's value, or nil if key is absent (or names a bucket), like
 // Bucket.Get.
 func (g *getter) get(key []byte) []byte {
+	if g.tail != nil {
+		if v, ok := g.tail.LookupTail(key); ok {
+			return v
+		}
+	}
 	k, v := g.c.Seek(key)
 	if !bytes.Equal(k, key) {
 		return nil

@@ -551,6 +551,26 @@ func (b *Bucket) PutTail(key []byte, value []byte) error {
 	return nil
 }
 
+// LookupTail answers Get for key from the bucket's last leaf, once a PutTail
+// has found that leaf and if key sorts after the leaf's first key, without a
+// search from the root: answered is false when it cannot, and the caller
+// searches as before (txlog's patch, PATCHES.md). A key that is absent, or
+// names a nested bucket, has a nil value, as with Get.
+func (b *Bucket) LookupTail(key []byte) (value []byte, answered bool) {
+	n := b.tail
+	if n == nil || len(n.inodes) == 0 || bytes.Compare(key, n.inodes[0].Key()) <= 0 {
+		return nil, false
+	}
+	if bytes.Compare(key, n.inodes[len(n.inodes)-1].Key()) > 0 {
+		return nil, true
+	}
+	index := sort.Search(len(n.inodes), func(i int) bool { return bytes.Compare(n.inodes[i].Key(), key) != -1 })
+	if index < len(n.inodes) && bytes.Equal(n.inodes[index].Key(), key) && n.inodes[index].Flags()&common.BucketLeafFlag == 0 {
+		return n.inodes[index].Value(), true
+	}
+	return nil, true
+}
+
 // Delete removes a key from the bucket.
 // If the key does not exist then nothing is done and a nil error is returned.
 // Returns an error if the bucket was created from a read-only transaction.

@@ -11,7 +11,7 @@ import (
 	"go.etcd.io/bbolt/errors"
 )
 
-// TestPutTail checks txlog's PutTail against a model: random keys, mostly
+// TestPutTail checks txlog's PutTail (and LookupTail) against a model: random keys, mostly
 // growing as a log's do and sometimes not, with deletes, Puts and nested
 // buckets between them, over several transactions; after each commit the
 // bucket holds exactly the model's keys in order and tx.Check finds nothing.
@@ -37,7 +37,7 @@ func TestPutTail(t *testing.T) {
 		}
 		return k
 	}
-	tails := 0
+	tails, lookups := 0, 0
 	for round := 0; round < 40; round++ {
 		err := db.Update(func(tx *Tx) error {
 			b, err := tx.CreateBucketIfNotExists([]byte("log"))
@@ -75,6 +75,15 @@ func TestPutTail(t *testing.T) {
 				if b.tail != nil {
 					tails++
 				}
+				// LookupTail agrees with Get whenever it answers.
+				for _, q := range [][]byte{key(), key()} {
+					if v, ok := b.LookupTail(q); ok {
+						lookups++
+						if w := b.Get(q); !bytes.Equal(v, w) || (v == nil) != (w == nil) {
+							t.Fatalf("LookupTail(%x) = %x, Get = %x", q, v, w)
+						}
+					}
+				}
 			}
 			return nil
 		})
@@ -106,8 +115,8 @@ func TestPutTail(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if tails == 0 {
-		t.Fatal("PutTail never found the last leaf")
+	if tails == 0 || lookups == 0 {
+		t.Fatalf("PutTail found the last leaf %d times, LookupTail answered %d times", tails, lookups)
 	}
 	if len(model) < 10000 {
 		t.Fatalf("only %d keys: the tree is too small to have branches", len(model))
