@@ -14,6 +14,9 @@
 # The load generator (txlog) is built once, from the work tree, and drives
 # both. Settings (environment):
 #   PAIRS=8          A/B pairs
+#   OLD_ENV, NEW_ENV environment settings (VAR=value ...) for the runs of one
+#                    build: the load generator and the nodes it starts (a
+#                    runtime setting measured with OLD and NEW the same build)
 #   DURATION=10s     measured time of a run, after WARMUP=2s
 #   WORK=<temp dir>  builds and cluster data (removed at the end unless given)
 #   OUT=<temp dir>   each run's full output, and summary.txt (kept)
@@ -72,6 +75,7 @@ build "$old" old
 echo "$built" | tee "$OUT/summary.txt"
 build "$new" new
 echo "$built" | tee -a "$OUT/summary.txt"
+if [ -n "${OLD_ENV:-}${NEW_ENV:-}" ]; then echo "environment: old ${OLD_ENV:-(none)}, new ${NEW_ENV:-(none)}" | tee -a "$OUT/summary.txt"; fi
 echo "workload: txlog bench --local ${flags[*]} --duration $DURATION --warmup $WARMUP; $PAIRS pairs" | tee -a "$OUT/summary.txt"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/summary.txt"
 
@@ -80,7 +84,9 @@ run() {
 	local name=$1 pair=$2 data out
 	data=$(mktemp -d "$WORK/run-XXXXXX")
 	out="$OUT/pair$pair-$name.txt"
-	"$WORK/bin/txlog" bench --local --local-dir "$data" --txlogd "$WORK/bin/$name" \
+	local -a envs=()
+	if [ "$name" = old ]; then read -ra envs <<<"${OLD_ENV:-}"; else read -ra envs <<<"${NEW_ENV:-}"; fi
+	env "${envs[@]}" "$WORK/bin/txlog" bench --local --local-dir "$data" --txlogd "$WORK/bin/$name" \
 		"${flags[@]}" --duration "$DURATION" --warmup "$WARMUP" --progress 0 >"$out" 2>&1 || {
 		echo "run $name of pair $pair failed; see $out" >&2
 		exit 1
