@@ -11,10 +11,11 @@ import (
 	"go.etcd.io/bbolt/errors"
 )
 
-// TestPutTail checks txlog's PutTail (and LookupTail) against a model: random keys, mostly
-// growing as a log's do and sometimes not, with deletes, Puts and nested
-// buckets between them, over several transactions; after each commit the
-// bucket holds exactly the model's keys in order and tx.Check finds nothing.
+// TestPutTail checks txlog's PutTail and LookupTail against a model: random
+// keys, mostly growing as a log's do and sometimes not, with Puts and deletes
+// between them, over several transactions. LookupTail agrees with Get
+// whenever it answers, and after each commit the bucket holds exactly the
+// model's keys and values in order and tx.Check finds nothing.
 func TestPutTail(t *testing.T) {
 	db, err := Open(filepath.Join(t.TempDir(), "db"), 0o600, nil)
 	if err != nil {
