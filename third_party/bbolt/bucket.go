@@ -3,7 +3,6 @@ package bbolt
 import (
 	"bytes"
 	"fmt"
-	"sort"
 	"unsafe"
 
 	"go.etcd.io/bbolt/errors"
@@ -461,16 +460,8 @@ func (b *Bucket) Put(key []byte, value []byte) (err error) {
 			}
 		}()
 	}
-	if b.tx.db == nil {
-		return errors.ErrTxClosed
-	} else if !b.Writable() {
-		return errors.ErrTxNotWritable
-	} else if len(key) == 0 {
-		return errors.ErrKeyRequired
-	} else if len(key) > MaxKeySize {
-		return errors.ErrKeyTooLarge
-	} else if int64(len(value)) > MaxValueSize {
-		return errors.ErrValueTooLarge
+	if err := b.checkPut(key, value); err != nil {
+		return err
 	}
 
 	// Insert into node.
@@ -503,19 +494,11 @@ func (b *Bucket) Put(key []byte, value []byte) (err error) {
 // are split and merged only when the transaction commits, so the last leaf
 // stays the last until then (txlog's patch, PATCHES.md).
 func (b *Bucket) PutTail(key []byte, value []byte) error {
-	if b.tx.db == nil {
-		return errors.ErrTxClosed
-	} else if !b.Writable() {
-		return errors.ErrTxNotWritable
-	} else if len(key) == 0 {
-		return errors.ErrKeyRequired
-	} else if len(key) > MaxKeySize {
-		return errors.ErrKeyTooLarge
-	} else if int64(len(value)) > MaxValueSize {
-		return errors.ErrValueTooLarge
+	if err := b.checkPut(key, value); err != nil {
+		return err
 	}
 
-	if n := b.tail; n != nil && len(n.inodes) > 0 && bytes.Compare(key, n.inodes[0].Key()) > 0 {
+	if n := b.tailFor(key); n != nil {
 		if bytes.Compare(key, n.inodes[len(n.inodes)-1].Key()) > 0 {
 			n.inodes = append(n.inodes, common.Inode{})
 			inode := &n.inodes[len(n.inodes)-1]
@@ -523,8 +506,7 @@ func (b *Bucket) PutTail(key []byte, value []byte) error {
 			inode.SetValue(value)
 			return nil
 		}
-		index := sort.Search(len(n.inodes), func(i int) bool { return bytes.Compare(n.inodes[i].Key(), key) != -1 })
-		if index < len(n.inodes) && bytes.Equal(n.inodes[index].Key(), key) && n.inodes[index].Flags()&common.BucketLeafFlag != 0 {
+		if inode := n.find(key); inode != nil && inode.Flags()&common.BucketLeafFlag != 0 {
 			return errors.ErrIncompatibleValue
 		}
 		n.put(key, key, value, 0, 0)
@@ -557,18 +539,44 @@ func (b *Bucket) PutTail(key []byte, value []byte) error {
 // searches as before (txlog's patch, PATCHES.md). A key that is absent, or
 // names a nested bucket, has a nil value, as with Get.
 func (b *Bucket) LookupTail(key []byte) (value []byte, answered bool) {
-	n := b.tail
-	if n == nil || len(n.inodes) == 0 || bytes.Compare(key, n.inodes[0].Key()) <= 0 {
+	n := b.tailFor(key)
+	if n == nil {
 		return nil, false
 	}
 	if bytes.Compare(key, n.inodes[len(n.inodes)-1].Key()) > 0 {
 		return nil, true
 	}
-	index := sort.Search(len(n.inodes), func(i int) bool { return bytes.Compare(n.inodes[i].Key(), key) != -1 })
-	if index < len(n.inodes) && bytes.Equal(n.inodes[index].Key(), key) && n.inodes[index].Flags()&common.BucketLeafFlag == 0 {
-		return n.inodes[index].Value(), true
+	if inode := n.find(key); inode != nil && inode.Flags()&common.BucketLeafFlag == 0 {
+		return inode.Value(), true
 	}
 	return nil, true
+}
+
+// tailFor returns the last leaf that PutTail found if key belongs in it: if
+// key sorts after its first key (the parent's separator for the leaf is at
+// most that key). Otherwise it returns nil.
+func (b *Bucket) tailFor(key []byte) *node {
+	n := b.tail
+	if n == nil || len(n.inodes) == 0 || bytes.Compare(key, n.inodes[0].Key()) <= 0 {
+		return nil
+	}
+	return n
+}
+
+// checkPut returns the error that Put and PutTail return before they write.
+func (b *Bucket) checkPut(key, value []byte) error {
+	if b.tx.db == nil {
+		return errors.ErrTxClosed
+	} else if !b.Writable() {
+		return errors.ErrTxNotWritable
+	} else if len(key) == 0 {
+		return errors.ErrKeyRequired
+	} else if len(key) > MaxKeySize {
+		return errors.ErrKeyTooLarge
+	} else if int64(len(value)) > MaxValueSize {
+		return errors.ErrValueTooLarge
+	}
+	return nil
 }
 
 // Delete removes a key from the bucket.

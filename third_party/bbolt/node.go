@@ -141,6 +141,15 @@ func (n *node) put(oldKey, newKey, value []byte, pgId common.Pgid, flags uint32)
 	common.Assert(len(inode.Key()) > 0, "put: zero-length inode key")
 }
 
+// find returns the inode holding key, or nil (txlog's patch).
+func (n *node) find(key []byte) *common.Inode {
+	index := sort.Search(len(n.inodes), func(i int) bool { return bytes.Compare(n.inodes[i].Key(), key) != -1 })
+	if index < len(n.inodes) && bytes.Equal(n.inodes[index].Key(), key) {
+		return &n.inodes[index]
+	}
+	return nil
+}
+
 // del removes a key from the node.
 func (n *node) del(key []byte) {
 	// Find index of key.
