@@ -79,6 +79,9 @@ func (w *WAL) applyDefaultsAndValidate() error {
 		vfs := fs.New()
 		w.sf = segment.NewFiler(w.dir, vfs)
 	}
+	// Only the segment package's writer is known to copy the entries it is
+	// given: StoreLogs reuses its encoding buffer for it alone (txlog's patch).
+	_, w.reuseEncBuf = w.sf.(*segment.Filer)
 	if w.metrics == nil {
 		w.metrics = &metrics.NoOpCollector{}
 	}

@@ -4,7 +4,6 @@
 package wal
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -64,6 +63,17 @@ type WAL struct {
 	// be held before s is loaded until all modifications to s or appends to the
 	// tail are complete.
 	writeMu sync.Mutex
+
+	// encBuf, encEnds and encEntries are StoreLogs' encoding buffers (txlog's
+	// patch, PATCHES.md), guarded by writeMu. With reuseEncBuf, set for the
+	// segment package's files, they are reused from one call to the next: that
+	// writer copies each entry's bytes into its own buffer, so nothing refers
+	// to them once StoreLogs returns. Other SegmentFilers may keep what
+	// Append is given, and get new buffers for each call.
+	reuseEncBuf bool
+	encBuf      []byte
+	encEnds     []int
+	encEntries  []types.LogEntry
 
 	// These chans are used to hand off serial execution for segment rotation to a
 	// background goroutine so that StoreLogs can return and allow the caller to
@@ -409,24 +419,16 @@ func (w *WAL) StoreLogs(logs []*raft.Log) error {
 		s = s2
 	}
 
-	// Encode logs
+	// Encode logs, all into one buffer (txlog's patch): each entry's Data is
+	// the part of it between the previous entry's end and its own, sliced
+	// once the buffer stops growing.
+	encoded, err := w.encodeLogs(logs, lastIdx)
+	if err != nil {
+		return err
+	}
 	nBytes := uint64(0)
-	encoded := make([]types.LogEntry, len(logs))
-	for i, l := range logs {
-		if lastIdx > 0 && l.Index != (lastIdx+1) {
-			return fmt.Errorf("non-monotonic log entries: tried to append index %d after %d", logs[0].Index, lastIdx)
-		}
-		// Need a new buffer each time because Data is just a slice so if we re-use
-		// buffer then all end up pointing to the same underlying data which
-		// contains only the final log value!
-		var buf bytes.Buffer
-		if err := w.codec.Encode(l, &buf); err != nil {
-			return err
-		}
-		encoded[i].Data = buf.Bytes()
-		encoded[i].Index = l.Index
-		lastIdx = l.Index
-		nBytes += uint64(len(encoded[i].Data))
+	for _, e := range encoded {
+		nBytes += uint64(len(e.Data))
 	}
 	if err := s.tail.Append(encoded); err != nil {
 		return err
@@ -445,6 +447,63 @@ func (w *WAL) StoreLogs(logs []*raft.Log) error {
 		w.triggerRotateLocked(indexStart)
 	}
 	return nil
+}
+
+// maxKeptEncBuf is the largest encoding buffer StoreLogs keeps for the next
+// call; a larger one, made for a batch of large entries, goes.
+const maxKeptEncBuf = 4 << 20
+
+// encodeLogs encodes logs, which must follow lastIdx (unless it is 0) without
+// a gap, into w.encBuf, and returns an entry for each whose Data is valid
+// until the next call. Call it with writeMu held.
+func (w *WAL) encodeLogs(logs []*raft.Log, lastIdx uint64) ([]types.LogEntry, error) {
+	if !w.reuseEncBuf {
+		w.encBuf, w.encEntries = nil, nil
+	}
+	buf, ends := w.encBuf[:0], w.encEnds[:0]
+	bc, binary := w.codec.(*BinaryCodec)
+	for _, l := range logs {
+		if lastIdx > 0 && l.Index != (lastIdx+1) {
+			return nil, fmt.Errorf("non-monotonic log entries: tried to append index %d after %d", logs[0].Index, lastIdx)
+		}
+		var err error
+		if binary {
+			buf, err = bc.appendEncode(buf, l)
+		} else {
+			aw := appendWriter{buf}
+			err = w.codec.Encode(l, &aw)
+			buf = aw.b
+		}
+		if err != nil {
+			return nil, err
+		}
+		ends = append(ends, len(buf))
+		lastIdx = l.Index
+	}
+	if cap(w.encEntries) < len(logs) {
+		w.encEntries = make([]types.LogEntry, len(logs))
+	}
+	encoded := w.encEntries[:len(logs)]
+	start := 0
+	for i, end := range ends {
+		encoded[i] = types.LogEntry{Index: logs[i].Index, Data: buf[start:end:end]}
+		start = end
+	}
+	w.encEnds = ends[:0]
+	if cap(buf) <= maxKeptEncBuf {
+		w.encBuf = buf[:0]
+	} else {
+		w.encBuf = nil
+	}
+	return encoded, nil
+}
+
+// appendWriter is an io.Writer that appends to b.
+type appendWriter struct{ b []byte }
+
+func (a *appendWriter) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 func (w *WAL) awaitRotationLocked() {

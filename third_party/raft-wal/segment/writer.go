@@ -277,14 +277,19 @@ func (w *Writer) Append(entries []types.LogEntry) error {
 		}
 	}()
 
-	// Iterate entries and append each one
+	// Iterate entries and append each one. The offsets are published once,
+	// after the last (txlog's patch, PATCHES.md: a Store per entry put a new
+	// slice header on the heap for each); readers do not look past commitIdx,
+	// which moves only after the commit below.
+	ofs := w.getOffsets()
 	for _, e := range entries {
-		if err := w.appendEntry(e); err != nil {
+		var err error
+		if ofs, err = w.appendEntry(ofs, e); err != nil {
 			return err
 		}
 	}
+	w.offsets.Store(ofs)
 
-	ofs := w.getOffsets()
 	// Work out if we need to seal before we commit and sync.
 	if (w.writer.writeOffset + uint32(len(w.writer.commitBuf)+indexFrameSize(len(ofs)))) > w.info.SizeLimit {
 		// Seal the segment! We seal it by writing an index frame before we commit.
@@ -321,13 +326,11 @@ func (w *Writer) OffsetForFrame(idx uint64) (uint32, error) {
 	return os[entryIndex], nil
 }
 
-func (w *Writer) appendEntry(e types.LogEntry) error {
-	offsets := w.getOffsets()
-
+func (w *Writer) appendEntry(offsets []uint32, e types.LogEntry) ([]uint32, error) {
 	// Check the invariant that this entry is the next one we expect otherwise our
 	// index logic is incorrect and will result in panics on read.
 	if e.Index != w.info.BaseIndex+uint64(len(offsets)) {
-		return fmt.Errorf("non-monotonic append to segment with BaseIndex=%d. Entry index %d, expected %d",
+		return offsets, fmt.Errorf("non-monotonic append to segment with BaseIndex=%d. Entry index %d, expected %d",
 			w.info.BaseIndex, e.Index, w.info.BaseIndex+uint64(len(offsets)))
 	}
 
@@ -337,25 +340,19 @@ func (w *Writer) appendEntry(e types.LogEntry) error {
 	}
 	bufOffset, err := w.appendFrame(fh, e.Data)
 	if err != nil {
-		return err
+		return offsets, err
 	}
 	// Update the offsets index
 
 	// Add the index entry. Note this is safe despite mutating the same backing
 	// array as tail because it's beyond the limit current readers will access
-	// until we do the atomic update below. Even if append re-allocates the
+	// until we do the atomic update in Append. Even if append re-allocates the
 	// backing array, it will only read the indexes smaller than numEntries from
 	// the old array to copy them into the new one and we are not mutating the
 	// same memory locations. Old readers might still be looking at the old
 	// array (lower than numEntries) through the current tail.offsets slice but
 	// we are not touching that at least below numEntries.
-	offsets = append(offsets, w.writer.writeOffset+uint32(bufOffset))
-
-	// Now we can make it available to readers. Note that readers still
-	// shouldn't read it until we actually commit to disk (and increment
-	// commitIdx) but it's race free for them to now!
-	w.offsets.Store(offsets)
-	return nil
+	return append(offsets, w.writer.writeOffset+uint32(bufOffset)), nil
 }
 
 func (w *Writer) appendCommit() error {
