@@ -25,8 +25,10 @@ import (
 // whose own work per request (its parsing and header map, a context per
 // request, the response writer's layers, and the background read it starts on
 // each connection once a body is read) was about a tenth of a node's CPU at 64
-// clients (docs/performance.md, the eighteenth round). The handler, routes and
-// answers are the Server's, unchanged.
+// clients (docs/performance.md, the eighteenth round). The handlers and
+// answers are the Server's, unchanged; the two routes are picked without the
+// router (fastHandler), and a connection keeps its answer writer and remote
+// address from one request to the next (the twenty-fifth round).
 //
 // FastListener reads each connection's requests itself as long as they are
 // plain: the request line "POST /v1/tx[/batch][?query] HTTP/1.1", a Host, a
@@ -249,6 +251,8 @@ func (l *FastListener) serve(fc *fastConn) {
 	br := bufio.NewReaderSize(c, fastBufSize)
 	bw := bufio.NewWriterSize(c, fastBufSize)
 	handedOff := false
+	remote := c.RemoteAddr().String()
+	w := newFastWriter() // reset for each request: no handler keeps it
 	defer func() {
 		l.forget(fc)
 		if !handedOff {
@@ -298,8 +302,8 @@ func (l *FastListener) serve(fc *fastConn) {
 			return
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.RemoteAddr = c.RemoteAddr().String()
-		w := newFastWriter()
+		req.RemoteAddr = remote
+		w.reset()
 		w.closeAfter = req.Close
 		if !l.call(w, req) {
 			return
@@ -322,8 +326,21 @@ func (l *FastListener) call(w *fastWriter, req *http.Request) (ok bool) {
 			ok = false
 		}
 	}()
-	l.s.ServeHTTP(w, req)
+	l.s.serve(w, req, l.s.fastHandler(req.URL.Path))
 	return true
+}
+
+// fastHandler returns the handler the router picks for a POST to path, one of
+// fastTarget's (so with no path variables): without the router's matching
+// and the two request copies it makes to carry the route and its variables.
+func (s *Server) fastHandler(path string) http.Handler {
+	switch path {
+	case "/v1/tx":
+		return http.HandlerFunc(s.handleSubmit)
+	case "/v1/tx/batch":
+		return http.HandlerFunc(s.handleSubmitBatch)
+	}
+	return s.router
 }
 
 // parseFastRequest parses the header of the next request in br without
@@ -475,6 +492,21 @@ type fastWriter struct {
 
 func newFastWriter() *fastWriter { return &fastWriter{h: make(http.Header, 4)} }
 
+// reset makes w as newFastWriter made it, keeping its map and buffer. A body
+// buffer that grew past maxKeptFastBody is let go.
+func (w *fastWriter) reset() {
+	clear(w.h)
+	w.status, w.closeAfter = 0, false
+	if w.body.Cap() > maxKeptFastBody {
+		w.body = bytes.Buffer{}
+	}
+	w.body.Reset()
+}
+
+// maxKeptFastBody is the largest answer buffer a fast connection keeps for
+// its next request.
+const maxKeptFastBody = 64 << 10
+
 func (w *fastWriter) Header() http.Header { return w.h }
 
 // SetReadDeadline is for http.ResponseController: the fast path has read the
@@ -512,7 +544,8 @@ func (w *fastWriter) writeTo(bw *bufio.Writer) {
 	bw.WriteString(" ")
 	bw.WriteString(text)
 	bw.WriteString("\r\n")
-	keys := make([]string, 0, len(w.h))
+	var kbuf [8]string
+	keys := kbuf[:0]
 	for k := range w.h {
 		if k != "Content-Length" && k != "Date" && k != "Connection" && k != "Transfer-Encoding" {
 			keys = append(keys, k)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -184,6 +185,60 @@ func TestFastPathKeepAliveAndHandoff(t *testing.T) {
 	}
 	if n := p.fl.Served(); n != 3 {
 		t.Errorf("the fast path served %d requests, want the 3 before the read", n)
+	}
+}
+
+// A fast connection reuses its answer writer: an answer carries nothing of
+// the one before it on the same connection (a 503's Retry-After, a status, a
+// longer body), and each is what net/http answers on a new connection.
+func TestFastPathReusedWriter(t *testing.T) {
+	b := okBackend()
+	ok := b.SubmitFunc
+	b.SubmitFunc = func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		if tx.Ops[0].Key == "busy" {
+			return TxResult{}, ErrNoLeader
+		}
+		return ok(ctx, tx, opts)
+	}
+	p := newFastPair(t, testConfig, FastConfig{}, b)
+	busy := `{"ops":[{"op":"put","key":"busy","value":"x"}]}`
+	reqs := []string{
+		post("/v1/tx", "", busy),
+		post("/v1/tx", "", goodTx),
+		post("/v1/tx/batch", "", `{"txs":[`+goodTx+`,`+goodTx+`]}`),
+		post("/v1/tx?ack=bogus", "", goodTx),
+		post("/v1/tx", "", goodTx),
+		post("/v1/tx", "", busy),
+	}
+	got, gotBodies, _ := exchange(t, p.fast, strings.Join(reqs, ""), len(reqs))
+	if served := p.fl.Served(); served != int64(len(reqs)) {
+		t.Fatalf("the fast path served %d requests, want %d", served, len(reqs))
+	}
+	for i, raw := range reqs {
+		want, wantBodies, _ := exchange(t, p.plain, raw, 1)
+		if got[i].StatusCode != want[0].StatusCode || gotBodies[i] != wantBodies[0] {
+			t.Errorf("answer %d: %d %s, net/http %d %s", i, got[i].StatusCode, gotBodies[i], want[0].StatusCode, wantBodies[0])
+		}
+		var gotKeys, wantKeys []string
+		for k := range got[i].Header {
+			gotKeys = append(gotKeys, k)
+		}
+		for k := range want[0].Header {
+			wantKeys = append(wantKeys, k)
+		}
+		slices.Sort(gotKeys)
+		slices.Sort(wantKeys)
+		if !slices.Equal(gotKeys, wantKeys) {
+			t.Errorf("answer %d: headers %v, net/http %v", i, gotKeys, wantKeys)
+		}
+		for _, h := range []string{"Content-Type", "X-Content-Type-Options", "Content-Length", "Retry-After"} {
+			if g, w := got[i].Header.Get(h), want[0].Header.Get(h); g != w {
+				t.Errorf("answer %d: %s %q, net/http %q", i, h, g, w)
+			}
+		}
+	}
+	if got[0].Header.Get("Retry-After") == "" || got[1].Header.Get("Retry-After") != "" {
+		t.Errorf("Retry-After %q then %q: want it on the 503 only", got[0].Header.Get("Retry-After"), got[1].Header.Get("Retry-After"))
 	}
 }
 

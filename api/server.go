@@ -191,11 +191,18 @@ func (s *Server) routes() *mux.Router {
 
 // ServeHTTP implements http.Handler. Every answer is JSON.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.serve(w, r, s.router)
+}
+
+// serve runs h, the router or the handler it would pick for r, as ServeHTTP
+// does.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	rec.Header().Set("Content-Type", "application/json")
-	rec.Header().Set("X-Content-Type-Options", "nosniff")
-	s.router.ServeHTTP(rec, r)
+	hdr := rec.Header()
+	hdr["Content-Type"] = jsonContentType
+	hdr["X-Content-Type-Options"] = noSniff
+	h.ServeHTTP(rec, r)
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		attrs := []any{"method", r.Method, "path", r.URL.EscapedPath(), "status", rec.status, "duration", time.Since(start)}
 		if rec.err != nil {
@@ -204,6 +211,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug("request", attrs...)
 	}
 }
+
+// The values of the two headers every answer starts with, shared by all of
+// them: a handler that sets another value replaces the slice (Set) or appends
+// past its capacity (Add), and nothing writes into one.
+var (
+	jsonContentType = []string{"application/json"}
+	noSniff         = []string{"nosniff"}
+)
 
 // recorder remembers the status and the error of an answer for the request log.
 type recorder struct {
