@@ -616,10 +616,17 @@ func (r *Raft) setNewLogs(req *AppendEntriesRequest, nextIndex, lastIndex uint64
 	// consistent value for maxAppendEntries in the lines below in case it ever
 	// becomes reloadable.
 	maxAppendEntries := r.config().MaxAppendEntries
-	req.Entries = make([]*Log, 0, maxAppendEntries)
 	maxIndex := min(nextIndex+uint64(maxAppendEntries)-1, lastIndex)
+	// txlog's patch (PATCHES.md, change 3): the slice holds what is sent, not
+	// MaxAppendEntries pointers, and the entries are one allocation.
+	n := 0
+	if maxIndex >= nextIndex {
+		n = int(maxIndex - nextIndex + 1)
+	}
+	req.Entries = make([]*Log, 0, n)
+	logs := make([]Log, n)
 	for i := nextIndex; i <= maxIndex; i++ {
-		oldLog := new(Log)
+		oldLog := &logs[i-nextIndex]
 		if err := r.getLogToSend(i, oldLog); err != nil {
 			r.logger.Error("failed to get log", "index", i, "error", err)
 			return err
