@@ -28,7 +28,7 @@ import (
 // clients (docs/performance.md, the eighteenth round). The handlers and
 // answers are the Server's, unchanged; the two routes are picked without the
 // router (fastHandler), and a connection keeps its answer writer and remote
-// address from one request to the next (the twenty-fifth round).
+// address from one request to the next (the twenty-fourth round).
 //
 // FastListener reads each connection's requests itself as long as they are
 // plain: the request line "POST /v1/tx[/batch][?query] HTTP/1.1", a Host, a
