@@ -378,6 +378,7 @@ func FuzzParseFastRequest(f *testing.F) {
 	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nhost: h\r\ncontent-length: 0012\r\n\r\n"))
 	f.Add([]byte("POST /v1/tx?%zz HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n"))
 	f.Add([]byte("GET /v1/tx HTTP/1.1\r\nHost: h\r\n\r\n"))
+	f.Add([]byte(post("/v1/tx", "X-A: 1\r\nx-b: 2\r\nX-A:3\r\nX-B:  4 \r\n", "")))
 	f.Fuzz(func(t *testing.T, head []byte) {
 		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), 1<<20, nil)
 		if !ok {
@@ -448,5 +449,25 @@ func TestFastPathShutdownBesideServer(t *testing.T) {
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// A request's header costs a fixed number of allocations, however many
+// header lines it has: one string for the whole header, one array for the
+// values (docs/performance.md, the twenty-fourth round).
+func TestParseFastRequestAllocs(t *testing.T) {
+	count := func(headers string) float64 {
+		raw := []byte(post("/v1/tx?ack=quorum", headers, ""))
+		return testing.AllocsPerRun(200, func() {
+			if _, _, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(raw), fastBufSize), 1<<20, nil); !ok {
+				t.Fatal("not parsed")
+			}
+		})
+	}
+	few := count("Content-Type: application/json\r\n")
+	many := count("Content-Type: application/json\r\nUser-Agent: x\r\nAccept: */*\r\nX-A: 1\r\nX-B: 2\r\nX-C: 3\r\n")
+	t.Logf("allocations: %v with 3 header lines, %v with 8", few, many)
+	if many > few+1 { // the header map may grow once past its hint of 4
+		t.Errorf("%v allocations with 8 header lines against %v with 3: a header line allocates", many, few)
 	}
 }

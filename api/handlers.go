@@ -120,7 +120,7 @@ func mergeIdempotencyHeader(r *http.Request, tx *TxRequest) error {
 	case h == "":
 		return &Error{Code: CodeInvalidParam, Message: HeaderIdempotencyKey + " header: empty"}
 	case tx.IdempotencyKey == "":
-		tx.IdempotencyKey = h
+		tx.IdempotencyKey = strings.Clone(h) // not a part of the fast path's header string, which it would keep
 	case tx.IdempotencyKey != h:
 		return &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s header %q differs from idempotency_key %q", HeaderIdempotencyKey, h, tx.IdempotencyKey)}
 	}
