@@ -835,11 +835,6 @@ func (r *Raft) Apply(cmd []byte, timeout time.Duration) ApplyFuture {
 func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 	metrics.IncrCounter([]string{"raft", "apply"}, 1)
 
-	var timer <-chan time.Time
-	if timeout > 0 {
-		timer = time.After(timeout)
-	}
-
 	// Create a log future, no index or term yet
 	logFuture := &logFuture{
 		log: Log{
@@ -849,6 +844,21 @@ func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 		},
 	}
 	logFuture.init()
+
+	// txlog's patch (PATCHES.md, change 4): the timeout needs a timer only
+	// when applyCh has no room at once, which with BatchApplyCh is rare.
+	select {
+	case <-r.shutdownCh:
+		return errorFuture{ErrRaftShutdown}
+	case r.applyCh <- logFuture:
+		return logFuture
+	default:
+	}
+
+	var timer <-chan time.Time
+	if timeout > 0 {
+		timer = time.After(timeout)
+	}
 
 	select {
 	case <-timer:
