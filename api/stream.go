@@ -272,8 +272,8 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 		default:
 			inflight.Go(func() {
 				answer(r)
-				for r := range work {
-					answer(r)
+				for next := range work {
+					answer(next)
 				}
 			})
 		}

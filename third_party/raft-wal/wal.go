@@ -461,13 +461,13 @@ func (w *WAL) encodeLogs(logs []*raft.Log, lastIdx uint64) ([]types.LogEntry, er
 		w.encBuf, w.encEntries = nil, nil
 	}
 	buf, ends := w.encBuf[:0], w.encEnds[:0]
-	bc, binary := w.codec.(*BinaryCodec)
+	bc, isBinary := w.codec.(*BinaryCodec)
 	for _, l := range logs {
 		if lastIdx > 0 && l.Index != (lastIdx+1) {
 			return nil, fmt.Errorf("non-monotonic log entries: tried to append index %d after %d", logs[0].Index, lastIdx)
 		}
 		var err error
-		if binary {
+		if isBinary {
 			buf, err = bc.appendEncode(buf, l)
 		} else {
 			aw := appendWriter{buf}
