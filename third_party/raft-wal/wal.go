@@ -457,9 +457,6 @@ const maxKeptEncBuf = 4 << 20
 // a gap, into w.encBuf, and returns an entry for each whose Data is valid
 // until the next call. Call it with writeMu held.
 func (w *WAL) encodeLogs(logs []*raft.Log, lastIdx uint64) ([]types.LogEntry, error) {
-	if !w.reuseEncBuf {
-		w.encBuf, w.encEntries = nil, nil
-	}
 	buf, ends := w.encBuf[:0], w.encEnds[:0]
 	bc, isBinary := w.codec.(*BinaryCodec)
 	for _, l := range logs {
@@ -480,20 +477,20 @@ func (w *WAL) encodeLogs(logs []*raft.Log, lastIdx uint64) ([]types.LogEntry, er
 		ends = append(ends, len(buf))
 		lastIdx = l.Index
 	}
-	if cap(w.encEntries) < len(logs) {
-		w.encEntries = make([]types.LogEntry, len(logs))
+	encoded := w.encEntries[:0]
+	if cap(encoded) < len(logs) {
+		encoded = make([]types.LogEntry, 0, len(logs))
 	}
-	encoded := w.encEntries[:len(logs)]
 	start := 0
 	for i, end := range ends {
-		encoded[i] = types.LogEntry{Index: logs[i].Index, Data: buf[start:end:end]}
+		encoded = append(encoded, types.LogEntry{Index: logs[i].Index, Data: buf[start:end:end]})
 		start = end
 	}
+	// What is kept for the next call, decided here only.
 	w.encEnds = ends[:0]
-	if cap(buf) <= maxKeptEncBuf {
-		w.encBuf = buf[:0]
-	} else {
-		w.encBuf = nil
+	w.encBuf, w.encEntries = nil, nil
+	if w.reuseEncBuf && cap(buf) <= maxKeptEncBuf {
+		w.encBuf, w.encEntries = buf[:0], encoded
 	}
 	return encoded, nil
 }
