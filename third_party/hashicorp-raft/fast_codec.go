@@ -68,6 +68,7 @@ type mpWriter struct {
 	w   *bufio.Writer
 	err error
 	x   [9]byte
+	t   [16]byte // time.AppendBinary's bytes: 15, or 16 with seconds in the zone offset
 }
 
 func (e *mpWriter) bytes(b []byte) {
@@ -206,7 +207,7 @@ func (e *mpWriter) arrayLen(n int) { e.containerLen(0x90, mpArray16, mpArray32, 
 // msgpack's timestamp in a raw string, nil for the zero time.
 func (e *mpWriter) time(t time.Time, timeNotBuiltin bool) {
 	if timeNotBuiltin {
-		bin, err := t.MarshalBinary()
+		bin, err := t.AppendBinary(e.t[:0]) // MarshalBinary's bytes, without a new slice
 		if err != nil {
 			if e.err == nil {
 				e.err = err
