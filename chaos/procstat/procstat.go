@@ -118,16 +118,85 @@ func IsTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// Machine is the whole machine's CPU time so far, from the first line of
+// /proc/stat, in clock ticks summed over its CPUs: all of it, the time idle,
+// and the time stolen (the hypervisor ran something else while this virtual
+// machine had work for the CPU).
+type Machine struct {
+	Total, Idle, Steal int64
+}
+
+// ReadMachine reads the machine's CPU time from /proc/stat.
+func ReadMachine() (Machine, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return Machine{}, err
+	}
+	m, err := ParseMachine(b)
+	if err != nil {
+		return Machine{}, fmt.Errorf("/proc/stat: %w", err)
+	}
+	return m, nil
+}
+
+// ParseMachine reads the "cpu" line of the text of /proc/stat: user, nice,
+// system, idle, iowait, irq, softirq and steal (kernels before 2.6.11 have no
+// steal column, which reads as 0). guest and guest_nice are already in user
+// and nice, so they are not added again.
+func ParseMachine(b []byte) (Machine, error) {
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return Machine{}, errors.New(`no "cpu" line with at least 7 times`)
+	}
+	var m Machine
+	for i := 1; i < len(f) && i <= 8; i++ {
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return Machine{}, fmt.Errorf("cpu time %d: %w", i, err)
+		}
+		m.Total += v
+		switch i {
+		case 4:
+			m.Idle = v
+		case 8:
+			m.Steal = v
+		}
+	}
+	return m, nil
+}
+
+// Share returns what part of the machine's CPU time from m0 to m was stolen
+// and idle, in percent; ok is false when no time passed.
+func (m Machine) Share(m0 Machine) (stealPct, idlePct float64, ok bool) {
+	total := m.Total - m0.Total
+	if total <= 0 {
+		return 0, 0, false
+	}
+	return 100 * float64(m.Steal-m0.Steal) / float64(total), 100 * float64(m.Idle-m0.Idle) / float64(total), true
+}
+
 // Sample is the CPU time used so far by this process and by others (a
 // cluster's nodes), with the others' system time and the context switches of
-// their threads. The load generators take one at each end of their measured
-// window and report the differences.
+// their threads, and the machine's. The load generators take one at each end
+// of their measured window and report the differences.
 type Sample struct {
-	Self     time.Duration // this process, user plus system
-	Nodes    time.Duration // the others, user plus system
-	NodesSys time.Duration // the others' system time
-	NodesCS  int64         // the others' context switches
-	NodesOK  bool          // every other process was read (false without any)
+	Self      time.Duration // this process, user plus system
+	Nodes     time.Duration // the others, user plus system
+	NodesSys  time.Duration // the others' system time
+	NodesCS   int64         // the others' context switches
+	NodesOK   bool          // every other process was read (false without any)
+	Machine   Machine       // the whole machine
+	MachineOK bool          // Machine was read
+}
+
+// MachineShare is Machine.Share between two samples; ok is false unless both
+// read the machine.
+func MachineShare(s0, s1 Sample) (stealPct, idlePct float64, ok bool) {
+	if !s0.MachineOK || !s1.MachineOK {
+		return 0, 0, false
+	}
+	return s1.Machine.Share(s0.Machine)
 }
 
 // TakeSample reads this process and the processes whose PIDs nodePIDs returns;
@@ -135,6 +204,8 @@ type Sample struct {
 func TakeSample(nodePIDs func() []int) Sample {
 	var s Sample
 	s.Self, _ = CPU("self")
+	m, err := ReadMachine()
+	s.Machine, s.MachineOK = m, err == nil
 	if nodePIDs == nil {
 		return s
 	}

@@ -99,3 +99,45 @@ func TestTakeSample(t *testing.T) {
 		t.Fatalf("TakeSample with pid 0 = %+v, want NodesOK false", s)
 	}
 }
+
+func TestParseMachine(t *testing.T) {
+	stat := "cpu  487252 0 338175 697500 45775 0 64278 87277 11 0\ncpu0 274040 0 185151 327238 20489 0 25342 38957 0 0\nintr 1\n"
+	m, err := ParseMachine([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Machine{Total: 487252 + 338175 + 697500 + 45775 + 64278 + 87277, Idle: 697500, Steal: 87277}
+	if m != want {
+		t.Fatalf("ParseMachine = %+v, want %+v (guest time is in user already)", m, want)
+	}
+	old, err := ParseMachine([]byte("cpu  10 0 10 80 0 0 0\n"))
+	if err != nil || old != (Machine{Total: 100, Idle: 80}) {
+		t.Fatalf("ParseMachine without a steal column = %+v, %v", old, err)
+	}
+	later := Machine{Total: want.Total + 1000, Idle: want.Idle + 100, Steal: want.Steal + 50}
+	steal, idle, ok := later.Share(m)
+	if !ok || steal != 5 || idle != 10 {
+		t.Fatalf("Share = %v%% stolen, %v%% idle, %v; want 5, 10, true", steal, idle, ok)
+	}
+	if _, _, ok := m.Share(m); ok {
+		t.Fatal("Share over no time: ok")
+	}
+	for _, bad := range []string{"", "intr 1\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n", "cpu0 1 2 3 4 5 6 7 8\n"} {
+		if m, err := ParseMachine([]byte(bad)); err == nil {
+			t.Errorf("ParseMachine(%q) = %+v, want an error", bad, m)
+		}
+	}
+}
+
+func TestMachineSample(t *testing.T) {
+	if _, err := os.Stat("/proc/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	s0 := TakeSample(nil)
+	if !s0.MachineOK || s0.Machine.Total <= 0 || s0.Machine.Idle > s0.Machine.Total || s0.Machine.Steal > s0.Machine.Total {
+		t.Fatalf("TakeSample(nil).Machine = %+v, %v", s0.Machine, s0.MachineOK)
+	}
+	if _, _, ok := MachineShare(s0, Sample{}); ok {
+		t.Fatal("MachineShare with an unread sample: ok")
+	}
+}

@@ -385,6 +385,12 @@ func TestBenchAgainstCluster(t *testing.T) {
 			if slices.Contains(tt.args, "--local") != (res.NodesSwitchesPerTx > 0) {
 				t.Fatalf("nodes_ctx_switches_per_tx = %v: want it with --local only", res.NodesSwitchesPerTx)
 			}
+			// /proc/stat counts in ticks of 10 ms: a window of a few ticks may
+			// have none, and then no shares.
+			if s, i := res.MachineStealPct, res.MachineIdlePct; (s == nil) != (i == nil) || (s == nil && res.Seconds >= 0.5) ||
+				(s != nil && (*s < 0 || *i < 0 || *s+*i > 100)) {
+				t.Fatalf("machine_steal_pct %v, machine_idle_pct %v after %.2fs: want both, in [0, 100]", s, i, res.Seconds)
+			}
 		})
 	}
 }

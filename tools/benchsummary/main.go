@@ -44,6 +44,8 @@ type result struct {
 	// Zero in summaries from before the benches counted them.
 	NodesSysCPUPerTx   float64 `json:"nodes_sys_cpu_us_per_tx"`
 	NodesSwitchesPerTx float64 `json:"nodes_ctx_switches_per_tx"`
+	// nil in summaries from before the benches read it.
+	MachineStealPct *float64 `json:"machine_steal_pct"`
 }
 
 // workload is what makes two runs comparable.
@@ -154,6 +156,7 @@ func run(floorFiles, duringFiles, files []string, w io.Writer) error {
 			wl, len(t), len(e), tt, et, tt/et, t50, e50, t50/e50, t99, e99, t99/e99, median(t, nodesCPU), median(e, nodesCPU))
 	}
 	printKernel(w, wls, runs)
+	printSteal(w, wls, runs)
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Runs one system only (medians):")
 	fmt.Fprintln(w)
@@ -210,11 +213,67 @@ func printKernel(w io.Writer, wls []workload, runs map[workload]map[string][]res
 	}
 }
 
+// lowSteal is the host's steal, in percent of the machine's CPU time, under
+// which printSteal counts a run as undisturbed.
+const lowSteal = 2.0
+
+// printSteal prints, for the workloads both systems ran and whose summaries
+// have the machine's steal, each repeat's pair of runs (the i-th run of each
+// system, which the comparison script runs one after the other) with the steal
+// during each, and the median ratio of the pairs in which neither run had
+// lowSteal or more. On a shared virtual machine the host takes CPU time
+// from the guest now and then, for seconds at a time, and a run that has some
+// is slower than one that has none (docs/performance.md): the pairs show which
+// ratios compare the two systems on equal terms.
+func printSteal(w io.Writer, wls []workload, runs map[workload]map[string][]result) {
+	var rows, medians []string
+	for _, wl := range wls {
+		t, e := runs[wl]["txlog"], runs[wl]["etcd"]
+		var calm []float64
+		n := min(len(t), len(e))
+		for i := 0; i < n; i++ {
+			ts, es := t[i].MachineStealPct, e[i].MachineStealPct
+			if ts == nil || es == nil || e[i].TxPerSec == 0 {
+				continue
+			}
+			ratio := t[i].TxPerSec / e[i].TxPerSec
+			rows = append(rows, fmt.Sprintf("| %s | %d | %.0f | %.1f | %.0f | %.1f | %.2f |", wl, i+1, t[i].TxPerSec, *ts, e[i].TxPerSec, *es, ratio))
+			if *ts < lowSteal && *es < lowSteal {
+				calm = append(calm, ratio)
+			}
+		}
+		if len(calm) > 0 {
+			medians = append(medians, fmt.Sprintf("%s: %.2f (%d of %d)", wl, medianOf(calm), len(calm), n))
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Each repeat's pair of runs, with the CPU time the host stole from the machine during each (percent of the machine's CPU time):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| workload | repeat | txlog tx/s | steal % | etcd tx/s | steal % | ratio |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintln(w, r)
+	}
+	fmt.Fprintln(w)
+	if len(medians) == 0 {
+		fmt.Fprintf(w, "No pair had both runs under %.0f%% steal.\n", lowSteal)
+		return
+	}
+	fmt.Fprintf(w, "Throughput ratio of the pairs with both runs under %.0f%% steal (median, pairs): %s\n", lowSteal, strings.Join(medians, "; "))
+}
+
 // printLine prints one run on one line.
 func printLine(w io.Writer, r result) {
 	wl := workload{Clients: r.Clients, Batch: max(r.Batch, 1), OpsPerTx: r.OpsPerTx, ValueSize: r.ValueSize, Ack: r.Ack}
-	fmt.Fprintf(w, "%-5s %-38s %8.0f tx/s  p50 %7.2fms  p99 %7.2fms  client %4.2f cores  errors: %s\n",
-		r.System, wl, r.TxPerSec, r.Latency.P50, r.Latency.P99, r.ClientCPU, errorTotals([]result{r}))
+	steal := ""
+	if r.MachineStealPct != nil {
+		steal = fmt.Sprintf("  steal %4.1f%%", *r.MachineStealPct)
+	}
+	fmt.Fprintf(w, "%-5s %-38s %8.0f tx/s  p50 %7.2fms  p99 %7.2fms  client %4.2f cores%s  errors: %s\n",
+		r.System, wl, r.TxPerSec, r.Latency.P50, r.Latency.P99, r.ClientCPU, steal, errorTotals([]result{r}))
 }
 
 // printBrief prints every run in files, one a line.

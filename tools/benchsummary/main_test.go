@@ -138,3 +138,52 @@ func TestPrintKernel(t *testing.T) {
 		t.Fatalf("a table of the kernel's share from summaries without it:\n%s", out.String())
 	}
 }
+
+// TestPrintSteal: each repeat's pair with the steal of both runs, and the
+// median ratio of the pairs in which neither run had 2% or more; nothing
+// from summaries without the steal.
+func TestPrintSteal(t *testing.T) {
+	summary := func(sys string, tps, steal float64) string {
+		return fmt.Sprintf(`{"system":%q,"clients":64,"value_size":256,"ops_per_tx":1,"batch":1,"ack":"quorum","tx_per_sec":%v,`+
+			`"latency_ms":{"p50":12,"p99":40},"errors":{},"client_cpu_cores":0.2,"nodes_cpu_us_per_tx":300,"machine_steal_pct":%v}`, sys, tps, steal)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "runs.json")
+	// Repeats 1 and 3 calm (ratios 1.50 and 1.70), 2 with steal on txlog's run
+	// (1.00), 4 with steal on etcd's (2.40).
+	body := strings.Join([]string{
+		summary("txlog", 6000, 0.5), summary("etcd", 4000, 1.0),
+		summary("txlog", 4000, 9.0), summary("etcd", 4000, 0.0),
+		summary("etcd", 4000, 1.9), summary("txlog", 6800, 0.0),
+		summary("txlog", 7200, 0.2), summary("etcd", 3000, 12.5),
+	}, "\n")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := run(nil, nil, []string{path}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| 64 clients, 256 B, ack=quorum | 2 | 4000 | 9.0 | 4000 | 0.0 | 1.00 |",
+		"| 64 clients, 256 B, ack=quorum | 4 | 7200 | 0.2 | 3000 | 12.5 | 2.40 |",
+		"under 2% steal (median, pairs): 64 clients, 256 B, ack=quorum: 1.60 (2 of 4)",
+		"steal  9.0%",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	old := filepath.Join(dir, "old.json")
+	if err := os.WriteFile(old, []byte(strings.ReplaceAll(body, `,"machine_steal_pct"`, `,"x"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(nil, nil, []string{old}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "steal") {
+		t.Fatalf("steal from summaries without it:\n%s", out.String())
+	}
+}

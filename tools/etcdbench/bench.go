@@ -235,6 +235,13 @@ type result struct {
 	// per transaction.
 	NodesSysCPUPerTx   float64 `json:"nodes_sys_cpu_us_per_tx,omitempty"`
 	NodesSwitchesPerTx float64 `json:"nodes_ctx_switches_per_tx,omitempty"`
+	// MachineStealPct and MachineIdlePct are the parts of the whole machine's
+	// CPU time over the window that the hypervisor gave to other guests
+	// (steal) and that was idle, in percent; absent where /proc/stat is not.
+	// On a shared virtual machine steal comes and goes, and a run that had
+	// some is slower than one that had none (docs/performance.md).
+	MachineStealPct *float64 `json:"machine_steal_pct,omitempty"`
+	MachineIdlePct  *float64 `json:"machine_idle_pct,omitempty"`
 }
 
 // latencySummary gives latencies in milliseconds.
@@ -272,6 +279,9 @@ func summarize(cfg config, stats []*clientStats, elapsed time.Duration, cpu0, cp
 		if cpu0.NodesOK && cpu1.NodesOK {
 			res.NodesCPU = (cpu1.Nodes - cpu0.Nodes).Seconds() / s
 		}
+	}
+	if steal, idle, ok := procstat.MachineShare(cpu0, cpu1); ok {
+		res.MachineStealPct, res.MachineIdlePct = &steal, &idle
 	}
 	if res.Requests > 0 {
 		res.ClientCPUPerReq = float64((cpu1.Self - cpu0.Self).Microseconds()) / float64(res.Requests)
@@ -324,6 +334,9 @@ func (res *result) print(w io.Writer) error {
 	if res.NodesCPU > 0 {
 		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx, %.0fµs of it in the kernel; %.1f context switches per tx)\n",
 			res.NodesCPU, res.NodesCPUPerTx, res.NodesSysCPUPerTx, res.NodesSwitchesPerTx)
+	}
+	if res.MachineStealPct != nil && res.MachineIdlePct != nil {
+		fmt.Fprintf(&b, "machine      %.1f%% of its CPU time stolen by the host, %.1f%% idle\n", *res.MachineStealPct, *res.MachineIdlePct)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
