@@ -200,14 +200,18 @@ func printKernel(w io.Writer, wls []workload, runs map[workload]map[string][]res
 		rows = append(rows, fmt.Sprintf("| %s | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.1f | %.1f |",
 			wl, tc, ec, ts, es, ts/tc, es/ec, median(t, nodesSwitches), median(e, nodesSwitches)))
 	}
+	printTable(w, "The nodes' CPU per transaction and the kernel's part of it (system time), and their threads' context switches per transaction (medians):",
+		"| workload | CPU µs/tx txlog | etcd | kernel µs/tx txlog | etcd | kernel share txlog | etcd | switches/tx txlog | etcd |", rows)
+}
+
+// printTable prints a Markdown table of rows under title and header, after a
+// blank line; nothing without rows.
+func printTable(w io.Writer, title, header string, rows []string) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "The nodes' CPU per transaction and the kernel's part of it (system time), and their threads' context switches per transaction (medians):")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | CPU µs/tx txlog | etcd | kernel µs/tx txlog | etcd | kernel share txlog | etcd | switches/tx txlog | etcd |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(w, "\n%s\n\n%s\n", title, header)
+	fmt.Fprintln(w, strings.Repeat("|---", strings.Count(header, "|")-1)+"|")
 	for _, r := range rows {
 		fmt.Fprintln(w, r)
 	}
@@ -249,14 +253,8 @@ func printSteal(w io.Writer, wls []workload, runs map[workload]map[string][]resu
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Each repeat's pair of runs, with the CPU time the host stole from the machine during each (percent of the machine's CPU time):")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| workload | repeat | txlog tx/s | steal % | etcd tx/s | steal % | ratio |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Fprintln(w, r)
-	}
+	printTable(w, "Each repeat's pair of runs, with the CPU time the host stole from the machine during each (percent of the machine's CPU time):",
+		"| workload | repeat | txlog tx/s | steal % | etcd tx/s | steal % | ratio |", rows)
 	fmt.Fprintln(w)
 	if len(medians) == 0 {
 		fmt.Fprintf(w, "No pair had both runs under %.0f%% steal.\n", lowSteal)
