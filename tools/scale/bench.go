@@ -26,6 +26,9 @@ type benchResult struct {
 	Latency   latency          `json:"latency_ms"`
 	Errors    map[string]int64 `json:"errors"`
 	ClientCPU float64          `json:"client_cpu_cores"`
+	// MachineStealPct is the part of the machine's CPU time the host stole in
+	// the window, in percent (nil from a bench that does not report it).
+	MachineStealPct *float64 `json:"machine_steal_pct,omitempty"`
 }
 
 // latency is a latency summary in milliseconds.

@@ -59,3 +59,36 @@ func TestVerdictUsesReference(t *testing.T) {
 		t.Errorf("with a reference:\n%s", b.String())
 	}
 }
+
+// TestVerdictCalmPairs: the verdict lists each pair of runs with the host's
+// steal during both, and the median of the pairs under 2% on both sides only.
+func TestVerdictCalmPairs(t *testing.T) {
+	pct := func(v float64) *float64 { return &v }
+	run := func(tps, steal float64) benchResult { return benchResult{TxPerSec: tps, MachineStealPct: pct(steal)} }
+	first := checkpoint{Bench: benchResult{TxPerSec: 4000}}
+	last := checkpoint{LogIndex: 1_000_000, Bench: benchResult{TxPerSec: 3000}, RefBench: &benchResult{TxPerSec: 4000},
+		// Ratios 0.80 (steal on this cluster's run), 0.95, 1.05 and 0.50
+		// (steal on the reference's run counts too: a calm pair needs both).
+		Runs:    []benchResult{run(3200, 6), run(3800, 0.5), run(4200, 1.9), run(3000, 0)},
+		RefRuns: []benchResult{run(4000, 0), run(4000, 1), run(4000, 0.1), run(6000, 3)},
+	}
+	var b strings.Builder
+	printVerdict(&b, &report{Checkpoints: []checkpoint{first, last}})
+	for _, want := range []string{
+		"0.75 of a fresh empty cluster's 4000 tx/s",
+		"0.80 (steal 6.0%/0.0%), 0.95 (steal 0.5%/1.0%), 1.05 (steal 1.9%/0.1%), 0.50 (steal 0.0%/3.0%)",
+		"the 2 pairs with under 2% steal in both runs: median 1.00 (meets >= 0.90)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("verdict lacks %q:\n%s", want, b.String())
+		}
+	}
+	for i := range last.Runs {
+		last.Runs[i].MachineStealPct = nil
+	}
+	b.Reset()
+	printVerdict(&b, &report{Checkpoints: []checkpoint{first, last}})
+	if !strings.Contains(b.String(), "0.80 (steal ?/0.0%)") || !strings.Contains(b.String(), "no pair had under 2% steal in both runs") {
+		t.Errorf("runs without steal:\n%s", b.String())
+	}
+}

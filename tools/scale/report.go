@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -74,6 +75,29 @@ func (cp checkpoint) refRatio() (float64, bool) {
 		return 0, false
 	}
 	return cp.Bench.TxPerSec / cp.RefBench.TxPerSec, true
+}
+
+// lowSteal is the host's steal, in percent of the machine's CPU time, under
+// which a run counts as undisturbed (docs/performance.md, the twenty-fifth
+// round: each percent of steal cost about 2.6% of the throughput).
+const lowSteal = 2.0
+
+// calmPairs returns the ratios of the checkpoint's runs to the reference runs
+// they alternated with (the i-th of each), and those of the pairs in which the
+// host stole under lowSteal during both runs.
+func (cp checkpoint) calmPairs() (all, calm []float64) {
+	for i := range min(len(cp.Runs), len(cp.RefRuns)) {
+		r, ref := cp.Runs[i], cp.RefRuns[i]
+		if ref.TxPerSec <= 0 {
+			continue
+		}
+		ratio := r.TxPerSec / ref.TxPerSec
+		all = append(all, ratio)
+		if r.MachineStealPct != nil && ref.MachineStealPct != nil && *r.MachineStealPct < lowSteal && *ref.MachineStealPct < lowSteal {
+			calm = append(calm, ratio)
+		}
+	}
+	return all, calm
 }
 
 // nodeSample is one node after a measurement run.
@@ -215,6 +239,43 @@ func printRestarts(w io.Writer, rs []restart) {
 	}
 }
 
+// printPairs prints each pair of the checkpoint's runs with the reference runs
+// they alternated with, with the host's steal during each, and the median
+// ratio of the pairs that had under lowSteal in both: the host's steal comes
+// and goes within seconds and moves one run more than the log size does.
+func printPairs(w io.Writer, cp checkpoint) {
+	all, calm := cp.calmPairs()
+	if len(all) == 0 {
+		return
+	}
+	steal := func(r benchResult) string {
+		if r.MachineStealPct == nil {
+			return "?"
+		}
+		return fmt.Sprintf("%.1f%%", *r.MachineStealPct)
+	}
+	var parts []string
+	for i, ratio := range all {
+		parts = append(parts, fmt.Sprintf("%.2f (steal %s/%s)", ratio, steal(cp.Runs[i]), steal(cp.RefRuns[i])))
+	}
+	fmt.Fprintf(w, "  pair by pair, this cluster/reference: %s\n", strings.Join(parts, ", "))
+	if len(calm) == 0 {
+		fmt.Fprintf(w, "  no pair had under %.0f%% steal in both runs\n", lowSteal)
+		return
+	}
+	slices.Sort(calm)
+	med := calm[len(calm)/2]
+	if len(calm)%2 == 0 {
+		med = (calm[len(calm)/2-1] + calm[len(calm)/2]) / 2
+	}
+	word := "MISSES"
+	if med >= targetThroughputRatio {
+		word = "meets"
+	}
+	fmt.Fprintf(w, "  the %d pairs with under %.0f%% steal in both runs: median %.2f (%s >= %.2f)\n",
+		len(calm), lowSteal, med, word, targetThroughputRatio)
+}
+
 // printVerdict compares the run with the targets of issue 5.
 func printVerdict(w io.Writer, r *report) {
 	if len(r.Checkpoints) == 0 {
@@ -231,6 +292,7 @@ func printVerdict(w io.Writer, r *report) {
 		fmt.Fprintf(w, "throughput at log index %d: %.0f tx/s, %.2f of a fresh empty cluster's %.0f tx/s measured in alternation (medians of %d runs each; %s >= %.2f)\n",
 			last.LogIndex, last.Bench.TxPerSec, r, last.RefBench.TxPerSec, len(last.Runs),
 			check(r >= targetThroughputRatio), targetThroughputRatio)
+		printPairs(w, last)
 	} else if first.Bench.TxPerSec > 0 {
 		ratio := last.Bench.TxPerSec / first.Bench.TxPerSec
 		fmt.Fprintf(w, "throughput at log index %d: %.0f tx/s, %.2f of the empty log's %.0f tx/s (medians of %d and %d runs; %s >= %.2f)\n",
