@@ -13,6 +13,9 @@
 #   STEP=100000     transactions between checkpoints
 #   MEASURE=10s     measured time of each measurement run (64 clients)
 #   REPEATS=3       measurement runs per checkpoint; the table shows the median
+#   MAX_STEAL=5     a measurement run during which the host stole more than this
+#                   percent of the machine's CPU time is run again, RETRIES=2
+#                   times at most (100 keeps every run)
 #   RESTART_LOAD=0  clients of light load on the other nodes during restarts
 #   WORK=<temp dir> where the cluster keeps its data: put it on the disk to measure
 #   KEEP=0          1 keeps the cluster's data dirs and logs (in WORK/scale-*)
@@ -31,6 +34,8 @@ TOTAL=${TOTAL:-1000000}
 STEP=${STEP:-100000}
 MEASURE=${MEASURE:-10s}
 REPEATS=${REPEATS:-3}
+MAX_STEAL=${MAX_STEAL:-5}
+RETRIES=${RETRIES:-2}
 RESTART_LOAD=${RESTART_LOAD:-0}
 KEEP=${KEEP:-0}
 
@@ -72,7 +77,7 @@ echo "== machine"
 
 echo "== scale: TOTAL=$TOTAL STEP=$STEP MEASURE=$MEASURE REPEATS=$REPEATS RESTART_LOAD=$RESTART_LOAD"
 "$BIN/scale" --txlogd "$BIN/txlogd" --txlog "$BIN/txlog" --dir "$RUN" \
-	--total "$TOTAL" --step "$STEP" --measure "$MEASURE" --repeats "$REPEATS" --restart-load "$RESTART_LOAD" \
+	--total "$TOTAL" --step "$STEP" --measure "$MEASURE" --repeats "$REPEATS" --max-steal "$MAX_STEAL" --retries "$RETRIES" --restart-load "$RESTART_LOAD" \
 	--json "$OUT/scale.json" --svg "$OUT/scale.svg" "$@" | tee "$OUT/scale.txt"
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"

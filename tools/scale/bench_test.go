@@ -92,3 +92,32 @@ func TestVerdictCalmPairs(t *testing.T) {
 		t.Errorf("runs without steal:\n%s", b.String())
 	}
 }
+
+// TestSetAside: a run goes aside only with more steal than allowed, a steal
+// figure at all, and retries left; the verdict counts what went aside.
+func TestSetAside(t *testing.T) {
+	pct := func(v float64) *float64 { return &v }
+	var cp checkpoint
+	for _, tt := range []struct {
+		steal *float64
+		try   int
+		want  bool
+	}{
+		{pct(6), 0, true}, {pct(6), 1, true}, {pct(6), 2, false}, // two retries, then kept
+		{pct(5), 0, false}, {pct(0.1), 0, false}, {nil, 0, false},
+	} {
+		if got := cp.setAside(benchResult{TxPerSec: 1, MachineStealPct: tt.steal}, tt.try, 2, 5); got != tt.want {
+			t.Errorf("setAside(steal %v, try %d) = %v, want %v", tt.steal, tt.try, got, tt.want)
+		}
+	}
+	if len(cp.Discarded) != 2 {
+		t.Fatalf("%d runs set aside, want 2", len(cp.Discarded))
+	}
+	cp.LogIndex, cp.Bench, cp.RefBench = 1_000_000, benchResult{TxPerSec: 3000}, &benchResult{TxPerSec: 3000}
+	cp.Runs, cp.RefRuns = []benchResult{{TxPerSec: 3000}}, []benchResult{{TxPerSec: 3000}}
+	var b strings.Builder
+	printVerdict(&b, &report{Checkpoints: []checkpoint{{Bench: benchResult{TxPerSec: 3000}}, cp}})
+	if !strings.Contains(b.String(), "(2 runs with more steal than allowed were run again") {
+		t.Errorf("verdict without the runs set aside:\n%s", b.String())
+	}
+}

@@ -78,12 +78,14 @@ func main() {
 // config is what the command line asks for.
 type config struct {
 	txlogd, txlog  string
-	dir            string // "" makes a temporary one
-	keep           bool   // keep a temporary dir
-	total, step    int64  // log sizes, in transactions
-	clients        int    // clients of a measurement run
-	repeats        int    // measurement runs per checkpoint
-	reference      bool   // measure a fresh empty cluster beside each checkpoint
+	dir            string  // "" makes a temporary one
+	keep           bool    // keep a temporary dir
+	total, step    int64   // log sizes, in transactions
+	clients        int     // clients of a measurement run
+	repeats        int     // measurement runs per checkpoint
+	reference      bool    // measure a fresh empty cluster beside each checkpoint
+	maxSteal       float64 // a measurement run with more steal (percent) is run again
+	retries        int     // how many times at most, per run
 	measure        time.Duration
 	warmup         time.Duration
 	fillClients    int
@@ -110,6 +112,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.clients, "clients", 64, "clients of each measurement run")
 	fs.IntVar(&c.repeats, "repeats", 3, "measurement runs per checkpoint; the table shows the median run")
 	fs.BoolVar(&c.reference, "reference", true, "at each checkpoint past the empty log, also measure a fresh empty cluster, alternating runs with the grown one, and compare with it (its data is removed after the checkpoint unless --keep)")
+	fs.Float64Var(&c.maxSteal, "max-steal", 5, "a measurement run during which the host stole more than this percent of the machine's CPU time is run again, up to --retries times (the last is kept); 100 keeps every run")
+	fs.IntVar(&c.retries, "retries", 2, "how many times at most a measurement run is run again for --max-steal")
 	fs.DurationVar(&c.measure, "measure", 10*time.Second, "measured time of each measurement run")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "warm-up of each measurement run")
 	fs.IntVar(&c.fillClients, "fill-clients", 16, "clients of the runs that grow the log")
@@ -151,6 +155,9 @@ func (c config) validate() error {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("--%s %d: want at least 1", f.name, f.v))
 		}
+	}
+	if c.retries < 0 {
+		errs = append(errs, fmt.Errorf("--retries %d: must not be negative", c.retries))
 	}
 	if c.restartLoad < 0 {
 		errs = append(errs, fmt.Errorf("--restart-load %d: must not be negative", c.restartLoad))

@@ -59,8 +59,11 @@ type checkpoint struct {
 	Bench benchResult   `json:"bench"`
 	// RefRuns are the runs on a fresh empty cluster alternating with Runs
 	// (--reference), RefBench the one with the median throughput.
-	RefRuns       []benchResult `json:"ref_runs,omitempty"`
-	RefBench      *benchResult  `json:"ref_bench,omitempty"`
+	RefRuns  []benchResult `json:"ref_runs,omitempty"`
+	RefBench *benchResult  `json:"ref_bench,omitempty"`
+	// Discarded are the runs of either cluster that had more steal than
+	// --max-steal and were run again.
+	Discarded     []benchResult `json:"discarded_runs,omitempty"`
 	NodesCPU      float64       `json:"nodes_cpu_cores"`
 	NodesCPUPerTx float64       `json:"nodes_cpu_us_per_tx"`
 	Nodes         []nodeSample  `json:"nodes"`
@@ -98,6 +101,17 @@ func (cp checkpoint) calmPairs() (all, calm []float64) {
 		}
 	}
 	return all, calm
+}
+
+// setAside reports whether run r, the try-th retry (0 for the first run),
+// had more steal than maxSteal percent with retries left; it then keeps it in
+// cp.Discarded, and the caller runs it again.
+func (cp *checkpoint) setAside(r benchResult, try, retries int, maxSteal float64) bool {
+	if try >= retries || r.MachineStealPct == nil || *r.MachineStealPct <= maxSteal {
+		return false
+	}
+	cp.Discarded = append(cp.Discarded, r)
+	return true
 }
 
 // nodeSample is one node after a measurement run.
@@ -259,6 +273,9 @@ func printPairs(w io.Writer, cp checkpoint) {
 		parts = append(parts, fmt.Sprintf("%.2f (steal %s/%s)", ratio, steal(cp.Runs[i]), steal(cp.RefRuns[i])))
 	}
 	fmt.Fprintf(w, "  pair by pair, this cluster/reference: %s\n", strings.Join(parts, ", "))
+	if n := len(cp.Discarded); n > 0 {
+		fmt.Fprintf(w, "  (%d runs with more steal than allowed were run again and are not in these)\n", n)
+	}
 	if len(calm) == 0 {
 		fmt.Fprintf(w, "  no pair had under %.0f%% steal in both runs\n", lowSteal)
 		return

@@ -234,33 +234,52 @@ func (s *scaler) measure(ctx context.Context, target int64) (cp checkpoint, err 
 		}()
 	}
 	flags := measureFlags(s.cfg.clients, s.cfg.warmup, s.cfg.measure)
+	again := func(r benchResult, try int) bool {
+		if !cp.setAside(r, try, s.cfg.retries, s.cfg.maxSteal) {
+			return false
+		}
+		fmt.Fprintf(s.log, "scale: a run had %.1f%% steal, over %.1f%%: measured again\n", *r.MachineStealPct, s.cfg.maxSteal)
+		return true
+	}
 	var cpu, elapsed time.Duration
 	for range s.cfg.repeats {
 		if ref != nil {
-			r, err := runBench(ctx, s.cfg.txlog, ref.cl.HTTPAddrs(), flags...)
-			if err != nil {
-				return cp, fmt.Errorf("reference cluster: %w", err)
+			for try := 0; ; try++ {
+				r, err := runBench(ctx, s.cfg.txlog, ref.cl.HTTPAddrs(), flags...)
+				if err != nil {
+					return cp, fmt.Errorf("reference cluster: %w", err)
+				}
+				if !again(r, try) {
+					cp.RefRuns = append(cp.RefRuns, r)
+					break
+				}
 			}
-			cp.RefRuns = append(cp.RefRuns, r)
 		}
-		// The CPU of the whole bench process's life, warm-up included: close to
-		// the measured window's, and the same at every checkpoint.
-		cpu0, err := s.nodesCPU()
-		if err != nil {
-			return cp, err
+		for try := 0; ; try++ {
+			// The CPU of the whole bench process's life, warm-up included: close
+			// to the measured window's, and the same at every checkpoint.
+			cpu0, err := s.nodesCPU()
+			if err != nil {
+				return cp, err
+			}
+			t0 := time.Now()
+			r, err := runBench(ctx, s.cfg.txlog, s.cl.HTTPAddrs(), flags...)
+			if err != nil {
+				return cp, err
+			}
+			took := time.Since(t0)
+			cpu1, err := s.nodesCPU()
+			if err != nil {
+				return cp, err
+			}
+			if again(r, try) {
+				continue
+			}
+			elapsed += took
+			cpu += cpu1 - cpu0
+			cp.Runs = append(cp.Runs, r)
+			break
 		}
-		t0 := time.Now()
-		r, err := runBench(ctx, s.cfg.txlog, s.cl.HTTPAddrs(), flags...)
-		if err != nil {
-			return cp, err
-		}
-		elapsed += time.Since(t0)
-		cpu1, err := s.nodesCPU()
-		if err != nil {
-			return cp, err
-		}
-		cpu += cpu1 - cpu0
-		cp.Runs = append(cp.Runs, r)
 	}
 	cp.Bench = medianRun(cp.Runs)
 	if ref != nil {
