@@ -1,7 +1,8 @@
 // Package procstat reads what the load generators and the scale tool report of
 // the processes they measure, from Linux's /proc: CPU time, user and system, and
-// the context switches of a process's threads, and a Sample of this process and
-// a cluster's nodes at once; and it tells whether a writer is
+// the context switches of a process's threads, the whole machine's CPU time
+// from /proc/stat (how much of it idle, and how much the hypervisor stole), and
+// a Sample of this process, a cluster's nodes and the machine at once; and it tells whether a writer is
 // a terminal, for progress output that redraws in place. On a system without
 // /proc the readers return errors.
 //
