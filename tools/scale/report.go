@@ -285,12 +285,16 @@ func printPairs(w io.Writer, cp checkpoint) {
 	if len(calm)%2 == 0 {
 		med = (calm[len(calm)/2-1] + calm[len(calm)/2]) / 2
 	}
-	word := "MISSES"
-	if med >= targetThroughputRatio {
-		word = "meets"
-	}
 	fmt.Fprintf(w, "  the %d pairs with under %.0f%% steal in both runs: median %.2f (%s >= %.2f)\n",
-		len(calm), lowSteal, med, word, targetThroughputRatio)
+		len(calm), lowSteal, med, check(med >= targetThroughputRatio), targetThroughputRatio)
+}
+
+// check is the verdict on one target.
+func check(ok bool) string {
+	if ok {
+		return "meets"
+	}
+	return "MISSES"
 }
 
 // printVerdict compares the run with the targets of issue 5.
@@ -299,12 +303,6 @@ func printVerdict(w io.Writer, r *report) {
 		return
 	}
 	first, last := r.Checkpoints[0], r.Checkpoints[len(r.Checkpoints)-1]
-	check := func(ok bool) string {
-		if ok {
-			return "meets"
-		}
-		return "MISSES"
-	}
 	if r, ok := last.refRatio(); ok {
 		fmt.Fprintf(w, "throughput at log index %d: %.0f tx/s, %.2f of a fresh empty cluster's %.0f tx/s measured in alternation (medians of %d runs each; %s >= %.2f)\n",
 			last.LogIndex, last.Bench.TxPerSec, r, last.RefBench.TxPerSec, len(last.Runs),
