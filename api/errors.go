@@ -19,6 +19,13 @@ var (
 	// transactions to take more; nothing was done. Retry later or elsewhere.
 	ErrOverloaded = errors.New("node overloaded: too many unresolved transactions")
 	ErrTimeout    = errors.New("timed out")
+	// ErrRemoved means this node was removed from the cluster: it takes no
+	// writes and is about to stop. Nothing was done; send to another node.
+	ErrRemoved = errors.New("node removed from the cluster")
+	// ErrNodeNumberClash means another member holds this node's txid node
+	// number, so the txids it would issue are not unique: it takes no writes
+	// until one of the two is removed. Nothing was done; send to another node.
+	ErrNodeNumberClash = errors.New("txid node number held by another member")
 )
 
 // Error is a failure with a wire code, mostly bad input. Its HTTP status comes from
@@ -50,6 +57,11 @@ const (
 	CodeTimeout          = "timeout"
 	CodeNotReady         = "not_ready"
 	CodeInternal         = "internal"
+	// Membership (POST /v1/cluster/join, and writes on a node that may not
+	// take them).
+	CodeNodeNumberTaken = "node_number_taken"
+	CodeNodeNumberClash = "node_number_clash"
+	CodeRemoved         = "removed"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -76,6 +88,9 @@ var codes = map[string]struct {
 	CodeTimeout:          {http.StatusGatewayTimeout, ErrTimeout},
 	CodeNotReady:         {http.StatusServiceUnavailable, nil},
 	CodeInternal:         {http.StatusInternalServerError, nil},
+	CodeNodeNumberTaken:  {http.StatusConflict, nil},
+	CodeNodeNumberClash:  {http.StatusServiceUnavailable, ErrNodeNumberClash},
+	CodeRemoved:          {http.StatusServiceUnavailable, ErrRemoved},
 }
 
 // sentinelCodes lists the codes that have a sentinel, sorted, so that an error
@@ -131,7 +146,7 @@ func codeError(b ErrorBody) error {
 // carry it out.
 func retryableCode(code string) bool {
 	switch code {
-	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded:
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRemoved, CodeNodeNumberClash:
 		return true
 	}
 	return false

@@ -405,11 +405,13 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
 	defer cancel()
-	if err := s.b.Join(ctx, req); err != nil {
+	res, err := s.b.Join(ctx, req)
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, statusOK)
+	res.Status = "ok"
+	s.writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {

@@ -43,6 +43,7 @@ type Node struct {
 	park        parker // nil without --redis-addr
 
 	fwd forwarding // grouped forwarding to the leader (forward.go)
+	mem membership // node number, clash and removal (number.go, removed.go)
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
 	// instead of running out their own timeouts.
@@ -76,13 +77,12 @@ func Open(cfg Config) (*Node, error) {
 	}()
 
 	var err error
-	n.ids, err = txid.OpenGenerator(filepath.Join(cfg.DataDir, "txid.hwm"), txid.Config{Node: uint16(cfg.NodeNumber)})
-	if err != nil {
-		return nil, fmt.Errorf("open txid generator: %w", err)
-	}
 	n.db, err = openStore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := n.openNumber(); err != nil { // the txid generator, once the number is known (number.go)
+		return nil, err
 	}
 	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{SegmentBytes: cfg.IntakeWALSegmentBytes, Logger: cfg.Logger})
 	if err != nil {
@@ -197,6 +197,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.cfg.Join != "" {
 		n.wg.Go(n.joinLoop)
 	}
+	n.wg.Go(n.removalLoop)
 
 	var err error
 	select {
@@ -204,6 +205,13 @@ func (n *Node) Run(ctx context.Context) error {
 		n.log.Info("shutting down", "reason", context.Cause(ctx))
 	case err = <-serveErr:
 		n.log.Error("http server failed", "err", err)
+	case err = <-n.mem.stop:
+		if errors.Is(err, api.ErrRemoved) {
+			n.log.Info("removed from the cluster; stopping")
+			err = nil
+		} else {
+			n.log.Error("stopping", "err", err)
+		}
 	}
 	return errors.Join(err, n.Close())
 }
