@@ -422,4 +422,12 @@ func TestHealthAndReady(t *testing.T) {
 			t.Errorf("healthz while not ready: %d", rec.Code)
 		}
 	}
+	// A node that will not become ready by waiting says why in its code.
+	for err, code := range map[error]string{ErrRemoved: CodeRemoved, ErrNodeNumberClash: CodeNodeNumberClash} {
+		ready = fmt.Errorf("%w: details", err)
+		rec := serve(t, Config{}, b, "GET", "/readyz", "", nil)
+		if e := errorOf(t, rec); rec.Code != 503 || e.Code != code {
+			t.Errorf("readyz with %v: %d %+v, want 503 %s", err, rec.Code, e, code)
+		}
+	}
 }

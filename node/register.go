@@ -103,6 +103,10 @@ func (n *Node) joinLoop() {
 	c := api.NewClient(api.ClientConfig{Endpoints: []string{n.cfg.Join}})
 	backoff := 100 * time.Millisecond
 	for {
+		if n.removedWhileAway() {
+			n.log.Warn("not joining again: this member was removed from the cluster", "via", n.cfg.Join)
+			return // removalLoop finds the same and stops the node
+		}
 		want := n.nodeNumber()
 		if want == 0 {
 			want = n.cfg.NodeNumber
@@ -132,6 +136,20 @@ func (n *Node) joinLoop() {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// removedWhileAway reports whether this node has been in a cluster (its Raft
+// configuration is not empty) and the leader's configuration no longer lists
+// it: it was removed while it was down or cut off, and --join must not undo
+// the removal. A node that never received a configuration (a new one) and one
+// the leader lists (a restart; a join whose answer was lost) join as usual;
+// so does one that finds no leader to ask, which the leader decides on.
+func (n *Node) removedWhileAway() bool {
+	if _, known := n.listed(); !known {
+		return false
+	}
+	_, removed := n.askLeader()
+	return removed
 }
 
 // joined takes the node number of a successful join: it persists and uses it
