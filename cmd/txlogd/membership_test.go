@@ -199,7 +199,7 @@ func startNode(ctx context.Context, t *testing.T, p *chaos.Process) string {
 }
 
 // joinNode starts a node that joins the cluster through via, and waits until
-// it is a voter that has caught up.
+// it is a voter that has caught up and is ready.
 func joinNode(ctx context.Context, t *testing.T, c *chaos.Cluster, dir, id, via string, args ...string) (*chaos.Process, string) {
 	t.Helper()
 	p := newNode(t, dir, id, append([]string{"--raft-addr=" + freeAddr(t), "--join=" + via}, args...)...)
@@ -218,6 +218,7 @@ func joinNode(ctx context.Context, t *testing.T, c *chaos.Cluster, dir, id, via 
 		}
 		return false
 	})
+	waitReady(ctx, t, base) // it has its node number too
 	return p, base
 }
 
@@ -588,8 +589,12 @@ func TestRemovedMember(t *testing.T) {
 	base = startNode(ctx, t, n4)
 	pace := time.NewTicker(20 * time.Millisecond) // a write rate, not a wait
 	defer pace.Stop()
+	giveUp := time.Now().Add(30 * time.Second)
 	for i := 10; ; i++ {
 		<-pace.C
+		if time.Now().After(giveUp) {
+			t.Fatalf("n4 still takes writes 30s after its removal (%d held)", len(held))
+		}
 		a := put(i)
 		if a.status == http.StatusAccepted {
 			hold(a)
