@@ -54,6 +54,7 @@ type membership struct {
 	clash   atomic.Pointer[string]        // the member that holds our number too; nil: none
 	removed atomic.Bool                   // set once; never cleared
 	joinMu  sync.Mutex                    // serializes joinLocal's pick and registration (leader side)
+	setMu   sync.Mutex                    // serializes setNumber (joinLoop and registerLoop)
 	stop    chan error                    // capacity 1: a reason for Run to stop the node
 	gone    atomic.Pointer[chan struct{}] // closed when a removed node is done handing off
 }
@@ -133,7 +134,11 @@ func (n *Node) resolveNumber() (int, error) {
 	case want != 0:
 		return want, nil
 	}
-	return 0, fmt.Errorf("node number: data dir %s has none (%s), and neither --node-number, --cluster nor --join gives one", cfg.DataDir, numberFile)
+	// Neither --cluster nor --join: a node an operator adds by hand (POST
+	// /v1/cluster/join) takes the number the leader registers it with, from
+	// the log (adoptNumber).
+	n.log.Warn("no txid node number: waiting to be joined to a cluster (POST /v1/cluster/join), which assigns one")
+	return 0, nil
 }
 
 // inferNumber finds the number a data directory made by a version without
@@ -170,9 +175,43 @@ func (n *Node) ownEntry() (store.NodeInfo, bool) {
 	return store.NodeInfo{}, false
 }
 
+// adoptNumber takes, for a node without a number, the one the leader
+// registered it with at its join, once the node is in the configuration and
+// has applied what it knows is committed: the registration precedes the
+// configuration change, so an older entry of the same id, replayed while the
+// node catches up, is never taken. Called by registerLoop.
+func (n *Node) adoptNumber() {
+	if listed, _ := n.listed(); !listed {
+		return
+	}
+	if st := n.raft.Status(); st.AppliedIndex < st.CommitIndex || st.CommitIndex == 0 {
+		return
+	}
+	info, ok := n.ownEntry()
+	if !ok || info.TxIDNode == 0 {
+		return
+	}
+	if want := n.cfg.NodeNumber; want != 0 && want != int(info.TxIDNode) {
+		n.stopWith(fmt.Errorf("node number: the cluster registered this node with txid node number %d, --node-number says %d", info.TxIDNode, want))
+		return
+	}
+	if err := n.setNumber(int(info.TxIDNode)); err != nil {
+		n.stopWith(err)
+	}
+}
+
 // setNumber persists num as the data directory's node number and opens the
-// txid generator with it; from then on nodeNumber reports it.
+// txid generator with it; from then on nodeNumber reports it. Once a number is
+// set, setting the same one again does nothing and another is an error.
 func (n *Node) setNumber(num int) error {
+	n.mem.setMu.Lock()
+	defer n.mem.setMu.Unlock()
+	if have := n.nodeNumber(); have != 0 {
+		if have != num {
+			return fmt.Errorf("node number: this node holds txid node number %d, not %d", have, num)
+		}
+		return nil
+	}
 	if err := writeNumber(filepath.Join(n.cfg.DataDir, numberFile), num); err != nil {
 		return err
 	}

@@ -22,7 +22,8 @@ const registerRetry = 5 * time.Second
 // reach the leader's HTTP address and see every member's number. On each tick
 // it also checks that no other member holds this node's number (checkClash). A
 // joining node without a number yet publishes nothing: the leader registers it
-// at join.
+// at join, and the node takes its number from the join's answer or from that
+// registration (adoptNumber).
 func (n *Node) registerLoop() {
 	t := time.NewTicker(registerInterval)
 	defer t.Stop()
@@ -38,7 +39,11 @@ func (n *Node) registerLoop() {
 			return // a tick that won the select against life.Done()
 		}
 		num := n.nodeNumber()
-		if num == 0 || n.mem.removed.Load() {
+		if num == 0 {
+			n.adoptNumber()
+			continue
+		}
+		if n.mem.removed.Load() {
 			continue
 		}
 		me := store.NodeInfo{ID: n.cfg.ID, HTTPAddr: n.httpAddr, RaftAddr: n.cfg.RaftAddr, TxIDNode: uint16(num)}

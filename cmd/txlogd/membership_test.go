@@ -152,16 +152,32 @@ func waitUntil(ctx context.Context, t *testing.T, what string, cond func() bool)
 	}
 }
 
-// freeAddr reserves a loopback port for a process about to start: it binds
-// 127.0.0.1:0 and closes the listener again.
+// raftHost is the loopback address the Raft ports of the nodes these tests
+// start by hand are reserved on: one of their own (chaos.PrivateLoopback), so
+// that no process's bind to port 0 on 127.0.0.1 takes a port between its
+// reservation and the node's bind.
+var raftHost = sync.OnceValue(chaos.PrivateLoopback)
+
+// freeAddrs reserves n distinct ports on raftHost for processes about to
+// start: it binds them all, then closes the listeners again.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", net.JoinHostPort(raftHost(), "0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs
+}
+
+// freeAddr reserves one port (see freeAddrs).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return freeAddrs(t, 1)[0]
 }
 
 // newNode makes a txlogd process with its data dir under dir, HTTP on a port
@@ -287,8 +303,9 @@ func TestNodeNumbersBootstrap(t *testing.T) {
 	ids := []string{"a1", "b1", "c1"}
 	raft := map[string]string{}
 	var members []string
-	for _, id := range ids {
-		raft[id] = freeAddr(t)
+	addrs := freeAddrs(t, len(ids))
+	for i, id := range ids {
+		raft[id] = addrs[i]
 		members = append(members, id+"="+raft[id])
 	}
 	procs := map[string]*chaos.Process{}
@@ -367,7 +384,8 @@ func TestNodeNumberBootstrapRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	a, b := freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 2)
+	a, b := addrs[0], addrs[1]
 	p := newNode(t, dir, "a", "--raft-addr="+a, "--cluster=a="+a+"@3,b="+b+"@3")
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
@@ -478,6 +496,25 @@ func TestNodeNumbersJoin(t *testing.T) {
 	st, err := api.NewClient(api.ClientConfig{}).ClusterFrom(ctx, via)
 	if err != nil || len(st.Members) != 5 {
 		t.Fatalf("members after the refused joins: %+v, %v; want the 5 of before", st.Members, err)
+	}
+
+	// A node joined by hand (no --join) takes its number from the log.
+	raftAddr := freeAddr(t)
+	p4 := newNode(t, dir, "p4", "--raft-addr="+raftAddr)
+	p4URL := startNode(ctx, t, p4)
+	if a := call(ctx, t, http.MethodPost, p4URL+"/v1/tx", `{"ops":[{"op":"put","key":"early","value":1}]}`); a.status != http.StatusServiceUnavailable || a.code != api.CodeNotReady {
+		t.Fatalf("write to p4 before its join: %d %s; want 503 not_ready", a.status, a.body)
+	}
+	res, err := api.NewClient(api.ClientConfig{}).JoinVia(ctx, via, api.JoinRequest{ID: "p4", RaftAddr: raftAddr, HTTPAddr: strings.TrimPrefix(p4URL, "http://")})
+	if err != nil || res.NodeNumber == 0 {
+		t.Fatalf("JoinVia(p4) = %+v, %v", res, err)
+	}
+	if other, ok := nums[uint16(res.NodeNumber)]; ok {
+		t.Fatalf("p4 was given node number %d, which %s holds", res.NodeNumber, other)
+	}
+	waitReady(ctx, t, p4URL)
+	if got := numberOf(ctx, t, p4URL); got != uint16(res.NodeNumber) {
+		t.Fatalf("p4 issues txids with node number %d; the join answered %d", got, res.NodeNumber)
 	}
 }
 
