@@ -669,3 +669,36 @@ func TestRemovedMember(t *testing.T) {
 	}
 	t.Logf("%d held writes handed off", len(held))
 }
+
+// TestRemovedLeader removes the leader (n4, joined and handed leadership):
+// its Raft stops, the others elect a leader, and n4 answers writes with 503
+// removed and exits, while the cluster goes on taking writes.
+func TestRemovedLeader(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startCluster(t)
+	dir := t.TempDir()
+	n4, base := joinNode(ctx, t, c, dir, "n4", c.URL(mustLeaderID(ctx, t, c)), "--shutdown-timeout=3s")
+	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+	if res, err := cl.TransferLeadership(ctx, api.TransferRequest{ID: "n4"}); err != nil || res.LeaderID != "n4" {
+		t.Fatalf("TransferLeadership(n4) = %+v, %v", res, err)
+	}
+	if err := api.NewClient(api.ClientConfig{Endpoints: []string{base}}).Remove(ctx, "n4"); err != nil {
+		t.Fatalf("Remove(n4) through n4 = %v", err)
+	}
+	waitUntil(ctx, t, "n4 answers writes with 503 removed", func() bool {
+		a := call(ctx, t, http.MethodPost, base+"/v1/tx?timeout=500ms", `{"ops":[{"op":"put","key":"after-removal","value":1}]}`)
+		if a.status == 0 {
+			t.Fatalf("n4 stopped before it answered 503 removed: %s", a.body)
+		}
+		return a.code == api.CodeRemoved
+	})
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := n4.Wait(wctx); err != nil {
+		t.Fatalf("removed n4 did not exit cleanly: %v", err)
+	}
+	if res, err := cl.Submit(ctx, api.TxRequest{Ops: []api.Op{{Op: "put", Key: "after", Value: json.RawMessage(`1`)}}}, api.SubmitOptions{}); err != nil || res.Status != api.StatusCommitted {
+		t.Fatalf("write to the rest = %+v, %v", res, err)
+	}
+}
