@@ -313,3 +313,37 @@ func TestPartialWriteback(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenWithoutSyncMarks opens a log written without sync marks, as the
+// format before them (and Config.NoSync) writes it: it opens with every
+// record, its last segment read as a tail; the first write after Open
+// carries a mark that names all of it, so from then on damage there is
+// refused.
+func TestOpenWithoutSyncMarks(t *testing.T) {
+	fx := newFixture(t, Config{NoSync: true}, 5, 2)
+	path, buf := fx.lastSeg(t, fx.dir)
+	if offs, _ := syncMarks(t, buf); len(offs) != 0 {
+		t.Fatalf("a log written with NoSync has sync marks at %v", offs)
+	}
+	l := openT(t, fx.dir, Config{})
+	checkPending(t, l, fx.want)
+	if _, err := l.Append(context.Background(), []byte("sixth")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := readRecords(t, path)
+	if _, named := syncMarks(t, after); len(named) == 0 || named[0] != int64(len(buf)) {
+		t.Fatalf("sync marks after the first append name %v, want the first to name the old records' %d bytes", named, len(buf))
+	}
+	offs := recordOffsets(t, after)
+	after[offs[1]+recHeaderLen] ^= 1
+	if err := os.WriteFile(path, after, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ce *CorruptError
+	if _, err := Open(fx.dir, Config{}); !errors.As(err, &ce) || ce.Offset != int64(offs[1]) {
+		t.Fatalf("Open() with a flipped bit in a record the mark names = %v, want a *CorruptError at offset %d", err, offs[1])
+	}
+}
