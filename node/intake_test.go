@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/txid"
 )
 
 // freeAddrs returns n loopback addresses whose ports were free a moment ago.
@@ -68,5 +71,106 @@ func TestParkFailedWALIsUnknown(t *testing.T) {
 	// A node that cannot park is not ready, whatever Raft says.
 	if err := n.Ready(context.Background()); err == nil || !strings.Contains(err.Error(), "intake wal") {
 		t.Fatalf("Ready() with a failed WAL = %v, want not ready, naming the intake wal", err)
+	}
+}
+
+// TestIntakeIdempotencyKeys opens one node of a three-node cluster whose other
+// two never start, so that every write is parked, and checks what a key
+// pending there answers: the lookup by key finds it pending with its txid; a
+// resubmission of the same transaction gets that txid and parks nothing new;
+// another transaction under the key is refused naming that txid. After a
+// restart, the same holds for the records the intake WAL gave back.
+func TestIntakeIdempotencyKeys(t *testing.T) {
+	addrs := freeAddrs(t, 3)
+	dir := t.TempDir()
+	open := func() *Node {
+		t.Helper()
+		n, err := Open(Config{
+			ID:       "n1",
+			DataDir:  dir,
+			HTTPAddr: "127.0.0.1:0",
+			RaftAddr: addrs[0],
+			Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "n3", RaftAddr: addrs[2]}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	n := open()
+	defer func() { n.Close() }()
+	tx := func(key, value string) api.TxRequest {
+		return api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: "a", Value: json.RawMessage(value)}}}
+	}
+	submit := func(txs ...api.TxRequest) []api.TxResult {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		res, err := n.SubmitBatch(ctx, txs, api.SubmitOptions{})
+		if err != nil {
+			t.Fatalf("SubmitBatch() = %v", err)
+		}
+		return res
+	}
+	lookup := func(key string) (api.TxResult, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return n.TxByIdempotencyKey(ctx, key, 0)
+	}
+	wantPending := func(what string, r api.TxResult, id txid.ID) {
+		t.Helper()
+		if r.Error != nil || r.Status != api.StatusPending || r.TxID != id || !slices.Equal(r.HeldBy, []string{api.HeldByWAL}) {
+			t.Fatalf("%s = %+v (error %+v), want pending txid %s held by the wal", what, r, r.Error, id)
+		}
+	}
+	wantReused := func(what string, r api.TxResult, id txid.ID) {
+		t.Helper()
+		if r.Error == nil || r.Error.Code != api.CodeIdempotencyKeyReused || r.Error.TxID != id {
+			t.Fatalf("%s = %+v (error %+v), want idempotency_key_reused naming %s", what, r, r.Error, id)
+		}
+	}
+
+	first := submit(tx("k", `1`))[0]
+	if first.Status != api.StatusPending || first.TxID == 0 || !slices.Equal(first.HeldBy, []string{api.HeldByWAL}) {
+		t.Fatalf("first submission = %+v, want 202 pending held by the wal", first)
+	}
+	id := first.TxID
+	for round := range 2 {
+		what := fmt.Sprintf("round %d: ", round)
+		res, err := lookup("k")
+		if err != nil {
+			t.Fatalf("%sTxByIdempotencyKey(k) = %v, want pending", what, err)
+		}
+		wantPending(what+"lookup by key", res, id)
+		if res, err := n.Tx(context.Background(), id, 0); err != nil {
+			t.Fatalf("%sTx(%s) = %v", what, id, err)
+		} else {
+			wantPending(what+"lookup by txid", res, id)
+		}
+		again := submit(tx("k", `1`), tx("k", `2`), tx("j", `1`), tx("j", `1`), tx("j", `3`))
+		wantPending(what+"same transaction again", again[0], id)
+		if !again[0].Duplicate {
+			t.Fatalf("%ssame transaction again = %+v, want a duplicate", what, again[0])
+		}
+		wantReused(what+"another transaction under the key", again[1], id)
+		// Within one batch: the second of a new key is the first's.
+		wantPending(what+"new key j", again[2], again[2].TxID)
+		wantPending(what+"j again in the batch", again[3], again[2].TxID)
+		wantReused(what+"j with another value in the batch", again[4], again[2].TxID)
+		if got := n.intake.size(); got != 2+round {
+			t.Fatalf("%sunresolved entries = %d, want %d: resubmissions park nothing new", what, got, 2+round)
+		}
+		if got := len(n.intake.wal.Pending()); got != 2+round {
+			t.Fatalf("%sintake wal records not done = %d, want %d", what, got, 2+round)
+		}
+		if round == 0 {
+			// After a restart the WAL's records are the entries: the same
+			// answers; the next round's j is one more key.
+			if err := n.Close(); err != nil {
+				t.Fatal(err)
+			}
+			n = open()
+			submit(tx("j2", `1`))
+		}
 	}
 }

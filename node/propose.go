@@ -160,6 +160,12 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 				p.resolve(api.TxResult{TxID: p.id}, a.Result.Err)
 				continue
 			}
+			if a.Result.Reused {
+				// Refused by every node alike: the key names another transaction.
+				o := a.Result.Outcome
+				p.resolve(api.TxResult{}, &api.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
+				continue
+			}
 			p.resolve(n.result(a.Result.Outcome, a.Result.Duplicate), nil)
 		case errors.Is(terr, api.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
 			// Not proposed: try again through the current leader.
@@ -202,6 +208,8 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 			continue
 		}
 		switch r.Error.Code {
+		case api.CodeIdempotencyKeyReused:
+			p.resolve(api.TxResult{}, r.Error.Err())
 		case api.CodeNotLeader:
 			p.sent = wasSent[i]
 		case api.CodeUnknownOutcome, api.CodeNoLeader, api.CodeShuttingDown, api.CodeTimeout:
