@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -81,16 +82,67 @@ func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (api.TxRe
 		func(ctx context.Context) (api.TxResult, bool) { return n.pendingAnywhere(ctx, id) })
 }
 
-// TxByIdempotencyKey implements api.Backend. A key that is unresolved in this
-// node's intake (in flight or parked) is "pending", with the txid this node
-// gave it; one unresolved on another node only is not found here: the txid
-// names the node that holds a transaction, a key does not.
-func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (api.TxResult, error) {
+// TxByIdempotencyKey implements api.Backend. A key that is not in the store
+// but unresolved in a node's intake (in flight or parked) is "pending", with
+// the txid that node gave it: this node's intake, else every other node's,
+// which it asks (forwarded, so that they ask no further). A key names no node,
+// as a txid does, hence the asking of all.
+func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (api.TxResult, error) {
+	if forwarded {
+		// The store is the same on every node: what the asking node did not
+		// find there, only an intake may hold.
+		if res, ok := n.pendingKeyHere(key); ok {
+			return res, nil
+		}
+		return api.TxResult{}, api.ErrNotFound
+	}
 	return n.lookup(ctx, wait, 0, func() (store.Outcome, error) { return n.db.TxByIdempotencyKey(key) },
-		func(context.Context) (api.TxResult, bool) {
-			id, heldBy, ok := n.intake.pendingKey(key)
-			return api.TxResult{TxID: id, Status: api.StatusPending, IdempotencyKey: key, HeldBy: heldBy}, ok
+		func(ctx context.Context) (api.TxResult, bool) {
+			if res, ok := n.pendingKeyHere(key); ok {
+				return res, true
+			}
+			return n.pendingKeyElsewhere(ctx, key)
 		})
+}
+
+// pendingKeyHere returns the pending result of the transaction under key that
+// this node accepted and has not resolved, if there is one.
+func (n *Node) pendingKeyHere(key string) (api.TxResult, bool) {
+	id, heldBy, ok := n.intake.pendingKey(key)
+	return api.TxResult{TxID: id, Status: api.StatusPending, IdempotencyKey: key, HeldBy: heldBy}, ok
+}
+
+// pendingKeyElsewhere asks every other node with a known HTTP address, at
+// once and for up to a second, whether it holds key unresolved; the first to
+// say pending answers.
+func (n *Node) pendingKeyElsewhere(ctx context.Context, key string) (api.TxResult, bool) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	found := make(chan api.TxResult, 1)
+	var wg sync.WaitGroup
+	for _, info := range n.peers.all() {
+		if info.ID == n.cfg.ID || info.HTTPAddr == "" {
+			continue
+		}
+		base := "http://" + info.HTTPAddr
+		wg.Go(func() {
+			res, err := n.peerClient(base).PendingKeyFrom(ctx, base, key)
+			if err == nil && res.Status == api.StatusPending && res.TxID != 0 {
+				select {
+				case found <- res:
+					cancel()
+				default:
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case res := <-found:
+		return res, true
+	default:
+		return api.TxResult{}, false
+	}
 }
 
 // lookup finds a transaction's outcome after catching up with the leader's

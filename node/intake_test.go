@@ -115,7 +115,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 	lookup := func(key string) (api.TxResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return n.TxByIdempotencyKey(ctx, key, 0)
+		return n.TxByIdempotencyKey(ctx, key, 0, false)
 	}
 	wantPending := func(what string, r api.TxResult, id txid.ID) {
 		t.Helper()

@@ -211,3 +211,43 @@ func checkKeyOnce(ctx context.Context, t *testing.T, c *chaos.Cluster, key strin
 		}
 	}
 }
+
+// TestIdempotencyKeyElsewhere: a write parked on a follower cut off from Raft
+// (its HTTP still works) is found by its key through the other nodes, which
+// ask it, and answered pending with its txid; once the follower is back, the
+// write commits under that txid, once.
+func TestIdempotencyKeyElsewhere(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	net := chaos.NewNetwork(nil)
+	defer net.Close()
+	c := startClusterConfig(t, chaos.ClusterConfig{NodeArgs: net.DialArgs})
+	leader := mustLeaderID(ctx, t, c)
+	cut := aFollower(c, leader)
+	net.Isolate(cut)
+	waitUntil(ctx, t, cut+" to lose the leader", func() bool {
+		st, err := api.NewClient(api.ClientConfig{}).ClusterFrom(ctx, c.URL(cut))
+		return err == nil && st.LeaderID == ""
+	})
+	const key = "elsewhere"
+	first := postTx(ctx, t, c.URL(cut), putTx(key, `1`), 300*time.Millisecond)
+	if first.status != http.StatusAccepted || first.res.TxID == 0 {
+		t.Fatalf("on the cut-off follower: %d %+v, want 202", first.status, first.res)
+	}
+	for _, p := range c.Nodes() {
+		res, err := lookupKey(ctx, t, c.URL(p.ID()), key)
+		if err != nil || res.Status != api.StatusPending || res.TxID != first.res.TxID {
+			t.Fatalf("%s: lookup by key = %+v, %v; want pending %s (parked on %s)", p.ID(), res, err, first.res.TxID, cut)
+		}
+	}
+	net.Heal()
+	waitUntil(ctx, t, "the parked write to commit", func() bool {
+		res, err := lookupKey(ctx, t, c.URL(leader), key)
+		return err == nil && res.Status == api.StatusCommitted
+	})
+	res, err := lookupKey(ctx, t, c.URL(leader), key)
+	if err != nil || res.TxID != first.res.TxID {
+		t.Fatalf("after the heal: %+v, %v; want %s committed", res, err, first.res.TxID)
+	}
+	checkKeyOnce(ctx, t, c, key)
+}
