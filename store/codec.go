@@ -81,7 +81,7 @@ const txHeaderBytes = 1 + 8
 // SameTx reports whether EncodeTx bytes a and b are the same transaction under
 // two txids: equal but for the txid, that is the same idempotency key and the
 // same ops in the same order, each with the same kind, key, if_version and
-// value, byte for byte (a value's JSON as the client sent it). Every
+// value, byte for byte (a value's JSON as stored: the API compacts it). Every
 // transaction has exactly one encoding (codec.go: minimal varints), so this is
 // equality of everything that decides the outcome, and of nothing else: the
 // txid and the leader's time are not in it, nor are a request's ack level and
