@@ -54,8 +54,14 @@ type intakeEntry struct {
 	// it is held, as TxResult.HeldBy says.
 	heldBy []string
 	// settled is closed once the entry is parked or forgotten, whichever
-	// comes first: a resubmission of its key waits on it (settle).
+	// comes first: a resubmission of its key waits on it (resubmitted).
 	settled chan struct{}
+	// res and err are its request's answer, once it has a final one: a
+	// resubmission answers the same, even on a node whose store has not
+	// applied the outcome yet.
+	res      api.TxResult
+	err      error
+	answered bool
 }
 
 func newIntake(w *wal.Log) *intake {
@@ -144,6 +150,13 @@ func (in *intake) parked(es []*intakeEntry, heldBy [][]string) {
 	in.mu.Unlock()
 }
 
+// resolved records the final answer of e's request, before e is forgotten.
+func (in *intake) resolved(e *intakeEntry, res api.TxResult, err error) {
+	in.mu.Lock()
+	e.res, e.err, e.answered = res, err, true
+	in.mu.Unlock()
+}
+
 // pendingKey returns the unresolved entry's txid under idempotency key, and
 // where it is held if it is parked.
 func (in *intake) pendingKey(key string) (txid.ID, []string, bool) {
@@ -156,12 +169,13 @@ func (in *intake) pendingKey(key string) (txid.ID, []string, bool) {
 	return e.id, e.heldBy, true
 }
 
-// state returns where e is held if it is parked (nil if not yet or never),
-// and whether it is still unresolved.
-func (in *intake) state(e *intakeEntry) (heldBy []string, open bool) {
+// state returns e's request's final answer if it has one (answered), else
+// where e is held if it is parked (nil if not yet or never), and whether e is
+// still unresolved.
+func (in *intake) state(e *intakeEntry) (res api.TxResult, err error, answered bool, heldBy []string, open bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return e.heldBy, in.entries[e.id] == e
+	return e.res, e.err, e.answered, e.heldBy, in.entries[e.id] == e
 }
 
 // appended records the WAL sequences of entries.
@@ -523,11 +537,11 @@ func (n *Node) recorded(p *pending, key string) bool {
 // entries es[i] hold, as those entries are answered, and adds nothing: another
 // transaction under the key is refused (*api.KeyReusedError naming the
 // entry); the same one waits until the entry is resolved or parked, then
-// answers with the entry's txid: its outcome, as a duplicate, or 202 pending
-// with where the entry is held. An entry neither resolved nor parked by ctx's
-// end, or forgotten without an outcome in the store (its request failed),
-// answers unknown with the entry's txid: the client looks it up, or submits
-// again.
+// answers as the entry's request did (an outcome as a duplicate, or its
+// refusal), or 202 pending with the entry's txid and where it is held. An
+// entry neither resolved nor parked by ctx's end, or forgotten without an
+// answer (its request failed), answers unknown with the entry's txid: the
+// client looks it up, or submits again.
 func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry) {
 	for i, p := range ps {
 		e := es[i]
@@ -539,7 +553,14 @@ func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry
 		case <-e.settled:
 		case <-ctx.Done():
 		}
-		heldBy, open := n.intake.state(e)
+		res, err, answered, heldBy, open := n.intake.state(e)
+		if answered {
+			if err == nil {
+				res.Duplicate = true
+			}
+			p.resolve(res, err)
+			continue
+		}
 		if !open {
 			if o, err := n.db.Tx(e.id); err == nil {
 				p.resolve(n.result(o, true), nil)
@@ -564,7 +585,9 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 	for i, p := range ps {
 		if !p.done || (p.err != nil && !isClientError(p.err)) {
 			open = append(open, i)
+			continue
 		}
+		n.intake.resolved(es[i], p.res, p.err)
 	}
 	if walf == nil {
 		// --intake-wal=off: only what has to be parked goes into the WAL.

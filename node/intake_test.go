@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -162,6 +163,40 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 		}
 		if got := len(n.intake.wal.Pending()); got != 2+round {
 			t.Fatalf("%sintake wal records not done = %d, want %d", what, got, 2+round)
+		}
+		if round == 1 {
+			// A resubmission while the original is still in its request
+			// waits for it, and answers 202 with its txid once it is parked.
+			type answer struct {
+				res []api.TxResult
+				err error
+			}
+			orig := make(chan answer, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+				defer cancel()
+				res, err := n.SubmitBatch(ctx, []api.TxRequest{tx("w", `1`)}, api.SubmitOptions{})
+				orig <- answer{res, err}
+			}()
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if _, _, ok := n.intake.pendingKey("w"); ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the original of w never reached the intake")
+				}
+				runtime.Gosched()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			joined, err := n.SubmitBatch(ctx, []api.TxRequest{tx("w", `1`)}, api.SubmitOptions{})
+			cancel()
+			o := <-orig
+			if err != nil || o.err != nil {
+				t.Fatalf("SubmitBatch() = %v, %v", err, o.err)
+			}
+			wantPending(what+"original of w", o.res[0], o.res[0].TxID)
+			wantPending(what+"w while its original was in flight", joined[0], o.res[0].TxID)
 		}
 		if round == 0 {
 			// After a restart the WAL's records are the entries: the same
