@@ -53,9 +53,11 @@ type intakeEntry struct {
 	// heldBy is set once the entry is parked (answered 202 pending): where
 	// it is held, as TxResult.HeldBy says.
 	heldBy []string
-	// settled is closed once the entry is parked or forgotten, whichever
-	// comes first: a resubmission of its key waits on it (resubmitted).
-	settled chan struct{}
+	// settled is true once the entry is parked or forgotten, whichever comes
+	// first; a resubmission of its key waits for that on wake (resubmitted),
+	// made only then, and closed once settled is true.
+	settled bool
+	wake    chan struct{}
 	// res and err are its request's answer, once it has a final one: a
 	// resubmission answers the same, even on a node whose store has not
 	// applied the outcome yet.
@@ -69,16 +71,34 @@ func newIntake(w *wal.Log) *intake {
 }
 
 func newEntry(id txid.ID, key string, payload []byte) *intakeEntry {
-	return &intakeEntry{id: id, key: key, payload: payload, settled: make(chan struct{})}
+	return &intakeEntry{id: id, key: key, payload: payload}
 }
 
-// settleLocked closes e.settled if it is open. The caller holds in.mu.
+// settleLocked marks e settled and wakes whoever waits. The caller holds in.mu.
 func (e *intakeEntry) settleLocked() {
-	select {
-	case <-e.settled:
-	default:
-		close(e.settled)
+	if e.settled {
+		return
 	}
+	e.settled = true
+	if e.wake != nil {
+		close(e.wake)
+	}
+}
+
+// closedChan is a closed channel: what settledChan returns for a settled entry.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// settledChan returns a channel closed once e is settled (see intakeEntry).
+func (in *intake) settledChan(e *intakeEntry) <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if e.settled {
+		return closedChan
+	}
+	if e.wake == nil {
+		e.wake = make(chan struct{})
+	}
+	return e.wake
 }
 
 // forgetLocked removes e from entries and byKey. The caller holds in.mu.
@@ -117,23 +137,26 @@ func (in *intake) recover() (int, error) {
 // add registers transactions a request is about to propose, in order, except
 // one whose idempotency key another unresolved entry holds (one of an earlier
 // request, or of an earlier transaction of ps): es[i] is then nil and held[i]
-// that entry, which the request answers for it (see resubmitted).
-func (in *intake) add(ps []*pending, keys []string) (es, held []*intakeEntry) {
+// that entry, which the request answers for it (see resubmitted). held is nil
+// when no key was held.
+func (in *intake) add(ps []*pending) (es, held []*intakeEntry) {
 	es = make([]*intakeEntry, len(ps))
-	held = make([]*intakeEntry, len(ps))
 	in.mu.Lock()
 	for i, p := range ps {
-		if k := keys[i]; k != "" {
-			if e, ok := in.byKey[k]; ok {
+		if p.key != "" {
+			if e, ok := in.byKey[p.key]; ok {
+				if held == nil {
+					held = make([]*intakeEntry, len(ps))
+				}
 				held[i] = e
 				continue
 			}
 		}
-		es[i] = newEntry(p.id, keys[i], p.payload)
+		es[i] = newEntry(p.id, p.key, p.payload)
 		es[i].busy = true
 		in.entries[p.id] = es[i]
-		if keys[i] != "" {
-			in.byKey[keys[i]] = es[i]
+		if p.key != "" {
+			in.byKey[p.key] = es[i]
 		}
 	}
 	in.mu.Unlock()
@@ -419,7 +442,6 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	results := make([]api.TxResult, len(txs))
 	ps := make([]*pending, 0, len(txs))
 	slot := make([]int, 0, len(txs))
-	keys := make([]string, 0, len(txs))
 	var known []*pending // resubmissions answered from the store or the intake
 	var knownSlot []int
 	for i, req := range txs {
@@ -428,7 +450,7 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		if err != nil {
 			return nil, err
 		}
-		p := &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id}
+		p := &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id, key: req.IdempotencyKey}
 		if req.IdempotencyKey != "" && n.recorded(p, req.IdempotencyKey) {
 			// Fast path: a resubmission this node already knows about.
 			known = append(known, p)
@@ -437,7 +459,6 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		}
 		ps = append(ps, p)
 		slot = append(slot, i)
-		keys = append(keys, req.IdempotencyKey)
 	}
 	defer func() {
 		for j, p := range known {
@@ -450,10 +471,10 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	}()
 	// A key unresolved here answers as its entry does: the transactions are
 	// not added again.
-	es, held := n.intake.add(ps, keys)
+	es, held := n.intake.add(ps)
 	var heldPs []*pending
 	var heldEs []*intakeEntry
-	for j := range ps {
+	for j := range held {
 		if held[j] != nil {
 			heldPs, heldEs = append(heldPs, ps[j]), append(heldEs, held[j])
 			known, knownSlot = append(known, ps[j]), append(knownSlot, slot[j])
@@ -550,7 +571,7 @@ func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry
 			continue
 		}
 		select {
-		case <-e.settled:
+		case <-n.intake.settledChan(e):
 		case <-ctx.Done():
 		}
 		res, err, answered, heldBy, open := n.intake.state(e)

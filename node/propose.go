@@ -20,6 +20,7 @@ type pending struct {
 	kind    store.CommandKind
 	payload []byte  // EncodeTx or EncodeNode bytes, never re-encoded
 	id      txid.ID // zero for non-transaction commands
+	key     string  // the transaction's idempotency key, when the intake needs it
 
 	// sent is true once the command may have reached a leader: from then on its
 	// outcome is unknown until it is found in the log.
