@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -207,5 +208,55 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 			n = open()
 			submit(tx("j2", `1`))
 		}
+	}
+}
+
+// TestProposeReusedKey: on the leader of a one-node cluster, a proposal
+// forwarded by another node (which could not know the key) of another
+// transaction under a committed key is refused when applied, with
+// idempotency_key_reused naming the original; the same transaction under
+// another txid is a duplicate of it.
+func TestProposeReusedKey(t *testing.T) {
+	addrs := freeAddrs(t, 1)
+	n, err := Open(Config{
+		ID:       "n1",
+		DataDir:  t.TempDir(),
+		HTTPAddr: "127.0.0.1:0",
+		RaftAddr: addrs[0],
+		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[0]}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var orig api.TxResult
+	for {
+		orig, err = n.Submit(ctx, api.TxRequest{IdempotencyKey: "k", Ops: []api.Op{{Op: "put", Key: "a", Value: json.RawMessage(`1`)}}}, api.SubmitOptions{Timeout: time.Second})
+		if err == nil && orig.Status == api.StatusCommitted {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no commit on a one-node cluster: %+v, %v", orig, err)
+		}
+	}
+	frame := func(id txid.ID, value string) []byte {
+		tx := store.Tx{ID: id, IdempotencyKey: "k", Ops: []store.Op{{Kind: store.OpPut, Key: "a", Value: []byte(value)}}}
+		return store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
+	}
+	other, same := n.ids.Next(), n.ids.Next()
+	res, err := n.Propose(ctx, [][]byte{frame(other, `2`), frame(same, `1`)}, api.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+	if err != nil {
+		t.Fatalf("Propose() = %v", err)
+	}
+	if e := res[0].Error; e == nil || e.Code != api.CodeIdempotencyKeyReused || e.TxID != orig.TxID {
+		t.Fatalf("another transaction under k = %+v (error %+v), want idempotency_key_reused naming %s", res[0], e, orig.TxID)
+	}
+	if r := res[1]; r.Error != nil || !r.Duplicate || r.TxID != orig.TxID || r.Status != api.StatusCommitted {
+		t.Fatalf("the same transaction under k = %+v, want a duplicate of %s", r, orig.TxID)
+	}
+	if _, err := n.Tx(ctx, other, 0); !errors.Is(err, api.ErrNotFound) {
+		t.Fatalf("Tx() of the refused proposal = %v, want not found", err)
 	}
 }
