@@ -10,9 +10,10 @@
 // record every operation in a [History], injects faults on a seeded [Schedule], and
 // then runs the checkers: [CheckNoLostWrites], [CheckPendingResolved],
 // [CheckNoDuplicates], [CheckLogsIdentical], [CheckLinearizable] (porcupine),
-// [CheckAvailability] and [CheckRestarts]. Each checker is a pure function of the history and the logs,
-// so its tests feed it broken histories. The result is a [Report], written as text,
-// JSON and HTML.
+// [CheckAvailability] and [CheckRestarts]. Each checker is a pure function of the
+// history and the logs (or the faults), so its tests feed it broken histories. The
+// result is a [Report], written as text, JSON and HTML. The powerloss fault serves
+// each local node's data dir through chaos/lazyfs (powerloss.go).
 //
 // A [Process] is one node's program across its runs: Start launches it in its own
 // process group with stdout and stderr appended to <LogDir>/<ID>.log, and Kill, Stop,
