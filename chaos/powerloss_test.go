@@ -112,7 +112,7 @@ func TestPowerLossChaosRun(t *testing.T) {
 				Workload: WorkloadConfig{Clients: 6, Rate: 30, Keys: 32, HotKeys: 3},
 				Nemesis: NemesisConfig{Faults: weights, Interval: time.Second, MaxFaults: 6,
 					RecoverTimeout: 20 * time.Second},
-				Duration:       75 * time.Second,
+				Duration:       90 * time.Second,
 				Seed:           20261202 + uint64(i),
 				ResolveTimeout: 15 * time.Second,
 				CheckTimeout:   15 * time.Second,

@@ -494,3 +494,46 @@ func TestRaftWAL(t *testing.T) {
 		})
 	}
 }
+
+// TestUnlinkedWhileOpen: a file unlinked while open stays readable and
+// syncable through its descriptor. After a power loss it is gone when its
+// unlink was durable (journal: the file's fsync made it so); under posix,
+// with its directory not fsynced after the unlink, its name is back, with the
+// data synced through the descriptor.
+func TestUnlinkedWhileOpen(t *testing.T) {
+	for _, tc := range []struct {
+		rule DirRule
+		want []byte
+	}{
+		{DirsPOSIX, []byte("after!")},
+		{DirsJournal, nil},
+	} {
+		t.Run(string(tc.rule), func(t *testing.T) {
+			f, mnt := mount(t, tc.rule, 1)
+			p := filepath.Join(mnt, "seg")
+			writeFile(t, p, []byte("before"), true)
+			syncDir(t, mnt)
+			fd, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fd.WriteAt([]byte("after!"), 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := fd.Sync(); err != nil {
+				t.Fatalf("fsync of an unlinked file: %v", err)
+			}
+			got := make([]byte, 6)
+			if _, err := fd.ReadAt(got, 0); err != nil || string(got) != "after!" {
+				t.Fatalf("read of an unlinked file = %q, %v; want after!", got, err)
+			}
+			fd.Close()
+			mustContent(t, p, nil)
+			crash(t, f, LossAll)
+			mustContent(t, p, tc.want)
+		})
+	}
+}
