@@ -537,3 +537,39 @@ func TestUnlinkedWhileOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestRenameAcrossDirectories: under posix a rename is durable once its
+// destination directory is fsynced; an earlier rename of the same file made
+// durable later (its own destination fsynced after) does not move it back.
+func TestRenameAcrossDirectories(t *testing.T) {
+	f, mnt := mount(t, DirsPOSIX, 1)
+	for _, d := range []string{"a", "b", "c"} {
+		if err := os.Mkdir(filepath.Join(mnt, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncDir(t, mnt)
+	af, bg, ch := filepath.Join(mnt, "a", "f"), filepath.Join(mnt, "b", "g"), filepath.Join(mnt, "c", "h")
+	writeFile(t, af, []byte("moved"), true)
+	syncDir(t, filepath.Join(mnt, "a"))
+	if err := os.Rename(af, bg); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, filepath.Join(mnt, "a")) // the source: not enough
+	crash(t, f, LossAll)
+	mustContent(t, af, []byte("moved"))
+	mustContent(t, bg, nil)
+
+	if err := os.Rename(af, bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bg, ch); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, filepath.Join(mnt, "c"))
+	syncDir(t, filepath.Join(mnt, "b"))
+	crash(t, f, LossAll)
+	mustContent(t, af, nil)
+	mustContent(t, bg, nil)
+	mustContent(t, ch, []byte("moved"))
+}
