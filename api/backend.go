@@ -58,8 +58,11 @@ type Backend interface {
 	// Tx looks a transaction up by its ID. With wait > 0 it waits up to wait for a
 	// pending or in-flight transaction to be resolved.
 	Tx(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error)
-	// TxByIdempotencyKey looks a transaction up by its idempotency key.
-	TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (TxResult, error)
+	// TxByIdempotencyKey looks a transaction up by its idempotency key. With
+	// forwarded (another node asks: header X-Txlog-Forwarded), it answers only
+	// a transaction that this node accepted and has not resolved, pending, and
+	// asks no other node.
+	TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (TxResult, error)
 	// Get reads one key.
 	Get(ctx context.Context, key string, opts ReadOptions) (KV, error)
 	// Log returns up to limit committed transactions from index from on.

@@ -216,6 +216,16 @@ func (c *Client) TxByIdempotencyKey(ctx context.Context, key string, wait time.D
 	return res, err
 }
 
+// PendingKeyFrom asks the node at baseURL, as a node asks another (header
+// X-Txlog-Forwarded), for the transaction under key that it accepted and has
+// not resolved: pending with its txid, or ErrNotFound.
+func (c *Client) PendingKeyFrom(ctx context.Context, baseURL, key string) (TxResult, error) {
+	req := request{method: http.MethodGet, path: "/v1/tx", query: url.Values{"idempotency_key": {key}}, header: http.Header{HeaderForwarded: {"1"}}}
+	var res TxResult
+	err := c.callAt(ctx, baseURL, req, &res)
+	return res, err
+}
+
 // getRequest is the request of GET /v1/kv/{key}.
 func getRequest(key string, opts ReadOptions) request {
 	req := request{method: http.MethodGet, path: "/v1/kv/" + url.PathEscape(key)}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+
+	"github.com/txlog/txlog/txid"
 )
 
 // Sentinel errors a Backend returns and a Client gives back. Check with errors.Is.
@@ -26,7 +28,31 @@ var (
 	// number, so the txids it would issue are not unique: it takes no writes
 	// until one of the two is removed. Nothing was done; send to another node.
 	ErrNodeNumberClash = errors.New("txid node number held by another member")
+	// ErrIdempotencyKeyReused means the idempotency key is recorded for
+	// another transaction (other ops or preconditions); nothing was done.
+	// The error is a *KeyReusedError, which names that transaction.
+	ErrIdempotencyKeyReused = errors.New("idempotency key reused for another transaction")
 )
+
+// KeyReusedError is ErrIdempotencyKeyReused with the transaction the key is
+// recorded for. On the wire it is code idempotency_key_reused, status 422,
+// with that transaction's ID in the error object's txid.
+type KeyReusedError struct {
+	Key  string  // the idempotency key; empty when decoded from the wire
+	TxID txid.ID // the transaction first recorded under Key
+	// Message, when set, is the whole text of Error (as it came on the wire).
+	Message string
+}
+
+func (e *KeyReusedError) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("idempotency key %q is recorded for transaction %s, with other ops; use a new key for a new transaction", e.Key, e.TxID)
+}
+
+// Is makes errors.Is(err, ErrIdempotencyKeyReused) true.
+func (e *KeyReusedError) Is(target error) bool { return target == ErrIdempotencyKeyReused }
 
 // Error is a failure with a wire code, mostly bad input. Its HTTP status comes from
 // the code table.
@@ -62,6 +88,8 @@ const (
 	CodeNodeNumberTaken = "node_number_taken"
 	CodeNodeNumberClash = "node_number_clash"
 	CodeRemoved         = "removed"
+	// CodeIdempotencyKeyReused: the key names another transaction (422).
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -91,6 +119,8 @@ var codes = map[string]struct {
 	CodeNodeNumberTaken:  {http.StatusConflict, nil},
 	CodeNodeNumberClash:  {http.StatusServiceUnavailable, ErrNodeNumberClash},
 	CodeRemoved:          {http.StatusServiceUnavailable, ErrRemoved},
+
+	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
 }
 
 // sentinelCodes lists the codes that have a sentinel, sorted, so that an error
@@ -107,14 +137,18 @@ var sentinelCodes = func() []string {
 }()
 
 // errorBody maps err to its HTTP status and wire body through the code table:
-// an *Error keeps its code, a wrapped sentinel gets the code of the sentinel, a
-// context error becomes timeout, and anything else is internal.
+// an *Error keeps its code, a *KeyReusedError puts its txid in the body, a
+// wrapped sentinel gets the code of the sentinel, a context error becomes
+// timeout, and anything else is internal.
 func errorBody(err error) (int, ErrorBody) {
 	if e, ok := errors.AsType[*Error](err); ok {
 		if c, ok := codes[e.Code]; ok {
 			return c.status, ErrorBody{Code: e.Code, Message: e.Message}
 		}
 		return http.StatusInternalServerError, ErrorBody{Code: CodeInternal, Message: fmt.Sprintf("unknown error code %q: %s", e.Code, e.Message)}
+	}
+	if e, ok := errors.AsType[*KeyReusedError](err); ok {
+		return codes[CodeIdempotencyKeyReused].status, ErrorBody{Code: CodeIdempotencyKeyReused, Message: e.Error(), TxID: e.TxID}
 	}
 	for _, code := range sentinelCodes {
 		if errors.Is(err, codes[code].sentinel) {
@@ -130,8 +164,12 @@ func errorBody(err error) (int, ErrorBody) {
 // codeError turns a wire error back into an error through the code table: the
 // sentinel of the code, wrapped with the message when it adds something, or an
 // *Error for a code without a sentinel (or one this version does not know).
+// idempotency_key_reused becomes a *KeyReusedError with the body's txid.
 func codeError(b ErrorBody) error {
 	c, ok := codes[b.Code]
+	if b.Code == CodeIdempotencyKeyReused {
+		return &KeyReusedError{TxID: b.TxID, Message: b.Message}
+	}
 	if !ok || c.sentinel == nil {
 		return &Error{Code: b.Code, Message: b.Message}
 	}

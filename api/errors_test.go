@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+
+	"github.com/txlog/txlog/txid"
 )
 
 func TestErrorTable(t *testing.T) {
@@ -23,6 +26,7 @@ func TestErrorTable(t *testing.T) {
 		{"deadline", fmt.Errorf("apply: %w", context.DeadlineExceeded), 504, CodeTimeout},
 		{"timeout sentinel", ErrTimeout, 504, CodeTimeout},
 		{"other", errors.New("boom"), 500, CodeInternal},
+		{"key reused", fmt.Errorf("submit: %w", &KeyReusedError{Key: "k", TxID: 7}), 422, CodeIdempotencyKeyReused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,5 +63,22 @@ func TestErrorRoundTrip(t *testing.T) {
 		if status, body := errorBody(err); status != c.status || body.Code != code {
 			t.Errorf("code %s: back to the wire as %d %s", code, status, body.Code)
 		}
+	}
+}
+
+// TestKeyReusedRoundTrip: the txid of the transaction a reused key names goes
+// over the wire and comes back in a *KeyReusedError.
+func TestKeyReusedRoundTrip(t *testing.T) {
+	status, body := errorBody(fmt.Errorf("submit: %w", &KeyReusedError{Key: "k", TxID: txid.ID(77)}))
+	if status != http.StatusUnprocessableEntity || body.Code != CodeIdempotencyKeyReused || body.TxID != 77 || !strings.Contains(body.Message, `"k"`) {
+		t.Fatalf("errorBody = %d %+v, want 422 idempotency_key_reused naming txid 77 and the key", status, body)
+	}
+	err := body.Err()
+	e, ok := errors.AsType[*KeyReusedError](err)
+	if !ok || e.TxID != 77 || !errors.Is(err, ErrIdempotencyKeyReused) || err.Error() != body.Message {
+		t.Fatalf("Err() = %#v, want a *KeyReusedError naming txid 77 with the message", err)
+	}
+	if retryableCode(body.Code) {
+		t.Fatal("idempotency_key_reused is retryable; a retry can never succeed")
 	}
 }

@@ -57,7 +57,7 @@ func (f *fakeBackend) Tx(ctx context.Context, id txid.ID, wait time.Duration) (T
 	return f.TxFunc(ctx, id, wait)
 }
 
-func (f *fakeBackend) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (TxResult, error) {
+func (f *fakeBackend) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, _ bool) (TxResult, error) {
 	if f.TxByIdempotencyKeyFunc == nil {
 		return TxResult{}, errNotSet
 	}

@@ -286,10 +286,27 @@ func (s *Server) handleTxByIdempotencyKey(w http.ResponseWriter, r *http.Request
 		s.writeError(w, asError(err, CodeInvalidParam))
 		return
 	}
+	forwarded, err := forwardedHeader(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), wait+s.cfg.DefaultTimeout)
 	defer cancel()
-	res, err := s.b.TxByIdempotencyKey(ctx, key, wait)
+	res, err := s.b.TxByIdempotencyKey(ctx, key, wait, forwarded)
 	s.writeLookup(w, res, err)
+}
+
+// forwardedHeader reads the header HeaderForwarded: absent, or "1".
+func forwardedHeader(r *http.Request) (bool, error) {
+	switch fwd := r.Header.Values(HeaderForwarded); {
+	case len(fwd) == 0:
+		return false, nil
+	case len(fwd) == 1 && fwd[0] == "1":
+		return true, nil
+	default:
+		return false, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s header: %q, want 1", HeaderForwarded, strings.Join(fwd, ","))}
+	}
 }
 
 // writeLookup answers a transaction lookup: 200 with the result whatever its
@@ -314,12 +331,8 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	switch fwd := r.Header.Values(HeaderForwarded); {
-	case len(fwd) == 0:
-	case len(fwd) == 1 && fwd[0] == "1":
-		opts.Forwarded = true
-	default:
-		s.writeError(w, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s header: %q, want 1", HeaderForwarded, strings.Join(fwd, ","))})
+	if opts.Forwarded, err = forwardedHeader(r); err != nil {
+		s.writeError(w, err)
 		return
 	}
 	key, err := pathVar(r, "key")

@@ -65,6 +65,16 @@ func appendTxResultJSON(b []byte, r *TxResult) []byte {
 		b = append(b, `,"durability":`...)
 		b = appendJSONString(b, r.Durability)
 	}
+	if len(r.HeldBy) > 0 {
+		b = append(b, `,"held_by":[`...)
+		for i, h := range r.HeldBy {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, h)
+		}
+		b = append(b, ']')
+	}
 	if e := r.Error; e != nil {
 		b = append(b, `,"error":{"code":`...)
 		b = appendJSONString(b, e.Code)

@@ -19,7 +19,8 @@ import (
 //	         len(versions) × (string key | uvarint version), keys sorted |
 //	         [string key | uvarint expected | uvarint actual]   if flags&resultConflict |
 //	         string durability |
-//	         [string code | string message | uvarint txid]      if flags&resultError
+//	         [string code | string message | uvarint txid]      if flags&resultError |
+//	         [uvarint n | n × string]                           if flags&resultHeldBy
 //
 // duplicate is flags&resultDuplicate. An empty versions map decodes as nil,
 // as the JSON form's omitempty does. TestResultsFields fails when TxResult
@@ -28,7 +29,8 @@ const (
 	resultConflict  = 1 << 0
 	resultDuplicate = 1 << 1
 	resultError     = 1 << 2
-	resultFlags     = resultConflict | resultDuplicate | resultError
+	resultHeldBy    = 1 << 3 // never set in answers of a leader to a proposal
+	resultFlags     = resultConflict | resultDuplicate | resultError | resultHeldBy
 )
 
 func appendString(b []byte, s string) []byte {
@@ -61,6 +63,9 @@ func appendResults(b []byte, rs []TxResult) []byte {
 		if r.Error != nil {
 			flags |= resultError
 		}
+		if len(r.HeldBy) > 0 {
+			flags |= resultHeldBy
+		}
 		b = append(b, flags)
 		b = binary.AppendUvarint(b, uint64(r.TxID))
 		b = appendString(b, r.Status)
@@ -83,6 +88,12 @@ func appendResults(b []byte, rs []TxResult) []byte {
 			b = appendString(b, e.Code)
 			b = appendString(b, e.Message)
 			b = binary.AppendUvarint(b, uint64(e.TxID))
+		}
+		if len(r.HeldBy) > 0 {
+			b = binary.AppendUvarint(b, uint64(len(r.HeldBy)))
+			for _, h := range r.HeldBy {
+				b = appendString(b, h)
+			}
 		}
 	}
 	return b
@@ -178,6 +189,15 @@ func decodeResults(b []byte) ([]TxResult, error) {
 		x.Durability = r.string("durability")
 		if flags&resultError != 0 {
 			x.Error = &ErrorBody{Code: r.string("error code"), Message: r.string("error message"), TxID: txid.ID(r.uvarint("error txid"))}
+		}
+		if flags&resultHeldBy != 0 {
+			nh := r.uvarint("held by")
+			if nh == 0 || nh > uint64(len(r.b)) {
+				r.fail("held by")
+			}
+			for j := uint64(0); j < nh && r.err == nil; j++ {
+				x.HeldBy = append(x.HeldBy, r.string("held by"))
+			}
 		}
 		if r.err != nil {
 			break

@@ -40,6 +40,12 @@ const (
 	StatusUnknown   = "unknown"
 )
 
+// Where a parked transaction is held (TxResult.HeldBy).
+const (
+	HeldByWAL   = "wal"
+	HeldByRedis = "redis"
+)
+
 // Acknowledgement levels (query parameter ack).
 const (
 	AckQuorum   = "quorum"
@@ -76,6 +82,10 @@ type TxResult struct {
 	Duplicate      bool              `json:"duplicate,omitempty"`
 	// Durability is the acknowledgement level actually reached ("quorum", "all", "accepted").
 	Durability string `json:"durability,omitempty"`
+	// HeldBy says, for a transaction answered pending because the node parked
+	// it, where it is held until it commits: HeldByWAL, the node's intake WAL
+	// (fsynced), and HeldByRedis when it is parked in Redis too.
+	HeldBy []string `json:"held_by,omitempty"`
 	// Error is set in batch results for a transaction that failed on its own.
 	Error *ErrorBody `json:"error,omitempty"`
 }

@@ -137,7 +137,7 @@ func (n *memNode) Tx(_ context.Context, id txid.ID, _ time.Duration) (api.TxResu
 	return api.TxResult{}, api.ErrNotFound
 }
 
-func (n *memNode) TxByIdempotencyKey(_ context.Context, key string, _ time.Duration) (api.TxResult, error) {
+func (n *memNode) TxByIdempotencyKey(_ context.Context, key string, _ time.Duration, _ bool) (api.TxResult, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	if i, ok := n.s.byKey[key]; ok {

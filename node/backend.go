@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -77,18 +78,77 @@ func decodeFrame(f []byte, sent bool) (*pending, error) {
 
 // Tx implements api.Backend.
 func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (api.TxResult, error) {
-	return n.lookup(ctx, wait, id, func() (store.Outcome, error) { return n.db.Tx(id) })
+	return n.lookup(ctx, wait, id, func() (store.Outcome, error) { return n.db.Tx(id) },
+		func(ctx context.Context) (api.TxResult, bool) { return n.pendingAnywhere(ctx, id) })
 }
 
-// TxByIdempotencyKey implements api.Backend.
-func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (api.TxResult, error) {
-	return n.lookup(ctx, wait, 0, func() (store.Outcome, error) { return n.db.TxByIdempotencyKey(key) })
+// TxByIdempotencyKey implements api.Backend. A key that is not in the store
+// but unresolved in a node's intake (in flight or parked) is "pending", with
+// the txid that node gave it: this node's intake, else every other node's,
+// which it asks (forwarded, so that they ask no further). A key names no node,
+// as a txid does, hence the asking of all.
+func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (api.TxResult, error) {
+	if forwarded {
+		// The store is the same on every node: what the asking node did not
+		// find there, only an intake may hold.
+		if res, ok := n.pendingKeyHere(key); ok {
+			return res, nil
+		}
+		return api.TxResult{}, api.ErrNotFound
+	}
+	return n.lookup(ctx, wait, 0, func() (store.Outcome, error) { return n.db.TxByIdempotencyKey(key) },
+		func(ctx context.Context) (api.TxResult, bool) {
+			if res, ok := n.pendingKeyHere(key); ok {
+				return res, true
+			}
+			return n.pendingKeyElsewhere(ctx, key)
+		})
+}
+
+// pendingKeyHere returns the pending result of the transaction under key that
+// this node accepted and has not resolved, if there is one.
+func (n *Node) pendingKeyHere(key string) (api.TxResult, bool) {
+	id, heldBy, ok := n.intake.pendingKey(key)
+	return api.TxResult{TxID: id, Status: api.StatusPending, IdempotencyKey: key, HeldBy: heldBy}, ok
+}
+
+// pendingKeyElsewhere asks every other node with a known HTTP address, at
+// once and for up to a second, whether it holds key unresolved; the first to
+// say pending answers.
+func (n *Node) pendingKeyElsewhere(ctx context.Context, key string) (api.TxResult, bool) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	found := make(chan api.TxResult, 1)
+	var wg sync.WaitGroup
+	for _, info := range n.peers.all() {
+		if info.ID == n.cfg.ID || info.HTTPAddr == "" {
+			continue
+		}
+		base := "http://" + info.HTTPAddr
+		wg.Go(func() {
+			res, err := n.peerClient(base).PendingKeyFrom(ctx, base, key)
+			if err == nil && res.Status == api.StatusPending && res.TxID != 0 {
+				select {
+				case found <- res:
+					cancel()
+				default:
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case res := <-found:
+		return res, true
+	default:
+		return api.TxResult{}, false
+	}
 }
 
 // lookup finds a transaction's outcome after catching up with the leader's
-// commit index, waiting up to wait for it to appear. A transaction this node
-// accepted and has not resolved yet is "pending".
-func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error)) (api.TxResult, error) {
+// commit index, waiting up to wait for it to appear. A transaction that
+// pending finds accepted and not resolved yet is "pending".
+func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error), pending func(context.Context) (api.TxResult, bool)) (api.TxResult, error) {
 	n.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
@@ -101,8 +161,8 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 			return api.TxResult{}, err
 		}
 		if time.Now().After(deadline) {
-			if id != 0 && n.pendingAnywhere(ctx, id) {
-				return api.TxResult{TxID: id, Status: api.StatusPending}, nil
+			if res, ok := pending(ctx); ok {
+				return res, nil
 			}
 			return api.TxResult{}, api.ErrNotFound
 		}
@@ -116,13 +176,14 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 }
 
 // pendingAnywhere reports whether a transaction is accepted and unresolved: here,
-// or on the node that issued its txid (the txid names it), which it asks.
-func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) bool {
-	if n.intake.has(id) {
-		return true
+// or on the node that issued its txid (the txid names it), which it asks. The
+// answer is the pending result, with where it is held when that is known.
+func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) (api.TxResult, bool) {
+	if heldBy, ok := n.intake.pendingTx(id); ok {
+		return api.TxResult{TxID: id, Status: api.StatusPending, HeldBy: heldBy}, true
 	}
 	if int(id.Node()) == n.nodeNumber() {
-		return false
+		return api.TxResult{}, false
 	}
 	for _, info := range n.peers.all() {
 		if info.TxIDNode != id.Node() || info.ID == n.cfg.ID || info.HTTPAddr == "" {
@@ -131,9 +192,12 @@ func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) bool {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		res, err := n.peerClient("http://"+info.HTTPAddr).Tx(ctx, id, 0)
-		return err == nil && res.Status == api.StatusPending
+		if err != nil || res.Status != api.StatusPending {
+			return api.TxResult{}, false
+		}
+		return api.TxResult{TxID: id, Status: api.StatusPending, HeldBy: res.HeldBy}, true
 	}
-	return false
+	return api.TxResult{}, false
 }
 
 // catchUp waits briefly until this node has applied what it knows is committed:

@@ -33,22 +33,81 @@ type intake struct {
 	wal  *wal.Log
 	kick chan struct{} // capacity 1: wakes the replayer
 
-	mu      sync.Mutex // guards entries and the fields of every entry in it
+	mu      sync.Mutex // guards entries, byKey and the fields of every entry in them
 	entries map[txid.ID]*intakeEntry
+	// byKey holds the entries with an idempotency key, one per key, each in
+	// entries too (an intake WAL written before keys were held here may
+	// hold two records of a key: the older is in entries only).
+	byKey map[string]*intakeEntry
 }
 
 // intakeEntry is one accepted, unresolved transaction.
 type intakeEntry struct {
 	id      txid.ID
+	key     string // idempotency key; may be empty
 	payload []byte // EncodeTx bytes: the same in the WAL, in Redis and in Raft
 	seq     uint64 // WAL sequence; 0 until the append returns
 	// busy is true while a request or the replayer proposes the entry.
 	// Invariant: an entry that is not busy has seq != 0 and belongs to the replayer.
 	busy bool
+	// heldBy is set once the entry is parked (answered 202 pending): where
+	// it is held, as TxResult.HeldBy says.
+	heldBy []string
+	// settled is true once the entry is parked or forgotten, whichever comes
+	// first; a resubmission of its key waits for that on wake (resubmitted),
+	// made only then, and closed once settled is true.
+	settled bool
+	wake    chan struct{}
+	// res and err are its request's answer, once it has a final one: a
+	// resubmission answers the same, even on a node whose store has not
+	// applied the outcome yet.
+	res      api.TxResult
+	err      error
+	answered bool
 }
 
 func newIntake(w *wal.Log) *intake {
-	return &intake{wal: w, kick: make(chan struct{}, 1), entries: map[txid.ID]*intakeEntry{}}
+	return &intake{wal: w, kick: make(chan struct{}, 1), entries: map[txid.ID]*intakeEntry{}, byKey: map[string]*intakeEntry{}}
+}
+
+func newEntry(id txid.ID, key string, payload []byte) *intakeEntry {
+	return &intakeEntry{id: id, key: key, payload: payload}
+}
+
+// settleLocked marks e settled and wakes whoever waits. The caller holds in.mu.
+func (e *intakeEntry) settleLocked() {
+	if e.settled {
+		return
+	}
+	e.settled = true
+	if e.wake != nil {
+		close(e.wake)
+	}
+}
+
+// closedChan is a closed channel: what settledChan returns for a settled entry.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// settledChan returns a channel closed once e is settled (see intakeEntry).
+func (in *intake) settledChan(e *intakeEntry) <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if e.settled {
+		return closedChan
+	}
+	if e.wake == nil {
+		e.wake = make(chan struct{})
+	}
+	return e.wake
+}
+
+// forgetLocked removes e from entries and byKey. The caller holds in.mu.
+func (in *intake) forgetLocked(e *intakeEntry) {
+	delete(in.entries, e.id)
+	if e.key != "" && in.byKey[e.key] == e {
+		delete(in.byKey, e.key)
+	}
+	e.settleLocked()
 }
 
 // recover loads the WAL's records that are not done, for the replayer.
@@ -61,21 +120,85 @@ func (in *intake) recover() (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("intake wal record %d: %w", r.Seq, err)
 		}
-		in.entries[tx.ID] = &intakeEntry{id: tx.ID, payload: r.Payload, seq: r.Seq}
+		e := newEntry(tx.ID, tx.IdempotencyKey, r.Payload)
+		e.seq = r.Seq
+		// A record not done was answered 202, or its request found no
+		// outcome: held by the WAL, wherever else it may be.
+		e.heldBy = []string{api.HeldByWAL}
+		e.settleLocked()
+		in.entries[tx.ID] = e
+		if e.key != "" {
+			in.byKey[e.key] = e
+		}
 	}
 	return len(recs), nil
 }
 
-// add registers transactions a request is about to propose.
-func (in *intake) add(ps []*pending) []*intakeEntry {
-	es := make([]*intakeEntry, len(ps))
+// add registers transactions a request is about to propose, in order, except
+// one whose idempotency key another unresolved entry holds (one of an earlier
+// request, or of an earlier transaction of ps): es[i] is then nil and held[i]
+// that entry, which the request answers for it (see resubmitted). held is nil
+// when no key was held.
+func (in *intake) add(ps []*pending) (es, held []*intakeEntry) {
+	es = make([]*intakeEntry, len(ps))
 	in.mu.Lock()
 	for i, p := range ps {
-		es[i] = &intakeEntry{id: p.id, payload: p.payload, busy: true}
+		if p.key != "" {
+			if e, ok := in.byKey[p.key]; ok {
+				if held == nil {
+					held = make([]*intakeEntry, len(ps))
+				}
+				held[i] = e
+				continue
+			}
+		}
+		es[i] = newEntry(p.id, p.key, p.payload)
+		es[i].busy = true
 		in.entries[p.id] = es[i]
+		if p.key != "" {
+			in.byKey[p.key] = es[i]
+		}
 	}
 	in.mu.Unlock()
-	return es
+	return es, held
+}
+
+// parked records that es were answered 202 pending, held by heldBy[i].
+func (in *intake) parked(es []*intakeEntry, heldBy [][]string) {
+	in.mu.Lock()
+	for i, e := range es {
+		e.heldBy = heldBy[i]
+		e.settleLocked()
+	}
+	in.mu.Unlock()
+}
+
+// resolved records the final answer of e's request, before e is forgotten.
+func (in *intake) resolved(e *intakeEntry, res api.TxResult, err error) {
+	in.mu.Lock()
+	e.res, e.err, e.answered = res, err, true
+	in.mu.Unlock()
+}
+
+// pendingKey returns the unresolved entry's txid under idempotency key, and
+// where it is held if it is parked.
+func (in *intake) pendingKey(key string) (txid.ID, []string, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	e, ok := in.byKey[key]
+	if !ok {
+		return 0, nil, false
+	}
+	return e.id, e.heldBy, true
+}
+
+// state returns e's request's final answer if it has one (answered), else
+// where e is held if it is parked (nil if not yet or never), and whether e is
+// still unresolved.
+func (in *intake) state(e *intakeEntry) (res api.TxResult, err error, answered bool, heldBy []string, open bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return e.res, e.err, e.answered, e.heldBy, in.entries[e.id] == e
 }
 
 // appended records the WAL sequences of entries.
@@ -93,7 +216,7 @@ func (in *intake) finish(es ...*intakeEntry) {
 	seqs := make([]uint64, 0, len(es))
 	in.mu.Lock()
 	for _, e := range es {
-		delete(in.entries, e.id)
+		in.forgetLocked(e)
 		if e.seq != 0 {
 			seqs = append(seqs, e.seq)
 		}
@@ -133,7 +256,7 @@ func (in *intake) releaseQuiet(es ...*intakeEntry) {
 func (in *intake) drop(es ...*intakeEntry) {
 	in.mu.Lock()
 	for _, e := range es {
-		delete(in.entries, e.id)
+		in.forgetLocked(e)
 	}
 	in.mu.Unlock()
 }
@@ -158,12 +281,16 @@ func (in *intake) take(max int) []*intakeEntry {
 	return es
 }
 
-// has reports whether a transaction is accepted here and unresolved.
-func (in *intake) has(id txid.ID) bool {
+// pendingTx reports whether a transaction is accepted here and unresolved,
+// and where it is held if it is parked.
+func (in *intake) pendingTx(id txid.ID) ([]string, bool) {
 	in.mu.Lock()
-	_, ok := in.entries[id]
-	in.mu.Unlock()
-	return ok
+	defer in.mu.Unlock()
+	e, ok := in.entries[id]
+	if !ok {
+		return nil, false
+	}
+	return e.heldBy, true
 }
 
 // size returns how many transactions are unresolved here.
@@ -318,37 +445,54 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	results := make([]api.TxResult, len(txs))
 	ps := make([]*pending, 0, len(txs))
 	slot := make([]int, 0, len(txs))
-	var known []*pending // resubmissions answered from the store
+	var known []*pending // resubmissions answered from the store or the intake
 	var knownSlot []int
 	for i, req := range txs {
-		if req.IdempotencyKey != "" {
-			// Fast path: a resubmission this node already knows about.
-			if o, err := n.db.TxByIdempotencyKey(req.IdempotencyKey); err == nil {
-				known = append(known, &pending{id: o.TxID, done: true, res: n.result(o, true)})
-				knownSlot = append(knownSlot, i)
-				continue
-			}
-		}
 		id := n.ids.Next()
 		tx, err := toStoreTx(id, req)
 		if err != nil {
 			return nil, err
 		}
-		ps = append(ps, &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id})
+		p := &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id, key: req.IdempotencyKey}
+		if req.IdempotencyKey != "" && n.recorded(p, req.IdempotencyKey) {
+			// Fast path: a resubmission this node already knows about.
+			known = append(known, p)
+			knownSlot = append(knownSlot, i)
+			continue
+		}
+		ps = append(ps, p)
 		slot = append(slot, i)
 	}
 	defer func() {
 		for j, p := range known {
-			results[knownSlot[j]] = p.res
+			r := p.res
+			if p.err != nil {
+				r.Error = api.NewErrorBody(p.err)
+			}
+			results[knownSlot[j]] = r
 		}
 	}()
+	// A key unresolved here answers as its entry does: the transactions are
+	// not added again.
+	es, held := n.intake.add(ps)
+	var heldPs []*pending
+	var heldEs []*intakeEntry
+	for j := range held {
+		if held[j] != nil {
+			heldPs, heldEs = append(heldPs, ps[j]), append(heldEs, held[j])
+			known, knownSlot = append(known, ps[j]), append(knownSlot, slot[j])
+		}
+	}
+	if len(heldPs) > 0 {
+		ps, slot, es = keep(ps, held), keep(slot, held), keep(es, held)
+	}
 	if len(ps) == 0 {
+		n.resubmitted(ctx, heldPs, heldEs)
 		if opts.Ack == api.AckAll {
 			n.awaitAll(ctx, known)
 		}
 		return results, nil
 	}
-	es := n.intake.add(ps)
 	var walf *walFuture
 	switch {
 	case opts.Ack == api.AckAccepted:
@@ -370,6 +514,7 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		cancel()
 	}
 	n.parkOrSettle(ctx, ps, es, walf)
+	n.resubmitted(ctx, heldPs, heldEs)
 	if opts.Ack == api.AckAll {
 		n.awaitAll(ctx, append(slices.Clip(ps), known...))
 	}
@@ -383,6 +528,77 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	return results, nil
 }
 
+// keep returns the elements of xs whose held is nil.
+func keep[T any](xs []T, held []*intakeEntry) []T {
+	out := xs[:0:0]
+	for i, x := range xs {
+		if held[i] == nil {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// recorded resolves p, a transaction submitted with idempotency key, if the
+// store has a transaction under the key: with its outcome, as a duplicate, if
+// it is the same transaction (store.SameTx), else with a *api.KeyReusedError
+// naming it. It reports whether it resolved p; a store that cannot answer
+// leaves p to the proposal, which the store's Apply decides the same way.
+func (n *Node) recorded(p *pending, key string) bool {
+	o, err := n.db.TxByIdempotencyKeyFor(key, p.payload)
+	if e, ok := errors.AsType[*store.KeyReusedError](err); ok {
+		p.resolve(api.TxResult{}, &api.KeyReusedError{Key: key, TxID: e.TxID})
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	p.resolve(n.result(o, true), nil)
+	return true
+}
+
+// resubmitted answers ps, transactions whose idempotency key the unresolved
+// entries es[i] hold, as those entries are answered, and adds nothing: another
+// transaction under the key is refused (*api.KeyReusedError naming the
+// entry); the same one waits until the entry is resolved or parked, then
+// answers as the entry's request did (an outcome as a duplicate, or its
+// refusal), or 202 pending with the entry's txid and where it is held. An
+// entry neither resolved nor parked by ctx's end, or forgotten without an
+// answer (its request failed), answers unknown with the entry's txid: the
+// client looks it up, or submits again.
+func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry) {
+	for i, p := range ps {
+		e := es[i]
+		if !store.SameTx(e.payload, p.payload) {
+			p.resolve(api.TxResult{}, &api.KeyReusedError{Key: e.key, TxID: e.id})
+			continue
+		}
+		select {
+		case <-n.intake.settledChan(e):
+		case <-ctx.Done():
+		}
+		res, err, answered, heldBy, open := n.intake.state(e)
+		if answered {
+			if err == nil {
+				res.Duplicate = true
+			}
+			p.resolve(res, err)
+			continue
+		}
+		if !open {
+			if o, err := n.db.Tx(e.id); err == nil {
+				p.resolve(n.result(o, true), nil)
+				continue
+			}
+		}
+		if heldBy != nil {
+			p.resolve(api.TxResult{TxID: e.id, Status: api.StatusPending, Durability: api.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
+			continue
+		}
+		p.resolve(api.TxResult{TxID: e.id, Status: api.StatusUnknown}, api.ErrUnknownOutcome)
+	}
+}
+
 // parkOrSettle finishes the intake side of a request. Resolved transactions are
 // forgotten once their WAL append is through (in the background, off the answer's
 // path). Open ones are parked: they answer 202 pending once the WAL has them, and
@@ -393,7 +609,9 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 	for i, p := range ps {
 		if !p.done || (p.err != nil && !isClientError(p.err)) {
 			open = append(open, i)
+			continue
 		}
+		n.intake.resolved(es[i], p.res, p.err)
 	}
 	if walf == nil {
 		// --intake-wal=off: only what has to be parked goes into the WAL.
@@ -425,6 +643,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 	}
 	walOK := n.durable(walf)
 	var parked []*intakeEntry
+	var heldBy [][]string
 	var settled []*pending
 	for i, p := range ps {
 		if !slices.Contains(open, i) {
@@ -438,16 +657,21 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 			settled = append(settled, p)
 			continue
 		}
+		held := []string{api.HeldByWAL}
 		if n.park != nil {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
 			if err := n.park.Park(pctx, uint64(p.id), p.payload); err != nil {
 				n.log.Warn("park in redis failed; the wal has it", "txid", p.id, "err", err)
+			} else {
+				held = append(held, api.HeldByRedis)
 			}
 			cancel()
 		}
-		p.resolve(api.TxResult{TxID: p.id, Status: api.StatusPending, Durability: api.AckAccepted}, nil)
+		p.resolve(api.TxResult{TxID: p.id, Status: api.StatusPending, Durability: api.AckAccepted, HeldBy: held}, nil)
 		parked = append(parked, es[i])
+		heldBy = append(heldBy, held)
 	}
+	n.intake.parked(parked, heldBy)
 	if !walOK {
 		n.log.Warn("intake wal append failed", "err", walf.err)
 		n.settle(ctx, settled)
@@ -478,7 +702,7 @@ const parkTimeout = 250 * time.Millisecond
 // so retrying it can never succeed.
 func isClientError(err error) bool {
 	var ae *api.Error
-	return errors.As(err, &ae)
+	return errors.As(err, &ae) || errors.Is(err, api.ErrIdempotencyKeyReused)
 }
 
 // awaitAll upgrades committed results to durability "all" once every voter has

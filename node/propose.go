@@ -20,6 +20,7 @@ type pending struct {
 	kind    store.CommandKind
 	payload []byte  // EncodeTx or EncodeNode bytes, never re-encoded
 	id      txid.ID // zero for non-transaction commands
+	key     string  // the transaction's idempotency key, when the intake needs it
 
 	// sent is true once the command may have reached a leader: from then on its
 	// outcome is unknown until it is found in the log.
@@ -160,6 +161,12 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 				p.resolve(api.TxResult{TxID: p.id}, a.Result.Err)
 				continue
 			}
+			if a.Result.Reused {
+				// Refused by every node alike: the key names another transaction.
+				o := a.Result.Outcome
+				p.resolve(api.TxResult{}, &api.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
+				continue
+			}
 			p.resolve(n.result(a.Result.Outcome, a.Result.Duplicate), nil)
 		case errors.Is(terr, api.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
 			// Not proposed: try again through the current leader.
@@ -202,6 +209,8 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 			continue
 		}
 		switch r.Error.Code {
+		case api.CodeIdempotencyKeyReused:
+			p.resolve(api.TxResult{}, r.Error.Err())
 		case api.CodeNotLeader:
 			p.sent = wasSent[i]
 		case api.CodeUnknownOutcome, api.CodeNoLeader, api.CodeShuttingDown, api.CodeTimeout:

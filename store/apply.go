@@ -303,13 +303,20 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 		return Result{}, err
 	}
 
-	if o, ok, err := a.duplicate(tx); err != nil || ok {
-		if err == nil && o.TxID != tx.ID {
+	switch o, dup, err := a.duplicate(tx, c.Payload); {
+	case err != nil:
+		return Result{}, err
+	case dup == seenOther:
+		// The key names another transaction: refused, recording nothing, and
+		// the same on every node; Outcome names the original.
+		return Result{Kind: KindTx, Outcome: o, Reused: true}, nil
+	case dup == seenSame:
+		if o.TxID != tx.ID {
 			// A resubmission under another txid (same idempotency key): remember
 			// that txid too, so that a client holding it finds the outcome.
 			err = a.alias(tx.ID, o.Index)
 		}
-		return Result{Kind: KindTx, Outcome: o, Duplicate: ok}, err
+		return Result{Kind: KindTx, Outcome: o, Duplicate: true}, err
 	}
 
 	o := Outcome{
@@ -393,33 +400,48 @@ func (a *applier) prune(cutoff int64) error {
 	return nil
 }
 
+// seen says what duplicate found.
+type seen uint8
+
+const (
+	seenNone  seen = iota // a new transaction
+	seenSame              // tx's txid, or its idempotency key for the same transaction (SameTx)
+	seenOther             // its idempotency key, recorded for another transaction
+)
+
 // duplicate returns the recorded outcome of tx's txid or, failing that, of the
-// txid its idempotency key maps to.
-func (a *applier) duplicate(tx Tx) (Outcome, bool, error) {
+// txid its idempotency key maps to, and whether that transaction is the one
+// whose EncodeTx bytes are payload. A txid is recorded for one transaction
+// only, so a hit by txid is not compared.
+func (a *applier) duplicate(tx Tx, payload []byte) (Outcome, seen, error) {
 	id := tx.ID
 	v := a.txsGet.u64(uint64(id))
 	byKey := false
 	if v == nil {
 		if tx.IdempotencyKey == "" {
-			return Outcome{}, false, nil
+			return Outcome{}, seenNone, nil
 		}
 		cand, ok := a.idem.candidate(tx.IdempotencyKey)
 		if !ok {
-			return Outcome{}, false, nil
+			return Outcome{}, seenNone, nil
 		}
 		id, byKey = cand, true
 		v = a.txsGet.u64(uint64(id))
 	}
-	o, err := outcomeAt(a.log, id, v)
+	o, recorded, err := outcomeTxAt(a.log, id, v)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return Outcome{}, false, nil
+		return Outcome{}, seenNone, nil
 	case err != nil:
-		return Outcome{}, false, err
-	case byKey && o.IdempotencyKey != tx.IdempotencyKey:
-		return Outcome{}, false, nil // the candidate is another key's with the same hash
+		return Outcome{}, seenNone, err
+	case !byKey:
+		return o, seenSame, nil
+	case o.IdempotencyKey != tx.IdempotencyKey:
+		return Outcome{}, seenNone, nil // the candidate is another key's with the same hash
+	case !SameTx(recorded, payload):
+		return o, seenOther, nil
 	}
-	return o, true, nil
+	return o, seenSame, nil
 }
 
 // pending is a key's state as the ops of a transaction leave it.
@@ -622,17 +644,24 @@ func lookupTx(txs, log *bolt.Bucket, id []byte) (Outcome, error) {
 // outcomeAt reads the outcome of txid id from the log, given id's value in
 // the txs bucket: ErrNotFound if v is nil.
 func outcomeAt(log *bolt.Bucket, id txid.ID, v []byte) (Outcome, error) {
+	o, _, err := outcomeTxAt(log, id, v)
+	return o, err
+}
+
+// outcomeTxAt is outcomeAt that also returns the EncodeTx bytes of the
+// transaction, which alias bbolt memory: valid for the bbolt transaction only.
+func outcomeTxAt(log *bolt.Bucket, id txid.ID, v []byte) (Outcome, []byte, error) {
 	if v == nil {
-		return Outcome{}, ErrNotFound
+		return Outcome{}, nil, ErrNotFound
 	}
 	if len(v) != 8 {
-		return Outcome{}, fmt.Errorf("%w: txs value of %d bytes", ErrCorrupt, len(v))
+		return Outcome{}, nil, fmt.Errorf("%w: txs value of %d bytes", ErrCorrupt, len(v))
 	}
 	index := binary.BigEndian.Uint64(v)
 	rec := log.Get(v)
 	if rec == nil {
-		return Outcome{}, fmt.Errorf("%w: txid %x recorded at index %d but no log record", ErrCorrupt, txidKey(id), index)
+		return Outcome{}, nil, fmt.Errorf("%w: txid %x recorded at index %d but no log record", ErrCorrupt, txidKey(id), index)
 	}
-	r, err := decodeLogValue(index, rec, false)
-	return r.Outcome, err
+	r, txBytes, err := decodeLogRecord(index, rec, false)
+	return r.Outcome, txBytes, err
 }

@@ -75,6 +75,23 @@ func EncodeTx(tx Tx) []byte {
 	return b
 }
 
+// txHeaderBytes is the length of the version and txid that start EncodeTx bytes.
+const txHeaderBytes = 1 + 8
+
+// SameTx reports whether EncodeTx bytes a and b are the same transaction under
+// two txids: equal but for the txid, that is the same idempotency key and the
+// same ops in the same order, each with the same kind, key, if_version and
+// value, byte for byte (a value's JSON as stored: the API compacts it). Every
+// transaction has exactly one encoding (codec.go: minimal varints), so this is
+// equality of everything that decides the outcome, and of nothing else: the
+// txid and the leader's time are not in it, nor are a request's ack level and
+// timeout, which change the answer, never the outcome. It reads no more than
+// the two slices and allocates nothing.
+func SameTx(a, b []byte) bool {
+	return len(a) >= txHeaderBytes && len(b) >= txHeaderBytes && a[0] == b[0] &&
+		bytes.Equal(a[txHeaderBytes:], b[txHeaderBytes:])
+}
+
 // DecodeTx decodes EncodeTx bytes; bad input gives an error wrapping ErrCorrupt.
 // It checks the limits MaxOps, MaxKeyBytes and MaxIdempotencyKeyBytes, and that the
 // txid is not zero. The returned Tx does not alias b. A put's Value is never nil; a

@@ -244,3 +244,41 @@ func TestDecodeCommandRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestSameTx: equal EncodeTx bytes but for the txid, and nothing else, are the
+// same transaction.
+func TestSameTx(t *testing.T) {
+	base := Tx{ID: 1, IdempotencyKey: "k", Ops: []Op{{Kind: OpPut, Key: "a", Value: []byte(`1`)}}}
+	enc := func(f func(*Tx)) []byte {
+		tx := base
+		tx.Ops = append([]Op(nil), base.Ops...)
+		f(&tx)
+		return EncodeTx(tx)
+	}
+	a := EncodeTx(base)
+	tests := []struct {
+		name string
+		b    []byte
+		want bool
+	}{
+		{"other txid", enc(func(tx *Tx) { tx.ID = 2 }), true},
+		{"itself", a, true},
+		{"other key", enc(func(tx *Tx) { tx.IdempotencyKey = "j" }), false},
+		{"no key", enc(func(tx *Tx) { tx.IdempotencyKey = "" }), false},
+		{"other value", enc(func(tx *Tx) { tx.Ops[0].Value = []byte(`2`) }), false},
+		{"if_version", enc(func(tx *Tx) { tx.Ops[0].HasIfVersion = true }), false},
+		{"delete", enc(func(tx *Tx) { tx.Ops[0] = Op{Kind: OpDelete, Key: "a"} }), false},
+		{"truncated", a[:5], false},
+		{"empty", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SameTx(a, tt.b); got != tt.want {
+				t.Fatalf("SameTx(%x, %x) = %v, want %v", a, tt.b, got, tt.want)
+			}
+			if got := SameTx(tt.b, a); got != tt.want {
+				t.Fatalf("SameTx(%x, %x) = %v, want %v", tt.b, a, got, tt.want)
+			}
+		})
+	}
+}

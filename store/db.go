@@ -630,6 +630,14 @@ func (db *DB) Tx(id txid.ID) (Outcome, error) {
 // Apply which records or prunes the key answers as before or as after that
 // Apply.
 func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
+	return db.TxByIdempotencyKeyFor(key, nil)
+}
+
+// TxByIdempotencyKeyFor is TxByIdempotencyKey for a resubmission of payload,
+// the EncodeTx bytes submitted with key. When the transaction recorded under
+// key is not the same (SameTx), it returns a *KeyReusedError naming it, as
+// Apply would refuse payload (Result.Reused). A nil payload is not compared.
+func (db *DB) TxByIdempotencyKeyFor(key string, payload []byte) (Outcome, error) {
 	if key == "" || !db.indexed(key) {
 		return Outcome{}, ErrNotFound
 	}
@@ -639,12 +647,19 @@ func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
 		if !ok {
 			return false, errNotIndexed
 		}
+		txs := tx.Bucket(bucketTxs)
+		var recorded []byte
 		var err error
-		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), txidKey(id))
-		if err == nil && o.IdempotencyKey != key {
+		o, recorded, err = outcomeTxAt(tx.Bucket(bucketLog), id, txs.Get(txidKey(id)))
+		switch {
+		case err != nil:
+			return false, err
+		case o.IdempotencyKey != key:
 			return false, ErrNotFound // another key with the same hash
+		case payload != nil && !SameTx(recorded, payload):
+			return false, &KeyReusedError{Key: key, TxID: o.TxID}
 		}
-		return false, err
+		return false, nil
 	})
 	if errors.Is(err, errNotIndexed) {
 		err = ErrNotFound // the index is current: no need to commit and look again

@@ -105,6 +105,16 @@
 // the batch's bbolt transaction has committed; a failed Apply leaves the index
 // as it was.
 //
+// A transaction whose idempotency key is recorded is a duplicate only when it
+// is the same transaction (SameTx: its EncodeTx bytes equal the recorded
+// ones but for the txid); another transaction under the key is refused
+// (Result.Reused, naming the original; TxByIdempotencyKeyFor answers
+// *KeyReusedError the same way). The comparison reads the original's
+// EncodeTx bytes from its log record, which every record has held since
+// schema 1, so no digest is stored and files of every schema are checked
+// alike. A refused entry records nothing, like a duplicate but without the
+// alias: its txid stays unknown.
+//
 // # Goroutines
 //
 // Apply, Snapshot and Restore are called from one goroutine, the apply loop.

@@ -178,11 +178,11 @@ func TestIdemDedup(t *testing.T) {
 		}{
 			{"across Apply calls", [][]Entry{
 				{txEntry(1, 1, "k1", put("a", "1")), txEntry(2, 2, "k2", put("b", "1"))},
-				{txEntry(3, 3, "k1", put("c", "1")), txEntry(4, 4, "k2", put("c", "1"))},
+				{txEntry(3, 3, "k1", put("a", "1")), txEntry(4, 4, "k2", put("b", "1"))},
 			}},
 			{"within one batch", [][]Entry{
 				{txEntry(1, 1, "k1", put("a", "1")), txEntry(2, 2, "k2", put("b", "1")),
-					txEntry(3, 3, "k1", put("c", "1")), txEntry(4, 4, "k2", put("c", "1"))},
+					txEntry(3, 3, "k1", put("a", "1")), txEntry(4, 4, "k2", put("b", "1"))},
 			}},
 		}
 		for _, tt := range tests {
@@ -198,8 +198,8 @@ func TestIdemDedup(t *testing.T) {
 						t.Fatalf("entries %d and %d: %+v, %+v; want the second a duplicate of the first", orig+1, 3+i, res[orig], dup)
 					}
 				}
-				if _, err := db.Get("c"); !errors.Is(err, ErrNotFound) {
-					t.Fatalf("Get(c) = %v, want ErrNotFound: duplicates write nothing", err)
+				if a, b := mustGet(t, db, "a"), mustGet(t, db, "b"); a.Version != 1 || b.Version != 1 {
+					t.Fatalf("versions of a and b = %d, %d; want 1: duplicates write nothing", a.Version, b.Version)
 				}
 				wantByKey(t, db, map[string]txid.ID{"k1": 1, "k2": 2, "k3": 0, "": 0})
 				// The resubmissions' txids are aliases of the originals.
@@ -243,8 +243,8 @@ func TestIdemCollision(t *testing.T) {
 	want := map[string]txid.ID{"k1": 1, "k2": 2, "k3": 3, "k4": 0}
 	wantByKey(t, db, want)
 	res := applyOK(t, db,
-		txAt(4, t0+hour/2, w, 11, "k1", put("b", "1")),
-		txAt(5, t0+hour/2, w, 12, "k2", put("b", "1")),
+		txAt(4, t0+hour/2, w, 11, "k1", put("a", "1")),
+		txAt(5, t0+hour/2, w, 12, "k2", put("a", "2")),
 		txAt(6, t0+hour/2, w, 14, "k4", put("b", "1")),
 	)
 	if !res[0].Duplicate || res[0].Outcome.TxID != 1 || !res[1].Duplicate || res[1].Outcome.TxID != 2 || res[2].Duplicate {
@@ -261,7 +261,7 @@ func TestIdemCollision(t *testing.T) {
 	applyOK(t, db, txAt(7, t0+hour+1, w, 15, "", put("c", "1")))
 	want["k1"] = 0
 	wantByKey(t, db, want)
-	if res := applyOne(t, db, txAt(8, t0+hour+1, w, 16, "k2", put("c", "2"))); !res.Duplicate {
+	if res := applyOne(t, db, txAt(8, t0+hour+1, w, 16, "k2", put("a", "2"))); !res.Duplicate {
 		t.Fatalf("k2 after k1 is pruned = %+v, want a duplicate", res)
 	}
 	// k5 takes the free hash; k1 comes back under a new txid.
@@ -304,7 +304,7 @@ func TestIdemPruneInBatch(t *testing.T) {
 				txAt(1, t0, time.Hour, 1, "k", put("a", "1")),
 				txAt(2, t0, time.Hour, 2, "j", put("a", "1")),
 				txAt(3, t0+2*hour, time.Hour, 3, "k", put("a", "2")),
-				txAt(4, t0+2*hour, time.Hour, 4, "k", put("a", "3")),
+				txAt(4, t0+2*hour, time.Hour, 4, "k", put("a", "2")),
 			}, map[string]txid.ID{"k": 3, "j": 0}},
 		}
 		for _, tt := range tests {
@@ -472,7 +472,7 @@ func TestIdemFailedApply(t *testing.T) {
 
 		_, err := db.Apply([]Entry{
 			txAt(3, t0+2*hour, time.Hour, 3, "new", put("b", "1")), // prunes "old"
-			txAt(4, t0+2*hour, time.Hour, 4, "kept", put("b", "1")),
+			txAt(4, t0+2*hour, time.Hour, 4, "kept", put("a", "2")),
 			txAt(5, t0+2*hour, time.Hour, 5, "old", put("b", "1")),
 			txAt(6, t0+2*hour, time.Hour, 999, "bad", put("b", "1")),
 		})
@@ -487,7 +487,7 @@ func TestIdemFailedApply(t *testing.T) {
 		// Applied again without the failing entry, the batch does what it would have.
 		res := applyOK(t, db,
 			txAt(3, t0+2*hour, time.Hour, 3, "new", put("b", "1")),
-			txAt(4, t0+2*hour, time.Hour, 4, "kept", put("b", "1")),
+			txAt(4, t0+2*hour, time.Hour, 4, "kept", put("a", "2")),
 			txAt(5, t0+2*hour, time.Hour, 5, "old", put("b", "1")),
 		)
 		if res[0].Duplicate || !res[1].Duplicate || res[2].Duplicate {
@@ -641,4 +641,90 @@ func BenchmarkIdemIndexMemory(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/key")
 		runtime.KeepAlive(x)
 	}
+}
+
+// TestIdemReused: an idempotency key resubmitted with another transaction is
+// refused (Result.Reused, naming the original), writes nothing, and the
+// resubmission's txid stays unknown; the same transaction under another txid
+// is a duplicate. It holds within a batch, across Apply calls and after a
+// reopen rebuilt the index, under both hash functions.
+func TestIdemReused(t *testing.T) {
+	orig := []Op{put("a", "1"), ifv(put("b", "2"), 0)}
+	others := []struct {
+		name string
+		ops  []Op
+	}{
+		{"other value", []Op{put("a", "2"), ifv(put("b", "2"), 0)}},
+		{"value with a space", []Op{put("a", " 1"), ifv(put("b", "2"), 0)}},
+		{"other key", []Op{put("c", "1"), ifv(put("b", "2"), 0)}},
+		{"no if_version", []Op{put("a", "1"), put("b", "2")}},
+		{"other if_version", []Op{put("a", "1"), ifv(put("b", "2"), 1)}},
+		{"extra op", []Op{put("a", "1"), ifv(put("b", "2"), 0), del("c")}},
+		{"fewer ops", []Op{put("a", "1")}},
+		{"ops swapped", []Op{ifv(put("b", "2"), 0), put("a", "1")}},
+		{"delete for put", []Op{del("a"), ifv(put("b", "2"), 0)}},
+	}
+	forEachIdemHash(t, func(t *testing.T) {
+		for _, tt := range others {
+			for _, batched := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/batched=%v", tt.name, batched), func(t *testing.T) {
+					path := filepath.Join(t.TempDir(), "state.db")
+					db := openAt(t, path)
+					first := txEntry(1, 1, "k", orig...)
+					other := txEntry(2, 2, "k", tt.ops...)
+					same := txEntry(3, 3, "k", orig...)
+					var res []Result
+					if batched {
+						res = applyOK(t, db, first, other, same)
+					} else {
+						res = append(applyOK(t, db, first), applyOne(t, db, other), applyOne(t, db, same))
+					}
+					if res[0].Reused || res[0].Duplicate || res[0].Outcome.Status != StatusCommitted {
+						t.Fatalf("original = %+v, want a new committed outcome", res[0])
+					}
+					if r := res[1]; !r.Reused || r.Duplicate || r.Err != nil || r.Kind != KindTx || !reflect.DeepEqual(r.Outcome, res[0].Outcome) {
+						t.Fatalf("other transaction under the key = %+v, want Reused with the original outcome %+v", r, res[0].Outcome)
+					}
+					if r := res[2]; r.Reused || !r.Duplicate || !reflect.DeepEqual(r.Outcome, res[0].Outcome) {
+						t.Fatalf("same transaction under the key = %+v, want a duplicate", r)
+					}
+					// Nothing of the refused entry is recorded: compared with a
+					// store that never saw it, only the applied index differs.
+					ref := openTest(t)
+					applyOK(t, ref, txEntry(1, 1, "k", orig...), txEntry(3, 3, "k", orig...))
+					got, want := dump(t, db), dump(t, ref)
+					delete(got, "meta")
+					delete(want, "meta")
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("state after the refused entry:\n got %v\nwant %v", got, want)
+					}
+					for round := range 2 {
+						if _, err := db.Tx(2); !errors.Is(err, ErrNotFound) {
+							t.Fatalf("round %d: Tx(2) of the refused entry = %v, want ErrNotFound", round, err)
+						}
+						payload := EncodeTx(Tx{ID: 99, IdempotencyKey: "k", Ops: tt.ops})
+						_, err := db.TxByIdempotencyKeyFor("k", payload)
+						if e, ok := errors.AsType[*KeyReusedError](err); !ok || e.TxID != 1 || e.Key != "k" || !errors.Is(err, ErrKeyReused) {
+							t.Fatalf("round %d: TxByIdempotencyKeyFor(k, other) = %v, want a KeyReusedError naming txid 1", round, err)
+						}
+						for _, p := range [][]byte{nil, EncodeTx(Tx{ID: 99, IdempotencyKey: "k", Ops: orig})} {
+							if o, err := db.TxByIdempotencyKeyFor("k", p); err != nil || o.TxID != 1 {
+								t.Fatalf("round %d: TxByIdempotencyKeyFor(k, %x) = %+v, %v; want txid 1", round, p, o, err)
+							}
+						}
+						// Applied again after a reopen, the refusal is the same.
+						if round == 0 {
+							if err := db.Close(); err != nil {
+								t.Fatal(err)
+							}
+							db = openAt(t, path)
+							if r := applyOne(t, db, txEntry(4, 2, "k", tt.ops...)); !r.Reused || r.Outcome.TxID != 1 {
+								t.Fatalf("after reopen: %+v, want Reused naming txid 1", r)
+							}
+						}
+					}
+				})
+			}
+		}
+	})
 }

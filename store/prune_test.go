@@ -117,7 +117,7 @@ func TestPruneOlderTime(t *testing.T) {
 	}
 
 	// A resubmission by the slow leader's clients is still a duplicate.
-	if res := applyOne(t, db, txAt(6, t0-10*hour, w, 40, "k4", put("c", "1"))); !res.Duplicate {
+	if res := applyOne(t, db, txAt(6, t0-10*hour, w, 40, "k4", put("a", "4"))); !res.Duplicate {
 		t.Fatalf("resubmission of k4 = %+v, want Duplicate", res)
 	}
 }

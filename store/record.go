@@ -312,6 +312,13 @@ func logValueLen(o Outcome, writes []pending, tx []byte) int {
 // decodes the whole tx into the record's Ops; without, only the tx header. The
 // result does not alias v.
 func decodeLogValue(index uint64, v []byte, withOps bool) (LogRecord, error) {
+	r, _, err := decodeLogRecord(index, v, withOps)
+	return r, err
+}
+
+// decodeLogRecord is decodeLogValue that also returns the record's EncodeTx
+// bytes, which alias v.
+func decodeLogRecord(index uint64, v []byte, withOps bool) (LogRecord, []byte, error) {
 	d := decoder{what: fmt.Sprintf("log record %d", index), b: v}
 	d.version()
 	var r LogRecord
@@ -343,24 +350,24 @@ func decodeLogValue(index uint64, v []byte, withOps bool) (LogRecord, error) {
 		d.fail("unknown status %d", r.Status)
 	}
 	if d.err != nil {
-		return LogRecord{}, d.err
+		return LogRecord{}, nil, d.err
 	}
 	txBytes := d.rest()
 	if withOps {
 		tx, err := DecodeTx(txBytes)
 		if err != nil {
-			return LogRecord{}, fmt.Errorf("log record %d: %w", index, err)
+			return LogRecord{}, nil, fmt.Errorf("log record %d: %w", index, err)
 		}
 		r.TxID, r.IdempotencyKey, r.Ops = tx.ID, tx.IdempotencyKey, tx.Ops
-		return r, nil
+		return r, txBytes, nil
 	}
 	hd := decoder{what: fmt.Sprintf("log record %d tx", index), b: txBytes}
 	tx := decodeTxHeader(&hd)
 	if hd.err != nil {
-		return LogRecord{}, hd.err
+		return LogRecord{}, nil, hd.err
 	}
 	r.TxID, r.IdempotencyKey = tx.ID, tx.IdempotencyKey
-	return r, nil
+	return r, txBytes, nil
 }
 
 func u64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

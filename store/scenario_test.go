@@ -311,6 +311,8 @@ func formatResult(r Result) string {
 		return "node registered\n"
 	case r.Duplicate:
 		return "duplicate of " + formatOutcome(r.Outcome) + "\n"
+	case r.Reused:
+		return "reused by " + formatOutcome(r.Outcome) + "\n"
 	}
 	return formatOutcome(r.Outcome) + "\n"
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/txlog/txlog/txid"
@@ -105,6 +106,7 @@ type Outcome struct {
 //	undecodable or unknown kind  0 or the kind     zero       false      false    wraps ErrCorrupt
 //	new transaction              KindTx            new        false      false    nil
 //	repeated txid or idem key    KindTx            original   true       false    nil
+//	idem key of another tx       KindTx            original   false      false    nil   (Reused)
 //	node registration            KindRegisterNode  zero       false      false    nil
 type Result struct {
 	// Outcome is the transaction's outcome. For a duplicate it is the original one.
@@ -112,6 +114,11 @@ type Result struct {
 	// Duplicate is true when the txid or idempotency key was already recorded: the
 	// entry changed nothing.
 	Duplicate bool
+	// Reused is true when the idempotency key was already recorded for another
+	// transaction (not SameTx): the entry changed nothing, it is not a
+	// duplicate, and Outcome is the original transaction's. Every node finds
+	// the same, as for a conflict.
+	Reused bool
 	// Skipped is true when the entry was at or below the applied index (a replay
 	// after restart). A skipped entry is not decoded and changes nothing.
 	Skipped bool
@@ -159,7 +166,24 @@ var (
 	// ErrCorrupt is returned (wrapped) by decoders for bytes that are not a valid encoding.
 	ErrCorrupt = errors.New("corrupt encoding")
 
+	// ErrKeyReused is what a *KeyReusedError is (errors.Is).
+	ErrKeyReused = errors.New("idempotency key reused for another transaction")
+
 	// errNotIndexed is ErrNotFound from the in-memory idempotency index, which
 	// is current, so no commit of open entries can change it.
 	errNotIndexed = errors.New("not found in the idempotency index")
 )
+
+// KeyReusedError says that an idempotency key is recorded for another
+// transaction than the one given with it (see SameTx).
+type KeyReusedError struct {
+	Key  string
+	TxID txid.ID // the transaction recorded under Key
+}
+
+func (e *KeyReusedError) Error() string {
+	return fmt.Sprintf("idempotency key %q: recorded for transaction %s, with other ops", e.Key, e.TxID)
+}
+
+// Is makes errors.Is(err, ErrKeyReused) true.
+func (e *KeyReusedError) Is(target error) bool { return target == ErrKeyReused }

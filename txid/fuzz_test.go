@@ -2,6 +2,7 @@ package txid
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,32 @@ func FuzzParse(f *testing.F) {
 		var u ID
 		if err := u.UnmarshalText([]byte(s)); err != nil || u != id {
 			t.Fatalf("UnmarshalText(%q) = %v, %v; want %v", s, u, err, id)
+		}
+	})
+}
+
+// FuzzDecodeMark checks that the high-water mark decoder never panics, that
+// it rejects with ErrCorrupt, and that what it accepts is exactly what
+// encodeMark writes: a torn or foreign file is refused, never read as a
+// lower limit.
+func FuzzDecodeMark(f *testing.F) {
+	valid := encodeMark(1 << 30)
+	f.Add(valid)
+	f.Add(valid[:11])
+	f.Add(append(slices.Clone(valid), 0))
+	f.Add(make([]byte, markSize))
+	f.Add(encodeMark(maxMillis + 2))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		limit, err := decodeMark(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decodeMark(%x) error %v does not wrap ErrCorrupt", b, err)
+			}
+			return
+		}
+		if enc := encodeMark(limit); !slices.Equal(enc, b) {
+			t.Fatalf("decodeMark(%x) = %d, which encodes as %x", b, limit, enc)
 		}
 	})
 }

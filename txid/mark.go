@@ -83,24 +83,72 @@ func readMark(path string) (limit uint64, found bool, err error) {
 	return limit, true, nil
 }
 
-// writeMark durably replaces the file at path with one holding limit.
-func writeMark(path string, limit uint64) error {
+// markFS is the part of the file system that writeMark uses. OpenGenerator
+// uses osMarkFS; tests substitute one that records the order of the writes,
+// fsyncs, renames and directory fsyncs.
+type markFS interface {
+	// Create creates or truncates the file at path for writing.
+	Create(path string) (markFile, error)
+	// Rename renames oldpath to newpath, replacing it.
+	Rename(oldpath, newpath string) error
+	// SyncDir fsyncs the directory at dir, making a rename in it durable.
+	SyncDir(dir string) error
+}
+
+// markFile is a file that markFS.Create opened.
+type markFile interface {
+	Write(b []byte) (int, error)
+	Sync() error
+	Close() error
+}
+
+// osMarkFS is the markFS of the operating system.
+type osMarkFS struct{}
+
+func (osMarkFS) Create(path string) (markFile, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (osMarkFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
+
+func (osMarkFS) SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeMark durably replaces the file at path with one holding limit: when
+// it returns nil, the new file's content (its fsync) and its name (the
+// directory's fsync after the rename) are both durable, so a Generator may
+// issue IDs below limit. Until then a crash leaves the old file, whose
+// limit covers every ID issued so far.
+func writeMark(fsys markFS, path string, limit uint64) error {
 	tmp := path + ".tmp"
-	if err := writeSynced(tmp, encodeMark(limit)); err != nil {
+	if err := writeSynced(fsys, tmp, encodeMark(limit)); err != nil {
 		return fmt.Errorf("write high-water mark %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write high-water mark: %w", err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("write high-water mark %s: %w", path, err)
+	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("write high-water mark %s: fsync dir: %w", path, err)
 	}
 	return nil
 }
 
 // writeSynced creates or truncates the file at path, writes b and fsyncs it.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func writeSynced(fsys markFS, path string, b []byte) error {
+	f, err := fsys.Create(path)
 	if err != nil {
 		return err
 	}
@@ -109,19 +157,6 @@ func writeSynced(path string, b []byte) error {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// syncDir fsyncs the directory at path, making a rename in it durable.
-func syncDir(path string) error {
-	d, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	return err

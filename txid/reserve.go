@@ -34,7 +34,7 @@ const (
 //
 // One Generator must use path at a time. Call Close to stop the goroutine.
 func OpenGenerator(path string, cfg Config) (*Generator, error) {
-	return openGenerator(cfg, path, func(limit uint64) error { return writeMark(path, limit) })
+	return openGenerator(cfg, path, func(limit uint64) error { return writeMark(osMarkFS{}, path, limit) })
 }
 
 // openGenerator is OpenGenerator with the write of the file replaced by

@@ -134,7 +134,7 @@ func TestOpenGeneratorIgnoresStrayTemp(t *testing.T) {
 	// old file in place, and a temporary file that may be torn.
 	path := filepath.Join(t.TempDir(), "txid.hwm")
 	limit := startMs + 60_000
-	if err := writeMark(path, uint64(limit)); err != nil {
+	if err := writeMark(osMarkFS{}, path, uint64(limit)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path+".tmp", []byte("torn"), 0o644); err != nil {
@@ -220,7 +220,7 @@ func (r *recorder) persist(limit uint64) error {
 		return r.err
 	}
 	r.limits = append(r.limits, limit)
-	return writeMark(r.path, limit)
+	return writeMark(osMarkFS{}, r.path, limit)
 }
 
 func (r *recorder) fail(err error) {

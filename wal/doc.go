@@ -31,9 +31,11 @@
 // order. Each starts with a 32-byte header (magic, version, ID, first Seq,
 // CRC) and holds records back to back: a 20-byte header (CRC32C, length,
 // Seq, type) and the payload. A data record holds one payload; a done
-// record lists the Seqs of records that are done. The byte layouts are drawn
-// in format.go and docs/wal.md. Once the active segment would grow past
-// Config.SegmentBytes it is fsynced and closed, and a new one is started.
+// record lists the Seqs of records that are done; a sync mark names the
+// length of the segment that a completed fsync covered (see Recovery). The
+// byte layouts are drawn in format.go and docs/wal.md. Once the active
+// segment would grow past Config.SegmentBytes it is fsynced and closed, and
+// a new one is started.
 //
 // The active segment ends in zeros written ahead of its records
 // (Config.PreallocBytes, 1 MiB), and records are written over them. A sync
@@ -80,6 +82,10 @@
 //     records of older segments that remain are written again into the
 //     active segment and fsynced. A deleted segment that reappears after a
 //     power loss (the directory fsync was lost) holds only done records.
+//   - Every directory entry is durable before an answer rests on it: Open
+//     fsyncs the parent of each directory it creates (and of its directory
+//     when it exists), and a new segment's directory is fsynced before any
+//     record goes into it.
 //
 // With Config.NoSync nothing is fsynced: Appends survive a process crash but
 // not a power loss. NoSync is for tests and benchmarks only.
@@ -90,35 +96,39 @@
 // # Recovery
 //
 // Open reads every segment and checks every header and record: CRC, type,
-// length, and that data Seqs run without a gap and done-marks name only
-// Seqs already written. A crash can leave the last segment with a torn
-// tail: a partly written record, or a header, or nothing valid after some
-// point. Open tells a torn tail from corruption by this rule:
+// length, that data Seqs run without a gap, that done-marks name only Seqs
+// already written, and that sync marks grow and name no byte past
+// themselves. A sync mark is a small record that the first write after each
+// completed fsync of the active segment starts with: it names the length that
+// fsync covered, so a valid mark, wherever it is found, proves those bytes
+// durable. It rides in a write that happens anyway and costs no fsync. Open
+// tells a torn tail from corruption by this rule:
 //
-//	A record that fails to decode at offset off, in the last segment, is
-//	a torn tail if no valid record (a done record, or a data record with a
-//	Seq at least the one expected at off) starts at any byte offset after
-//	off. Open then truncates the segment at off, logs a warning with the
-//	file and the offset, and appends from there.
+//	A record that fails to decode or to check at offset off is corruption
+//	if its segment is not the last (a segment is fsynced whole before the
+//	next one is created), or if a valid sync mark at any byte offset after
+//	off names a length past off (a completed fsync covered it). Open then
+//	fails with a *CorruptError naming the file and the offset. It never
+//	skips a record.
+//
+//	Otherwise everything from off to the end of the last segment is a
+//	possibly torn tail, whatever its shape: part of a record, zeros,
+//	garbage, or valid records after a hole, as a power loss that wrote back
+//	some pages of an unsynced write leaves it. Open truncates the segment
+//	at off, logs a warning with the file, the offset and the bytes dropped,
+//	makes the cut durable with a fsync, and appends from there.
 //
 //	Zeros from a record boundary to the end of the last segment are not a
 //	torn tail but its clean end, the zeros written ahead: no record is all
 //	zeros. Open leaves them and writes over them.
 //
-//	Anything else is corruption: a bad record followed by a valid one, any
-//	damage in a segment that is not the last (a segment is fsynced before
-//	the next one is created, so only the last can be torn; zeros after its
-//	records count as damage, since rotation cut them off), a segment
-//	header that does not match its file name, a record with a good CRC and
-//	a Seq out of order. Open then fails with a *CorruptError naming the
-//	file and the offset. It never skips a record.
-//
-// A torn tail holds only records that were never acknowledged, so
-// truncating it loses nothing that an Append returned. The rule has one
-// known false alarm: if a power loss persists a later part of an unsynced
-// write but not an earlier part, the tail looks like corruption, and Open
-// refuses. Since no record in that write was acknowledged, an operator may
-// truncate the file at the reported offset.
+// Records past the last mark that read back whole are kept, and Open fsyncs
+// the segment once so that the first write's mark names them. The records
+// of the last fsync before a crash, which no mark names yet, are the one
+// thing the rule cannot judge: damage to them from the disk itself (not a
+// torn write) is read as a torn tail. A segment header that does not match
+// its file name, or a bad header with a valid record after it, is
+// corruption.
 //
 // Open keeps the payloads of pending records in memory (Pending returns
 // copies), so memory grows with the records not yet done, not with the log.

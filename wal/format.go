@@ -23,6 +23,7 @@ var (
 	errBadSegment = errors.New("invalid segment header")
 	errSequence   = errors.New("record sequence out of order")
 	errBadMark    = errors.New("done-mark for a record not yet written")
+	errBadSynced  = errors.New("sync mark out of range")
 )
 
 /*
@@ -130,8 +131,8 @@ no padding. Integers are little-endian.
 	+------+------+------+------+------+------+------+------+
 
 CRC32C (Castagnoli) covers bytes 4-19 of the header and the payload, so
-every field but itself. Type is recData (1) or recDone (2); 0 is never
-written, which makes a run of zeros invalid.
+every field but itself. Type is recData (1), recDone (2) or recSynced (3);
+0 is never written, which makes a run of zeros invalid.
 
 A data record carries Seq (>= 1) and the caller's payload, 0 to
 maxPayloadBytes bytes.
@@ -142,12 +143,28 @@ uint64 values, the Seqs of data records that are done:
 	+------+------+------+------+------+------+------+------+
 	| Seq of a done record                                  |  x Length/8
 	+------+------+------+------+------+------+------+------+
+
+A synced record (a sync mark) has Seq 0 and a payload of one little-endian
+uint64, Synced: the length of the segment's records, in bytes from the start
+of the file, that a completed fsync covered. The writer puts one at the start
+of the first write after each fsync of the segment, so it costs no fsync of
+its own; recovery trusts the segment up to the highest Synced it finds and
+reads what follows as a possibly torn tail (see scanSegment). Synced is at
+least segHeaderLen and at most the record's own offset.
+
+	+------+------+------+------+------+------+------+------+
+	| Synced                                                |
+	+------+------+------+------+------+------+------+------+
 */
 const (
 	recHeaderLen = 20
 
-	recData byte = 1
-	recDone byte = 2
+	recData   byte = 1
+	recDone   byte = 2
+	recSynced byte = 3
+
+	// syncedRecLen is the encoded size of a synced record.
+	syncedRecLen = recHeaderLen + 8
 
 	// maxPayloadBytes bounds Length, so that a corrupt length cannot make a
 	// decoder allocate or scan without limit. Config.MaxRecordBytes may not
@@ -192,6 +209,17 @@ func appendDone(buf []byte, seqs []uint64) []byte {
 	return appendRecord(buf, record{typ: recDone, payload: p})
 }
 
+// appendSynced appends a synced record naming synced, the length of the
+// segment that a completed fsync covered.
+func appendSynced(buf []byte, synced int64) []byte {
+	var p [8]byte
+	binary.LittleEndian.PutUint64(p[:], uint64(synced))
+	return appendRecord(buf, record{typ: recSynced, payload: p[:]})
+}
+
+// syncedLen returns the length named by a decoded synced record.
+func syncedLen(r record) int64 { return int64(binary.LittleEndian.Uint64(r.payload)) }
+
 // doneSeqs returns the Seqs listed by a decoded done record.
 func doneSeqs(r record) []uint64 {
 	seqs := make([]uint64, len(r.payload)/8)
@@ -227,6 +255,10 @@ func decodeRecord(buf []byte) (r record, n int, err error) {
 	case recDone:
 		if r.seq != 0 || length == 0 || length%8 != 0 || length/8 > maxDoneSeqs {
 			return record{}, 0, fmt.Errorf("%w: done record with seq %d, length %d", errBadHeader, r.seq, length)
+		}
+	case recSynced:
+		if r.seq != 0 || length != 8 {
+			return record{}, 0, fmt.Errorf("%w: synced record with seq %d, length %d", errBadHeader, r.seq, length)
 		}
 	default:
 		return record{}, 0, fmt.Errorf("%w: type %d", errBadHeader, r.typ)

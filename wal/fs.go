@@ -9,8 +9,10 @@ import (
 // osFS; tests substitute one that fails on demand (raft-wal types/vfs.go).
 // Names are paths as given to Open joined with a segment name.
 type fileSystem interface {
-	// MkdirAll creates dir and its parents if missing.
-	MkdirAll(dir string) error
+	// Mkdir creates the directory dir, whose parent must exist. It fails
+	// with an error matching fs.ErrExist if dir exists, and fs.ErrNotExist
+	// if its parent does not.
+	Mkdir(dir string) error
 	// ReadDir returns the names of the entries in dir.
 	ReadDir(dir string) ([]string, error)
 	// ReadFile returns the whole content of name.
@@ -23,7 +25,8 @@ type fileSystem interface {
 	Truncate(name string, size int64) error
 	// Remove deletes name.
 	Remove(name string) error
-	// SyncDir fsyncs dir, making creates and removes in it durable.
+	// SyncDir fsyncs dir, making the creates and removes of its entries
+	// durable.
 	SyncDir(dir string) error
 }
 
@@ -51,7 +54,7 @@ type osFS struct{}
 
 var _ fileSystem = osFS{}
 
-func (osFS) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }
+func (osFS) Mkdir(dir string) error { return os.Mkdir(dir, 0o755) }
 
 func (osFS) ReadDir(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)

@@ -18,6 +18,10 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add(appendRecord(nil, record{typ: recData, seq: 7, payload: []byte("torn")})[:22])
 	f.Add(make([]byte, recHeaderLen))
 	f.Add([]byte{})
+	f.Add(appendSynced(nil, segHeaderLen))
+	f.Add(appendSynced(nil, 1<<40))
+	f.Add(appendRecord(nil, record{typ: recSynced, payload: make([]byte, 16)}))
+	f.Add(appendRecord(nil, record{typ: recSynced, seq: 3, payload: make([]byte, 8)}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, n, err := decodeRecord(data)
 		if err != nil {
@@ -44,16 +48,13 @@ func FuzzDecodeRecord(f *testing.F) {
 
 // FuzzRecover feeds Open arbitrary bytes, either as a whole segment file or
 // written after the records of the last segment of a valid log, over the
-// zeros written ahead of them. Open must not panic; it
-// either fails with a *CorruptError or gives a log that is consistent:
-// records in order, the valid ones intact, and appends that survive a
-// reopen.
+// zeros written ahead of them. Open must not panic; it either fails with a
+// *CorruptError or gives a log that is consistent: records in order, the
+// valid ones intact, and appends that survive a reopen. The valid log's
+// records are all named by its last sync mark, so whatever follows them,
+// Open never drops one of them: it keeps them or refuses.
 func FuzzRecover(f *testing.F) {
-	valid := fuzzLog(f, f.TempDir())
-	seg, err := os.ReadFile(filepath.Join(valid, segName(segHeader{id: 1, firstSeq: 1})))
-	if err != nil {
-		f.Fatal(err)
-	}
+	seg := fuzzLog(f, f.TempDir())
 	end := recordsEnd(f, seg)
 	f.Add(seg, true)
 	f.Add(seg[:end], true)
@@ -68,33 +69,31 @@ func FuzzRecover(f *testing.F) {
 	f.Add(appendRecord(nil, record{typ: recData, seq: 4, payload: []byte("next record")})[:30], false)
 	f.Add(appendDone(nil, []uint64{1, 3}), false)
 	f.Add(append(appendDone(nil, []uint64{2}), 0xff, 0xff), false)
+	// Sync marks after the valid records (at offset end): one that names
+	// what precedes it, one after a hole that names the hole (corrupt), one
+	// after a hole that names only the valid records (torn), one that names
+	// bytes past itself, and a valid record after a hole.
+	data4 := appendRecord(nil, record{typ: recData, seq: 4, payload: []byte("next")})
+	f.Add(appendSynced(bytes.Clone(data4), int64(end+len(data4))), false)
+	hole := make([]byte, 40)
+	f.Add(appendSynced(append(bytes.Clone(hole), data4...), int64(end+len(hole)+len(data4))), false)
+	f.Add(appendSynced(append(bytes.Clone(hole), data4...), int64(end)), false)
+	f.Add(appendSynced(nil, int64(end+1)), false)
+	f.Add(append(bytes.Clone(hole), data4...), false)
 
 	cfg := Config{NoSync: true, SegmentBytes: MinSegmentBytes}
 	f.Fuzz(func(t *testing.T, data []byte, asSegment bool) {
 		dir := t.TempDir()
 		var orig []Record // records that must survive intact
 		path := filepath.Join(dir, segName(segHeader{id: 1, firstSeq: 1}))
-		if asSegment {
-			if err := os.WriteFile(path, data, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			l, err := Open(fuzzLog(t, dir), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			orig = l.Pending()
-			l.Close()
-			buf, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fl, err := os.OpenFile(path, os.O_WRONLY, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fl.WriteAt(data, int64(recordsEnd(t, buf)))
-			fl.Close()
+		img := data
+		if !asSegment {
+			img = append(bytes.Clone(seg), make([]byte, max(end+len(data)-len(seg), 0))...)
+			copy(img[end:], data)
+			orig = []Record{{Seq: 1, Payload: payloadFor(0, 12)}, {Seq: 3, Payload: payloadFor(2, 12)}}
+		}
+		if err := os.WriteFile(path, img, 0o644); err != nil {
+			t.Fatal(err)
 		}
 
 		l, err := Open(dir, cfg)
@@ -112,6 +111,9 @@ func FuzzRecover(f *testing.F) {
 			if (i > 0 && r.Seq <= pend[i-1].Seq) || r.Seq >= next {
 				t.Fatalf("Pending() seqs %v not increasing and below NextSeq %d", seqsOf(pend), next)
 			}
+		}
+		if !asSegment && next < 4 {
+			t.Fatalf("NextSeq %d after recovery: records named by a sync mark were dropped", next)
 		}
 		for _, o := range orig {
 			for _, r := range pend {
@@ -137,10 +139,12 @@ func FuzzRecover(f *testing.F) {
 	})
 }
 
-// fuzzLog writes a small valid log into dir: records 1 to 3, with 2 done,
-// and zeros after them up to MinSegmentBytes.
-func fuzzLog(t testing.TB, dir string) string {
-	l, err := Open(dir, Config{NoSync: true, SegmentBytes: MinSegmentBytes})
+// fuzzLog writes a small valid log into dir, fsync on: records 1 to 3, with
+// 2 done, and zeros after them up to MinSegmentBytes. Close writes the done
+// record after a sync mark that names all three records. It returns the
+// segment file's bytes.
+func fuzzLog(t testing.TB, dir string) []byte {
+	l, err := Open(dir, Config{SegmentBytes: MinSegmentBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,5 +153,12 @@ func fuzzLog(t testing.TB, dir string) string {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	seg, err := os.ReadFile(filepath.Join(dir, segName(segHeader{id: 1, firstSeq: 1})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, synced := syncMarks(t, seg); len(synced) == 0 || synced[len(synced)-1] < int64(recordOffsets(t, seg)[2]+recHeaderLen+12) {
+		t.Fatalf("the valid log's sync marks name %v, want the last to name all three records", synced)
+	}
+	return seg
 }

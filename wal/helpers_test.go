@@ -108,20 +108,41 @@ func copyDir(t testing.TB, src string) string {
 	return dst
 }
 
-// recordOffsets returns the offset of each record in a segment file's bytes,
-// which may end in zeros written ahead (Config.PreallocBytes).
+// recordOffsets returns the offset of each data and done record in a
+// segment file's bytes, which may end in zeros written ahead
+// (Config.PreallocBytes). Sync marks are left out: tests number the records
+// they appended.
 func recordOffsets(t testing.TB, buf []byte) []int {
 	t.Helper()
 	var offs []int
 	for off := segHeaderLen; off < len(buf) && !allZero(buf[off:]); {
-		_, n, err := decodeRecord(buf[off:])
+		r, n, err := decodeRecord(buf[off:])
 		if err != nil {
 			t.Fatalf("decode record at %d: %v", off, err)
 		}
-		offs = append(offs, off)
+		if r.typ != recSynced {
+			offs = append(offs, off)
+		}
 		off += n
 	}
 	return offs
+}
+
+// syncMarks returns the offset and the named length of each sync mark in a
+// segment file's bytes.
+func syncMarks(t testing.TB, buf []byte) (offs []int, synced []int64) {
+	t.Helper()
+	for off := segHeaderLen; off < len(buf) && !allZero(buf[off:]); {
+		r, n, err := decodeRecord(buf[off:])
+		if err != nil {
+			t.Fatalf("decode record at %d: %v", off, err)
+		}
+		if r.typ == recSynced {
+			offs, synced = append(offs, off), append(synced, syncedLen(r))
+		}
+		off += n
+	}
+	return offs, synced
 }
 
 // recordsEnd returns the length of a segment file's bytes without the zeros
@@ -129,10 +150,12 @@ func recordOffsets(t testing.TB, buf []byte) []int {
 func recordsEnd(t testing.TB, buf []byte) int {
 	t.Helper()
 	end := segHeaderLen
-	if offs := recordOffsets(t, buf); len(offs) > 0 {
-		last := offs[len(offs)-1]
-		_, n, _ := decodeRecord(buf[last:])
-		end = last + n
+	for end < len(buf) && !allZero(buf[end:]) {
+		_, n, err := decodeRecord(buf[end:])
+		if err != nil {
+			t.Fatalf("decode record at %d: %v", end, err)
+		}
+		end += n
 	}
 	return end
 }

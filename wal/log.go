@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -121,8 +122,8 @@ func openFS(dir string, cfg Config, fsys fileSystem) (*Log, error) {
 		closing: make(chan struct{}),
 		pending: map[uint64][]byte{},
 	}
-	if err := fsys.MkdirAll(dir); err != nil {
-		return nil, fmt.Errorf("wal: create dir %s: %w", dir, err)
+	if err := l.makeDir(dir); err != nil {
+		return nil, err
 	}
 	err := l.recover()
 	if err == nil {
@@ -140,6 +141,32 @@ func openFS(dir string, cfg Config, fsys fileSystem) (*Log, error) {
 		keyPending, len(l.pending), keySeq, l.w.nextSeq)
 	l.wg.Go(l.run)
 	return l, nil
+}
+
+// makeDir creates dir and its missing parents, and makes each entry durable
+// in its parent with a fsync of the parent, which the parent's own creation
+// made durable in turn. It fsyncs dir's parent even when dir exists: a
+// crash of an earlier Open may have left dir created and its entry not yet
+// durable, and the first segment's fsyncs do not cover the parent.
+func (l *Log) makeDir(dir string) error {
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	err := l.fs.Mkdir(dir)
+	if errors.Is(err, fs.ErrNotExist) && parent != dir {
+		if err = l.makeDir(parent); err == nil {
+			err = l.fs.Mkdir(dir)
+		}
+	}
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("wal: create dir %s: %w", dir, err)
+	}
+	if l.cfg.NoSync || parent == dir {
+		return nil
+	}
+	if err := l.fs.SyncDir(parent); err != nil {
+		return fmt.Errorf("wal: fsync dir %s: %w", parent, err)
+	}
+	return nil
 }
 
 // path is the path of the segment file with header h.

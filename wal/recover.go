@@ -20,6 +20,9 @@ type scanned struct {
 	// fileSize is the segment file's length: past seg.size when the last
 	// segment ends in zeros written ahead.
 	fileSize int64
+	// marked is the length that the segment's last sync mark names, or
+	// segHeaderLen if it has none.
+	marked int64
 }
 
 // recover reads every segment in l.dir, repairs a torn tail of the last one,
@@ -122,15 +125,36 @@ func (l *Log) recover() error {
 	if scans[len(scans)-1].tornAt == 0 {
 		return l.rewriteHeader(active)
 	}
-	f, err := l.fs.OpenWrite(l.path(active.segHeader))
+	path := l.path(active.segHeader)
+	f, err := l.fs.OpenWrite(path)
 	if err != nil {
-		return fmt.Errorf("wal: open segment %s: %w", l.path(active.segHeader), err)
+		return fmt.Errorf("wal: open segment %s: %w", path, err)
 	}
 	l.w.f = f
+	last := scans[len(scans)-1]
 	l.w.zeroEnd = active.size
-	if last := scans[len(scans)-1]; last.tornAt < 0 {
+	if last.tornAt < 0 {
 		l.w.zeroEnd = last.fileSize
 	}
+	// The records kept past the last sync mark may have been in the page
+	// cache only (a process crash), and a truncated tail may come back if
+	// the cut is not durable. One fsync here makes what recovery kept
+	// durable, so the first write's sync mark may name all of it; it also
+	// makes the cut durable, so that no old bytes reappear after records
+	// written over them (a full fsync, since the file shrank).
+	l.w.synced, l.w.marked = last.marked, last.marked
+	if active.size == last.marked && last.tornAt < 0 || l.cfg.NoSync {
+		return nil
+	}
+	sync := f.Sync
+	if last.tornAt >= 0 {
+		sync = f.SyncAll
+	}
+	if err := sync(); err != nil {
+		return fmt.Errorf("wal: fsync segment %s: %w", path, err)
+	}
+	l.syncs.Add(1)
+	l.w.synced = active.size
 	return nil
 }
 
@@ -138,11 +162,19 @@ func (l *Log) recover() error {
 // whether it is the last segment, the only one that may have a torn tail.
 // A *CorruptError it returns has File unset.
 //
-// The rule that tells a torn tail from corruption: when a record (or the
-// segment header) fails to decode at offset off, the segment is torn at off
-// if it is the last segment and no valid record starts at any byte offset
-// after off. Otherwise the record is corrupt. A valid record with a Seq out
-// of sequence is always corrupt: a torn write cannot make one.
+// The rule that tells a torn tail from corruption rests on the sync marks
+// (synced records): a mark naming length S is written only after a fsync
+// that covered the segment's first S bytes completed, so wherever a valid
+// mark is found, those bytes were durable. When a record fails to decode or
+// to check at offset off:
+//
+//   - In a segment that is not the last, it is corrupt: each segment is
+//     fsynced whole before the next one is created.
+//   - In the last segment, it is corrupt if a valid mark at any byte offset
+//     after off names a length past off: the damage is in data that a
+//     completed fsync covered. Otherwise everything from off on is a torn
+//     tail, whatever its shape (a part of a record, zeros, garbage, valid
+//     records after a hole), since nothing says a fsync covered it.
 //
 // The last segment may end in zeros that the writer wrote ahead of its
 // records (Config.PreallocBytes). Zeros from a record boundary to the end of
@@ -150,7 +182,7 @@ func (l *Log) recover() error {
 // all zeros (type 0 is never written). Any other segment is truncated to its
 // records before the next one is created, so zeros there are damage.
 func scanSegment(buf []byte, h segHeader, last bool) (scanned, error) {
-	sc := scanned{seg: newSegment(h), tornAt: -1, fileSize: int64(len(buf))}
+	sc := scanned{seg: newSegment(h), tornAt: -1, fileSize: int64(len(buf)), marked: segHeaderLen}
 	sc.seg.size = int64(len(buf))
 	got, err := decodeSegHeader(buf)
 	if err == nil && got != h {
@@ -158,6 +190,9 @@ func scanSegment(buf []byte, h segHeader, last bool) (scanned, error) {
 			errBadSegment, got.id, got.firstSeq, h.id, h.firstSeq)}
 	}
 	if err != nil {
+		// The header and its zeros are fsynced before any record is
+		// written, so a record after a bad header means the header was
+		// damaged after its sync.
 		if last && !validRecordAfter(buf, 0, h.firstSeq) {
 			sc.tornAt = 0
 			sc.seg.size = segHeaderLen
@@ -168,37 +203,81 @@ func scanSegment(buf []byte, h segHeader, last bool) (scanned, error) {
 	next := h.firstSeq
 	for off := segHeaderLen; off < len(buf); {
 		r, n, err := decodeRecord(buf[off:])
+		if err == nil {
+			err = checkRecord(r, int64(off), next, sc.marked)
+		}
 		if err != nil {
-			if last && allZero(buf[off:]) {
-				sc.seg.size = int64(off)
-				return sc, nil
+			if !last {
+				return sc, &CorruptError{Offset: int64(off), Err: err}
 			}
-			if last && !validRecordAfter(buf, off+1, next) {
+			if p, synced, ok := syncMarkAfter(buf, off); ok {
+				return sc, &CorruptError{Offset: int64(off), Err: fmt.Errorf(
+					"%w, inside the %d bytes that the sync mark at offset %d says a completed fsync covered", err, synced, p)}
+			}
+			sc.seg.size = int64(off)
+			if !allZero(buf[off:]) {
 				sc.tornAt = int64(off)
-				sc.seg.size = int64(off)
-				return sc, nil
 			}
-			return sc, &CorruptError{Offset: int64(off), Err: err}
+			return sc, nil
 		}
 		switch r.typ {
 		case recData:
-			if r.seq != next {
-				return sc, &CorruptError{Offset: int64(off), Err: fmt.Errorf("%w: seq %d, want %d", errSequence, r.seq, next)}
-			}
 			sc.seg.lastSeq = r.seq
 			next++
 		case recDone:
-			seqs := doneSeqs(r)
-			for _, s := range seqs {
-				if s >= next {
-					return sc, &CorruptError{Offset: int64(off), Err: fmt.Errorf("%w: seq %d, next is %d", errBadMark, s, next)}
-				}
-			}
-			sc.marks = append(sc.marks, seqs)
+			sc.marks = append(sc.marks, doneSeqs(r))
+		case recSynced:
+			sc.marked = syncedLen(r)
 		}
 		off += n
 	}
 	return sc, nil
+}
+
+// checkRecord checks a decoded record r at offset off against what comes
+// before it: next is the Seq the next data record must have, and marked the
+// length that the segment's last sync mark so far names. A good CRC does not
+// make a record right: a writer never puts a Seq out of order, a mark for
+// an unwritten Seq, or a sync mark that names less than an earlier one or
+// bytes past itself.
+func checkRecord(r record, off int64, next uint64, marked int64) error {
+	switch r.typ {
+	case recData:
+		if r.seq != next {
+			return fmt.Errorf("%w: seq %d, want %d", errSequence, r.seq, next)
+		}
+	case recDone:
+		for _, s := range doneSeqs(r) {
+			if s >= next {
+				return fmt.Errorf("%w: seq %d, next is %d", errBadMark, s, next)
+			}
+		}
+	case recSynced:
+		if s := syncedLen(r); s <= marked || s > off {
+			return fmt.Errorf("%w: names %d bytes at offset %d, after a mark of %d", errBadSynced, s, off, marked)
+		}
+	}
+	return nil
+}
+
+// syncMarkAfter looks for a valid sync mark at any byte offset p after off
+// that names a length synced past off, which proves that a completed fsync
+// covered off. A mark naming bytes past itself is not valid: no writer puts
+// one.
+func syncMarkAfter(buf []byte, off int) (p int, synced int64, ok bool) {
+	for p = off + 1; p+syncedRecLen <= len(buf); p++ {
+		if buf[p+16] != recSynced {
+			continue // what decodeRecord would reject first, cheaply: zeros written ahead are long
+		}
+		r, _, err := decodeRecord(buf[p:])
+		if err != nil || r.typ != recSynced {
+			continue
+		}
+		if s := syncedLen(r); s > int64(off) && s <= int64(p) {
+			return p, s, true
+		}
+	}
+	return 0, 0, false
 }
 
 // allZero reports whether b holds only zero bytes.
@@ -217,16 +296,16 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// validRecordAfter reports whether a record that could follow a damaged one
-// decodes at any byte offset from off on: a done record, or a data record
-// with a Seq of at least next.
+// validRecordAfter reports whether a record that could follow a damaged
+// segment header decodes at any byte offset from off on: a done record, a
+// sync mark, or a data record with a Seq of at least next.
 func validRecordAfter(buf []byte, off int, next uint64) bool {
 	for p := max(off, 0); p+recHeaderLen <= len(buf); p++ {
-		if t := buf[p+16]; t != recData && t != recDone {
+		if t := buf[p+16]; t != recData && t != recDone && t != recSynced {
 			continue // what decodeRecord would reject first, cheaply: zeros written ahead are long
 		}
 		r, _, err := decodeRecord(buf[p:])
-		if err == nil && (r.typ == recDone || r.seq >= next) {
+		if err == nil && (r.typ != recData || r.seq >= next) {
 			return true
 		}
 	}

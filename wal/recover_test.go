@@ -194,9 +194,14 @@ func TestCorruptLastRecord(t *testing.T) {
 	}
 }
 
+// TestCorruptMiddle damages records that a completed fsync covered: in a
+// segment that is not the last, or in the last one before a sync mark that
+// names them. Open must refuse with the file and the offset.
 func TestCorruptMiddle(t *testing.T) {
 	cfg := Config{NoSync: true, SegmentBytes: 1024}
-	one := newFixture(t, cfg, 5)     // one segment, 5 records
+	// one segment, 5 records, each of the first 4 covered by the sync mark
+	// that the next Append's write carries
+	one := newFixture(t, Config{SegmentBytes: 1024}, 5)
 	two := newFixture(t, cfg, 20)    // 16 records in segment 1, 4 in segment 2
 	seg1 := segName(segHeader{1, 1}) // both fixtures' first segment
 	seg2 := segName(segHeader{2, 17})
@@ -274,22 +279,52 @@ func TestCorruptMiddle(t *testing.T) {
 			wantErr: errBadSegment,
 		},
 		{
-			name: "valid record with a seq out of order at the tail",
-			fx:   one,
+			name: "valid record with a seq out of order in a segment that is not the last",
+			fx:   two,
 			file: seg1,
 			damage: func(b []byte, offs []int) []byte {
-				return appendRecord(b, record{typ: recData, seq: 7, payload: []byte("x")})
+				return appendRecord(b, record{typ: recData, seq: 18, payload: []byte("x")})
 			},
 			offset:  func(offs []int) int64 { return -1 }, // the end of the original file
 			wantErr: errSequence,
 		},
 		{
-			name:    "done-mark for a seq not yet written",
-			fx:      one,
+			name:    "done-mark for a seq not yet written in a segment that is not the last",
+			fx:      two,
 			file:    seg1,
-			damage:  func(b []byte, offs []int) []byte { return appendDone(b, []uint64{6}) },
+			damage:  func(b []byte, offs []int) []byte { return appendDone(b, []uint64{17}) },
 			offset:  func(offs []int) int64 { return -1 },
 			wantErr: errBadMark,
+		},
+		{
+			name: "valid record with a seq out of order, then a sync mark naming it",
+			fx:   one,
+			file: seg1,
+			damage: func(b []byte, offs []int) []byte {
+				b = appendRecord(b, record{typ: recData, seq: 7, payload: []byte("x")})
+				return appendSynced(b, int64(len(b)))
+			},
+			offset:  func(offs []int) int64 { return -1 },
+			wantErr: errSequence,
+		},
+		{
+			name: "done-mark for a seq not yet written, then a sync mark naming it",
+			fx:   one,
+			file: seg1,
+			damage: func(b []byte, offs []int) []byte {
+				b = appendDone(b, []uint64{6})
+				return appendSynced(b, int64(len(b)))
+			},
+			offset:  func(offs []int) int64 { return -1 },
+			wantErr: errBadMark,
+		},
+		{
+			name:    "sync mark naming bytes past itself, in a segment that is not the last",
+			fx:      two,
+			file:    seg1,
+			damage:  func(b []byte, offs []int) []byte { return appendSynced(b, int64(len(b)+1)) },
+			offset:  func(offs []int) int64 { return -1 },
+			wantErr: errBadSynced,
 		},
 	}
 	for _, tt := range tests {

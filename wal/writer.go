@@ -42,7 +42,17 @@ type writer struct {
 	nextSeq  uint64 // Seq of the next data record
 	buf      []byte // encoded records not yet written to f
 	unsynced bool   // f has writes that are not fsynced
-	err      error  // sticky: once set, the log writes nothing more
+	// synced is the length of the active segment's records that its last
+	// completed fsync covered, and marked the length that the last sync
+	// mark (a synced record) written to it names. While synced > marked,
+	// the next write to the segment starts with a sync mark naming synced:
+	// it rides in a write that happens anyway, so it costs no fsync.
+	// Recovery trusts the segment up to the highest mark it finds and reads
+	// the rest as a possibly torn tail. With Config.NoSync no fsync ever
+	// completes, and synced stays at marked.
+	// Invariant: segHeaderLen <= marked <= synced <= the segment's size.
+	synced, marked int64
+	err            error // sticky: once set, the log writes nothing more
 }
 
 func (l *Log) active() *segment { return l.w.segs[len(l.w.segs)-1] }
@@ -178,17 +188,32 @@ func (l *Log) writeMarks(seqs []uint64, carried bool) error {
 
 // reserve makes room for a record of n bytes in the active segment: if it
 // would take the segment past SegmentBytes, it writes out l.w.buf and
-// rotates, unless the segment is still empty.
+// rotates, unless the segment is still empty. If the record is the first of
+// a write and a fsync of the segment completed since its last sync mark,
+// reserve puts a sync mark in l.w.buf ahead of it.
 func (l *Log) reserve(n int) error {
+	if l.markDue() {
+		n += syncedRecLen
+	}
 	used := l.active().size + int64(len(l.w.buf))
-	if used+int64(n) <= l.cfg.SegmentBytes || used == segHeaderLen {
-		return nil
+	if used+int64(n) > l.cfg.SegmentBytes && used != segHeaderLen {
+		if err := l.flush(); err != nil {
+			return err
+		}
+		if err := l.rotate(); err != nil {
+			return err
+		}
 	}
-	if err := l.flush(); err != nil {
-		return err
+	if l.markDue() { // false in a segment just started: nothing to mark
+		l.w.buf = appendSynced(l.w.buf, l.w.synced)
+		l.w.marked = l.w.synced
 	}
-	return l.rotate()
+	return nil
 }
+
+// markDue reports whether the next record starts a write, and a fsync
+// completed since the active segment's last sync mark.
+func (l *Log) markDue() bool { return len(l.w.buf) == 0 && l.w.synced > l.w.marked }
 
 // flush writes l.w.buf to the active segment at its size, and zeros ahead
 // of it when the records reach past the zeros written before.
@@ -244,6 +269,7 @@ func (l *Log) sync() error {
 	}
 	l.syncs.Add(1)
 	l.w.unsynced = false
+	l.w.synced = l.active().size
 	return nil
 }
 
@@ -312,6 +338,7 @@ func (l *Log) startSegment() error {
 	}
 	a.size = segHeaderLen
 	l.w.zeroEnd = segHeaderLen
+	l.w.synced, l.w.marked = segHeaderLen, segHeaderLen
 	l.w.unsynced = true
 	if err := l.zeroAhead(); err != nil {
 		return err

@@ -41,7 +41,7 @@ func (f *fakeBackend) Tx(context.Context, txid.ID, time.Duration) (api.TxResult,
 	return api.TxResult{}, errNotSet
 }
 
-func (f *fakeBackend) TxByIdempotencyKey(context.Context, string, time.Duration) (api.TxResult, error) {
+func (f *fakeBackend) TxByIdempotencyKey(context.Context, string, time.Duration, bool) (api.TxResult, error) {
 	return api.TxResult{}, errNotSet
 }
 

@@ -238,9 +238,9 @@ func joinNode(ctx context.Context, t *testing.T, c *chaos.Cluster, dir, id, via 
 	return p, base
 }
 
-// wireAnswer is what a node answered to one request: the status and, for an
+// httpAnswer is what a node answered to one request: the status and, for an
 // error, its code.
-type wireAnswer struct {
+type httpAnswer struct {
 	status int
 	code   string
 	body   string
@@ -248,7 +248,7 @@ type wireAnswer struct {
 
 // call sends one request to base, without the client's retries, so that the
 // node's own answer is seen.
-func call(ctx context.Context, t *testing.T, method, url, body string) wireAnswer {
+func call(ctx context.Context, t *testing.T, method, url, body string) httpAnswer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -258,7 +258,7 @@ func call(ctx context.Context, t *testing.T, method, url, body string) wireAnswe
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return wireAnswer{body: err.Error()}
+		return httpAnswer{body: err.Error()}
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -266,7 +266,7 @@ func call(ctx context.Context, t *testing.T, method, url, body string) wireAnswe
 		Error api.ErrorBody `json:"error"`
 	}
 	_ = json.Unmarshal(b, &e)
-	return wireAnswer{status: resp.StatusCode, code: e.Error.Code, body: string(b)}
+	return httpAnswer{status: resp.StatusCode, code: e.Error.Code, body: string(b)}
 }
 
 // numberOf submits one write to the node at base alone and returns the txid
@@ -592,10 +592,10 @@ func TestRemovedMember(t *testing.T) {
 		}
 	}
 	var held []txid.ID
-	put := func(i int) wireAnswer {
+	put := func(i int) httpAnswer {
 		return call(ctx, t, http.MethodPost, base+"/v1/tx?ack=accepted&timeout=2s", fmt.Sprintf(`{"idempotency_key":"held-%d","ops":[{"op":"put","key":"held/%d","value":%d}]}`, i, i, i))
 	}
-	hold := func(a wireAnswer) {
+	hold := func(a httpAnswer) {
 		var res api.TxResult
 		if err := json.Unmarshal([]byte(a.body), &res); err != nil || res.TxID == 0 {
 			t.Fatalf("202 without a txid: %s", a.body)
