@@ -36,7 +36,8 @@ import (
 //
 // Whatever the cause, a node whose number another member holds in the
 // registry answers writes with 503 node_number_clash (and /readyz 503) while
-// the clash lasts (see membership.clash).
+// the clash lasts (see membership.clash), and a node takes no write before
+// its own registration is in its registry and checked (membership.registered).
 
 // numberFile holds a data directory's txid node number, in decimal.
 const numberFile = "node.number"
@@ -50,13 +51,20 @@ const hwmFile = "txid.hwm"
 // holds the same one, and whether it was removed. The write path reads it
 // with atomics only.
 type membership struct {
-	number  atomic.Int32                  // 0 until known; then fixed
-	clash   atomic.Pointer[string]        // the member that holds our number too; nil: none
-	removed atomic.Bool                   // set once; never cleared
-	joinMu  sync.Mutex                    // serializes joinLocal's pick and registration (leader side)
-	setMu   sync.Mutex                    // serializes setNumber (joinLoop and registerLoop)
-	stop    chan error                    // capacity 1: a reason for Run to stop the node
-	gone    atomic.Pointer[chan struct{}] // closed when a removed node is done handing off
+	number  atomic.Int32           // 0 until known; then fixed
+	clash   atomic.Pointer[string] // the member that holds our number too; nil: none
+	removed atomic.Bool            // set once; never cleared
+	// registered is set once the local registry holds this node's entry with
+	// its number and checkClash has looked for a clash with it, or at once for
+	// a number unique by construction (byConstruction) or assigned by the
+	// leader; never cleared. Until then the node takes no writes: of two
+	// members that gave themselves the same --node-number, the later to
+	// register sees the clash before it issues a txid, so the two never issue
+	// txids at the same time.
+	registered atomic.Bool
+	joinMu     sync.Mutex // serializes joinLocal's pick and registration (leader side)
+	setMu      sync.Mutex // serializes setNumber (joinLoop and registerLoop)
+	stop       chan error // capacity 1: a reason for Run to stop the node
 }
 
 // writeErr returns why this node may not take a write now, or nil.
@@ -69,6 +77,9 @@ func (m *membership) writeErr() error {
 	}
 	if m.number.Load() == 0 {
 		return &api.Error{Code: api.CodeNotReady, Message: "joining: the cluster has not assigned this node a txid node number yet"}
+	}
+	if !m.registered.Load() {
+		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("txid node number %d is not in this node's copy of the node registry yet", m.number.Load())}
 	}
 	return nil
 }
@@ -90,7 +101,25 @@ func (n *Node) openNumber() error {
 		n.log.Info("no txid node number yet: the cluster assigns one at join")
 		return nil
 	}
-	return n.setNumber(num)
+	return n.setNumber(num, n.byConstruction(num))
+}
+
+// byConstruction reports whether num is the number the --cluster list gives
+// this node, which every initial member computes alike and no other member
+// takes: such a node need not wait for its registration before it takes
+// writes (membership.registered). A number from this node's --node-number
+// alone is not: another member may have given itself the same.
+func (n *Node) byConstruction(num int) bool {
+	for _, p := range n.cfg.Cluster {
+		if p.ID == n.cfg.ID && p.NodeNumber != 0 {
+			return p.NodeNumber == num
+		}
+	}
+	if len(n.cfg.Cluster) == 0 || n.cfg.NodeNumber != 0 {
+		return false
+	}
+	nums, err := bootstrapNumbers(n.cfg.Cluster, n.cfg.ID, 0)
+	return err == nil && nums[n.cfg.ID] == num
 }
 
 // resolveNumber returns the data directory's txid node number, or 0 when a
@@ -127,6 +156,15 @@ func (n *Node) resolveNumber() (int, error) {
 		nums, err := bootstrapNumbers(cfg.Cluster, cfg.ID, cfg.NodeNumber)
 		if err != nil {
 			return 0, err
+		}
+		if want := cfg.NodeNumber; want != 0 {
+			// The others compute their numbers without this node's flag.
+			others, _ := bootstrapNumbers(cfg.Cluster, "", 0)
+			for id, num := range others {
+				if id != cfg.ID && num == want {
+					return 0, fmt.Errorf("node number: --node-number %d is the number %s takes from --cluster; choose another, or give the numbers in --cluster (id=host:port@N)", want, id)
+				}
+			}
 		}
 		return nums[cfg.ID], nil
 	case cfg.Join != "":
@@ -195,7 +233,7 @@ func (n *Node) adoptNumber() {
 		n.stopWith(fmt.Errorf("node number: the cluster registered this node with txid node number %d, --node-number says %d", info.TxIDNode, want))
 		return
 	}
-	if err := n.setNumber(int(info.TxIDNode)); err != nil {
+	if err := n.setNumber(int(info.TxIDNode), true); err != nil {
 		n.stopWith(err)
 	}
 }
@@ -203,7 +241,9 @@ func (n *Node) adoptNumber() {
 // setNumber persists num as the data directory's node number and opens the
 // txid generator with it; from then on nodeNumber reports it. Once a number is
 // set, setting the same one again does nothing and another is an error.
-func (n *Node) setNumber(num int) error {
+// registered says that num is known to be free of clashes (by construction,
+// or registered by the leader), so writes need not wait for checkClash.
+func (n *Node) setNumber(num int, registered bool) error {
 	n.mem.setMu.Lock()
 	defer n.mem.setMu.Unlock()
 	if have := n.nodeNumber(); have != 0 {
@@ -220,6 +260,9 @@ func (n *Node) setNumber(num int) error {
 		return fmt.Errorf("open txid generator: %w", err)
 	}
 	n.ids = ids
+	if registered {
+		n.mem.registered.Store(true)
+	}
 	n.mem.number.Store(int32(num)) // after n.ids: the write path reads n.ids only once it sees a number
 	n.log.Info("txid node number", "node_number", num)
 	return nil

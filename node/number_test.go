@@ -152,6 +152,10 @@ func TestWriteErr(t *testing.T) {
 		t.Fatal("writeErr() without a number = nil; want not_ready")
 	}
 	m.number.Store(4)
+	if err := m.writeErr(); err == nil {
+		t.Fatal("writeErr() before the registration is seen = nil; want not_ready")
+	}
+	m.registered.Store(true)
 	if err := m.writeErr(); err != nil {
 		t.Fatalf("writeErr() = %v, want nil", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -67,7 +68,8 @@ func (n *Node) registerLoop() {
 
 // checkClash sets or clears the clash that makes this node refuse writes:
 // another member of the configuration registered with this node's txid node
-// number.
+// number. The first time it finds this node's own entry it also lets the node
+// take writes (membership.registered).
 func (n *Node) checkClash() {
 	num := n.nodeNumber()
 	if num == 0 {
@@ -88,6 +90,12 @@ func (n *Node) checkClash() {
 		return
 	}
 	holder := clashWith(n.cfg.ID, num, ids, nodes)
+	own := slices.ContainsFunc(nodes, func(e store.NodeInfo) bool { return e.ID == n.cfg.ID && int(e.TxIDNode) == num })
+	defer func() {
+		if own {
+			n.mem.registered.Store(true) // after the clash is stored
+		}
+	}()
 	prev := n.mem.clash.Load()
 	switch {
 	case holder != "" && (prev == nil || *prev != holder):
@@ -165,7 +173,7 @@ func (n *Node) joined(res api.JoinResult) error {
 	case have == 0 && res.NodeNumber == 0:
 		return fmt.Errorf("join via %s: the answer assigns no txid node number (an older leader?); give --node-number", n.cfg.Join)
 	case have == 0:
-		return n.setNumber(res.NodeNumber)
+		return n.setNumber(res.NodeNumber, true) // the leader registered it, clash-free
 	case have != res.NodeNumber:
 		return fmt.Errorf("join via %s: the cluster says this node holds txid node number %d, its data dir says %d", n.cfg.Join, res.NodeNumber, have)
 	}

@@ -76,7 +76,8 @@ func (n *Node) listed() (listed, known bool) {
 
 // askLeader asks the registered nodes for the leader, following their leader
 // hints, and reports the leader's HTTP base URL and whether its configuration
-// lacks this node. It reports "", false when no leader answered.
+// lacks this node. It reports "", false when no leader answered, or only one
+// whose commit index is below this node's.
 func (n *Node) askLeader() (base string, removed bool) {
 	var queue []string
 	for id, info := range n.peers.all() {
@@ -100,6 +101,11 @@ func (n *Node) askLeader() (base string, removed bool) {
 			continue
 		}
 		if st.State == "leader" && st.ID == st.LeaderID {
+			// A leader behind what this node knows is committed is a deposed
+			// one that has not noticed yet: its configuration may be old.
+			if st.CommitIndex < n.raft.Status().CommitIndex {
+				continue
+			}
 			return "http://" + addr, !slices.ContainsFunc(st.Members, func(m api.Member) bool { return m.ID == n.cfg.ID })
 		}
 		if st.LeaderHTTPAddr != "" {

@@ -379,7 +379,8 @@ func TestNodeNumbersBootstrap(t *testing.T) {
 }
 
 // TestNodeNumberBootstrapRefusals checks the starts refused before any state:
-// two members given the same number in --cluster.
+// two members given the same number in --cluster, and a --node-number that
+// another member takes from the --cluster list.
 func TestNodeNumberBootstrapRefusals(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -394,6 +395,17 @@ func TestNodeNumberBootstrapRefusals(t *testing.T) {
 		t.Fatal("a started with node number 3 given to a and b; want it refused")
 	}
 	if tail := p.LogTail(5); !strings.Contains(tail, "node number 3 given to both a and b") {
+		t.Fatalf("the refusal does not say why:\n%s", tail)
+	}
+	// A --node-number that another member takes from the list.
+	q := newNode(t, dir, "n1", "--raft-addr="+a, "--cluster=n1="+a+",n2="+b, "--node-number=2")
+	if err := q.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Wait(ctx); err == nil {
+		t.Fatal("n1 started with --node-number=2, n2's number by --cluster; want it refused")
+	}
+	if tail := q.LogTail(5); !strings.Contains(tail, "--node-number 2 is the number n2 takes from --cluster") {
 		t.Fatalf("the refusal does not say why:\n%s", tail)
 	}
 }
