@@ -36,6 +36,14 @@
 //   - ErrUnknownServer: the server ID is not a cluster member.
 //   - ErrStateMachine: the state machine failed to apply a committed entry;
 //     this server applies nothing more and must be restarted.
+//   - ErrNotApplied: the entry committed at an index the state machine had
+//     applied already, so it skipped it. Outcome unknown; never "applied".
+//
+// Open returns an *AmnesiaError (wrapping ErrAmnesia) when the Raft directory
+// holds less than the state machine applied from it: a lost or truncated log,
+// or a lost stable store (term and vote). Raft is not started; the server must
+// be removed from the cluster and join again with an empty directory
+// (amnesia.go).
 //
 // Apply also returns ctx's own error, not wrapped in ErrTimeout, when ctx was
 // done before the entry reached Raft: then nothing was proposed.

@@ -20,6 +20,9 @@ type StateMachine interface {
 	Apply(entries []store.Entry) ([]store.Result, error)
 	// AppliedIndex returns the index of the last entry applied, 0 when none.
 	AppliedIndex() uint64
+	// AppliedTerm returns the term of the entry at AppliedIndex, 0 when none.
+	// Open compares both with the Raft log and stable store (amnesia.go).
+	AppliedTerm() uint64
 	// Snapshot starts a point-in-time snapshot. The snapshot is written out on
 	// another goroutine while Apply goes on.
 	Snapshot() (*store.Snapshot, error)
@@ -43,6 +46,7 @@ type snapshot interface {
 type machine interface {
 	Apply(entries []store.Entry) ([]store.Result, error)
 	AppliedIndex() uint64
+	AppliedTerm() uint64
 	Snapshot() (snapshot, error)
 	Restore(r io.Reader) error
 }

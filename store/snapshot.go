@@ -135,7 +135,7 @@ func (db *DB) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return errors.Join(fmt.Errorf("restore %s: %w", db.path, err), db.resumeDurability())
 	}
-	if err := syncDir(filepath.Dir(db.path)); err != nil {
+	if err := db.cfg.syncDir(filepath.Dir(db.path)); err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
 	o, err := db.openBolt(db.path)
@@ -148,6 +148,7 @@ func (db *DB) Restore(r io.Reader) error {
 		db.bolt, db.idem, db.kv = nil, nil, nil
 	default:
 		db.bolt, db.idem, db.kv, db.dur = o.bolt, o.idem, o.kv, o.dur
+		db.appliedTerm.Store(o.st.term)
 		db.applied.Store(o.st.index)
 		db.committed.Store(o.st.index)
 	}
@@ -191,7 +192,7 @@ func (db *DB) dropSideFile() error {
 		if err := os.Remove(db.path + metaFileSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		return syncDir(filepath.Dir(db.path))
+		return db.cfg.syncDir(filepath.Dir(db.path))
 	})
 }
 
@@ -205,7 +206,7 @@ func (db *DB) resumeDurability() error {
 	if db.bolt == nil {
 		return ErrClosed
 	}
-	dur, err := newDurability(db.path, db.bolt.Info().PageSize)
+	dur, err := newDurability(db.path, db.bolt.Info().PageSize, db.cfg.syncDir)
 	if err == nil {
 		err = db.makeDurable(db.bolt, dur)
 	}
