@@ -15,13 +15,18 @@ import (
 // start as if new: bootstrap again, win a term the cluster already used, and
 // overwrite committed entries. The state machine (store.DB) records the index
 // and term of the last entry it applied, in the same transaction as the
-// entry's effects, and it only ever applies entries this node's log held
-// (or a snapshot installed from a leader, which raft records before the
-// state machine restores it). So at start:
+// entry's effects, and it only ever applies entries this node's log held,
+// or a snapshot installed from a leader, which raft records before the state
+// machine restores it. So at start:
 //
 //   - the log's last index, or the latest snapshot's, must reach the state
 //     machine's applied index, and where the log holds that index, its entry
-//     must have the applied term;
+//     must have the applied term. One exception: a checkpoint is sent to a
+//     follower as the leader's live state (checkpoint.go), which may be past
+//     the snapshot's index, and until the log catches up with it the state
+//     machine is ahead of both. That is a state machine whose applied index
+//     is the one it was restored at (RestoredIndex), with a snapshot at or
+//     below it: it holds the snapshot and nothing applied from the log since.
 //   - the stable store's current term must be at least every term the node
 //     has seen: the applied term, the log's last term and the snapshot's term
 //     (raft saves a new term before it appends an entry of it or votes in it).
@@ -29,6 +34,9 @@ import (
 // A node that fails either check refuses to start Raft (AmnesiaError). A
 // state machine with nothing applied passes: a new node, or one whose store
 // was lost (checkpoint.go refuses that one when a checkpoint says otherwise).
+//
+// What the checks cannot see: a follower restored from a live checkpoint that
+// acknowledged entries past it, applied none of them, and then lost its log.
 
 // ErrAmnesia is wrapped by every *AmnesiaError.
 var ErrAmnesia = errors.New("replication: raft state lost")
@@ -100,7 +108,8 @@ var (
 // checkAmnesia compares the state machine's last applied entry with the Raft
 // state in logs and snaps, and returns an *AmnesiaError when the Raft state
 // holds less (see the comment at the top of this file).
-func checkAmnesia(c Config, appliedIndex, appliedTerm uint64, logs logStore, snaps raft.SnapshotStore) error {
+func checkAmnesia(c Config, sm machine, logs logStore, snaps raft.SnapshotStore) error {
+	appliedIndex, appliedTerm, restored := sm.AppliedIndex(), sm.AppliedTerm(), sm.RestoredIndex()
 	if appliedIndex == 0 {
 		return nil
 	}
@@ -140,8 +149,10 @@ func checkAmnesia(c Config, appliedIndex, appliedTerm uint64, logs logStore, sna
 	if e.LastVoteTerm, err = stableUint64(logs, keyLastVoteTerm); err != nil {
 		return fmt.Errorf("check raft state in %s: last vote term: %w", c.Dir, err)
 	}
+	// Restored from a live checkpoint, and nothing applied since (see above).
+	live := restored == appliedIndex && e.SnapshotIndex > 0 && e.SnapshotIndex <= appliedIndex
 	switch {
-	case max(e.LastIndex, e.SnapshotIndex) < appliedIndex, e.TermAtApplied != 0:
+	case max(e.LastIndex, e.SnapshotIndex) < appliedIndex && !live, e.TermAtApplied != 0:
 		e.Missing = missingLog
 	case e.CurrentTerm < e.maxTerm():
 		e.Missing = missingStable

@@ -3,10 +3,14 @@ package replication
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -154,5 +158,97 @@ func deleteKeys(t *testing.T, path, bucket string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// memLogs is raft's in-memory log and stable store as a logStore.
+type memLogs struct{ *raft.InmemStore }
+
+func (memLogs) Close() error { return nil }
+
+// listedSnapshots is a snapshot store that only lists.
+type listedSnapshots struct{ list []*raft.SnapshotMeta }
+
+func (s listedSnapshots) List() ([]*raft.SnapshotMeta, error) { return s.list, nil }
+
+func (listedSnapshots) Create(raft.SnapshotVersion, uint64, uint64, raft.Configuration, uint64, raft.Transport) (raft.SnapshotSink, error) {
+	return nil, errors.New("not here")
+}
+
+func (listedSnapshots) Open(string) (*raft.SnapshotMeta, io.ReadCloser, error) {
+	return nil, nil, errors.New("not here")
+}
+
+// TestCheckAmnesia runs the start-up check on the numbers alone: a state
+// machine's applied entry (and restored index), a log of entries from first
+// to last (of term logTerm, but the one at applied, of term, or of termAt when
+// set), a snapshot and a current term.
+func TestCheckAmnesia(t *testing.T) {
+	tests := []struct {
+		name                      string
+		applied, term, restored   uint64
+		first, last, logTerm      uint64
+		termAt                    uint64
+		snapIndex, snapTerm, curr uint64
+		missing                   string
+	}{
+		{name: "new", curr: 0},
+		{name: "log reaches applied", applied: 10, term: 2, first: 1, last: 12, logTerm: 2, curr: 2},
+		{name: "log ends below applied", applied: 10, term: 2, first: 1, last: 5, logTerm: 2, curr: 2, missing: missingLog},
+		{name: "log empty, no snapshot", applied: 10, term: 2, curr: 2, missing: missingLog},
+		{name: "everything lost", applied: 10, term: 2, missing: missingLog},
+		{name: "snapshot covers applied", applied: 10, term: 2, snapIndex: 10, snapTerm: 2, curr: 2},
+		{name: "log after a snapshot", applied: 30, term: 3, first: 11, last: 40, logTerm: 3, snapIndex: 10, snapTerm: 2, curr: 3},
+		{name: "restored live checkpoint, log not caught up", applied: 12, term: 2, restored: 12, snapIndex: 10, snapTerm: 2, curr: 3},
+		{name: "restored, then applied past it, log lost", applied: 13, term: 2, restored: 12, snapIndex: 10, snapTerm: 2, curr: 3, missing: missingLog},
+		{name: "restored, snapshot lost", applied: 12, term: 2, restored: 12, curr: 3, missing: missingLog},
+		{name: "another entry at applied", applied: 10, term: 2, first: 1, last: 12, logTerm: 3, termAt: 3, curr: 3, missing: missingLog},
+		{name: "current term below applied term", applied: 10, term: 2, first: 1, last: 12, logTerm: 2, curr: 1, missing: missingStable},
+		{name: "current term below log term", applied: 10, term: 2, first: 1, last: 12, logTerm: 4, termAt: 2, curr: 3, missing: missingStable},
+		{name: "stable store lost", applied: 10, term: 2, first: 1, last: 12, logTerm: 2, missing: missingStable},
+		{name: "current term below snapshot term", applied: 10, term: 2, snapIndex: 10, snapTerm: 2, curr: 1, missing: missingStable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mem := raft.NewInmemStore()
+			for i := tt.first; i > 0 && i <= tt.last; i++ {
+				term := tt.logTerm
+				if i == tt.applied {
+					term = tt.term
+					if tt.termAt != 0 {
+						term = tt.termAt
+					}
+				}
+				if err := mem.StoreLog(&raft.Log{Index: i, Term: term, Type: raft.LogCommand}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.curr > 0 {
+				if err := mem.SetUint64(keyCurrentTerm, tt.curr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var snaps listedSnapshots
+			if tt.snapIndex > 0 {
+				snaps.list = []*raft.SnapshotMeta{{ID: "s", Index: tt.snapIndex, Term: tt.snapTerm}}
+			}
+			sm := &fakeMachine{applied: tt.applied, term: tt.term, restored: tt.restored}
+			err := checkAmnesia(Config{ID: "n1", Dir: "raft"}, sm, memLogs{mem}, snaps)
+			if tt.missing == "" {
+				if err != nil {
+					t.Fatalf("checkAmnesia() = %v, want nil", err)
+				}
+				return
+			}
+			ae, ok := errors.AsType[*AmnesiaError](err)
+			if !ok || ae.Missing != tt.missing {
+				t.Fatalf("checkAmnesia() = %v, want an AmnesiaError for the %s", err, tt.missing)
+			}
+			for _, s := range []string{tt.missing, "DELETE /v1/cluster/nodes/n1", "empty data directory"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Fatalf("error %q does not say %q", err, s)
+				}
+			}
+		})
 	}
 }

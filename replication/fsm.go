@@ -23,6 +23,10 @@ type StateMachine interface {
 	// AppliedTerm returns the term of the entry at AppliedIndex, 0 when none.
 	// Open compares both with the Raft log and stable store (amnesia.go).
 	AppliedTerm() uint64
+	// RestoredIndex returns the applied index of the snapshot stream the
+	// state machine was last restored from (Restore), 0 if never: while it
+	// equals AppliedIndex, the state is exactly that snapshot.
+	RestoredIndex() uint64
 	// Snapshot starts a point-in-time snapshot. The snapshot is written out on
 	// another goroutine while Apply goes on.
 	Snapshot() (*store.Snapshot, error)
@@ -47,6 +51,7 @@ type machine interface {
 	Apply(entries []store.Entry) ([]store.Result, error)
 	AppliedIndex() uint64
 	AppliedTerm() uint64
+	RestoredIndex() uint64
 	Snapshot() (snapshot, error)
 	Restore(r io.Reader) error
 }

@@ -25,6 +25,7 @@ type fakeMachine struct {
 	mu       sync.Mutex
 	applied  uint64
 	term     uint64 // of the entry at applied
+	restored uint64 // the applied index of the last Restore
 	entries  []store.Entry
 	maxBatch int
 	restores int
@@ -58,6 +59,12 @@ func (m *fakeMachine) AppliedIndex() uint64 {
 	return m.applied
 }
 
+func (m *fakeMachine) RestoredIndex() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.restored
+}
+
 func (m *fakeMachine) AppliedTerm() uint64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,6 +93,7 @@ func (m *fakeMachine) Restore(r io.Reader) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applied, m.term, m.entries = st.Applied, st.Term, st.Entries
+	m.restored = st.Applied
 	m.restores++
 	return nil
 }

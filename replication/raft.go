@@ -90,7 +90,7 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	}
 	snaps := checkpointStore{SnapshotStore: files, sm: sm, dir: snapDir, syncDir: c.syncDir}
 	// A server that forgot what it acknowledged must not start (amnesia.go).
-	if err := checkAmnesia(c, sm.AppliedIndex(), sm.AppliedTerm(), logs, snaps); err != nil {
+	if err := checkAmnesia(c, sm, logs, snaps); err != nil {
 		logs.Close()
 		return nil, err
 	}

@@ -192,6 +192,9 @@ type DB struct {
 	applied atomic.Uint64
 	// appliedTerm is the term of the entry at applied, stored before it.
 	appliedTerm atomic.Uint64
+	// restored is the applied index of the snapshot the file was last
+	// restored from (the meta bucket's restored key), 0 if never.
+	restored atomic.Uint64
 	// committed is the applied index of committed state, which the read
 	// methods see: applied, or less while Apply leaves a transaction open.
 	committed atomic.Uint64
@@ -249,6 +252,7 @@ func Open(path string, cfg Config) (*DB, error) {
 	db.appliedTerm.Store(o.st.term)
 	db.applied.Store(o.st.index)
 	db.committed.Store(o.st.index)
+	db.restored.Store(o.restored)
 	// Opening read the dedup records and the log records after kv_applied.
 	if err := db.ReleaseMemory(); err != nil {
 		db.logger.Warn("release memory after open", "err", err)
@@ -264,7 +268,9 @@ type opened struct {
 	idem *idemIndex
 	kv   *kvOverlay
 	st   appliedState
-	took time.Duration // to open the file and rebuild idem and kv
+	// restored is the meta bucket's restored index (readRestored).
+	restored uint64
+	took     time.Duration // to open the file and rebuild idem and kv
 }
 
 func (o opened) logAttrs(path string) []any {
@@ -297,6 +303,9 @@ func (db *DB) openBolt(path string) (opened, error) {
 	err = b.Update(func(tx *bolt.Tx) error {
 		var err error
 		if o.st, err = ensureSchema(tx); err != nil {
+			return err
+		}
+		if o.restored, err = readRestored(tx); err != nil {
 			return err
 		}
 		drop := &pageDropper{tx: tx}
@@ -571,6 +580,13 @@ func (db *DB) AppliedIndex() uint64 { return db.applied.Load() }
 // database. Between Applies the two agree; replication compares them with its
 // Raft log at start. It does not touch the disk.
 func (db *DB) AppliedTerm() uint64 { return db.appliedTerm.Load() }
+
+// RestoredIndex returns the applied index of the snapshot stream the file was
+// last restored from (Restore), 0 if it never was. While AppliedIndex equals
+// it, the store holds exactly that snapshot and nothing applied since, which
+// may be past the index raft recorded for the snapshot (a checkpoint is sent
+// as the leader's live state). It does not touch the disk.
+func (db *DB) RestoredIndex() uint64 { return db.restored.Load() }
 
 // view runs fn in a bbolt read transaction.
 func (db *DB) view(fn func(*bolt.Tx) error) error {

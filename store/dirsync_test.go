@@ -147,6 +147,21 @@ func TestDirSyncsRestore(t *testing.T) {
 	if got := b.AppliedTerm(); got != 3 {
 		t.Fatalf("AppliedTerm() after Restore = %d, want 3", got)
 	}
+	if got := b.RestoredIndex(); got != 2 {
+		t.Fatalf("RestoredIndex() after Restore = %d, want 2", got)
+	}
+	applyOK(t, b, txEntry(3, 8, "", put("k", `3`)))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err = Open(filepath.Join(dir, "state.db"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if got, applied := b.RestoredIndex(), b.AppliedIndex(); got != 2 || applied != 3 {
+		t.Fatalf("after reopen RestoredIndex, AppliedIndex = %d, %d, want 2, 3", got, applied)
+	}
 }
 
 // TestAppliedTerm checks that the store reports the term of its last applied
