@@ -31,7 +31,9 @@ import (
 //     has seen: the applied term, the log's last term and the snapshot's term
 //     (raft saves a new term before it appends an entry of it or votes in it).
 //
-// A node that fails either check refuses to start Raft (AmnesiaError). A
+// A node that fails either check refuses to start Raft (AmnesiaError), whose
+// message says how to recover: the member is removed, and joins again as a
+// new one, with no Raft state and no store (it receives the leader's). A
 // state machine with nothing applied passes: a new node, or one whose store
 // was lost (checkpoint.go refuses that one when a checkpoint says otherwise).
 //
@@ -75,8 +77,9 @@ func (e *AmnesiaError) Error() string {
 	return fmt.Sprintf("%v: %s in %s: the state machine applied index %d (term %d) but %s; "+
 		"a server that forgot its log or its vote must not vote. "+
 		"Recover: remove %q from the cluster (DELETE /v1/cluster/nodes/%s on another member), "+
-		"then start it again with an empty data directory and --join",
-		ErrAmnesia, e.Missing, e.Dir, e.AppliedIndex, e.AppliedTerm, what, e.ID, e.ID)
+		"delete %s and the store (state.db, state.db.meta) from its data directory, keeping wal/ "+
+		"(the writes it accepted and may still replay), and start it again with --join instead of --cluster",
+		ErrAmnesia, e.Missing, e.Dir, e.AppliedIndex, e.AppliedTerm, what, e.ID, e.ID, e.Dir)
 }
 
 func (e *AmnesiaError) Unwrap() error { return ErrAmnesia }

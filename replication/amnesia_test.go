@@ -244,7 +244,7 @@ func TestCheckAmnesia(t *testing.T) {
 			if !ok || ae.Missing != tt.missing {
 				t.Fatalf("checkAmnesia() = %v, want an AmnesiaError for the %s", err, tt.missing)
 			}
-			for _, s := range []string{tt.missing, "DELETE /v1/cluster/nodes/n1", "empty data directory"} {
+			for _, s := range []string{tt.missing, "DELETE /v1/cluster/nodes/n1", "--join instead of --cluster"} {
 				if !strings.Contains(err.Error(), s) {
 					t.Fatalf("error %q does not say %q", err, s)
 				}

@@ -161,6 +161,61 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 		}
 	}
 	t.Logf("%s refused (%s lost); %d writes, %d acknowledged, all in the logs of %v", victim, missing, len(results), acked, healthy)
+
+	// The recovery the refusal names: remove the member, empty its data
+	// directory (but for the intake WAL and the txid reservation, which
+	// carry its unresolved writes and its txids), and start it with --join.
+	cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(healthy[0]), c.URL(healthy[1])}})
+	if err := cl.Remove(ctx, victim); err != nil {
+		t.Fatalf("Remove(%s) = %v", victim, err)
+	}
+	old := c.Node(victim)
+	if err := c.Stop(ctx, victim); err != nil {
+		t.Fatalf("Stop(%s) = %v", victim, err)
+	}
+	for _, name := range []string{"raft", "state.db", "state.db.meta"} {
+		if err := os.RemoveAll(filepath.Join(old.DataDir(), name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var args []string
+	for _, a := range old.Args() {
+		if strings.HasPrefix(a, "--cluster=") {
+			a = "--join=" + c.URL(healthy[0])
+		}
+		args = append(args, a)
+	}
+	logDir := t.TempDir()
+	p, err := chaos.NewProcess(chaos.ProcessConfig{ID: victim, Bin: txlogdBin, Args: args, DataDir: old.DataDir(), LogDir: logDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- %s (rejoined) log tail:\n%s", victim, p.LogTail(40))
+		}
+		p.Kill()
+	})
+	if _, err := p.HTTPAddr(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(ctx, t, victim+" rejoined as a voter", func() bool {
+		st, err := cl.ClusterFrom(ctx, c.URL(healthy[0]))
+		if err != nil {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.ID == victim && m.Suffrage == "voter" {
+				return true
+			}
+		}
+		return false
+	})
+	checkSettledOn(ctx, t, c, append(healthy, victim), results)
+	t.Logf("%s removed, emptied and rejoined: its log matches", victim)
 }
 
 // wantRefusal checks an answer of a node that refused to start Raft: 503
@@ -176,7 +231,7 @@ func wantRefusal(t *testing.T, what string, code int, body []byte, wantCode, mis
 	if code != http.StatusServiceUnavailable || e.Error.Code != wantCode {
 		t.Fatalf("%s = %d %s, want 503 %s", what, code, body, wantCode)
 	}
-	for _, s := range []string{missing, "applied index", "DELETE /v1/cluster/nodes/", "empty data directory"} {
+	for _, s := range []string{missing, "applied index", "DELETE /v1/cluster/nodes/", "--join instead of --cluster"} {
 		if !strings.Contains(e.Error.Message, s) {
 			t.Fatalf("%s: message %q does not say %q", what, e.Error.Message, s)
 		}
