@@ -16,7 +16,7 @@ import (
 //
 //	<data dir>/raft/             mkdirSynced, in Open: fsyncs <data dir>
 //	raft/wal/, raft/snapshots/   mkdirSynced, in Open: fsyncs raft/
-//	raft/wal/wal-meta.db         raft-wal: created as a temporary file, renamed, raft/ wal/ fsynced
+//	raft/wal/wal-meta.db         raft-wal: created under a temporary name, renamed, raft/wal/ fsynced
 //	raft/wal/*.wal               zeroFile.Sync: the segment's first sync fsyncs raft/wal/
 //	raft/wal/recycle.old         zeroFS.Delete: fsyncs raft/wal/ after the rename or remove
 //	raft/snapshots/<id>.tmp/*    syncedSink.Close: fsyncs the snapshot's directory before raft renames it

@@ -1,7 +1,8 @@
 // Package replication replicates the txlog state machine with Raft.
 //
-// It owns everything about Raft: the hashicorp/raft node, its bbolt log and
-// stable store (raft.db, fsynced on every write), its snapshot store
+// It owns everything about Raft: the hashicorp/raft node, its log and stable
+// store (raft-wal in wal/, or raft-boltdb's raft.db; fsynced on every write,
+// their directories too: dirsync.go), its snapshot store
 // (snapshots/, the latest two kept: checkpoint markers of a state machine that
 // keeps its state durably, see checkpoint.go), the TCP transport, the FSM glue that hands
 // committed entries to the state machine (a store.DB) in batches, membership,
