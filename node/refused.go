@@ -44,7 +44,7 @@ func (b refusedBackend) Tx(context.Context, txid.ID, time.Duration) (api.TxResul
 	return api.TxResult{}, b.err
 }
 
-func (b refusedBackend) TxByIdempotencyKey(context.Context, string, time.Duration) (api.TxResult, error) {
+func (b refusedBackend) TxByIdempotencyKey(context.Context, string, time.Duration, bool) (api.TxResult, error) {
 	return api.TxResult{}, b.err
 }
 
