@@ -90,6 +90,9 @@ const (
 	CodeRemoved         = "removed"
 	// CodeIdempotencyKeyReused: the key names another transaction (422).
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeRaftStateLost: the node lost its Raft log or its saved term and vote
+	// while keeping its store, so it does not run Raft; nothing was done.
+	CodeRaftStateLost = "raft_state_lost"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -121,6 +124,7 @@ var codes = map[string]struct {
 	CodeRemoved:          {http.StatusServiceUnavailable, ErrRemoved},
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
+	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
 }
 
 // sentinelCodes lists the codes that have a sentinel, sorted, so that an error
@@ -184,7 +188,7 @@ func codeError(b ErrorBody) error {
 // carry it out.
 func retryableCode(code string) bool {
 	switch code {
-	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRemoved, CodeNodeNumberClash:
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash:
 		return true
 	}
 	return false

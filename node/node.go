@@ -41,6 +41,10 @@ type Node struct {
 	voterChecks sync.Map // base URL → *voterChecks, ack=all's coalesced checks (ackall.go)
 	intake      *intake
 	park        parker // nil without --redis-addr
+	// refused is set when replication refused to start Raft because its
+	// directory holds less than the store applied (refused.go); raft is nil
+	// then, and the node serves only refusals.
+	refused *replication.AmnesiaError
 
 	fwd forwarding // grouped forwarding to the leader (forward.go)
 	mem membership // node number, clash and removal (number.go, removed.go)
@@ -56,7 +60,11 @@ type Node struct {
 
 // Open opens a node's parts in order: the data directory, the txid generator, the
 // store, Raft and the HTTP listener. It does not serve yet; call Run.
-func Open(cfg Config) (*Node, error) {
+func Open(cfg Config) (*Node, error) { return open(cfg, syncDir) }
+
+// open is Open with the directory fsync as a parameter, which tests record
+// (dirsync_test.go).
+func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -66,7 +74,7 @@ func Open(cfg Config) (*Node, error) {
 		log: cfg.Logger.With("component", "node"),
 	}
 	n.life, n.endLife = context.WithCancel(context.Background())
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := mkdirSynced(cfg.DataDir, 0o755, syncDir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
 	ok := false
@@ -116,8 +124,17 @@ func Open(cfg Config) (*Node, error) {
 
 		SerialLeaderAppend: cfg.RaftSerialAppend,
 	}, n.db)
-	if err != nil {
+	if ae, ok := errors.AsType[*replication.AmnesiaError](err); ok {
+		n.raft, n.refused = nil, ae
+		n.log.Error("raft state lost: not starting raft; this node answers 503 raft_state_lost until it is recovered",
+			append(ae.LogAttrs(), "err", ae)...)
+	} else if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	// Whatever the parts created in the data dir is durable before the node
+	// serves (dirsync.go).
+	if err := syncDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	n.peers = newPeerBook(n.db)
 
@@ -131,10 +148,14 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.client = api.NewClient(api.ClientConfig{})
 	n.streams = api.NewStreams(n.client)
+	var backend api.Backend = n
+	if n.refused != nil {
+		backend = newRefusedBackend(n.refused)
+	}
 	n.api = api.NewServer(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Logger:       cfg.Logger,
-	}, n)
+	}, backend)
 	n.srv = &http.Server{
 		Handler:           n.api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -186,18 +207,9 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	n.log.Info("http listening", "addr", n.ln.Addr().String(), "raft_addr", n.cfg.RaftAddr, "data_dir", n.cfg.DataDir)
-	n.wg.Go(n.registerLoop)
-	n.wg.Go(n.replayLoop)
-	n.wg.Go(n.releaseLoop)
-	if n.park != nil {
-		n.wg.Go(n.drainLoop)
-	} else {
-		n.log.Info("no redis configured: parking uses the intake wal alone")
+	if n.refused == nil {
+		n.runLoops()
 	}
-	if n.cfg.Join != "" {
-		n.wg.Go(n.joinLoop)
-	}
-	n.wg.Go(n.removalLoop)
 
 	var err error
 	select {
@@ -214,6 +226,22 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(err, n.Close())
+}
+
+// runLoops starts the background loops of a node that runs Raft.
+func (n *Node) runLoops() {
+	n.wg.Go(n.registerLoop)
+	n.wg.Go(n.replayLoop)
+	n.wg.Go(n.releaseLoop)
+	if n.park != nil {
+		n.wg.Go(n.drainLoop)
+	} else {
+		n.log.Info("no redis configured: parking uses the intake wal alone")
+	}
+	if n.cfg.Join != "" {
+		n.wg.Go(n.joinLoop)
+	}
+	n.wg.Go(n.removalLoop)
 }
 
 // Close shuts the node down: it hands leadership over if it is the leader, stops
