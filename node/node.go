@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
@@ -60,10 +61,20 @@ type Node struct {
 
 // Open opens a node's parts in order: the data directory, the txid generator, the
 // store, Raft and the HTTP listener. It does not serve yet; call Run.
-func Open(cfg Config) (*Node, error) { return open(cfg, syncDir) }
+func Open(cfg Config) (*Node, error) { return open(cfg, dirsync.Sync) }
 
 // open is Open with the directory fsync as a parameter, which tests record
 // (dirsync_test.go).
+//
+// The data directory's entries. Each part makes the names it creates durable
+// in their directory (the store: state.db, state.db.meta; replication:
+// raft/ and everything under it; wal: wal/; txid: txid.hwm). Open makes the
+// data directory's own name durable in its parent when it creates it, and
+// fsyncs the data directory once more after every part is open, before the
+// node serves anything: whatever a part created in it is then durable
+// whichever part forgot to. http.addr, written by Run, is informational (it
+// tells tests and tools the bound port) and is not fsynced: a node that
+// restarts writes it again.
 func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -74,7 +85,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		log: cfg.Logger.With("component", "node"),
 	}
 	n.life, n.endLife = context.WithCancel(context.Background())
-	if err := mkdirSynced(cfg.DataDir, 0o755, syncDir); err != nil {
+	if err := dirsync.MkdirAll(cfg.DataDir, 0o755, syncDir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
 	ok := false

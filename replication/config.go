@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/txlog/txlog/dirsync"
 )
 
 // Defaults for Config. The timeouts suit a LAN, where a round trip takes well
@@ -147,7 +149,7 @@ func (c Config) withDefaults() Config {
 		}
 	}
 	if c.syncDir == nil {
-		c.syncDir = syncDir
+		c.syncDir = dirsync.Sync
 	}
 	c.Bootstrap = append([]Server(nil), c.Bootstrap...)
 	return c

@@ -62,4 +62,23 @@
 // Raft futures take a timeout, not a ctx, and their timeout bounds only the
 // enqueueing. raftTimeout converts a ctx's deadline in one place; await then
 // waits for the future, ctx or Close.
+//
+// Directory fsyncs. A new, renamed or removed name survives a power loss only
+// once its directory is fsynced (POSIX; ext4's journal usually hides the
+// difference, XFS and ext4 without a journal do not). Every directory this
+// package creates is made durable in its parent before Open returns, so
+// before anything raft writes in it (the bootstrap configuration, a term, a
+// vote, an appended entry) can be acknowledged:
+//
+//	<data dir>/raft/             mkdirSynced, in Open: fsyncs <data dir>
+//	raft/wal/, raft/snapshots/   mkdirSynced, in Open: fsyncs raft/
+//	raft/wal/wal-meta.db         raft-wal: created under a temporary name, renamed, raft/wal/ fsynced
+//	raft/wal/*.wal               zeroFile.Sync: the segment's first sync fsyncs raft/wal/
+//	raft/wal/recycle.old         zeroFS.Delete: fsyncs raft/wal/ after the rename or remove
+//	raft/snapshots/<id>.tmp/*    syncedSink.Close: fsyncs the snapshot's directory before raft renames it
+//	raft/snapshots/<id>/         raft's FileSnapshotSink.Close: fsyncs raft/snapshots/ after the rename
+//	raft/raft.db                 raft-boltdb (--raft-log=boltdb): bbolt's own create, then Open fsyncs raft/
+//
+// Config.syncDir (dirsync.Sync by default) lets a test record the fsyncs in
+// order (dirsync_test.go).
 package replication

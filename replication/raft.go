@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/txlog/txlog/dirsync"
 )
 
 const (
@@ -71,11 +73,11 @@ func open(cfg Config, sm machine) (*Raft, error) {
 
 	// Every directory's name is durable before raft writes anything in it
 	// (dirsync.go): raft/ in the data dir, wal/ and snapshots/ in raft/.
-	if err := mkdirSynced(c.Dir, c.syncDir); err != nil {
+	if err := dirsync.MkdirAll(c.Dir, 0o700, c.syncDir); err != nil {
 		return nil, fmt.Errorf("open raft dir: %w", err)
 	}
 	snapDir := filepath.Join(c.Dir, "snapshots")
-	if err := mkdirSynced(snapDir, c.syncDir); err != nil {
+	if err := dirsync.MkdirAll(snapDir, 0o700, c.syncDir); err != nil {
 		return nil, fmt.Errorf("open snapshot store in %s: %w", c.Dir, err)
 	}
 	logs, err := openLogStore(c, hlog)
@@ -178,7 +180,7 @@ const (
 // fdatasync per append; it has no NoSync).
 func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 	if c.syncDir == nil {
-		c.syncDir = syncDir // c comes without defaults from some tests
+		c.syncDir = dirsync.Sync // c comes without defaults from some tests
 	}
 	// A Dir made with one kind must not be opened with the other: the empty
 	// store would look like a new server, and a static bootstrap would run again.
@@ -196,7 +198,7 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 	switch c.LogStore {
 	case LogStoreWAL:
 		dir := filepath.Join(c.Dir, "wal")
-		if err := mkdirSynced(dir, c.syncDir); err != nil {
+		if err := dirsync.MkdirAll(dir, 0o700, c.syncDir); err != nil {
 			return nil, fmt.Errorf("open raft log %s: %w", dir, err)
 		}
 		// raft-wal's Close leaves its meta store open (v0.4.0): own it, so a

@@ -11,6 +11,8 @@ import (
 
 	rwfs "github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/txlog/txlog/dirsync"
 )
 
 // zeroFS is raft-wal's file system with segment files written full of zeros
@@ -72,7 +74,7 @@ const (
 // newZeroFS returns the file system for a raft-wal log in dir. onPrepare, if
 // not nil, is told the outcome of each spare's preparation.
 func newZeroFS(dir string, onPrepare func(error)) *zeroFS {
-	z := &zeroFS{FS: rwfs.New(), dir: dir, onPrepare: onPrepare, syncDir: syncDir}
+	z := &zeroFS{FS: rwfs.New(), dir: dir, onPrepare: onPrepare, syncDir: dirsync.Sync}
 	// A spare from an earlier run is used if it is whole; a temporary one is not.
 	os.Remove(filepath.Join(dir, spareTmp))
 	if fi, err := os.Stat(filepath.Join(dir, spareName)); err == nil && fi.Mode().IsRegular() {

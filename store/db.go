@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/txid"
 	bolt "go.etcd.io/bbolt"
 )
@@ -154,7 +155,7 @@ func (c Config) withDefaults() Config {
 		c.KVFlushStepKeys = DefaultKVFlushStepKeys
 	}
 	if c.syncDir == nil {
-		c.syncDir = syncDir
+		c.syncDir = dirsync.Sync
 	}
 	return c
 }

@@ -2,99 +2,25 @@ package store
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/txlog/txlog/dirsync/dirsynctest"
 )
-
-// dirRecorder records the directory fsyncs made through it, in order, each
-// with the names its directory held when it was fsynced: what a power loss
-// keeps of that directory, under POSIX rules, once the fsync returned.
-type dirRecorder struct {
-	mu     sync.Mutex
-	events []dirEvent
-}
-
-type dirEvent struct {
-	dir   string
-	names map[string]bool
-}
-
-func (r *dirRecorder) sync(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	names := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		names[e.Name()] = true
-	}
-	if err := syncDir(dir); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, dirEvent{dir: filepath.Clean(dir), names: names})
-	return nil
-}
-
-// first returns the position of the first fsync of dir that covered name, or
-// -1 when none did.
-func (r *dirRecorder) first(dir, name string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, e := range r.events {
-		if e.dir == filepath.Clean(dir) && e.names[name] {
-			return i
-		}
-	}
-	return -1
-}
-
-// last returns the names dir held at its last recorded fsync, nil if none.
-func (r *dirRecorder) last(dir string) map[string]bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := len(r.events) - 1; i >= 0; i-- {
-		if r.events[i].dir == filepath.Clean(dir) {
-			return r.events[i].names
-		}
-	}
-	return nil
-}
-
-// wantDurable fails unless each of names was in dir at a recorded fsync of
-// it, in the order given: name i first covered before name i+1 (each pair is
-// (dir, name)).
-func (r *dirRecorder) wantInOrder(t *testing.T, pairs ...[2]string) {
-	t.Helper()
-	prev := -1
-	for _, p := range pairs {
-		at := r.first(p[0], p[1])
-		if at < 0 {
-			t.Fatalf("no fsync of %s covered %s", p[0], p[1])
-		}
-		if at < prev {
-			t.Fatalf("%s/%s made durable at fsync #%d, after the entry that depends on it (#%d)", p[0], p[1], at, prev)
-		}
-		prev = at
-	}
-}
 
 // TestDirSyncsOpen opens a new store and checks that state.db and its side
 // file were in a fsync of their directory before Open returned (after it,
 // Apply's results are answered, and commits rely on the side file).
 func TestDirSyncsOpen(t *testing.T) {
-	rec := &dirRecorder{}
+	rec := &dirsynctest.Recorder{}
 	dir := t.TempDir()
-	db, err := Open(filepath.Join(dir, "state.db"), Config{syncDir: rec.sync})
+	db, err := Open(filepath.Join(dir, "state.db"), Config{syncDir: rec.Sync})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rec.wantInOrder(t, [2]string{dir, "state.db"}, [2]string{dir, "state.db" + metaFileSuffix})
+	rec.WantInOrder(t, [2]string{dir, "state.db"}, [2]string{dir, "state.db" + metaFileSuffix})
 	applyOK(t, db, txEntry(1, 1, "", put("k", `1`)))
 }
 
@@ -119,9 +45,9 @@ func TestDirSyncsRestore(t *testing.T) {
 	}
 	s.Release()
 
-	rec := &dirRecorder{}
+	rec := &dirsynctest.Recorder{}
 	dir := t.TempDir()
-	b, err := Open(filepath.Join(dir, "state.db"), Config{syncDir: rec.sync})
+	b, err := Open(filepath.Join(dir, "state.db"), Config{syncDir: rec.Sync})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +56,7 @@ func TestDirSyncsRestore(t *testing.T) {
 	if err := b.Restore(&buf); err != nil {
 		t.Fatal(err)
 	}
-	names := rec.last(dir)
+	names := rec.Last(dir)
 	for _, want := range []string{"state.db", "state.db" + metaFileSuffix} {
 		if !names[want] {
 			t.Fatalf("after Restore, the last fsync of the directory did not hold %s: %v", want, names)

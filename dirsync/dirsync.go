@@ -1,0 +1,61 @@
+// Package dirsync makes directory entries durable. A new, renamed or removed
+// name survives a power loss only once its directory is fsynced (POSIX; ext4's
+// journal usually hides a missing fsync, XFS and ext4 without a journal do
+// not). The packages that create files on a node's data directory (store,
+// replication, node) call it, each with a func(dir string) error seam that
+// tests replace with dirsynctest.Recorder to check the order of the fsyncs.
+//
+// It imports nothing from txlog. wal and txid keep their own file-system seams
+// (wal.FS, txid's markFS), which cover their files' writes as well.
+package dirsync
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Sync fsyncs the directory dir.
+func Sync(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// MkdirAll creates dir and any missing parents with perm, as os.MkdirAll
+// does, and fsyncs the parent of each directory it creates with sync, the
+// deepest last. A dir that exists already is left as it is: its entry was made
+// durable when it was created (by an earlier run of the same code, or by
+// whoever made it).
+func MkdirAll(dir string, perm os.FileMode, sync func(dir string) error) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("mkdir %s: not a directory", dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := MkdirAll(parent, perm, sync); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("mkdir %s: %w", dir, err)
+	}
+	return sync(parent)
+}
