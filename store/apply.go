@@ -198,6 +198,8 @@ const appendFillPercent = 0.95
 // applier applies entries inside one bbolt write transaction.
 type applier struct {
 	meta, log, txs, dedupTime, kv, nodes *bolt.Bucket
+	btx                                  *bolt.Tx
+	leases                               *bolt.Bucket // nil until a lease command creates it (lease.go)
 
 	idem    *idemBatch // the idempotency index with this batch's changes
 	keyOf   keyOfFunc  // reads a record's idempotency key for idem
@@ -230,6 +232,8 @@ func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, erro
 		dedupTime:      btx.Bucket(bucketDedupTime),
 		kv:             btx.Bucket(bucketKV),
 		nodes:          btx.Bucket(bucketNodes),
+		btx:            btx,
+		leases:         btx.Bucket(bucketLeases),
 		idem:           idem,
 		overlay:        overlay,
 		st:             st,
@@ -283,6 +287,12 @@ func (a *applier) apply(e Entry) (Result, error) {
 		a.observe(c.Time)
 		a.nodesChanged = true
 		return Result{Kind: c.Kind}, a.nodes.Put([]byte(n.ID), bytes.Clone(c.Payload))
+	case KindLease:
+		lc, err := DecodeLeaseCommand(c.Payload)
+		if err != nil {
+			return Result{Kind: c.Kind, Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
+		}
+		return a.applyLease(e, c, lc)
 	}
 	// DecodeCommand rejects other kinds.
 	return Result{}, fmt.Errorf("command kind %d", c.Kind)
@@ -326,7 +336,15 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 		Term:           e.Term,
 		Time:           c.Time,
 	}
-	writes, conflict, err := a.evaluate(tx.Ops)
+	var writes []pending
+	var conflict *Conflict
+	var err error
+	if tx.Fence != nil { // the one cost of fences to a transaction without one
+		conflict, err = a.fenceConflict(tx.Fence)
+	}
+	if conflict == nil && err == nil {
+		writes, conflict, err = a.evaluate(tx.Ops)
+	}
 	if err != nil {
 		return Result{}, err
 	}
