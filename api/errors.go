@@ -106,6 +106,9 @@ var codes = map[string]struct {
 	CodeInternal:         {http.StatusInternalServerError, nil},
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
+
+	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
+	CodeFenced:    {http.StatusConflict, nil},
 }
 
 // sentinelCodes lists the codes that have a sentinel, sorted, so that an error

@@ -335,7 +335,8 @@ func (a *applier) fenceConflict(f *Fence) (*Conflict, error) {
 	return &Conflict{Fence: f.Lease, Expected: f.Token, Actual: actual}, nil
 }
 
-// Lease returns the lease name as recorded, expired or not (the caller
+// Lease returns the lease name as recorded by the last Apply (with
+// Config.CommitInterval, in the transaction Apply left open), expired or not (the caller
 // judges expiry against its clock or MaxTime), or ErrLeaseNotFound when it
 // is free.
 func (db *DB) Lease(name string) (Lease, error) {
@@ -351,7 +352,7 @@ func (db *DB) Lease(name string) (Lease, error) {
 		}
 		var err error
 		l, err = decodeLease(name, v) // copies what it keeps
-		return false, err
+		return true, err              // a lease changes in place: read the open transaction too
 	})
 	return l, err
 }

@@ -425,3 +425,34 @@ func TestFenceChangesSameTx(t *testing.T) {
 		t.Fatalf("SameTx: other token %v (want false), same fence %v (want true)", SameTx(a, b), SameTx(a, c))
 	}
 }
+
+// TestLeaseReadsOpenTransaction: with Config.CommitInterval the reads see
+// what the last Apply did to a lease, committed or not.
+func TestLeaseReadsOpenTransaction(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "state.db"), Config{NoSync: true, CommitInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	leaseOut(t, db, leaseEntry(1, t0, acquire("l", "a", time.Minute)))
+	if err := db.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	leaseOut(t, db, leaseEntry(2, t0+sec, renew("l", "a", 1, time.Minute)))
+	if l, err := db.Lease("l"); err != nil || l.Renewed != t0+sec {
+		t.Fatalf("Lease() after an uncommitted renewal = %+v, %v", l, err)
+	}
+	if ls, err := db.Leases(); err != nil || len(ls) != 1 || ls[0].Renewed != t0+sec {
+		t.Fatalf("Leases() after an uncommitted renewal = %+v, %v", ls, err)
+	}
+	if mt, err := db.MaxTime(); err != nil || mt != t0+sec {
+		t.Fatalf("MaxTime() = %d, %v; want t0+1s", mt, err)
+	}
+	leaseOut(t, db, leaseEntry(3, t0+sec, release("l", "a", 1)))
+	if l, err := db.Lease("l"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Lease() after an uncommitted release = %+v, %v; want ErrNotFound", l, err)
+	}
+	if ls, err := db.Leases(); err != nil || len(ls) != 0 {
+		t.Fatalf("Leases() after an uncommitted release = %+v, %v", ls, err)
+	}
+}
