@@ -199,7 +199,10 @@ const appendFillPercent = 0.95
 type applier struct {
 	meta, log, txs, dedupTime, kv, nodes *bolt.Bucket
 	btx                                  *bolt.Tx
-	leases                               *bolt.Bucket // nil until a lease command creates it (lease.go)
+	// leases is the leases bucket once a lease command or a fence looked it
+	// up (leasesRead), nil if there is none: a plain write never does.
+	leases     *bolt.Bucket
+	leasesRead bool
 
 	idem    *idemBatch // the idempotency index with this batch's changes
 	keyOf   keyOfFunc  // reads a record's idempotency key for idem
@@ -233,7 +236,6 @@ func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, erro
 		kv:             btx.Bucket(bucketKV),
 		nodes:          btx.Bucket(bucketNodes),
 		btx:            btx,
-		leases:         btx.Bucket(bucketLeases),
 		idem:           idem,
 		overlay:        overlay,
 		st:             st,

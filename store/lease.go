@@ -234,9 +234,12 @@ func addTime(t int64, d time.Duration) int64 {
 	return t + int64(d)
 }
 
-// leases returns the leases bucket, creating it when create is set; nil if
+// leaseBucket returns the leases bucket, creating it when create is set; nil if
 // it does not exist and create is not set.
 func (a *applier) leaseBucket(create bool) (*bolt.Bucket, error) {
+	if !a.leasesRead {
+		a.leases, a.leasesRead = a.btx.Bucket(bucketLeases), true
+	}
 	if a.leases != nil || !create {
 		return a.leases, nil
 	}
