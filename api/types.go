@@ -122,6 +122,7 @@ type LogEntry struct {
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	Time           time.Time         `json:"time"` // the leader-stamped time of the entry
 	Ops            []Op              `json:"ops"`
+	Fence          *Fence            `json:"fence,omitempty"`
 	Status         string            `json:"status"`
 	Conflict       *Conflict         `json:"conflict,omitempty"`
 	Versions       map[string]uint64 `json:"versions,omitempty"`

@@ -90,10 +90,18 @@ func fromLogRecord(r store.LogRecord) api.LogEntry {
 		IdempotencyKey: r.IdempotencyKey,
 		Time:           time.Unix(0, r.Time).UTC(),
 		Ops:            fromStoreOps(r.Ops),
+		Fence:          fromFence(r.Fence),
 		Status:         statusString(r.Status),
 		Conflict:       fromConflict(r.Conflict),
 		Versions:       r.Versions,
 	}
+}
+
+func fromFence(f *store.Fence) *api.Fence {
+	if f == nil {
+		return nil
+	}
+	return &api.Fence{Lease: f.Lease, Token: f.Token}
 }
 
 func fromKV(kv store.KV) api.KV {

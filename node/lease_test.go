@@ -100,6 +100,19 @@ func TestLeaseFenceThroughNode(t *testing.T) {
 	if kv, err := n.Get(ctx, "run", api.ReadOptions{}); err != nil || string(kv.Value) != "1" {
 		t.Fatalf("run = %+v, %v; want the one write made under a live token", kv, err)
 	}
+	page, err := n.Log(ctx, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fencedEntries int
+	for _, e := range page.Entries {
+		if e.Fence != nil && e.Fence.Lease == "jobs/settle" {
+			fencedEntries++
+		}
+	}
+	if fencedEntries != 3 {
+		t.Fatalf("%d log entries show their fence, want 3", fencedEntries)
+	}
 	ls, err := n.Leases(ctx)
 	if err != nil || len(ls) != 1 || ls[0].Holder != "b" || ls[0].Token != b.Token {
 		t.Fatalf("Leases() = %+v, %v", ls, err)

@@ -221,6 +221,9 @@ func TestFenceSingle(t *testing.T) {
 	if c := recs[2].Conflict; c == nil || *c != (Conflict{Fence: "l", Expected: 1, Actual: 2}) {
 		t.Fatalf("log record 4 conflict = %+v", c)
 	}
+	if f := recs[2].Fence; f == nil || *f != (Fence{Lease: "l", Token: 1}) {
+		t.Fatalf("log record 4 fence = %+v, want the transaction's", f)
+	}
 }
 
 // TestFenceBatch applies the entries in one Apply and one by one: the same

@@ -375,7 +375,7 @@ func decodeLogRecord(index uint64, v []byte, withOps bool) (LogRecord, []byte, e
 		if err != nil {
 			return LogRecord{}, nil, fmt.Errorf("log record %d: %w", index, err)
 		}
-		r.TxID, r.IdempotencyKey, r.Ops = tx.ID, tx.IdempotencyKey, tx.Ops
+		r.TxID, r.IdempotencyKey, r.Ops, r.Fence = tx.ID, tx.IdempotencyKey, tx.Ops, tx.Fence
 		return r, txBytes, nil
 	}
 	hd := decoder{what: fmt.Sprintf("log record %d tx", index), b: txBytes}

@@ -144,7 +144,8 @@ type Result struct {
 // LogRecord is one committed transaction in log order.
 type LogRecord struct {
 	Outcome
-	Ops []Op
+	Ops   []Op
+	Fence *Fence // the transaction's fence, if it had one (read with the ops)
 }
 
 // KV is one key's current state.
