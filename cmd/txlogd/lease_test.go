@@ -216,7 +216,10 @@ func TestLeaseHolderPaused(t *testing.T) {
 		}
 	}
 
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: 10 * time.Second})
+	// The standby talks to a follower only, which passes its lease writes
+	// on to the leader.
+	follower := aFollower(c, mustLeaderID(ctx, t, c))
+	cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(follower)}, Timeout: 10 * time.Second})
 	var standby api.LeaseResult
 	var held int
 	waitUntil(ctx, t, "the standby's grant", func() bool {
