@@ -10,15 +10,18 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/lease"
 )
 
 // The lease tests run a holder against a real cluster. TestLeaseHolderPaused
@@ -32,7 +35,8 @@ const (
 	holderEndpoints    = "TXLOGD_TEST_LEASE_ENDPOINTS"
 	holderLease        = "TXLOGD_TEST_LEASE_NAME"
 	holderTTL          = "TXLOGD_TEST_LEASE_TTL"
-	holderOut          = "TXLOGD_TEST_LEASE_OUT" // the file of holderEvents, one JSON line each
+	holderOut          = "TXLOGD_TEST_LEASE_OUT"  // the file of holderEvents, one JSON line each
+	holderMode         = "TXLOGD_TEST_LEASE_MODE" // "elector": runElectorHolder
 	holderWriteKey     = "job/run"
 	holderWriteTimeout = 2 * time.Second
 )
@@ -69,6 +73,9 @@ func runLeaseHolder() int {
 		f.Write(append(b, '\n'))
 	}
 	cl := api.NewClient(api.ClientConfig{Endpoints: endpoints, Timeout: ttl})
+	if os.Getenv(holderMode) == "elector" {
+		return runElectorHolder(cl, name, holder, ttl, emit)
+	}
 	ctx := context.Background()
 	var token uint64
 	for token == 0 {
@@ -100,6 +107,30 @@ func runLeaseHolder() int {
 	}
 }
 
+// runElectorHolder leads with a lease.Elector until SIGTERM: it reports
+// "leading" with its token once its function runs, and "stopped" with Run's
+// error once Run returned, which is after it resigned.
+func runElectorHolder(cl *api.Client, name, holder string, ttl time.Duration, emit func(holderEvent)) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	e, err := lease.New(lease.Config{Client: cl, Name: name, Holder: holder, TTL: ttl})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "holder:", err)
+		return 2
+	}
+	err = e.Run(ctx, func(ctx context.Context, token uint64) error {
+		emit(holderEvent{Event: "leading", Token: token})
+		<-ctx.Done()
+		return nil
+	})
+	ev := holderEvent{Event: "stopped"}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		ev.Err = err.Error()
+	}
+	emit(ev)
+	return 0
+}
+
 // fencedWrite posts one fenced write of holderWriteKey, trying the
 // endpoints in turn while none answers other than 503.
 func fencedWrite(endpoints []string, lease string, token uint64, holder string, seq int) (int, json.RawMessage, error) {
@@ -125,7 +156,7 @@ func fencedWrite(endpoints []string, lease string, token uint64, holder string, 
 }
 
 // startHolder starts a holder process for lease against c's nodes.
-func startHolder(t *testing.T, c *chaos.Cluster, holder, lease string, ttl time.Duration) (*chaos.Process, string) {
+func startHolder(t *testing.T, c *chaos.Cluster, holder, lease string, ttl time.Duration, env ...string) (*chaos.Process, string) {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, holder+".events")
@@ -133,7 +164,7 @@ func startHolder(t *testing.T, c *chaos.Cluster, holder, lease string, ttl time.
 		ID:     holder,
 		Bin:    os.Args[0],
 		Args:   []string{"-test.run=^$"},
-		Env:    []string{holderEnv + "=" + holder, holderEndpoints + "=" + strings.Join(c.HTTPAddrs(), ","), holderLease + "=" + lease, holderTTL + "=" + ttl.String(), holderOut + "=" + out},
+		Env:    append([]string{holderEnv + "=" + holder, holderEndpoints + "=" + strings.Join(c.HTTPAddrs(), ","), holderLease + "=" + lease, holderTTL + "=" + ttl.String(), holderOut + "=" + out}, env...),
 		LogDir: dir,
 	})
 	if err != nil {
@@ -413,4 +444,48 @@ func TestLeaseSurvivesFailovers(t *testing.T) {
 		t.Fatal("the standby was never refused: it never asked")
 	}
 	t.Logf("%d renewals held, the standby was refused %d times", renewals.Load(), refusals.Load())
+}
+
+// TestLeaseResignOnSIGTERM: a lease.Elector that gets SIGTERM while leading
+// stops its function and releases the lease, so that a standby takes over
+// at once (well within the TTL) with a larger token.
+func TestLeaseResignOnSIGTERM(t *testing.T) {
+	const name, ttl = "jobs/sender", 5 * time.Second
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holder, out := startHolder(t, c, "holder-a", name, ttl, holderMode+"=elector")
+	var token uint64
+	waitUntil(ctx, t, "the holder leading", func() bool {
+		for _, e := range readEvents(t, out) {
+			if e.Event == "leading" {
+				token = e.Token
+			}
+		}
+		return token != 0
+	})
+	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: 10 * time.Second})
+	if _, err := cl.AcquireLease(ctx, name, "standby-b", ttl); !errors.Is(err, api.ErrLeaseHeld) {
+		t.Fatalf("standby's acquire while a leads = %v, want lease_held", err)
+	}
+	start := time.Now()
+	if err := holder.Stop(ctx); err != nil {
+		t.Fatalf("SIGTERM to the holder: %v", err)
+	}
+	exited := time.Since(start)
+	var res api.LeaseResult
+	waitUntil(ctx, t, "the standby's grant", func() bool {
+		var err error
+		res, err = cl.AcquireLease(ctx, name, "standby-b", ttl)
+		return err == nil
+	})
+	took := time.Since(start)
+	t.Logf("takeover %v after SIGTERM (the holder exited after %v)", took.Round(time.Millisecond), exited.Round(time.Millisecond))
+	if took > ttl/2 || res.Token <= token {
+		t.Fatalf("standby got token %d (a had %d) %v after SIGTERM; want a larger token well within the %v TTL", res.Token, token, took, ttl)
+	}
+	es := readEvents(t, out)
+	if last := es[len(es)-1]; last.Event != "stopped" || last.Err != "" {
+		t.Fatalf("holder's last event = %+v, want stopped without error (resigned)", last)
+	}
 }
