@@ -299,10 +299,14 @@ func (e *Elector) Observe(ctx context.Context) <-chan api.Lease {
 		var after uint64
 		sentAny := false
 		for ctx.Err() == nil {
-			l, err := e.cfg.Client.Lease(ctx, e.cfg.Name, e.cfg.PollWait, after)
+			wait := e.cfg.PollWait
+			if !sentAny {
+				wait = 0 // the state now first
+			}
+			l, err := e.cfg.Client.Lease(ctx, e.cfg.Name, wait, after)
 			switch {
 			case errors.Is(err, api.ErrNotFound):
-				l = api.Lease{Name: e.cfg.Name}
+				l = api.Lease{Name: e.cfg.Name, ExpiresIn: "0s"}
 			case err != nil:
 				if pause(ctx, e.cfg.RetryPause) != nil {
 					return

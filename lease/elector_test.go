@@ -231,6 +231,9 @@ func TestObserve(t *testing.T) {
 		i := 0
 		var afters []uint64
 		fc := &fakeClient{poll: func(ctx context.Context, wait time.Duration, after uint64) (api.Lease, error) {
+			if (len(afters) == 0) != (wait == 0) {
+				t.Errorf("poll %d with wait %v: want 0 for the first (the state now) only", len(afters), wait)
+			}
 			afters = append(afters, after)
 			if i == len(states) {
 				<-ctx.Done()

@@ -18,13 +18,22 @@ import (
 type fakeLeases struct {
 	fakeBackend
 	mu            sync.Mutex
+	changed       chan struct{} // closed and replaced at each change
 	next          uint64
 	leases        map[string]api.Lease
 	fenceRenewals bool
 	renewals      int
 }
 
-func newFakeLeases() *fakeLeases { return &fakeLeases{next: 10, leases: map[string]api.Lease{}} }
+func newFakeLeases() *fakeLeases {
+	return &fakeLeases{next: 10, leases: map[string]api.Lease{}, changed: make(chan struct{})}
+}
+
+// change wakes the long polls; the caller holds f.mu.
+func (f *fakeLeases) change() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
 
 func (f *fakeLeases) AcquireLease(_ context.Context, req api.LeaseRequest, _ bool) (api.LeaseResult, error) {
 	f.mu.Lock()
@@ -46,6 +55,7 @@ func (f *fakeLeases) AcquireLease(_ context.Context, req api.LeaseRequest, _ boo
 	f.next++
 	l = api.Lease{Name: req.Name, Holder: req.Holder, Token: f.next, TTL: req.TTL.String(), ExpiresIn: req.TTL.String()}
 	f.leases[req.Name] = l
+	f.change()
 	return api.LeaseResult{Lease: l, Acquired: true}, nil
 }
 
@@ -57,16 +67,34 @@ func (f *fakeLeases) ReleaseLease(_ context.Context, name, holder string, token 
 		return &api.LeaseError{Code: api.CodeFenced, Message: "fenced", Lease: l}
 	}
 	delete(f.leases, name)
+	f.change()
 	return nil
 }
 
-func (f *fakeLeases) Lease(_ context.Context, name string, _ time.Duration, _ uint64) (api.Lease, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if l, ok := f.leases[name]; ok {
+// Lease long-polls as a node does: with wait, while the lease is free (after
+// 0) or held with a token up to after.
+func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (api.Lease, error) {
+	deadline := time.After(wait)
+	for {
+		f.mu.Lock()
+		l, ok := f.leases[name]
+		changed := f.changed
+		f.mu.Unlock()
+		done := wait <= 0 || (after == 0 && ok) || (after > 0 && !(ok && l.Token <= after))
+		if !done {
+			select {
+			case <-changed:
+				continue
+			case <-ctx.Done():
+				return api.Lease{}, ctx.Err()
+			case <-deadline:
+			}
+		}
+		if !ok {
+			return api.Lease{}, api.ErrNotFound
+		}
 		return l, nil
 	}
-	return api.Lease{}, api.ErrNotFound
 }
 
 func (f *fakeLeases) Leases(context.Context) ([]api.Lease, error) {
@@ -203,4 +231,54 @@ func TestExclusiveStopsOnLoss(t *testing.T) {
 		t.Fatal("no renewal was tried")
 	}
 	t.Logf("stopped after %v", took.Round(time.Millisecond))
+}
+
+// TestLeaseWatch: watch prints the state now, then each grant and release.
+func TestLeaseWatch(t *testing.T) {
+	f := newFakeLeases()
+	env := map[string]string{targetsEnv: serveLeases(t, f)}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	var stdout syncBuffer
+	c := &cli{stdout: &stdout, stderr: &syncBuffer{}, lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	done := make(chan error, 1)
+	go func() { done <- c.run(ctx, []string{"lease", "watch", "jobs/w"}) }()
+	waitOut := func(what string) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for !strings.Contains(stdout.String(), what) {
+			select {
+			case <-deadline:
+				t.Fatalf("watch printed %q, want %q in it", stdout.String(), what)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	waitOut(`"token": 0`) // free at the start
+	if r := runCLI(t, ctx, env, "lease", "acquire", "--holder", "a", "jobs/w"); r.code != 0 {
+		t.Fatalf("acquire: %s", r.stderr)
+	}
+	waitOut(`"token": 11`)
+	if r := runCLI(t, ctx, env, "lease", "release", "--holder", "a", "--token", "11", "jobs/w"); r.code != 0 {
+		t.Fatalf("release: %s", r.stderr)
+	}
+	waitFor := func(what string, cond func(string) bool) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for !cond(stdout.String()) {
+			select {
+			case <-deadline:
+				t.Fatalf("watch printed %q, want %s", stdout.String(), what)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	waitFor("the release", func(s string) bool { return strings.Count(s, `"token": 0`) == 2 })
+	if r := runCLI(t, ctx, env, "lease", "acquire", "--holder", "b", "jobs/w"); r.code != 0 {
+		t.Fatalf("acquire by b: %s", r.stderr)
+	}
+	waitOut(`"holder": "b"`)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch = %v", err)
+	}
 }
