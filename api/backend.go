@@ -69,8 +69,9 @@ type Backend interface {
 	Log(ctx context.Context, from uint64, limit int) (LogPage, error)
 	// Cluster describes this node and the cluster as this node sees it.
 	Cluster(ctx context.Context) (ClusterStatus, error)
-	// Join adds a server to the cluster (forwarded to the leader when needed).
-	Join(ctx context.Context, req JoinRequest) error
+	// Join adds a server to the cluster (forwarded to the leader when needed)
+	// and gives the txid node number it holds there.
+	Join(ctx context.Context, req JoinRequest) (JoinResult, error)
 	// Remove takes a server out of the cluster.
 	Remove(ctx context.Context, id string) error
 	// TransferLeadership hands leadership to another server.

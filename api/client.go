@@ -292,23 +292,29 @@ func joinRequest(req JoinRequest) (request, error) {
 	return request{method: http.MethodPost, path: "/v1/cluster/join", body: body}, nil
 }
 
-// Join adds a server to the cluster through any node. It is retried only
-// while no node has carried it out.
-func (c *Client) Join(ctx context.Context, req JoinRequest) error {
+// Join adds a server to the cluster through any node and returns the txid
+// node number it holds there. It is retried only while no node has carried it
+// out. A number another member holds gives an *Error with code
+// CodeNodeNumberTaken.
+func (c *Client) Join(ctx context.Context, req JoinRequest) (JoinResult, error) {
+	var res JoinResult
 	r, err := joinRequest(req)
 	if err != nil {
-		return err
+		return res, err
 	}
-	return c.call(ctx, r, false, nil)
+	err = c.call(ctx, r, false, &res)
+	return res, err
 }
 
 // JoinVia asks the node at baseURL, once, to add a server.
-func (c *Client) JoinVia(ctx context.Context, baseURL string, req JoinRequest) error {
+func (c *Client) JoinVia(ctx context.Context, baseURL string, req JoinRequest) (JoinResult, error) {
+	var res JoinResult
 	r, err := joinRequest(req)
 	if err != nil {
-		return err
+		return res, err
 	}
-	return c.callAt(ctx, baseURL, r, nil)
+	err = c.callAt(ctx, baseURL, r, &res)
+	return res, err
 }
 
 func removeRequest(id string) request {

@@ -393,7 +393,7 @@ func TestClientReadsAndAdmin(t *testing.T) {
 			return LogPage{Entries: []LogEntry{{Index: from, TxID: testID, Status: StatusCommitted}}, Next: from + 1}, nil
 		},
 		ClusterFunc: func(ctx context.Context) (ClusterStatus, error) { return ClusterStatus{ID: "n1"}, nil },
-		JoinFunc:    func(ctx context.Context, req JoinRequest) error { return nil },
+		JoinFunc:    func(ctx context.Context, req JoinRequest) (JoinResult, error) { return JoinResult{NodeNumber: 7}, nil },
 		RemoveFunc:  func(ctx context.Context, id string) error { return nil },
 		TransferLeadershipFunc: func(ctx context.Context, req TransferRequest) (TransferResult, error) {
 			return TransferResult{LeaderID: req.ID}, nil
@@ -427,10 +427,10 @@ func TestClientReadsAndAdmin(t *testing.T) {
 	if st, err := c.ClusterFrom(ctx, srv.URL); err != nil || st.ID != "n1" {
 		t.Errorf("ClusterFrom() = %+v, %v", st, err)
 	}
-	if err := c.Join(ctx, JoinRequest{ID: "n2", RaftAddr: "h:1"}); err != nil {
-		t.Errorf("Join() = %v", err)
+	if res, err := c.Join(ctx, JoinRequest{ID: "n2", RaftAddr: "h:1"}); err != nil || res.NodeNumber != 7 {
+		t.Errorf("Join() = %+v, %v, want node number 7", res, err)
 	}
-	if err := c.JoinVia(ctx, srv.URL, JoinRequest{ID: "n2"}); !isCode(err, CodeBadRequest) {
+	if _, err := c.JoinVia(ctx, srv.URL, JoinRequest{ID: "n2"}); !isCode(err, CodeBadRequest) {
 		t.Errorf("JoinVia() without raft_addr = %v, want bad_request", err)
 	}
 	if err := c.RemoveVia(ctx, srv.URL, "n2"); err != nil {

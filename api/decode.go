@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/txlog/txlog/txid"
 )
 
 // limits are the bounds the decoders check.
@@ -510,6 +512,12 @@ func decodeJoinBody(body []byte) (JoinRequest, error) {
 				}
 				v = f.raw[0] == 't'
 				req.Voter = &v
+			case "node_number":
+				var v uint64
+				if v, err = uintValue(f.raw, f.name); err == nil && (v < 1 || v > txid.MaxNode) {
+					err = fieldErr(f.name, "%d: want 1..%d (omit it to have one assigned)", v, txid.MaxNode)
+				}
+				req.NodeNumber = int(v)
 			default:
 				err = fieldErr(f.name, "unknown field")
 			}

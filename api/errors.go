@@ -21,6 +21,13 @@ var (
 	// transactions to take more; nothing was done. Retry later or elsewhere.
 	ErrOverloaded = errors.New("node overloaded: too many unresolved transactions")
 	ErrTimeout    = errors.New("timed out")
+	// ErrRemoved means this node was removed from the cluster: it takes no
+	// writes and is about to stop. Nothing was done; send to another node.
+	ErrRemoved = errors.New("node removed from the cluster")
+	// ErrNodeNumberClash means another member holds this node's txid node
+	// number, so the txids it would issue are not unique: it takes no writes
+	// until one of the two is removed. Nothing was done; send to another node.
+	ErrNodeNumberClash = errors.New("txid node number held by another member")
 	// ErrIdempotencyKeyReused means the idempotency key is recorded for
 	// another transaction (other ops or preconditions); nothing was done.
 	// The error is a *KeyReusedError, which names that transaction.
@@ -76,8 +83,16 @@ const (
 	CodeTimeout          = "timeout"
 	CodeNotReady         = "not_ready"
 	CodeInternal         = "internal"
+	// Membership (POST /v1/cluster/join, and writes on a node that may not
+	// take them).
+	CodeNodeNumberTaken = "node_number_taken"
+	CodeNodeNumberClash = "node_number_clash"
+	CodeRemoved         = "removed"
 	// CodeIdempotencyKeyReused: the key names another transaction (422).
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeRaftStateLost: the node lost its Raft log or its saved term and vote
+	// while keeping its store, so it does not run Raft; nothing was done.
+	CodeRaftStateLost = "raft_state_lost"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -104,8 +119,12 @@ var codes = map[string]struct {
 	CodeTimeout:          {http.StatusGatewayTimeout, ErrTimeout},
 	CodeNotReady:         {http.StatusServiceUnavailable, nil},
 	CodeInternal:         {http.StatusInternalServerError, nil},
+	CodeNodeNumberTaken:  {http.StatusConflict, nil},
+	CodeNodeNumberClash:  {http.StatusServiceUnavailable, ErrNodeNumberClash},
+	CodeRemoved:          {http.StatusServiceUnavailable, ErrRemoved},
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
+	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
 
 	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
 	CodeFenced:    {http.StatusConflict, nil},
@@ -172,7 +191,7 @@ func codeError(b ErrorBody) error {
 // carry it out.
 func retryableCode(code string) bool {
 	switch code {
-	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded:
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash:
 		return true
 	}
 	return false

@@ -19,7 +19,7 @@ type fakeBackend struct {
 	GetFunc                func(ctx context.Context, key string, opts ReadOptions) (KV, error)
 	LogFunc                func(ctx context.Context, from uint64, limit int) (LogPage, error)
 	ClusterFunc            func(ctx context.Context) (ClusterStatus, error)
-	JoinFunc               func(ctx context.Context, req JoinRequest) error
+	JoinFunc               func(ctx context.Context, req JoinRequest) (JoinResult, error)
 	RemoveFunc             func(ctx context.Context, id string) error
 	TransferLeadershipFunc func(ctx context.Context, req TransferRequest) (TransferResult, error)
 	ReadyFunc              func(ctx context.Context) error
@@ -85,9 +85,9 @@ func (f *fakeBackend) Cluster(ctx context.Context) (ClusterStatus, error) {
 	return f.ClusterFunc(ctx)
 }
 
-func (f *fakeBackend) Join(ctx context.Context, req JoinRequest) error {
+func (f *fakeBackend) Join(ctx context.Context, req JoinRequest) (JoinResult, error) {
 	if f.JoinFunc == nil {
-		return errNotSet
+		return JoinResult{}, errNotSet
 	}
 	return f.JoinFunc(ctx, req)
 }

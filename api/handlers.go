@@ -22,6 +22,10 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
 	defer cancel()
 	if err := s.b.Ready(ctx); err != nil {
+		if errors.Is(err, ErrRemoved) || errors.Is(err, ErrNodeNumberClash) {
+			s.writeError(w, err) // 503 with its own code: it will not pass by waiting
+			return
+		}
 		msg := err.Error()
 		if e, ok := errors.AsType[*Error](err); ok {
 			msg = e.Message
@@ -418,11 +422,13 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
 	defer cancel()
-	if err := s.b.Join(ctx, req); err != nil {
+	res, err := s.b.Join(ctx, req)
+	if err != nil {
 		s.writeError(w, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, statusOK)
+	res.Status = "ok"
+	s.writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {

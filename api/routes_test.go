@@ -335,7 +335,10 @@ func TestClusterRoutes(t *testing.T) {
 		ClusterFunc: func(ctx context.Context) (ClusterStatus, error) {
 			return ClusterStatus{ID: "n1", State: "leader", LeaderID: "n1", Members: []Member{{ID: "n1", Suffrage: "voter", Leader: true}}}, nil
 		},
-		JoinFunc: func(ctx context.Context, req JoinRequest) error { joined = req; return nil },
+		JoinFunc: func(ctx context.Context, req JoinRequest) (JoinResult, error) {
+			joined = req
+			return JoinResult{NodeNumber: 4}, nil
+		},
 		RemoveFunc: func(ctx context.Context, id string) error {
 			removed = id
 			if id == "ghost" {
@@ -356,6 +359,31 @@ func TestClusterRoutes(t *testing.T) {
 	rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"10.0.0.2:7000","http_addr":"10.0.0.2:8080","voter":false}`, nil)
 	if rec.Code != 200 || joined.ID != "n2" || joined.RaftAddr != "10.0.0.2:7000" || joined.Voter == nil || *joined.Voter {
 		t.Errorf("join: %d %s, backend got %+v", rec.Code, rec.Body, joined)
+	}
+	if res := decodeAs[JoinResult](t, rec.Body.Bytes()); res.Status != "ok" || res.NodeNumber != 4 {
+		t.Errorf("join answer %s: want status ok, node_number 4", rec.Body)
+	}
+	rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", `{"id":"n5","raft_addr":"10.0.0.5:7000","node_number":9}`, nil)
+	if rec.Code != 200 || joined.NodeNumber != 9 {
+		t.Errorf("join with node_number: %d %s, backend got %+v", rec.Code, rec.Body, joined)
+	}
+	for _, body := range []string{
+		`{"id":"n5","raft_addr":"h:1","node_number":0}`,
+		`{"id":"n5","raft_addr":"h:1","node_number":1024}`,
+		`{"id":"n5","raft_addr":"h:1","node_number":-1}`,
+		`{"id":"n5","raft_addr":"h:1","node_number":"3"}`,
+	} {
+		rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", body, nil)
+		if rec.Code != 400 || errorOf(t, rec).Code != CodeBadRequest || !strings.Contains(rec.Body.String(), "node_number") {
+			t.Errorf("join %s: %d %s, want 400 bad_request naming node_number", body, rec.Code, rec.Body)
+		}
+	}
+	b.JoinFunc = func(ctx context.Context, req JoinRequest) (JoinResult, error) {
+		return JoinResult{}, &Error{Code: CodeNodeNumberTaken, Message: "node number 2 is held by member n2"}
+	}
+	rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", `{"id":"x","raft_addr":"h:1","node_number":2}`, nil)
+	if rec.Code != 409 || errorOf(t, rec).Code != CodeNodeNumberTaken {
+		t.Errorf("join taken number: %d %s, want 409 node_number_taken", rec.Code, rec.Body)
 	}
 
 	rec = serve(t, Config{}, b, "DELETE", "/v1/cluster/nodes/n%2F3", "", nil)
@@ -392,6 +420,14 @@ func TestHealthAndReady(t *testing.T) {
 		}
 		if rec := serve(t, Config{}, b, "GET", "/healthz", "", nil); rec.Code != 200 {
 			t.Errorf("healthz while not ready: %d", rec.Code)
+		}
+	}
+	// A node that will not become ready by waiting says why in its code.
+	for err, code := range map[error]string{ErrRemoved: CodeRemoved, ErrNodeNumberClash: CodeNodeNumberClash} {
+		ready = fmt.Errorf("%w: details", err)
+		rec := serve(t, Config{}, b, "GET", "/readyz", "", nil)
+		if e := errorOf(t, rec); rec.Code != 503 || e.Code != code {
+			t.Errorf("readyz with %v: %d %+v, want 503 %s", err, rec.Code, e, code)
 		}
 	}
 }

@@ -145,6 +145,9 @@ type Member struct {
 	// LastContact is the time since the leader last heard from this member, as the
 	// leader sees it; empty when unknown (asked of a follower) or for the leader itself.
 	LastContact string `json:"last_contact,omitempty"`
+	// NodeNumber is the txid node number the member published in the node
+	// registry; 0 (omitted) while it has not published one.
+	NodeNumber int `json:"node_number,omitempty"`
 }
 
 // ClusterStatus is the answer of GET /v1/cluster.
@@ -167,6 +170,18 @@ type JoinRequest struct {
 	RaftAddr string `json:"raft_addr"`
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Voter    *bool  `json:"voter,omitempty"` // default true
+	// NodeNumber is the txid node number the server holds or asks for,
+	// 1..txid.MaxNode; 0 (omitted) lets the leader assign a free one.
+	NodeNumber int `json:"node_number,omitempty"`
+}
+
+// JoinResult is the answer of POST /v1/cluster/join.
+type JoinResult struct {
+	Status string `json:"status"` // "ok"
+	// NodeNumber is the txid node number the server holds in the cluster: the
+	// one it asked for, or the one the leader assigned. The server persists it
+	// before it issues a txid.
+	NodeNumber int `json:"node_number"`
 }
 
 // TransferRequest is the body of POST /v1/cluster/transfer-leadership (optional).

@@ -33,6 +33,7 @@ const (
 	NameIdentical    = "identical logs on every node"
 	NameLinearizable = "linearizable history"
 	NameAvailability = "unavailability per fault"
+	NameRestarts     = "every stopped node started again"
 )
 
 // violations collects the violations of one checker.

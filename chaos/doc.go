@@ -9,10 +9,11 @@
 // drives an existing one through command templates ([Commands]), runs clients that
 // record every operation in a [History], injects faults on a seeded [Schedule], and
 // then runs the checkers: [CheckNoLostWrites], [CheckPendingResolved],
-// [CheckNoDuplicates], [CheckLogsIdentical], [CheckLinearizable] (porcupine) and
-// [CheckAvailability]. Each checker is a pure function of the history and the logs,
-// so its tests feed it broken histories. The result is a [Report], written as text,
-// JSON and HTML.
+// [CheckNoDuplicates], [CheckLogsIdentical], [CheckLinearizable] (porcupine),
+// [CheckAvailability] and [CheckRestarts]. Each checker is a pure function of the
+// history and the logs (or the faults), so its tests feed it broken histories. The
+// result is a [Report], written as text, JSON and HTML. The powerloss fault serves
+// each local node's data dir through chaos/lazyfs (powerloss.go).
 //
 // A [Process] is one node's program across its runs: Start launches it in its own
 // process group with stdout and stderr appended to <LogDir>/<ID>.log, and Kill, Stop,
@@ -56,6 +57,7 @@
 // # Imports
 //
 // chaos imports only api, txid and its own chaos/procstat (what /proc says of a
-// process) from txlog. It never imports node, replication, store or wal: it must
+// process) and chaos/lazyfs (the FUSE file system of the powerloss fault, which
+// serves each node's data dir from <dir>/cluster/nN.disk) from txlog. It never imports node, replication, store or wal: it must
 // see txlog only through processes, signals and HTTP.
 package chaos

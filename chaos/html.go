@@ -34,6 +34,7 @@ func (r *Report) WriteHTML(path string) error {
 		{"200 committed", fmt.Sprint(c.OK)}, {"202 accepted", fmt.Sprint(c.Accepted)}, {"409 rejected", fmt.Sprint(c.Rejected)},
 		{"indeterminate", fmt.Sprint(c.Indeterminate)}, {"never learned (log decided)", fmt.Sprint(c.StillUnknown)},
 		{"read errors", fmt.Sprint(c.ReadErrors)}, {"leader SIGKILLs", fmt.Sprint(r.LeaderKills)}, {"faults", fmt.Sprint(len(r.Faults))},
+		{"power losses", fmt.Sprint(r.PowerLosses)}, {"nodes that could not restart", fmt.Sprint(r.NotRestarted)},
 	}
 	if err := reportPage.Execute(f, data); err != nil {
 		f.Close()

@@ -183,8 +183,10 @@ func (n *memNode) Cluster(context.Context) (api.ClusterStatus, error) {
 		Extra: map[string]string{"intake_unresolved": "0"}}, nil
 }
 
-func (n *memNode) Join(context.Context, api.JoinRequest) error { return errMemUnsupported }
-func (n *memNode) Remove(context.Context, string) error        { return errMemUnsupported }
+func (n *memNode) Join(context.Context, api.JoinRequest) (api.JoinResult, error) {
+	return api.JoinResult{}, errMemUnsupported
+}
+func (n *memNode) Remove(context.Context, string) error { return errMemUnsupported }
 func (n *memNode) TransferLeadership(context.Context, api.TransferRequest) (api.TransferResult, error) {
 	return api.TransferResult{}, errMemUnsupported
 }

@@ -35,11 +35,15 @@ const (
 	FaultTermLeader Fault = "term-leader"
 	// FaultQuorumLoss SIGKILLs the leader and a follower, waits, restarts both.
 	FaultQuorumLoss Fault = "quorum-loss"
+	// FaultPowerLoss freezes nodes, drops what their data dirs had not synced
+	// (a lazyfs mount each), SIGKILLs and restarts them (powerloss.go). It is
+	// in no default mix: it needs Linux, root and /dev/fuse.
+	FaultPowerLoss Fault = "powerloss"
 )
 
 // AllFaults lists every fault in the order reports show them.
 var AllFaults = []Fault{FaultKillLeader, FaultKillFollower, FaultPauseLeader, FaultPartitionLeader,
-	FaultPartitionOneWay, FaultRedisOutage, FaultTermLeader, FaultQuorumLoss}
+	FaultPartitionOneWay, FaultRedisOutage, FaultTermLeader, FaultQuorumLoss, FaultPowerLoss}
 
 // DefaultFaults is the mix when none is given: every fault, leader kills four
 // times as often as the rest.
@@ -171,8 +175,15 @@ type FaultEvent struct {
 	LeaderKills int `json:"leader_kills,omitempty"`
 	// Idle marks the leader change made after the workload ended (idleFault):
 	// no write follows it, so only its recovery counts.
-	Idle bool   `json:"idle,omitempty"`
-	Err  string `json:"err,omitempty"`
+	Idle bool `json:"idle,omitempty"`
+	// PowerLoss describes a powerloss fault; nil for the others.
+	PowerLoss *PowerLossEvent `json:"power_loss,omitempty"`
+	// NotRestarted lists the nodes the fault stopped that could not be
+	// started again within the recovery timeout; StartRetried those that
+	// started only after failed tries (startNode).
+	NotRestarted []string `json:"not_restarted,omitempty"`
+	StartRetried []string `json:"start_retried,omitempty"`
+	Err          string   `json:"err,omitempty"`
 }
 
 // NemesisConfig describes the faults of a run. Zero values mean "use the default".
@@ -223,6 +234,10 @@ type nemesis struct {
 	sched  *Schedule
 	mon    *monitor
 	log    *slog.Logger
+
+	// powerLosses counts the powerloss faults so far; it picks the next one's
+	// victims and mode (powerLossPlan). Only run's goroutine touches it.
+	powerLosses int
 
 	mu     sync.Mutex
 	events []FaultEvent
@@ -292,7 +307,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 	}
 	ev.Leader = leader
 	followers := n.mon.others(leader)
-	if len(followers) == 0 && (f == FaultKillFollower || f == FaultQuorumLoss) {
+	if len(followers) == 0 && (f == FaultKillFollower || f == FaultQuorumLoss || f == FaultPowerLoss) {
 		ev.Err = fmt.Sprintf("%s needs a follower; the cluster has one node", f)
 		return ev
 	}
@@ -334,7 +349,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.Kill(ctx, leader))
 		electionAfter(leader)
 		ev.Healed = time.Now()
-		try(n.startNode(ctx, leader))
+		try(n.startNode(ctx, leader, &ev))
 	case FaultKillFollower:
 		id := n.sched.pick(followers)
 		ev.Nodes = []string{id}
@@ -342,7 +357,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.Kill(ctx, id))
 		sleepCtx(ctx, hold)
 		ev.Healed = time.Now()
-		try(n.startNode(ctx, id))
+		try(n.startNode(ctx, id, &ev))
 	case FaultPauseLeader:
 		ev.Nodes = []string{leader}
 		ev.Injected = time.Now()
@@ -363,7 +378,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.RedisStop(ctx))
 		try(n.target.Kill(ctx, leader))
 		electionAfter(leader)
-		try(n.startNode(ctx, leader))
+		try(n.startNode(ctx, leader, &ev))
 		ev.Healed = time.Now()
 		try(n.target.RedisStart(ctx))
 	case FaultTermLeader:
@@ -374,7 +389,7 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		electionAfter(leader)
 		try(<-stopped)
 		ev.Healed = time.Now()
-		try(n.startNode(ctx, leader))
+		try(n.startNode(ctx, leader, &ev))
 	case FaultQuorumLoss:
 		id := n.sched.pick(followers)
 		ev.Nodes, ev.LeaderKills = []string{leader, id}, 1
@@ -383,8 +398,10 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.target.Kill(ctx, id))
 		sleepCtx(ctx, hold)
 		ev.Healed = time.Now()
-		try(n.startNode(ctx, id))
-		try(n.startNode(ctx, leader))
+		try(n.startNode(ctx, id, &ev))
+		try(n.startNode(ctx, leader, &ev))
+	case FaultPowerLoss:
+		n.powerLoss(ctx, &ev, leader, followers, try, electionAfter)
 	}
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.RecoverTimeout)
 	if err := n.mon.waitHealthy(wctx); err != nil {
@@ -407,12 +424,14 @@ const startRetry = time.Second
 // RecoverTimeout has passed: the faults that follow need the whole cluster, and
 // a run that went on injecting faults into two nodes would only measure the
 // lost quorum. The first failure is returned all the same, so that the fault's
-// event records it and the run's availability check fails.
-func (n *nemesis) startNode(ctx context.Context, id string) error {
+// event records it and the run's availability check fails; ev lists the node
+// in StartRetried, or in NotRestarted when it never started.
+func (n *nemesis) startNode(ctx context.Context, id string, ev *FaultEvent) error {
 	err := n.target.Start(ctx, id)
 	if err == nil {
 		return nil
 	}
+	ev.NotRestarted = append(ev.NotRestarted, id)
 	deadline := time.Now().Add(n.cfg.RecoverTimeout)
 	for try := 2; time.Now().Before(deadline); try++ {
 		n.log.Warn("start failed; trying again", "node", id, "try", try, "err", err)
@@ -420,6 +439,8 @@ func (n *nemesis) startNode(ctx context.Context, id string) error {
 			break
 		}
 		if again := n.target.Start(ctx, id); again == nil {
+			ev.NotRestarted = slices.DeleteFunc(ev.NotRestarted, func(s string) bool { return s == id })
+			ev.StartRetried = append(ev.StartRetried, id)
 			return fmt.Errorf("start %s: failed, then started at try %d: %w", id, try, err)
 		}
 	}

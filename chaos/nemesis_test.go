@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,6 +71,9 @@ func TestNemesisRetriesStart(t *testing.T) {
 				if target.starts != tc.fails+1 {
 					t.Errorf("Start called %d times, want %d", target.starts, tc.fails+1)
 				}
+				if !slices.Equal(ev.StartRetried, []string{ev.Leader}) || len(ev.NotRestarted) != 0 || CheckRestarts([]FaultEvent{ev}).Pass {
+					t.Errorf("start retried %v, not restarted %v; want [%s] and none, and CheckRestarts to fail", ev.StartRetried, ev.NotRestarted, ev.Leader)
+				}
 				if !killed.Running() || ev.Recovered.IsZero() {
 					t.Errorf("after the retries: %s running %v, recovered at %v; want running and recovered",
 						ev.Leader, killed.Running(), ev.Recovered)
@@ -78,6 +82,9 @@ func TestNemesisRetriesStart(t *testing.T) {
 			}
 			if target.starts < 3 {
 				t.Errorf("Start called %d times in %v, want a try every %v", target.starts, tc.recover, startRetry)
+			}
+			if !slices.Equal(ev.NotRestarted, []string{ev.Leader}) || len(ev.StartRetried) != 0 {
+				t.Errorf("not restarted %v, start retried %v; want [%s] and none", ev.NotRestarted, ev.StartRetried, ev.Leader)
 			}
 			if killed.Running() || !ev.Recovered.IsZero() {
 				t.Errorf("%s running %v, recovered at %v; want neither", ev.Leader, killed.Running(), ev.Recovered)

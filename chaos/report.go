@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,12 +22,16 @@ type Report struct {
 	Duration time.Duration `json:"duration"`
 	Counts   OpCounts      `json:"counts"`
 	// LeaderKills counts SIGKILLs of the leader, in all faults together.
-	LeaderKills int            `json:"leader_kills"`
-	Faults      []FaultEvent   `json:"faults"`
-	FaultStats  []FaultStats   `json:"fault_stats"`
-	Leaders     []LeaderChange `json:"leaders"`
-	Series      []Bucket       `json:"series"`
-	Checks      []CheckResult  `json:"checks"`
+	LeaderKills int `json:"leader_kills"`
+	// PowerLosses counts the powerloss faults; NotRestarted the nodes that
+	// could not be started again after any fault.
+	PowerLosses  int            `json:"power_losses"`
+	NotRestarted int            `json:"not_restarted"`
+	Faults       []FaultEvent   `json:"faults"`
+	FaultStats   []FaultStats   `json:"fault_stats"`
+	Leaders      []LeaderChange `json:"leaders"`
+	Series       []Bucket       `json:"series"`
+	Checks       []CheckResult  `json:"checks"`
 	// Dir holds the cluster's data and logs (local mode) and other artifacts.
 	Dir string `json:"dir"`
 }
@@ -160,6 +166,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "operations: %d (%d writes, %d reads): %d×200, %d×202, %d×409, %d indeterminate (%d never learned, decided by the log), %d read errors, %d refused\n",
 		c.Total, c.Writes, c.Reads, c.OK, c.Accepted, c.Rejected, c.Indeterminate, c.StillUnknown, c.ReadErrors, c.Failed)
 	fmt.Fprintf(&b, "faults: %d, leader SIGKILLs: %d, leader changes seen: %d\n", len(r.Faults), r.LeaderKills, max(0, len(r.Leaders)-1))
+	if r.PowerLosses > 0 || r.NotRestarted > 0 {
+		b.WriteString(r.powerLossLine())
+	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nFAULT\tCOUNT\tTO 200 p50/max\tTO 202 p50/max\tNEW LEADER p50/max\tRECOVERED p50/max\tFAILED")
 	for _, s := range r.FaultStats {
@@ -186,4 +195,40 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// powerLossLine sums up the power losses: by victims, by mode, the directory
+// rule, what was dropped, and the nodes that could not restart.
+func (r *Report) powerLossLine() string {
+	targets, modes, dirs := map[string]int{}, map[string]int{}, map[string]int{}
+	dirtyPages, written, dirOps := 0, 0, 0
+	for _, f := range r.Faults {
+		pl := f.PowerLoss
+		if pl == nil {
+			continue
+		}
+		targets[pl.Target]++
+		modes[string(pl.Mode)]++
+		dirs[string(pl.Dirs)]++
+		for _, l := range pl.Losses {
+			dirtyPages += l.DirtyPages
+			written += l.WrittenPages
+			dirOps += l.DirOps
+		}
+	}
+	return fmt.Sprintf("power losses: %d (all nodes %d, leader %d, leader+follower %d; mode all %d, torn %d; dirs %s): %d unsynced pages (%d written back torn) and %d directory changes dropped; nodes that could not restart: %d\n",
+		r.PowerLosses, targets[PowerLossAll], targets[PowerLossLeader], targets[PowerLossLeaderFollower],
+		modes["all"], modes["torn"], counted(dirs), dirtyPages, written, dirOps, r.NotRestarted)
+}
+
+// counted writes m as "k1 n1, k2 n2" in key order, or "none".
+func counted(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
 }

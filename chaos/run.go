@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/chaos/lazyfs"
 	"github.com/txlog/txlog/chaos/procstat"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	ResolveTimeout time.Duration
 	// CheckTimeout bounds the linearizability check. Default 2m.
 	CheckTimeout time.Duration
+	// PowerLossDirs is the directory rule of the nodes' lazyfs mounts when the
+	// faults include powerloss (docs/chaos.md). Default lazyfs.DirsPOSIX.
+	PowerLossDirs lazyfs.DirRule
 	// Progress receives a live progress line every second; nil for none.
 	Progress io.Writer
 	// Logger receives the run's records; nil discards them.
@@ -73,6 +77,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.PowerLossDirs == "" {
+		c.PowerLossDirs = lazyfs.DirsPOSIX
+	}
 	return c
 }
 
@@ -99,6 +106,11 @@ func (c Config) Validate() error {
 	if err := c.Workload.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Workload: %w", err))
 	}
+	if c.PowerLossDirs != "" {
+		if _, err := lazyfs.ParseDirRule(string(c.PowerLossDirs)); err != nil {
+			errs = append(errs, fmt.Errorf("PowerLossDirs: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -121,6 +133,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "chaos")
+	if err := checkPowerLoss(cfg); err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
 
 	rep := &Report{Seed: cfg.Seed, Dir: dir, Redis: "none (WAL-only parking)"}
 	var (
@@ -262,6 +277,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Faults = nem.Events()
 	for _, f := range rep.Faults {
 		rep.LeaderKills += f.LeaderKills
+		if f.PowerLoss != nil {
+			rep.PowerLosses++
+		}
+		rep.NotRestarted += len(f.NotRestarted)
 	}
 	rep.FaultStats = FaultSummary(ops, rep.Faults)
 	rep.Leaders = mon.Timeline()
@@ -279,6 +298,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		identical,
 		CheckLinearizable(ops, start, cfg.CheckTimeout, dir),
 		CheckAvailability(ops, rep.Faults),
+		CheckRestarts(rep.Faults),
 	}
 	return rep, nil
 }
@@ -331,13 +351,21 @@ func discover(ctx context.Context, targets []string) (map[string]string, error) 
 // txlogd nodes on fixed loopback HTTP ports under cfg.Dir/cluster.
 func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	lt := &localTarget{net: NewNetwork(cfg.Logger)}
+	if hasFault(cfg.Nemesis.Faults, FaultPowerLoss) {
+		disks, err := mountDisks(filepath.Join(cfg.Dir, "cluster"), DefaultNodes, cfg)
+		if err != nil {
+			lt.net.Close()
+			return nil, err
+		}
+		lt.disks = disks
+	}
 	// The nodes and Redis are killed and started again on their ports: on an
 	// address of their own, nothing else takes those ports meanwhile.
 	host := PrivateLoopback()
 	if cfg.RedisBin != "" {
 		r, err := StartRedis(ctx, RedisConfig{Bin: cfg.RedisBin, Dir: filepath.Join(cfg.Dir, "redis"), Host: host, Logger: cfg.Logger})
 		if err != nil {
-			lt.net.Close()
+			lt.close(ctx)
 			return nil, err
 		}
 		lt.redis = r
@@ -367,7 +395,7 @@ func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	return lt, nil
 }
 
-// close stops the nodes, then the proxies and Redis.
+// close stops the nodes, then the proxies, Redis and the nodes' lazyfs mounts.
 func (t *localTarget) close(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -378,6 +406,14 @@ func (t *localTarget) close(ctx context.Context) {
 	t.net.Close()
 	if t.redis != nil {
 		t.redis.Stop(ctx)
+	}
+	if t.disks != nil {
+		if t.c != nil {
+			for _, p := range t.c.Nodes() {
+				p.Kill() // a node that would not stop must not hold its mount
+			}
+		}
+		closeDisks(t.disks)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/txlog/txlog/chaos/lazyfs"
 )
 
 // ErrUnsupported is returned by a Target for a fault it cannot inject.
@@ -18,6 +20,7 @@ type localTarget struct {
 	c     *Cluster
 	net   *Network
 	redis *Redis
+	disks map[string]*lazyfs.FS // the nodes' data dirs, when powerloss is on
 }
 
 var _ Target = (*localTarget)(nil)
@@ -25,6 +28,9 @@ var _ Target = (*localTarget)(nil)
 func (t *localTarget) Supports(f Fault) error {
 	if f == FaultRedisOutage && t.redis == nil {
 		return fmt.Errorf("%s: no redis-server: %w", f, ErrUnsupported)
+	}
+	if f == FaultPowerLoss && t.disks == nil {
+		return fmt.Errorf("%s: the data dirs are not lazyfs mounts: %w", f, ErrUnsupported)
 	}
 	return nil
 }
@@ -103,6 +109,9 @@ func (t *cmdTarget) Supports(f Fault) error {
 		FaultPartitionOneWay: {{"--partition-cmd", t.cmds.Partition}, {"--heal-cmd", t.cmds.Heal}},
 		FaultRedisOutage: {{"--redis-stop-cmd", t.cmds.RedisStop}, {"--redis-start-cmd", t.cmds.RedisStart},
 			{"--kill-cmd", t.cmds.Kill}, {"--start-cmd", t.cmds.Start}},
+	}
+	if f == FaultPowerLoss {
+		return fmt.Errorf("%s needs a local cluster: %w", f, ErrUnsupported)
 	}
 	var missing []string
 	for _, n := range need[f] {

@@ -182,7 +182,7 @@ func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) (api.TxResult, b
 	if heldBy, ok := n.intake.pendingTx(id); ok {
 		return api.TxResult{TxID: id, Status: api.StatusPending, HeldBy: heldBy}, true
 	}
-	if int(id.Node()) == n.cfg.NodeNumber {
+	if int(id.Node()) == n.nodeNumber() {
 		return api.TxResult{}, false
 	}
 	for _, info := range n.peers.all() {
@@ -331,7 +331,7 @@ func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 		return cs, translate(err)
 	}
 	for _, m := range members {
-		am := api.Member{ID: m.ID, RaftAddr: m.Addr, Suffrage: m.Suffrage, Leader: m.Leader, HTTPAddr: peers[m.ID].HTTPAddr}
+		am := api.Member{ID: m.ID, RaftAddr: m.Addr, Suffrage: m.Suffrage, Leader: m.Leader, HTTPAddr: peers[m.ID].HTTPAddr, NodeNumber: int(peers[m.ID].TxIDNode)}
 		if m.LastContact > 0 {
 			am.LastContact = m.LastContact.String()
 		}
@@ -346,14 +346,19 @@ func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 	return cs, nil
 }
 
-// Join implements api.Backend.
-func (n *Node) Join(ctx context.Context, req api.JoinRequest) error {
-	voter := req.Voter == nil || *req.Voter
-	return n.viaLeader(ctx, false, func(ctx context.Context) error {
-		return translate(n.raft.Join(ctx, req.ID, req.RaftAddr, voter))
+// Join implements api.Backend: on the leader, joinLocal (register.go).
+func (n *Node) Join(ctx context.Context, req api.JoinRequest) (api.JoinResult, error) {
+	var res api.JoinResult
+	err := n.viaLeader(ctx, false, func(ctx context.Context) error {
+		var err error
+		res, err = n.joinLocal(ctx, req)
+		return err
 	}, func(ctx context.Context, base string) error {
-		return n.client.JoinVia(ctx, base, req)
+		var err error
+		res, err = n.client.JoinVia(ctx, base, req)
+		return err
 	})
+	return res, err
 }
 
 // Remove implements api.Backend.
@@ -393,6 +398,9 @@ func (n *Node) TransferLeadership(ctx context.Context, req api.TransferRequest) 
 // leaves the node unable to park a write or take one with ack=accepted, so it
 // is reported first.
 func (n *Node) Ready(ctx context.Context) error {
+	if err := n.mem.writeErr(); err != nil {
+		return err // removed, a node number clash, or none yet (number.go)
+	}
 	if err := n.intake.wal.Stats().Err; err != nil {
 		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("intake wal: %v (restart the node)", err)}
 	}

@@ -23,6 +23,9 @@ import (
 type Peer struct {
 	ID       string
 	RaftAddr string
+	// NodeNumber is the txid node number given to it in --cluster
+	// (id=host:port@N); 0 when none is given.
+	NodeNumber int
 }
 
 // Config holds a node's settings. Zero values mean "use the default".
@@ -98,9 +101,12 @@ type Config struct {
 	// negative value commits every applied batch. Default (0)
 	// DefaultStoreCommitInterval (docs/durability.md).
 	StoreCommitInterval time.Duration
-	// NodeNumber is this node's number inside the txids it issues (0..1023). It must
-	// be unique in the cluster. Default: the trailing digits of ID ("n3" → 3), or
-	// else the node's position in Cluster.
+	// NodeNumber is this node's number inside the txids it issues (1..1023),
+	// unique in the cluster. A data directory keeps the number it has (the
+	// file node.number) and refuses another. Default (0): the cluster assigns
+	// one, unique by construction: an initial member of Cluster gets the one
+	// bootstrapNumbers gives it, a member that joins gets a free one from the
+	// leader (see node/number.go and docs/architecture.md).
 	NodeNumber int
 	// DedupWindow is how long txids and idempotency keys are remembered. Default 24h.
 	DedupWindow time.Duration
@@ -156,9 +162,6 @@ func (c Config) withDefaults() Config {
 	if c.RaftAddr == "" {
 		c.RaftAddr = DefaultRaftAddr
 	}
-	if c.NodeNumber == 0 {
-		c.NodeNumber = defaultNodeNumber(c.ID, c.Cluster)
-	}
 	if c.DedupWindow == 0 {
 		c.DedupWindow = DefaultDedupWindow
 	}
@@ -194,9 +197,11 @@ func (c Config) withDefaults() Config {
 
 var trailingDigits = regexp.MustCompile(`([0-9]+)$`)
 
-// defaultNodeNumber derives a txid node number: the trailing digits of id, or
-// else id's 1-based position among the sorted cluster IDs, or else 0 (invalid).
-func defaultNodeNumber(id string, cluster []Peer) int {
+// legacyNodeNumber is the txid node number that versions without node.number
+// gave a node by default: the trailing digits of id, or else id's 1-based
+// position among the sorted cluster IDs, or else 0 (none). It only serves to
+// find the number of a data directory such a version made.
+func legacyNodeNumber(id string, cluster []Peer) int {
 	if m := trailingDigits.FindString(id); m != "" {
 		if n, err := strconv.Atoi(m); err == nil && n <= txid.MaxNode {
 			return n
@@ -235,15 +240,27 @@ func (c Config) Validate() error {
 	if len(c.Cluster) > 0 {
 		found := false
 		seen := map[string]bool{}
+		numbered := map[int]string{}
 		for _, p := range c.Cluster {
 			if seen[p.ID] {
 				errs = append(errs, fmt.Errorf("cluster: id %q listed twice", p.ID))
 			}
 			seen[p.ID] = true
+			if p.NodeNumber != 0 {
+				if p.NodeNumber < 1 || p.NodeNumber > txid.MaxNode {
+					errs = append(errs, fmt.Errorf("cluster: %s: node number %d: want 1..%d", p.ID, p.NodeNumber, txid.MaxNode))
+				} else if other, ok := numbered[p.NodeNumber]; ok {
+					errs = append(errs, fmt.Errorf("cluster: node number %d given to both %s and %s: each member needs its own", p.NodeNumber, other, p.ID))
+				}
+				numbered[p.NodeNumber] = p.ID
+			}
 			if p.ID == c.ID {
 				found = true
 				if p.RaftAddr != c.RaftAddr {
 					errs = append(errs, fmt.Errorf("cluster: %s=%s does not match raft-addr %s", p.ID, p.RaftAddr, c.RaftAddr))
+				}
+				if p.NodeNumber != 0 && c.NodeNumber != 0 && p.NodeNumber != c.NodeNumber {
+					errs = append(errs, fmt.Errorf("cluster: %s has node number %d, node-number says %d", p.ID, p.NodeNumber, c.NodeNumber))
 				}
 			}
 		}
@@ -283,8 +300,8 @@ func (c Config) Validate() error {
 	if c.MaxUnresolved < 1 {
 		errs = append(errs, fmt.Errorf("max-unresolved %d: at least 1", c.MaxUnresolved))
 	}
-	if c.NodeNumber < 1 || c.NodeNumber > txid.MaxNode {
-		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d (default: the trailing digits of the id)", c.NodeNumber, txid.MaxNode))
+	if c.NodeNumber < 0 || c.NodeNumber > txid.MaxNode {
+		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d, or 0 to have the cluster assign one", c.NodeNumber, txid.MaxNode))
 	}
 	if c.DedupWindow < time.Minute {
 		errs = append(errs, fmt.Errorf("dedup-window %s: at least 1m", c.DedupWindow))
@@ -332,7 +349,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.HTTPAddr, "http-addr", DefaultHTTPAddr, "HTTP listen address (port 0: pick one)")
 	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", "", "HTTP address other nodes use (default: the bound address)")
 	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "Raft listen and advertise address")
-	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr,... (the same list on every initial member)")
+	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr[@nodenumber],... (the same list on every initial member)")
 	fs.StringVar(&raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
@@ -348,7 +365,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	})
 	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
-	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: trailing digits of the id)")
+	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: the cluster assigns one; a data dir keeps its number)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
@@ -390,6 +407,9 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 		return Config{}, fmt.Errorf("raft-dial: %w", err)
 	}
 	for _, p := range dial {
+		if p.NodeNumber != 0 {
+			return Config{}, fmt.Errorf("raft-dial %q: want id=host:port entries, without @", raftDial)
+		}
 		if c.RaftDial == nil {
 			c.RaftDial = map[string]string{}
 		}
@@ -407,7 +427,8 @@ func EnvName(flagName string) string {
 	return "TXLOG_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// ParseCluster parses "n1=127.0.0.1:7101,n2=127.0.0.1:7102".
+// ParseCluster parses "n1=127.0.0.1:7101,n2=127.0.0.1:7102"; an entry may give
+// the member's txid node number after an @: "n1=127.0.0.1:7101@5".
 func ParseCluster(s string) ([]Peer, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -418,10 +439,18 @@ func ParseCluster(s string) ([]Peer, error) {
 		if !ok || id == "" || addr == "" {
 			return nil, fmt.Errorf("cluster %q: entry %q: want id=host:port", s, part)
 		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
+		p := Peer{ID: id, RaftAddr: addr}
+		if a, num, ok := strings.Cut(addr, "@"); ok {
+			v, err := strconv.Atoi(num)
+			if err != nil || v < 1 || v > txid.MaxNode {
+				return nil, fmt.Errorf("cluster %q: entry %q: node number %q: want 1..%d", s, part, num, txid.MaxNode)
+			}
+			p.RaftAddr, p.NodeNumber = a, v
+		}
+		if _, _, err := net.SplitHostPort(p.RaftAddr); err != nil {
 			return nil, fmt.Errorf("cluster %q: entry %q: %w", s, part, err)
 		}
-		peers = append(peers, Peer{ID: id, RaftAddr: addr})
+		peers = append(peers, p)
 	}
 	return peers, nil
 }

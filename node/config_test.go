@@ -24,7 +24,7 @@ func TestParseConfig(t *testing.T) {
 			name: "flags",
 			args: []string{"--id", "n2", "--raft-addr", "127.0.0.1:7102", "--cluster", cluster, "--http-addr", "127.0.0.1:0"},
 			check: func(t *testing.T, c Config) {
-				if c.ID != "n2" || c.NodeNumber != 2 || len(c.Cluster) != 3 || c.DataDir != "data/n2" {
+				if c.ID != "n2" || c.NodeNumber != 0 || len(c.Cluster) != 3 || c.DataDir != "data/n2" {
 					t.Fatalf("config = %+v", c)
 				}
 				if c.DedupWindow != 24*time.Hour || c.MaxBodyBytes != 1<<20 || c.Forward != ForwardStream {
@@ -70,7 +70,7 @@ func TestParseConfig(t *testing.T) {
 			name: "join",
 			args: []string{"--id", "n4", "--join", "http://127.0.0.1:8081"},
 			check: func(t *testing.T, c Config) {
-				if c.Join != "http://127.0.0.1:8081" || c.NodeNumber != 4 {
+				if c.Join != "http://127.0.0.1:8081" || c.NodeNumber != 0 {
 					t.Fatalf("config = %+v", c)
 				}
 			},
@@ -111,7 +111,20 @@ func TestParseConfig(t *testing.T) {
 		{name: "raft addr mismatch", args: []string{"--id", "n1", "--raft-addr", "127.0.0.1:9", "--cluster", cluster}, wantErr: "does not match raft-addr"},
 		{name: "bad cluster entry", args: []string{"--id", "n1", "--cluster", "n1"}, wantErr: "want id=host:port"},
 		{name: "bad env duration", args: []string{"--id", "n1"}, env: map[string]string{"TXLOG_DEDUP_WINDOW": "soon"}, wantErr: "TXLOG_DEDUP_WINDOW"},
-		{name: "no node number", args: []string{"--id", "alpha"}, wantErr: "node-number"},
+		{
+			name: "node numbers in --cluster",
+			args: []string{"--id", "b", "--raft-addr", "127.0.0.1:7102", "--cluster", "a=127.0.0.1:7101@7,b=127.0.0.1:7102,c=127.0.0.1:7103@9"},
+			check: func(t *testing.T, c Config) {
+				if c.Cluster[0].NodeNumber != 7 || c.Cluster[0].RaftAddr != "127.0.0.1:7101" || c.Cluster[1].NodeNumber != 0 || c.Cluster[2].NodeNumber != 9 {
+					t.Fatalf("Cluster = %+v", c.Cluster)
+				}
+			},
+		},
+		{name: "node number out of range", args: []string{"--id", "n1", "--node-number", "1024"}, wantErr: "node-number 1024"},
+		{name: "duplicate node numbers in --cluster", args: []string{"--id", "a", "--raft-addr", "127.0.0.1:7101", "--cluster", "a=127.0.0.1:7101@3,b=127.0.0.1:7102@3"}, wantErr: "node number 3 given to both a and b"},
+		{name: "node number in --cluster out of range", args: []string{"--id", "a", "--raft-addr", "127.0.0.1:7101", "--cluster", "a=127.0.0.1:7101@0"}, wantErr: "node number \"0\""},
+		{name: "--node-number differs from --cluster", args: []string{"--id", "a", "--raft-addr", "127.0.0.1:7101", "--node-number", "4", "--cluster", "a=127.0.0.1:7101@3"}, wantErr: "a has node number 3, node-number says 4"},
+		{name: "node number in --raft-dial", args: []string{"--id", "n1", "--raft-dial", "n2=127.0.0.1:9@2"}, wantErr: "without @"},
 		{name: "bad log level", args: []string{"--id", "n1", "--log-level", "loud"}, wantErr: "log-level"},
 		{name: "stray argument", args: []string{"--id", "n1", "extra"}, wantErr: "unexpected arguments"},
 		{name: "several problems at once", args: []string{"--id", "", "--http-addr", "nope", "--dedup-window", "1s"}, wantErr: "dedup-window"},

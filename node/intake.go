@@ -433,6 +433,9 @@ func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOpti
 //   - accepted: the node waits for the WAL fsync (and parks it in Redis when
 //     configured), answers 202, and the replayer commits it in the background.
 func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
+	if err := n.mem.writeErr(); err != nil {
+		return nil, err // removed, a node number clash, or none yet (number.go)
+	}
 	if opts.Ack == "" {
 		opts.Ack = api.AckQuorum
 	}

@@ -25,6 +25,9 @@ const LeaseClockSkew = 500 * time.Millisecond
 // lease it holds, a renewal renews again, a release of a free lease is a
 // release.
 func (n *Node) AcquireLease(ctx context.Context, req api.LeaseRequest, forwarded bool) (api.LeaseResult, error) {
+	if err := n.leaseWriteErr(); err != nil {
+		return api.LeaseResult{}, err
+	}
 	lc := store.LeaseCommand{Op: store.LeaseAcquire, Name: req.Name, Holder: req.Holder, TTL: req.TTL, Token: req.Token, Skew: LeaseClockSkew}
 	if req.Token != 0 {
 		lc.Op = store.LeaseRenew
@@ -47,6 +50,9 @@ func (n *Node) AcquireLease(ctx context.Context, req api.LeaseRequest, forwarded
 
 // ReleaseLease implements api.LeaseBackend.
 func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint64, forwarded bool) error {
+	if err := n.leaseWriteErr(); err != nil {
+		return err
+	}
 	lc := store.LeaseCommand{Op: store.LeaseRelease, Name: name, Holder: holder, Token: token, Skew: LeaseClockSkew}
 	return n.viaLeader(ctx, forwarded, func(ctx context.Context) error {
 		out, err := n.applyLease(ctx, lc)
@@ -57,6 +63,16 @@ func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint
 	}, func(ctx context.Context, base string) error {
 		return n.client.ReleaseLeaseVia(ctx, base, name, holder, token)
 	})
+}
+
+// leaseWriteErr refuses lease writes on a removed node. They issue no txid,
+// so the node-number checks that hold up other writes (number.go) do not
+// apply to them.
+func (n *Node) leaseWriteErr() error {
+	if n.mem.removed.Load() {
+		return fmt.Errorf("%w: this node is no longer a member and is stopping; send lease writes to another node", api.ErrRemoved)
+	}
+	return nil
 }
 
 // applyLease proposes a lease command on this node, the leader, stamped with

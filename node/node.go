@@ -41,8 +41,13 @@ type Node struct {
 	voterChecks sync.Map // base URL → *voterChecks, ack=all's coalesced checks (ackall.go)
 	intake      *intake
 	park        parker // nil without --redis-addr
+	// refused is set when replication refused to start Raft because its
+	// directory holds less than the store applied (refused.go); raft is nil
+	// then, and the node serves only refusals.
+	refused *replication.AmnesiaError
 
 	fwd forwarding // grouped forwarding to the leader (forward.go)
+	mem membership // node number, clash and removal (number.go, removed.go)
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
 	// instead of running out their own timeouts.
@@ -55,7 +60,11 @@ type Node struct {
 
 // Open opens a node's parts in order: the data directory, the txid generator, the
 // store, Raft and the HTTP listener. It does not serve yet; call Run.
-func Open(cfg Config) (*Node, error) {
+func Open(cfg Config) (*Node, error) { return open(cfg, syncDir) }
+
+// open is Open with the directory fsync as a parameter, which tests record
+// (dirsync_test.go).
+func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -65,7 +74,7 @@ func Open(cfg Config) (*Node, error) {
 		log: cfg.Logger.With("component", "node"),
 	}
 	n.life, n.endLife = context.WithCancel(context.Background())
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+	if err := mkdirSynced(cfg.DataDir, 0o755, syncDir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
 	ok := false
@@ -76,13 +85,12 @@ func Open(cfg Config) (*Node, error) {
 	}()
 
 	var err error
-	n.ids, err = txid.OpenGenerator(filepath.Join(cfg.DataDir, "txid.hwm"), txid.Config{Node: uint16(cfg.NodeNumber)})
-	if err != nil {
-		return nil, fmt.Errorf("open txid generator: %w", err)
-	}
 	n.db, err = openStore(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if err := n.openNumber(); err != nil { // the txid generator, once the number is known (number.go)
+		return nil, err
 	}
 	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{SegmentBytes: cfg.IntakeWALSegmentBytes, Logger: cfg.Logger})
 	if err != nil {
@@ -116,8 +124,17 @@ func Open(cfg Config) (*Node, error) {
 
 		SerialLeaderAppend: cfg.RaftSerialAppend,
 	}, n.db)
-	if err != nil {
+	if ae, ok := errors.AsType[*replication.AmnesiaError](err); ok {
+		n.raft, n.refused = nil, ae
+		n.log.Error("raft state lost: not starting raft; this node answers 503 raft_state_lost until it is recovered",
+			append(ae.LogAttrs(), "err", ae)...)
+	} else if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	// Whatever the parts created in the data dir is durable before the node
+	// serves (dirsync.go).
+	if err := syncDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
 	n.peers = newPeerBook(n.db)
 
@@ -131,10 +148,14 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.client = api.NewClient(api.ClientConfig{})
 	n.streams = api.NewStreams(n.client)
+	var backend api.Backend = n
+	if n.refused != nil {
+		backend = newRefusedBackend(n.refused)
+	}
 	n.api = api.NewServer(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Logger:       cfg.Logger,
-	}, n)
+	}, backend)
 	n.srv = &http.Server{
 		Handler:           n.api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -186,6 +207,29 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	n.log.Info("http listening", "addr", n.ln.Addr().String(), "raft_addr", n.cfg.RaftAddr, "data_dir", n.cfg.DataDir)
+	if n.refused == nil {
+		n.runLoops()
+	}
+
+	var err error
+	select {
+	case <-ctx.Done():
+		n.log.Info("shutting down", "reason", context.Cause(ctx))
+	case err = <-serveErr:
+		n.log.Error("http server failed", "err", err)
+	case err = <-n.mem.stop:
+		if errors.Is(err, api.ErrRemoved) {
+			n.log.Info("removed from the cluster; stopping")
+			err = nil
+		} else {
+			n.log.Error("stopping", "err", err)
+		}
+	}
+	return errors.Join(err, n.Close())
+}
+
+// runLoops starts the background loops of a node that runs Raft.
+func (n *Node) runLoops() {
 	n.wg.Go(n.registerLoop)
 	n.wg.Go(n.replayLoop)
 	n.wg.Go(n.releaseLoop)
@@ -197,15 +241,7 @@ func (n *Node) Run(ctx context.Context) error {
 	if n.cfg.Join != "" {
 		n.wg.Go(n.joinLoop)
 	}
-
-	var err error
-	select {
-	case <-ctx.Done():
-		n.log.Info("shutting down", "reason", context.Cause(ctx))
-	case err = <-serveErr:
-		n.log.Error("http server failed", "err", err)
-	}
-	return errors.Join(err, n.Close())
+	n.wg.Go(n.removalLoop)
 }
 
 // Close shuts the node down: it hands leadership over if it is the leader, stops

@@ -73,6 +73,17 @@ func (n *Node) replayOnce() bool {
 	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
 	n.propose(ctx, ps, api.SubmitOptions{})
 	cancel()
+	done := n.finishReplayed(es, ps)
+	if done > 0 {
+		n.log.Debug("parked transactions replayed", "count", done, "open", len(es)-done)
+	}
+	return len(es) == replayBatch && done == len(es)
+}
+
+// finishReplayed ends a proposal of taken entries es (ps aligned with them):
+// those resolved, or refused for good, are marked done; the rest go back to
+// the replayer. It returns how many were marked done.
+func (n *Node) finishReplayed(es []*intakeEntry, ps []*pending) int {
 	var done, open = es[:0:0], es[:0:0]
 	for i, p := range ps {
 		switch {
@@ -87,10 +98,7 @@ func (n *Node) replayOnce() bool {
 	}
 	n.intake.finish(done...)
 	n.intake.releaseQuiet(open...)
-	if len(done) > 0 {
-		n.log.Debug("parked transactions replayed", "count", len(done), "open", len(open))
-	}
-	return len(es) == replayBatch && len(open) == 0
+	return len(done)
 }
 
 // drainLoop runs on every node with Redis; while the node leads, it moves the

@@ -55,7 +55,7 @@ func (r *Raft) ApplyMany(ctx context.Context, datas [][]byte) []Applied {
 	errs := r.awaitMany(ctx, waits)
 	for i, f := range futures {
 		if f != nil {
-			out[i] = outcome(f, errs[i])
+			out[i] = r.outcome(f, errs[i])
 		}
 	}
 	return out
@@ -116,7 +116,9 @@ func (r *Raft) Apply(ctx context.Context, data []byte) (store.Result, uint64, er
 }
 
 // outcome decodes the outcome of a proposed entry whose wait ended with err.
-func outcome(f raft.ApplyFuture, err error) Applied {
+// A command the state machine skipped (its index was applied already) is
+// never reported as applied: ErrNotApplied, logged at Error.
+func (r *Raft) outcome(f raft.ApplyFuture, err error) Applied {
 	if err != nil {
 		if errors.Is(err, raft.ErrEnqueueTimeout) {
 			// Raft's enqueue timer is ctx's deadline: nothing was proposed.
@@ -126,6 +128,11 @@ func outcome(f raft.ApplyFuture, err error) Applied {
 	}
 	switch resp := f.Response().(type) {
 	case store.Result:
+		if resp.Skipped {
+			r.logger.Error("committed entry skipped by the state machine: its index was applied already; answering unknown outcome",
+				"index", f.Index(), "applied", r.AppliedIndex())
+			return Applied{Index: f.Index(), Err: fmt.Errorf("%w: index %d", ErrNotApplied, f.Index())}
+		}
 		return Applied{Result: resp, Index: f.Index()}
 	case error: // from the glue: wraps ErrStateMachine
 		return Applied{Index: f.Index(), Err: resp}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/hashicorp/raft"
 )
@@ -90,6 +91,58 @@ var errBehindCheckpoint = errors.New("the state machine is behind its checkpoint
 type checkpointStore struct {
 	raft.SnapshotStore
 	sm machine
+	// dir is the directory raft's file store keeps its snapshots in
+	// (<Config.Dir>/snapshots), and syncDir fsyncs a directory (Config.syncDir).
+	dir     string
+	syncDir func(dir string) error
+}
+
+// Create starts a snapshot in raft's file store, whose sink fsyncs the
+// snapshot's own directory before raft renames it into place.
+func (s checkpointStore) Create(version raft.SnapshotVersion, index, term uint64,
+	configuration raft.Configuration, configurationIndex uint64, trans raft.Transport) (raft.SnapshotSink, error) {
+	sink, err := s.SnapshotStore.Create(version, index, term, configuration, configurationIndex, trans)
+	if err != nil {
+		return nil, err
+	}
+	return &syncedSink{SnapshotSink: sink, dir: filepath.Join(s.dir, sink.ID()+snapshotTmpSuffix), syncDir: s.syncDir}, nil
+}
+
+// snapshotTmpSuffix is the suffix of the directory raft's FileSnapshotStore
+// writes a snapshot in until its Close renames it (its tmpSuffix).
+const snapshotTmpSuffix = ".tmp"
+
+// syncedSink is a sink of raft's FileSnapshotStore whose Close first fsyncs
+// the snapshot's directory. Raft's sink fsyncs the snapshot's files
+// (state.bin, meta.json) and, after renaming the directory, the snapshots
+// directory, but never the snapshot's own directory: after a power loss the
+// renamed directory could come back without the names of its files, and the
+// snapshot would be lost while raft has dropped the log it covers. Both files
+// are created when the sink is (Create writes meta.json once, and Close
+// writes it again in place), so one fsync of the directory at Close covers
+// them.
+type syncedSink struct {
+	raft.SnapshotSink
+	dir     string
+	syncDir func(dir string) error
+	closed  bool // Close or Cancel was called: raft closes a sink that Persist closed
+}
+
+func (s *syncedSink) Close() error {
+	if s.closed {
+		return s.SnapshotSink.Close() // raft's sink ignores a second Close
+	}
+	s.closed = true
+	if err := s.syncDir(s.dir); err != nil {
+		s.SnapshotSink.Cancel()
+		return fmt.Errorf("close snapshot %s: %w", s.ID(), err)
+	}
+	return s.SnapshotSink.Close()
+}
+
+func (s *syncedSink) Cancel() error {
+	s.closed = true
+	return s.SnapshotSink.Cancel()
 }
 
 // openSnapshot opens the snapshot id. For a checkpoint marker it returns the

@@ -120,6 +120,10 @@ type Config struct {
 	// address in the Raft configuration (for example to route through a
 	// fault-injecting proxy). Default: dial the configured address.
 	AddressProvider func(id string) (string, error)
+
+	// syncDir fsyncs a directory after an entry in it was created, renamed or
+	// removed (dirsync.go). Default: syncDir. Tests record the calls.
+	syncDir func(dir string) error
 }
 
 // withDefaults returns a copy of c with each zero field set to its default.
@@ -141,6 +145,9 @@ func (c Config) withDefaults() Config {
 			logger.Error("state machine failed, stopping", "err", err)
 			panic(err)
 		}
+	}
+	if c.syncDir == nil {
+		c.syncDir = syncDir
 	}
 	c.Bootstrap = append([]Server(nil), c.Bootstrap...)
 	return c

@@ -1,7 +1,8 @@
 // Package replication replicates the txlog state machine with Raft.
 //
-// It owns everything about Raft: the hashicorp/raft node, its bbolt log and
-// stable store (raft.db, fsynced on every write), its snapshot store
+// It owns everything about Raft: the hashicorp/raft node, its log and stable
+// store (raft-wal in wal/, or raft-boltdb's raft.db; fsynced on every write,
+// their directories too: dirsync.go), its snapshot store
 // (snapshots/, the latest two kept: checkpoint markers of a state machine that
 // keeps its state durably, see checkpoint.go), the TCP transport, the FSM glue that hands
 // committed entries to the state machine (a store.DB) in batches, membership,
@@ -36,6 +37,14 @@
 //   - ErrUnknownServer: the server ID is not a cluster member.
 //   - ErrStateMachine: the state machine failed to apply a committed entry;
 //     this server applies nothing more and must be restarted.
+//   - ErrNotApplied: the entry committed at an index the state machine had
+//     applied already, so it skipped it. Outcome unknown; never "applied".
+//
+// Open returns an *AmnesiaError (wrapping ErrAmnesia) when the Raft directory
+// holds less than the state machine applied from it: a lost or truncated log,
+// or a lost stable store (term and vote). Raft is not started; the server must
+// be removed from the cluster and join again with an empty directory
+// (amnesia.go).
 //
 // Apply also returns ctx's own error, not wrapped in ErrTimeout, when ctx was
 // done before the entry reached Raft: then nothing was proposed.

@@ -29,13 +29,19 @@ var (
 	// ErrStateMachine means the state machine failed to apply a committed entry.
 	// The Raft applies nothing after it; the node must be restarted.
 	ErrStateMachine = errors.New("replication: state machine failed")
+	// ErrNotApplied means the entry committed at an index this server's state
+	// machine had already applied, so the state machine skipped it: the state
+	// machine is ahead of the log it was applied from (amnesia.go). Nothing
+	// says what the skipped entry did: the outcome is unknown.
+	ErrNotApplied = errors.New("replication: committed entry not applied: the state machine had applied its index already")
 )
 
 // OutcomeUnknown reports whether err, returned by Apply, leaves it unknown
 // whether the entry was committed. The caller must find out later, for example
 // by looking the transaction up once the cluster has a leader again.
 func OutcomeUnknown(err error) bool {
-	return errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrShutdown)
+	return errors.Is(err, ErrLeadershipLost) || errors.Is(err, ErrTimeout) || errors.Is(err, ErrShutdown) ||
+		errors.Is(err, ErrNotApplied)
 }
 
 // translate maps an error from raft to this package's errors, naming the
@@ -59,7 +65,7 @@ func translate(op string, err error) error {
 }
 
 func isOurs(err error) bool {
-	for _, e := range []error{ErrNotLeader, ErrLeadershipLost, ErrShutdown, ErrTimeout, ErrUnknownServer, ErrStateMachine} {
+	for _, e := range []error{ErrNotLeader, ErrLeadershipLost, ErrShutdown, ErrTimeout, ErrUnknownServer, ErrStateMachine, ErrNotApplied} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -20,6 +20,13 @@ type StateMachine interface {
 	Apply(entries []store.Entry) ([]store.Result, error)
 	// AppliedIndex returns the index of the last entry applied, 0 when none.
 	AppliedIndex() uint64
+	// AppliedTerm returns the term of the entry at AppliedIndex, 0 when none.
+	// Open compares both with the Raft log and stable store (amnesia.go).
+	AppliedTerm() uint64
+	// RestoredIndex returns the applied index of the snapshot stream the
+	// state machine was last restored from (Restore), 0 if never: while it
+	// equals AppliedIndex, the state is exactly that snapshot.
+	RestoredIndex() uint64
 	// Snapshot starts a point-in-time snapshot. The snapshot is written out on
 	// another goroutine while Apply goes on.
 	Snapshot() (*store.Snapshot, error)
@@ -43,6 +50,8 @@ type snapshot interface {
 type machine interface {
 	Apply(entries []store.Entry) ([]store.Result, error)
 	AppliedIndex() uint64
+	AppliedTerm() uint64
+	RestoredIndex() uint64
 	Snapshot() (snapshot, error)
 	Restore(r io.Reader) error
 }

@@ -24,6 +24,8 @@ type fakeMachine struct {
 
 	mu       sync.Mutex
 	applied  uint64
+	term     uint64 // of the entry at applied
+	restored uint64 // the applied index of the last Restore
 	entries  []store.Entry
 	maxBatch int
 	restores int
@@ -44,7 +46,7 @@ func (m *fakeMachine) Apply(entries []store.Entry) ([]store.Result, error) {
 			results[i].Skipped = true
 			continue
 		}
-		m.applied = e.Index
+		m.applied, m.term = e.Index, e.Term
 		m.entries = append(m.entries, store.Entry{Index: e.Index, Term: e.Term, Data: bytes.Clone(e.Data)})
 		results[i].Outcome = store.Outcome{Index: e.Index, Term: e.Term, Status: store.StatusCommitted}
 	}
@@ -57,16 +59,29 @@ func (m *fakeMachine) AppliedIndex() uint64 {
 	return m.applied
 }
 
+func (m *fakeMachine) RestoredIndex() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.restored
+}
+
+func (m *fakeMachine) AppliedTerm() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.term
+}
+
 // fakeState is the snapshot stream of a fakeMachine.
 type fakeState struct {
 	Applied uint64
+	Term    uint64
 	Entries []store.Entry
 }
 
 func (m *fakeMachine) Snapshot() (snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b, err := json.Marshal(fakeState{Applied: m.applied, Entries: m.entries})
+	b, err := json.Marshal(fakeState{Applied: m.applied, Term: m.term, Entries: m.entries})
 	return &fakeSnapshot{b: b}, err
 }
 
@@ -77,7 +92,8 @@ func (m *fakeMachine) Restore(r io.Reader) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.applied, m.entries = st.Applied, st.Entries
+	m.applied, m.term, m.entries = st.Applied, st.Term, st.Entries
+	m.restored = st.Applied
 	m.restores++
 	return nil
 }

@@ -113,10 +113,13 @@ func (r *Raft) Join(ctx context.Context, id, addr string, voter bool) error {
 }
 
 // Remove removes a server from the cluster and waits until the change is
-// committed. A removed server shuts its Raft down (Status reports
-// "shutdown") if it learns of its removal, which it may not, as the leader
-// stops replicating to it at once: close it. Removing the leader makes the
-// rest elect a new one.
+// committed. The leader sends the removed server the log up to the change and
+// then stops replicating to it, so a follower that was down or cut off never
+// learns of it from the log, and one that did sees only a latest
+// configuration (Members) without itself; a removed leader shuts its Raft
+// down (Status reports "shutdown"). Either way the server keeps running until
+// it is closed: node/removed.go asks the leader and closes it. Removing the
+// leader makes the rest elect a new one.
 //
 // Errors: ErrNotLeader; ErrUnknownServer when id is not a member; ErrTimeout,
 // ErrLeadershipLost and ErrShutdown leave the outcome unknown.

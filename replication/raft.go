@@ -69,8 +69,14 @@ func open(cfg Config, sm machine) (*Raft, error) {
 	logger := c.Logger.With("component", "replication")
 	hlog := newHCLogger(c.Logger)
 
-	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+	// Every directory's name is durable before raft writes anything in it
+	// (dirsync.go): raft/ in the data dir, wal/ and snapshots/ in raft/.
+	if err := mkdirSynced(c.Dir, c.syncDir); err != nil {
 		return nil, fmt.Errorf("open raft dir: %w", err)
+	}
+	snapDir := filepath.Join(c.Dir, "snapshots")
+	if err := mkdirSynced(snapDir, c.syncDir); err != nil {
+		return nil, fmt.Errorf("open snapshot store in %s: %w", c.Dir, err)
 	}
 	logs, err := openLogStore(c, hlog)
 	if err != nil {
@@ -82,7 +88,12 @@ func open(cfg Config, sm machine) (*Raft, error) {
 		logs.Close()
 		return nil, fmt.Errorf("open snapshot store in %s: %w", c.Dir, err)
 	}
-	snaps := checkpointStore{SnapshotStore: files, sm: sm}
+	snaps := checkpointStore{SnapshotStore: files, sm: sm, dir: snapDir, syncDir: c.syncDir}
+	// A server that forgot what it acknowledged must not start (amnesia.go).
+	if err := checkAmnesia(c, sm, logs, snaps); err != nil {
+		logs.Close()
+		return nil, err
+	}
 	trans, err := newTransport(c, hlog)
 	if err != nil {
 		logs.Close()
@@ -166,6 +177,9 @@ const (
 // (fsync on every append unless NoSync), wal/ for hashicorp/raft-wal (one
 // fdatasync per append; it has no NoSync).
 func openLogStore(c Config, hlog *hclogger) (logStore, error) {
+	if c.syncDir == nil {
+		c.syncDir = syncDir // c comes without defaults from some tests
+	}
 	// A Dir made with one kind must not be opened with the other: the empty
 	// store would look like a new server, and a static bootstrap would run again.
 	_, boltErr := os.Stat(filepath.Join(c.Dir, "raft.db"))
@@ -182,7 +196,7 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 	switch c.LogStore {
 	case LogStoreWAL:
 		dir := filepath.Join(c.Dir, "wal")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		if err := mkdirSynced(dir, c.syncDir); err != nil {
 			return nil, fmt.Errorf("open raft log %s: %w", dir, err)
 		}
 		// raft-wal's Close leaves its meta store open (v0.4.0): own it, so a
@@ -193,6 +207,7 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 				hlog.Warn("prepare the next raft log segment", "dir", dir, "error", err)
 			}
 		})
+		zfs.syncDir = c.syncDir
 		w, err := raftwal.Open(dir, raftwal.WithLogger(hlog), raftwal.WithMetaStore(meta),
 			raftwal.WithSegmentFiler(segment.NewFiler(dir, zfs)))
 		if err != nil {
@@ -211,6 +226,13 @@ func openLogStore(c Config, hlog *hclogger) (logStore, error) {
 		b, err := raftboltdb.New(raftboltdb.Options{Path: path, NoSync: c.NoSync, BoltOptions: &boltOpts})
 		if err != nil {
 			return nil, fmt.Errorf("open raft log %s: %w", path, err)
+		}
+		if errors.Is(boltErr, os.ErrNotExist) {
+			// bbolt created raft.db in place: make its name durable.
+			if err := c.syncDir(c.Dir); err != nil {
+				b.Close()
+				return nil, fmt.Errorf("open raft log %s: %w", path, err)
+			}
 		}
 		return b, nil
 	}

@@ -58,6 +58,8 @@ type zeroFS struct {
 	closed    bool
 	wg        sync.WaitGroup
 	onPrepare func(error)
+	// syncDir fsyncs a directory: syncDir, or a test's recorder.
+	syncDir func(dir string) error
 }
 
 const (
@@ -70,7 +72,7 @@ const (
 // newZeroFS returns the file system for a raft-wal log in dir. onPrepare, if
 // not nil, is told the outcome of each spare's preparation.
 func newZeroFS(dir string, onPrepare func(error)) *zeroFS {
-	z := &zeroFS{FS: rwfs.New(), dir: dir, onPrepare: onPrepare}
+	z := &zeroFS{FS: rwfs.New(), dir: dir, onPrepare: onPrepare, syncDir: syncDir}
 	// A spare from an earlier run is used if it is whole; a temporary one is not.
 	os.Remove(filepath.Join(dir, spareTmp))
 	if fi, err := os.Stat(filepath.Join(dir, spareName)); err == nil && fi.Mode().IsRegular() {
@@ -105,7 +107,7 @@ func (z *zeroFS) Delete(dir, name string) error {
 			return err
 		}
 	}
-	return syncDir(dir)
+	return z.syncDir(dir)
 }
 
 // Create creates the segment file name in dir, size bytes of zeros: the spare
@@ -131,7 +133,7 @@ func (z *zeroFS) Create(dir, name string, size uint64) (types.WritableFile, erro
 		}
 	}
 	z.prepare(size)
-	return &zeroFile{File: f, dir: dir}, nil
+	return &zeroFile{File: f, dir: dir, syncDir: z.syncDir}, nil
 }
 
 // takeSpare renames the spare to path and opens it, if a spare of size bytes
@@ -284,8 +286,9 @@ func (z *zeroFS) Close() error {
 // created it with fallocate.
 type zeroFile struct {
 	*os.File
-	dir    string
-	synced atomic.Bool
+	dir     string
+	syncDir func(dir string) error
+	synced  atomic.Bool
 }
 
 func (f *zeroFile) Sync() error {
@@ -293,19 +296,10 @@ func (f *zeroFile) Sync() error {
 		return err
 	}
 	if !f.synced.Load() {
-		if err := syncDir(f.dir); err != nil {
+		if err := f.syncDir(f.dir); err != nil {
 			return err
 		}
 		f.synced.Store(true)
 	}
 	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
 }

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. On a fresh machine with only Go installed it first
-# installs what the tests need (redis-server from Debian's packages).
+# installs what the tests need (redis-server and fuse3 from Debian's packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v redis-server >/dev/null 2>&1; then
-	echo "== installing redis-server"
+missing=""
+command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+# fuse3 (fusermount3) for the lazyfs mounts of chaos/lazyfs and the power-loss run.
+command -v fusermount3 >/dev/null 2>&1 || missing="$missing fuse3"
+if [ -n "$missing" ]; then
+	echo "== installing$missing"
 	if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 
 echo "== gofmt"

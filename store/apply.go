@@ -97,6 +97,7 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 	}
 	db.idem.commit(idem)
 	db.kv.commit(kv)
+	db.appliedTerm.Store(a.st.term)
 	db.applied.Store(a.st.index)
 	return results, nil
 }

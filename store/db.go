@@ -92,6 +92,10 @@ type Config struct {
 	// that much older, and the caller must apply the entries after it again, as
 	// raft does from its log. Default 0: every Apply commits.
 	CommitInterval time.Duration
+
+	// syncDir fsyncs a directory after an entry in it was created, renamed or
+	// removed. Default: syncDir. Tests record the calls (dirsync_test.go).
+	syncDir func(dir string) error
 }
 
 // Validate reports every invalid field of c.
@@ -149,6 +153,9 @@ func (c Config) withDefaults() Config {
 	if c.KVFlushStepKeys == 0 {
 		c.KVFlushStepKeys = DefaultKVFlushStepKeys
 	}
+	if c.syncDir == nil {
+		c.syncDir = syncDir
+	}
 	return c
 }
 
@@ -183,6 +190,11 @@ type DB struct {
 	// applied index, in the open transaction if there is one, once each Apply
 	// or Restore has returned.
 	applied atomic.Uint64
+	// appliedTerm is the term of the entry at applied, stored before it.
+	appliedTerm atomic.Uint64
+	// restored is the applied index of the snapshot the file was last
+	// restored from (the meta bucket's restored key), 0 if never.
+	restored atomic.Uint64
 	// committed is the applied index of committed state, which the read
 	// methods see: applied, or less while Apply leaves a transaction open.
 	committed atomic.Uint64
@@ -231,14 +243,16 @@ func Open(path string, cfg Config) (*DB, error) {
 		return nil, err
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := db.cfg.syncDir(filepath.Dir(path)); err != nil {
 			o.bolt.Close()
 			return nil, err
 		}
 	}
 	db.bolt, db.idem, db.kv, db.dur = o.bolt, o.idem, o.kv, o.dur
+	db.appliedTerm.Store(o.st.term)
 	db.applied.Store(o.st.index)
 	db.committed.Store(o.st.index)
+	db.restored.Store(o.restored)
 	// Opening read the dedup records and the log records after kv_applied.
 	if err := db.ReleaseMemory(); err != nil {
 		db.logger.Warn("release memory after open", "err", err)
@@ -254,7 +268,9 @@ type opened struct {
 	idem *idemIndex
 	kv   *kvOverlay
 	st   appliedState
-	took time.Duration // to open the file and rebuild idem and kv
+	// restored is the meta bucket's restored index (readRestored).
+	restored uint64
+	took     time.Duration // to open the file and rebuild idem and kv
 }
 
 func (o opened) logAttrs(path string) []any {
@@ -289,6 +305,9 @@ func (db *DB) openBolt(path string) (opened, error) {
 		if o.st, err = ensureSchema(tx); err != nil {
 			return err
 		}
+		if o.restored, err = readRestored(tx); err != nil {
+			return err
+		}
 		drop := &pageDropper{tx: tx}
 		if o.idem, err = loadIdemIndex(tx, drop); err != nil {
 			return err
@@ -297,7 +316,7 @@ func (db *DB) openBolt(path string) (opened, error) {
 		return err
 	})
 	if err == nil && !db.cfg.NoSync {
-		o.dur, err = newDurability(path, b.Info().PageSize)
+		o.dur, err = newDurability(path, b.Info().PageSize, db.cfg.syncDir)
 		if err == nil {
 			err = db.makeDurable(b, o.dur)
 			if err != nil {
@@ -391,7 +410,7 @@ func (db *DB) create(path string) error {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
-		err = syncDir(filepath.Dir(path))
+		err = db.cfg.syncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -555,6 +574,19 @@ func (db *DB) Checkpoint() (uint64, error) {
 // AppliedIndex returns the index of the last applied entry: 0 for a new
 // database. It does not touch the disk.
 func (db *DB) AppliedIndex() uint64 { return db.applied.Load() }
+
+// AppliedTerm returns the term of the last applied entry (the entry at
+// AppliedIndex, recorded with it in the same transaction): 0 for a new
+// database. Between Applies the two agree; replication compares them with its
+// Raft log at start. It does not touch the disk.
+func (db *DB) AppliedTerm() uint64 { return db.appliedTerm.Load() }
+
+// RestoredIndex returns the applied index of the snapshot stream the file was
+// last restored from (Restore), 0 if it never was. While AppliedIndex equals
+// it, the store holds exactly that snapshot and nothing applied since, which
+// may be past the index raft recorded for the snapshot (a checkpoint is sent
+// as the leader's live state). It does not touch the disk.
+func (db *DB) RestoredIndex() uint64 { return db.restored.Load() }
 
 // view runs fn in a bbolt read transaction.
 func (db *DB) view(fn func(*bolt.Tx) error) error {

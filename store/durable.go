@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"path/filepath"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -131,11 +132,21 @@ func readMetaFile(path string) (savedMeta, bool, error) {
 }
 
 // openMetaFile opens (creating) the side file at path for writing; the next
-// write goes to the slot that does not hold the newest valid meta page.
-func openMetaFile(path string) (*metaFile, error) {
+// write goes to the slot that does not hold the newest valid meta page. A side
+// file it creates has its name made durable (syncDir of its directory) before
+// it returns: a database file without a side file is opened as it is, so the
+// name must survive before any commit without bbolt's fsyncs relies on it.
+func openMetaFile(path string, syncDir func(string) error) (*metaFile, error) {
+	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("create %s: %w", path, err)
+		}
 	}
 	b := make([]byte, 2*metaSlotStride)
 	n, _ := f.ReadAt(b, 0)
@@ -208,12 +219,12 @@ type durability struct {
 	onDurable func(applied uint64)
 }
 
-func newDurability(path string, pageSize int) (*durability, error) {
+func newDurability(path string, pageSize int, syncDir func(string) error) (*durability, error) {
 	raw, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	mf, err := openMetaFile(path + metaFileSuffix)
+	mf, err := openMetaFile(path+metaFileSuffix, syncDir)
 	if err != nil {
 		raw.Close()
 		return nil, err

@@ -94,6 +94,7 @@ func dump(t testing.TB, db *DB) map[string]map[string]string {
 		t.Fatalf("dump: %v", err)
 	}
 	delete(out["meta"], hex.EncodeToString(metaKVApplied))
+	delete(out["meta"], hex.EncodeToString(metaRestored)) // this file's history, not state
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	db.kv.mu.RLock()

@@ -34,7 +34,25 @@ var (
 	// index (8): the kv bucket holds the key states as of this applied index;
 	// the log records after it are the redo log of the kv overlay (overlay.go).
 	metaKVApplied = []byte("kv_applied")
+	// index (8) | term (8): the applied entry of the snapshot stream this file
+	// was restored from (Restore writes it into the stream's copy before the
+	// rename); Apply never changes it. While the applied index equals it, the
+	// file holds exactly that snapshot.
+	metaRestored = []byte("restored")
 )
+
+// readRestored returns the index in the meta bucket's restored key, 0 when
+// the file was never restored from a snapshot.
+func readRestored(tx *bolt.Tx) (uint64, error) {
+	v := tx.Bucket(bucketMeta).Get(metaRestored)
+	switch {
+	case v == nil:
+		return 0, nil
+	case len(v) != 16:
+		return 0, fmt.Errorf("%w: restored index of %d bytes", ErrCorrupt, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
 
 // schemaVersion is the version of the bucket layout. Version 1 had an idem
 // bucket (idempotency key → txid), now an index in memory (idem.go). Version 2

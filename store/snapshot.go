@@ -125,6 +125,10 @@ func (db *DB) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return err
 	}
+	if err := db.markRestored(tmp); err != nil {
+		os.Remove(tmp)
+		return err
+	}
 	// The side file describes the old file: it goes, after the old file's last
 	// commit is durable, before the new file takes the old one's name.
 	if err := db.dropSideFile(); err != nil {
@@ -135,7 +139,7 @@ func (db *DB) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return errors.Join(fmt.Errorf("restore %s: %w", db.path, err), db.resumeDurability())
 	}
-	if err := syncDir(filepath.Dir(db.path)); err != nil {
+	if err := db.cfg.syncDir(filepath.Dir(db.path)); err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
 	o, err := db.openBolt(db.path)
@@ -148,8 +152,10 @@ func (db *DB) Restore(r io.Reader) error {
 		db.bolt, db.idem, db.kv = nil, nil, nil
 	default:
 		db.bolt, db.idem, db.kv, db.dur = o.bolt, o.idem, o.kv, o.dur
+		db.appliedTerm.Store(o.st.term)
 		db.applied.Store(o.st.index)
 		db.committed.Store(o.st.index)
+		db.restored.Store(o.restored)
 	}
 	db.mu.Unlock()
 
@@ -191,7 +197,7 @@ func (db *DB) dropSideFile() error {
 		if err := os.Remove(db.path + metaFileSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		return syncDir(filepath.Dir(db.path))
+		return db.cfg.syncDir(filepath.Dir(db.path))
 	})
 }
 
@@ -205,7 +211,7 @@ func (db *DB) resumeDurability() error {
 	if db.bolt == nil {
 		return ErrClosed
 	}
-	dur, err := newDurability(db.path, db.bolt.Info().PageSize)
+	dur, err := newDurability(db.path, db.bolt.Info().PageSize, db.cfg.syncDir)
 	if err == nil {
 		err = db.makeDurable(db.bolt, dur)
 	}
@@ -239,6 +245,30 @@ func (db *DB) writeTemp(r io.Reader) (string, error) {
 		return "", fmt.Errorf("restore %s: write %s: %w", db.path, f.Name(), err)
 	}
 	return f.Name(), nil
+}
+
+// markRestored writes the restored key (metaRestored) into the checked
+// snapshot file at path: its own applied index and term, in a bbolt commit
+// with bbolt's fsyncs (none with Config.NoSync), before Restore renames it.
+func (db *DB) markRestored(path string) error {
+	b, err := bolt.Open(path, 0o600, db.boltOptions(db.cfg.NoSync))
+	if err != nil {
+		return fmt.Errorf("restore %s: mark snapshot: %w", db.path, err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		st, err := readState(tx)
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(metaRestored, encodeApplied(st.index, st.term))
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("restore %s: mark snapshot: %w", db.path, err)
+	}
+	return nil
 }
 
 // checkFile opens the bbolt file at path and checks its length, page structure,

@@ -31,10 +31,12 @@
 //
 // Uniqueness across the cluster rests on node numbers: no two live nodes may
 // share one, or they can issue the same ID in the same millisecond. txid
-// cannot see the cluster; the node package checks that each member's number
-// is unique. A number may be reused by a new node only if the old one
-// is gone for good and its IDs are covered by the new node's Config.Floor or
-// its clock is well past them.
+// cannot see the cluster; the node package assigns each member a number no
+// other member holds, refuses a join that asks for a taken one, and makes a
+// node whose number another member holds refuse writes while that lasts. A
+// number may be reused by a new node only if the old one is gone for good and
+// its IDs are covered by the new node's Config.Floor or its clock is well
+// past them.
 //
 // # Issuing IDs
 //

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/chaos/lazyfs"
 )
 
 const chaosSynopsis = `[flags]
@@ -26,7 +27,14 @@ Without --targets it launches a local three-node cluster (txlogd found as for
 'txlog local') with fault proxies on its Raft links and, when redis-server is on
 PATH, a Redis of its own. With --targets it drives an existing cluster, and
 faults run the --*-cmd templates through 'sh -c' with {id} replaced by the
-node's ID ({mode} for --partition-cmd: both or inbound). See docs/chaos.md.`
+node's ID ({mode} for --partition-cmd: both or inbound). See docs/chaos.md.
+
+--faults powerloss (Linux, as root with /dev/fuse) serves each local node's
+data dir through a FUSE file system that keeps unsynced writes in memory, and
+cuts the power of all nodes, the leader, or the leader and a follower: what
+was not fsynced is dropped (or, torn, partly written back), then the nodes are
+SIGKILLed and restarted. --powerloss-dirs says which fsync makes a directory
+entry durable: posix (its directory's) or journal (any, as ext4's journal).`
 
 func (c *cli) chaos(ctx context.Context, args []string) error {
 	cmd := c.command("chaos", chaosSynopsis)
@@ -44,6 +52,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	interval := cmd.Duration("fault-interval", chaos.DefaultFaultInterval, "quiet time between faults")
 	hold := cmd.Duration("fault-hold", chaos.DefaultHold, "how long a pause, partition or quorum loss lasts")
 	maxFaults := cmd.Int("max-faults", 0, "stop after this many faults (0: run for --duration)")
+	powerLossDirs := cmd.String("powerloss-dirs", string(lazyfs.DirsPOSIX), "with --faults powerloss: which fsync makes a directory entry durable, posix (its directory's) or journal (any fsync)")
 	resolveTimeout := cmd.Duration("resolve-timeout", chaos.DefaultResolveTimeout, "bound on the wait for 202s and for the nodes to catch up at the end")
 	reportJSON := cmd.String("report-json", "", "write the report as JSON to this file")
 	reportHTML := cmd.String("report-html", "", "write the report as a self-contained HTML page to this file")
@@ -68,6 +77,10 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--faults: %v", err)
 	}
+	dirs, err := lazyfs.ParseDirRule(*powerLossDirs)
+	if err != nil {
+		return usagef("--powerloss-dirs: %v", err)
+	}
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}
@@ -76,7 +89,8 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys},
 		Nemesis:  chaos.NemesisConfig{Faults: weights, Interval: *interval, Hold: *hold, MaxFaults: *maxFaults},
 		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout,
-		Progress: c.stderr,
+		PowerLossDirs: dirs,
+		Progress:      c.stderr,
 	}
 	for _, t := range strings.Split(*targets, ",") {
 		if t = strings.TrimSpace(t); t != "" {

@@ -116,8 +116,8 @@ func TestChaosAgainstTargets(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if got := strings.Count(r.stdout, "PASS"); got != 6 {
-		t.Fatalf("stdout has %d PASS, want 6:\n%s", got, r.stdout)
+	if got := strings.Count(r.stdout, "PASS"); got != 7 {
+		t.Fatalf("stdout has %d PASS, want 7:\n%s", got, r.stdout)
 	}
 	if !strings.Contains(r.stderr, "seed 9") {
 		t.Errorf("stderr lacks the seed:\n%s", r.stderr)
@@ -130,7 +130,7 @@ func TestChaosAgainstTargets(t *testing.T) {
 		Seed   uint64            `json:"seed"`
 		Checks []json.RawMessage `json:"checks"`
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Seed != 9 || len(rep.Checks) != 6 {
+	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Seed != 9 || len(rep.Checks) != 7 {
 		t.Fatalf("report JSON: %v, %+v", err, rep)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "r.html")); err != nil || !strings.Contains(string(b), "<svg") {
@@ -156,6 +156,9 @@ func TestChaosUsage(t *testing.T) {
 		{"unknown fault", []string{"chaos", "--faults", "kill-everyone"}, 2, `unknown fault "kill-everyone"`},
 		{"argument", []string{"chaos", "now"}, 2, "takes no arguments"},
 		{"bad target", []string{"chaos", "--targets", "ftp://x"}, 2, "Targets[0]"},
+		{"help powerloss", []string{"chaos", "-h"}, 0, "-powerloss-dirs"},
+		{"bad dirs", []string{"chaos", "--powerloss-dirs", "ext2"}, 2, `directory rule "ext2": want posix or journal`},
+		{"powerloss needs local", []string{"chaos", "--targets", "http://127.0.0.1:1", "--faults", "powerloss"}, 1, "leave powerloss out of --faults"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,8 +66,10 @@ func (f *fakeBackend) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 	return f.ClusterFunc(ctx)
 }
 
-func (f *fakeBackend) Join(context.Context, api.JoinRequest) error { return errNotSet }
-func (f *fakeBackend) Remove(context.Context, string) error        { return errNotSet }
+func (f *fakeBackend) Join(context.Context, api.JoinRequest) (api.JoinResult, error) {
+	return api.JoinResult{}, errNotSet
+}
+func (f *fakeBackend) Remove(context.Context, string) error { return errNotSet }
 
 func (f *fakeBackend) TransferLeadership(context.Context, api.TransferRequest) (api.TransferResult, error) {
 	return api.TransferResult{}, errNotSet
