@@ -161,6 +161,10 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (TxRequest, error) {
 			}
 		case "ops":
 			ops = f.raw
+		case "fence":
+			if tx.Fence, err = decodeFence(f.raw, fp, lim); err != nil {
+				return tx, err
+			}
 		default:
 			return tx, fieldErr(fp, "unknown field")
 		}
@@ -183,6 +187,46 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (TxRequest, error) {
 		}
 	}
 	return tx, nil
+}
+
+// decodeFence decodes a transaction's fence found at path:
+// {"lease":"name","token":N}, the name with the rules of a key, N positive.
+func decodeFence(raw json.RawMessage, path string, lim limits) (*Fence, error) {
+	fields, err := objectFields(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fence{}
+	var hasLease, hasToken bool
+	for _, fl := range fields {
+		fp := join(path, fl.name)
+		switch fl.name {
+		case "lease":
+			hasLease = true
+			if f.Lease, err = stringValue(fl.raw, fp); err != nil {
+				return nil, err
+			}
+		case "token":
+			hasToken = true
+			if f.Token, err = uintValue(fl.raw, fp); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fieldErr(fp, "unknown field")
+		}
+	}
+	switch {
+	case !hasLease:
+		return nil, fieldErr(join(path, "lease"), "missing")
+	case !hasToken:
+		return nil, fieldErr(join(path, "token"), "missing")
+	case f.Token == 0:
+		return nil, fieldErr(join(path, "token"), "must be positive")
+	}
+	if err := checkKey(f.Lease, join(path, "lease"), lim.maxKeyBytes); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // decodeOp decodes one operation object found at path.

@@ -42,6 +42,11 @@ func FuzzDecodeDiff(f *testing.F) {
 		"{\"ops\":[{\"op\":\"put\",\"key\":\"k\",\"value\":\"\t\"}]}",
 		`{"ops":[{"op":"put","key":"k","value":tru}]}`,
 		`{"ops":[{"op":"put","key":"k","value":1.}]}`,
+		`{"fence":{"lease":"consumer/billing","token":12},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"ops":[{"op":"delete","key":"k"}],"fence":{"token":1,"lease":"l"},"idempotency_key":"p"}`,
+		`{"fence":{"lease":"l","token":0},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"fence":{"lease":"l","lease":"m","token":1},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"fence":{},"ops":[{"op":"delete","key":"k"}]}`,
 		// Pieces for diffTemplates.
 		`"\u00e9\n"`, `{"a":[1,null,true]}`, `-1.5E+3`, `18446744073709551615`, `put`, `k\u0041`,
 	} {
@@ -69,6 +74,8 @@ var diffTemplates = []string{
 	`{"idempotency_key":"@","ops":[{"op":"delete","key":"k"}]}`,
 	`{"ops":[{"op":"@","key":"k"}]}`,
 	`{"ops":[{"op":"delete","key":"k","if_version":@}]}`, // [4]: a number
+	`{"fence":{"lease":"@","token":1},"ops":[{"op":"delete","key":"k"}]}`,
+	`{"fence":{"lease":"l","token":@},"ops":[{"op":"delete","key":"k"}]}`,
 }
 
 func diffTx(t *testing.T, body []byte, lim limits) {

@@ -122,6 +122,13 @@ func (d *fastDecoder) tx() (tx TxRequest, ok bool) {
 			if tx.Ops, ok = d.ops(); !ok {
 				return tx, false
 			}
+		case "fence":
+			if tx.Fence != nil {
+				return tx, false
+			}
+			if tx.Fence, ok = d.fence(); !ok {
+				return tx, false
+			}
 		default:
 			return tx, false
 		}
@@ -206,6 +213,47 @@ func (d *fastDecoder) op() (op Op, ok bool) {
 		return op, false
 	}
 	return op, true
+}
+
+// fence reads a transaction's fence, {"lease":"name","token":N}.
+func (d *fastDecoder) fence() (*Fence, bool) {
+	if !d.next('{') {
+		return nil, false
+	}
+	var f Fence
+	var hasLease, hasToken bool
+	for more := true; more; {
+		name, ok := d.name()
+		if !ok {
+			return nil, false
+		}
+		switch string(name) {
+		case "lease":
+			if hasLease {
+				return nil, false
+			}
+			hasLease = true
+			f.Lease, ok = d.text()
+		case "token":
+			if hasToken {
+				return nil, false
+			}
+			hasToken = true
+			f.Token, ok = d.uint()
+		default:
+			return nil, false
+		}
+		if !ok {
+			return nil, false
+		}
+		if more, ok = d.more('}'); !ok {
+			return nil, false
+		}
+	}
+	if !hasLease || !hasToken || f.Token == 0 || checkKey(f.Lease, "", d.lim.maxKeyBytes) != nil {
+		return nil, false
+	}
+	return &f, true
 }
 
 // opName reads the string "put" or "delete".

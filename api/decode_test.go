@@ -30,6 +30,8 @@ func FuzzDecodeTxRequest(f *testing.F) {
 		"{\"ops\":[{\"op\":\"put\",\"key\":\"\xff\",\"value\":1}]}",
 		`{"ops":[{"op":"put","key":"k","key":"j","value":1}]}`,
 		` { "ops" : [ { "value" : [ 1 , 2 ] , "key" : "k" , "op" : "put" } ] } `,
+		`{"fence":{"lease":"consumer/billing","token":12},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"fence":{"lease":"l","token":0},"ops":[{"op":"delete","key":"k"}]}`,
 	} {
 		f.Add([]byte(s))
 	}

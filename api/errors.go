@@ -125,6 +125,9 @@ var codes = map[string]struct {
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
 	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
+
+	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
+	CodeFenced:    {http.StatusConflict, nil},
 }
 
 // sentinelCodes lists the codes that have a sentinel, sorted, so that an error

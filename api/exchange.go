@@ -101,6 +101,9 @@ func classify(a answer) (string, error) {
 		Error *ErrorBody `json:"error"`
 	}
 	if json.Unmarshal(a.body, &body) == nil && body.Error != nil && body.Error.Code != "" {
+		if le, ok := leaseError(body.Error.Code, a.body); ok {
+			return body.Error.Code, le
+		}
 		return body.Error.Code, codeError(*body.Error)
 	}
 	code := "http_" + strconv.Itoa(a.status)

@@ -50,9 +50,22 @@ func appendTxResultJSON(b []byte, r *TxResult) []byte {
 		b = append(b, '}')
 	}
 	if c := r.Conflict; c != nil {
-		b = append(b, `,"conflict":{"key":`...)
-		b = appendJSONString(b, c.Key)
-		b = append(b, `,"expected":`...)
+		b = append(b, `,"conflict":{`...)
+		if c.Key != "" {
+			b = append(b, `"key":`...)
+			b = appendJSONString(b, c.Key)
+		}
+		if c.Fence != "" {
+			if c.Key != "" {
+				b = append(b, ',')
+			}
+			b = append(b, `"fence":`...)
+			b = appendJSONString(b, c.Fence)
+		}
+		if c.Key != "" || c.Fence != "" {
+			b = append(b, ',')
+		}
+		b = append(b, `"expected":`...)
 		b = strconv.AppendUint(b, c.Expected, 10)
 		b = append(b, `,"actual":`...)
 		b = strconv.AppendUint(b, c.Actual, 10)

@@ -13,6 +13,7 @@ var jsonCases = append(append([]TxResult(nil), sampleResults...),
 		Versions: map[string]uint64{"\x01": 0, "k\"": 1<<64 - 1}, Durability: "\u2027\u202a"},
 	TxResult{TxID: txid.ID(1<<64 - 1), Status: StatusCommitted, Versions: map[string]uint64{}},
 	TxResult{Status: StatusPending, Conflict: &Conflict{}, Error: &ErrorBody{Message: "\xed\xa0\x80 half a surrogate"}},
+	TxResult{Status: StatusRejected, Conflict: &Conflict{Key: "k", Fence: "f\"<", Expected: 1, Actual: 2}},
 )
 
 // TestTxResultJSON: the hand encoder writes what marshalJSON writes, for a
@@ -59,6 +60,9 @@ func FuzzTxResultJSON(f *testing.F) {
 		}
 		if n%3 == 0 {
 			r.Conflict = &Conflict{Key: key, Expected: n, Actual: id}
+		}
+		if n%5 == 1 {
+			r.Conflict = &Conflict{Fence: msg, Key: code, Expected: n, Actual: id}
 		}
 		if code != "" {
 			r.Error = &ErrorBody{Code: code, Message: msg, TxID: txid.ID(n)}

@@ -179,6 +179,11 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
 	r.HandleFunc("/v1/log", s.handleLog).Methods(http.MethodGet)
 
+	r.HandleFunc("/v1/leases", s.handleLeaseList).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeasePut).Methods(http.MethodPut)
+	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseDelete).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseGet).Methods(http.MethodGet)
+
 	r.HandleFunc("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
 	r.HandleFunc("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
 	r.HandleFunc("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)

@@ -18,6 +18,7 @@ import (
 //	         uvarint index | uvarint term | uvarint len(versions) |
 //	         len(versions) × (string key | uvarint version), keys sorted |
 //	         [string key | uvarint expected | uvarint actual]   if flags&resultConflict |
+//	                    (with flags&resultFence the string is the conflict's fence)
 //	         string durability |
 //	         [string code | string message | uvarint txid]      if flags&resultError |
 //	         [uvarint n | n × string]                           if flags&resultHeldBy
@@ -30,7 +31,8 @@ const (
 	resultDuplicate = 1 << 1
 	resultError     = 1 << 2
 	resultHeldBy    = 1 << 3 // never set in answers of a leader to a proposal
-	resultFlags     = resultConflict | resultDuplicate | resultError | resultHeldBy
+	resultFence     = 1 << 4 // the conflict is a failed fence
+	resultFlags     = resultConflict | resultDuplicate | resultError | resultHeldBy | resultFence
 )
 
 func appendString(b []byte, s string) []byte {
@@ -56,6 +58,9 @@ func appendResults(b []byte, rs []TxResult) []byte {
 		var flags byte
 		if r.Conflict != nil {
 			flags |= resultConflict
+			if r.Conflict.Fence != "" {
+				flags |= resultFence
+			}
 		}
 		if r.Duplicate {
 			flags |= resultDuplicate
@@ -79,7 +84,7 @@ func appendResults(b []byte, rs []TxResult) []byte {
 			b = binary.AppendUvarint(b, r.Versions[k])
 		}
 		if c := r.Conflict; c != nil {
-			b = appendString(b, c.Key)
+			b = appendString(b, c.Key+c.Fence) // one of them is empty
 			b = binary.AppendUvarint(b, c.Expected)
 			b = binary.AppendUvarint(b, c.Actual)
 		}
@@ -184,6 +189,14 @@ func decodeResults(b []byte) ([]TxResult, error) {
 		}
 		if flags&resultConflict != 0 {
 			x.Conflict = &Conflict{Key: r.string("conflict key"), Expected: r.uvarint("expected"), Actual: r.uvarint("actual")}
+			if flags&resultFence != 0 {
+				x.Conflict.Fence, x.Conflict.Key = x.Conflict.Key, ""
+				if x.Conflict.Fence == "" {
+					r.fail("empty fence")
+				}
+			}
+		} else if flags&resultFence != 0 {
+			r.fail("fence without a conflict")
 		}
 		x.Duplicate = flags&resultDuplicate != 0
 		x.Durability = r.string("durability")

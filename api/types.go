@@ -25,6 +25,15 @@ const (
 type TxRequest struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	Ops            []Op   `json:"ops"`
+	// Fence, if set, makes the transaction apply only while the lease is
+	// held with the token (checked when the entry is applied).
+	Fence *Fence `json:"fence,omitempty"`
+}
+
+// Fence is a transaction's condition on a lease: {"lease":"name","token":N}.
+type Fence struct {
+	Lease string `json:"lease"`
+	Token uint64 `json:"token"`
 }
 
 // BatchRequest is the body of POST /v1/tx/batch.
@@ -60,9 +69,11 @@ const (
 	ConsistencyStale        = "stale"
 )
 
-// Conflict is a failed if_version precondition.
+// Conflict is a failed if_version precondition, or with Fence set (and no
+// Key) a failed fence: Expected is its token, Actual the lease's (0 if free).
 type Conflict struct {
-	Key      string `json:"key"`
+	Key      string `json:"key,omitempty"`
+	Fence    string `json:"fence,omitempty"`
 	Expected uint64 `json:"expected"`
 	Actual   uint64 `json:"actual"`
 }
@@ -111,6 +122,7 @@ type LogEntry struct {
 	IdempotencyKey string            `json:"idempotency_key,omitempty"`
 	Time           time.Time         `json:"time"` // the leader-stamped time of the entry
 	Ops            []Op              `json:"ops"`
+	Fence          *Fence            `json:"fence,omitempty"`
 	Status         string            `json:"status"`
 	Conflict       *Conflict         `json:"conflict,omitempty"`
 	Versions       map[string]uint64 `json:"versions,omitempty"`

@@ -14,6 +14,9 @@ import (
 // toStoreTx converts a validated wire transaction into a store transaction.
 func toStoreTx(id txid.ID, req api.TxRequest) (store.Tx, error) {
 	tx := store.Tx{ID: id, IdempotencyKey: req.IdempotencyKey, Ops: make([]store.Op, len(req.Ops))}
+	if f := req.Fence; f != nil {
+		tx.Fence = &store.Fence{Lease: f.Lease, Token: f.Token}
+	}
 	for i, op := range req.Ops {
 		o := store.Op{Key: op.Key}
 		switch op.Op {
@@ -63,7 +66,7 @@ func fromConflict(c *store.Conflict) *api.Conflict {
 	if c == nil {
 		return nil
 	}
-	return &api.Conflict{Key: c.Key, Expected: c.Expected, Actual: c.Actual}
+	return &api.Conflict{Key: c.Key, Fence: c.Fence, Expected: c.Expected, Actual: c.Actual}
 }
 
 // fromOutcome converts a recorded outcome to a wire result.
@@ -87,10 +90,18 @@ func fromLogRecord(r store.LogRecord) api.LogEntry {
 		IdempotencyKey: r.IdempotencyKey,
 		Time:           time.Unix(0, r.Time).UTC(),
 		Ops:            fromStoreOps(r.Ops),
+		Fence:          fromFence(r.Fence),
 		Status:         statusString(r.Status),
 		Conflict:       fromConflict(r.Conflict),
 		Versions:       r.Versions,
 	}
+}
+
+func fromFence(f *store.Fence) *api.Fence {
+	if f == nil {
+		return nil
+	}
+	return &api.Fence{Lease: f.Lease, Token: f.Token}
 }
 
 func fromKV(kv store.KV) api.KV {

@@ -199,6 +199,11 @@ const appendFillPercent = 0.95
 // applier applies entries inside one bbolt write transaction.
 type applier struct {
 	meta, log, txs, dedupTime, kv, nodes *bolt.Bucket
+	btx                                  *bolt.Tx
+	// leases is the leases bucket once a lease command or a fence looked it
+	// up (leasesRead), nil if there is none: a plain write never does.
+	leases     *bolt.Bucket
+	leasesRead bool
 
 	idem    *idemBatch // the idempotency index with this batch's changes
 	keyOf   keyOfFunc  // reads a record's idempotency key for idem
@@ -231,6 +236,7 @@ func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, erro
 		dedupTime:      btx.Bucket(bucketDedupTime),
 		kv:             btx.Bucket(bucketKV),
 		nodes:          btx.Bucket(bucketNodes),
+		btx:            btx,
 		idem:           idem,
 		overlay:        overlay,
 		st:             st,
@@ -284,6 +290,12 @@ func (a *applier) apply(e Entry) (Result, error) {
 		a.observe(c.Time)
 		a.nodesChanged = true
 		return Result{Kind: c.Kind}, a.nodes.Put([]byte(n.ID), bytes.Clone(c.Payload))
+	case KindLease:
+		lc, err := DecodeLeaseCommand(c.Payload)
+		if err != nil {
+			return Result{Kind: c.Kind, Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
+		}
+		return a.applyLease(e, c, lc)
 	}
 	// DecodeCommand rejects other kinds.
 	return Result{}, fmt.Errorf("command kind %d", c.Kind)
@@ -327,7 +339,15 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 		Term:           e.Term,
 		Time:           c.Time,
 	}
-	writes, conflict, err := a.evaluate(tx.Ops)
+	var writes []pending
+	var conflict *Conflict
+	var err error
+	if tx.Fence != nil { // the one cost of fences to a transaction without one
+		conflict, err = a.fenceConflict(tx.Fence)
+	}
+	if conflict == nil && err == nil {
+		writes, conflict, err = a.evaluate(tx.Ops)
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -141,27 +141,27 @@ func TestConflicts(t *testing.T) {
 		tx    []Op
 		want  Conflict
 	}{
-		{"if_version 0 on existing key", [][]Op{{put("a", "1")}}, []Op{ifv(put("a", "2"), 0)}, Conflict{"a", 0, 1}},
-		{"version mismatch", [][]Op{{put("a", "1")}, {put("a", "2")}}, []Op{ifv(put("a", "3"), 1)}, Conflict{"a", 1, 2}},
-		{"version on absent key", nil, []Op{ifv(del("x"), 3)}, Conflict{"x", 3, 0}},
-		{"version on deleted key", [][]Op{{put("a", "1")}, {del("a")}}, []Op{ifv(put("a", "2"), 1)}, Conflict{"a", 1, 0}},
+		{"if_version 0 on existing key", [][]Op{{put("a", "1")}}, []Op{ifv(put("a", "2"), 0)}, Conflict{Key: "a", Expected: 0, Actual: 1}},
+		{"version mismatch", [][]Op{{put("a", "1")}, {put("a", "2")}}, []Op{ifv(put("a", "3"), 1)}, Conflict{Key: "a", Expected: 1, Actual: 2}},
+		{"version on absent key", nil, []Op{ifv(del("x"), 3)}, Conflict{Key: "x", Expected: 3, Actual: 0}},
+		{"version on deleted key", [][]Op{{put("a", "1")}, {del("a")}}, []Op{ifv(put("a", "2"), 1)}, Conflict{Key: "a", Expected: 1, Actual: 0}},
 		{
 			"first failure wins",
 			[][]Op{{put("a", "1")}},
 			[]Op{put("b", "1"), ifv(put("a", "2"), 5), ifv(put("c", "1"), 7)},
-			Conflict{"a", 5, 1},
+			Conflict{Key: "a", Expected: 5, Actual: 1},
 		},
 		{
 			"precondition sees earlier op",
 			[][]Op{{put("a", "1")}},
 			[]Op{put("a", "2"), ifv(del("a"), 1)},
-			Conflict{"a", 1, 2},
+			Conflict{Key: "a", Expected: 1, Actual: 2},
 		},
 		{
 			"many ops in one tx",
 			nil,
 			append(cyclingOps(evaluateMapOps), ifv(put("b", "x"), 4)),
-			Conflict{"b", 4, 5},
+			Conflict{Key: "b", Expected: 4, Actual: 5},
 		},
 	}
 	for _, tt := range tests {

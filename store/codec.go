@@ -48,15 +48,33 @@ const minOpBytes = 4
 //
 // flags bit 0 says that ifVersion is present; the other bits are zero. valLen and
 // value are present for a put (OpPut) and absent for a delete (OpDelete).
+//
+// A transaction with a Fence is of version 2 (txVersionFence), with the fence
+// after the idempotency key:
+//
+//	+---------+----------+--------------+-----------+---------------+-------+------------+-----------+-----+
+//	| 2 (1)   | txid (8) | idemLen (uv) | idem key  | leaseLen (uv) | lease | token (uv) | nOps (uv) | ... |
+//	+---------+----------+--------------+-----------+---------------+-------+------------+-----------+-----+
+//
+// A transaction without one keeps version 1, byte for byte.
 func EncodeTx(tx Tx) []byte {
 	n := 1 + 8 + binary.MaxVarintLen64 + len(tx.IdempotencyKey) + binary.MaxVarintLen64
 	for _, op := range tx.Ops {
 		n += 2 + 3*binary.MaxVarintLen64 + len(op.Key) + len(op.Value)
 	}
+	ver := byte(codecVersion)
+	if tx.Fence != nil {
+		n += 2*binary.MaxVarintLen64 + len(tx.Fence.Lease)
+		ver = txVersionFence
+	}
 	b := make([]byte, 0, n)
-	b = append(b, codecVersion)
+	b = append(b, ver)
 	b = binary.BigEndian.AppendUint64(b, uint64(tx.ID))
 	b = appendString(b, tx.IdempotencyKey)
+	if tx.Fence != nil {
+		b = appendString(b, tx.Fence.Lease)
+		b = binary.AppendUvarint(b, tx.Fence.Token)
+	}
 	b = binary.AppendUvarint(b, uint64(len(tx.Ops)))
 	for _, op := range tx.Ops {
 		var flags byte
@@ -74,6 +92,9 @@ func EncodeTx(tx Tx) []byte {
 	}
 	return b
 }
+
+// txVersionFence is the version byte of EncodeTx bytes with a Fence.
+const txVersionFence = 2
 
 // txHeaderBytes is the length of the version and txid that start EncodeTx bytes.
 const txHeaderBytes = 1 + 8
@@ -99,7 +120,17 @@ func SameTx(a, b []byte) bool {
 func DecodeTx(b []byte) (Tx, error) {
 	b = bytes.Clone(b) // one copy that the op values alias, and the kv overlay keeps (applier.write)
 	d := decoder{what: "tx", b: b}
-	tx := decodeTxHeader(&d)
+	tx, ver := decodeTxHeader(&d)
+	if ver == txVersionFence {
+		f := &Fence{Lease: string(d.bytes("fence lease", MaxKeyBytes))}
+		if d.err == nil && f.Lease == "" {
+			d.fail("empty fence lease")
+		}
+		if f.Token = d.uvarint("fence token"); d.err == nil && f.Token == 0 {
+			d.fail("zero fence token")
+		}
+		tx.Fence = f
+	}
 	n := d.uvarint("op count")
 	if d.err == nil && n > MaxOps {
 		d.fail("op count %d over %d", n, MaxOps)
@@ -122,15 +153,19 @@ func DecodeTx(b []byte) (Tx, error) {
 	return tx, nil
 }
 
-// decodeTxHeader decodes the version, txid and idempotency key of a Tx.
-func decodeTxHeader(d *decoder) Tx {
-	d.version()
+// decodeTxHeader decodes the version, txid and idempotency key of a Tx; what
+// follows depends on the version it returns (1 or txVersionFence).
+func decodeTxHeader(d *decoder) (Tx, byte) {
+	ver := d.u8("version")
+	if d.err == nil && ver != codecVersion && ver != txVersionFence {
+		d.fail("unknown version %d", ver)
+	}
 	id := txid.ID(d.u64("txid"))
 	if d.err == nil && id == 0 {
 		d.fail("zero txid")
 	}
 	idem := string(d.bytes("idempotency key", MaxIdempotencyKeyBytes))
-	return Tx{ID: id, IdempotencyKey: idem}
+	return Tx{ID: id, IdempotencyKey: idem}, ver
 }
 
 func decodeOp(d *decoder) Op {
@@ -224,7 +259,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	d.version()
 	var c Command
 	c.Kind = CommandKind(d.u8("kind"))
-	if d.err == nil && c.Kind != KindTx && c.Kind != KindRegisterNode {
+	if d.err == nil && c.Kind != KindTx && c.Kind != KindRegisterNode && c.Kind != KindLease {
 		d.fail("unknown kind %d", c.Kind)
 	}
 	c.Time = int64(d.u64("time"))

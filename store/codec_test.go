@@ -93,7 +93,7 @@ func TestDecodeTxRejects(t *testing.T) {
 		b    []byte
 	}{
 		{"empty", nil},
-		{"unknown version", append([]byte{2}, valid[1:]...)},
+		{"unknown version", append([]byte{3}, valid[1:]...)},
 		{"truncated txid", valid[:5]},
 		{"zero txid", EncodeTx(Tx{ID: 0, Ops: []Op{put("a", "1")}})},
 		{"truncated", valid[:len(valid)-1]},
@@ -230,7 +230,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"unknown version", append([]byte{9}, valid[1:]...)},
-		{"unknown kind", EncodeCommand(Command{Kind: 3})},
+		{"unknown kind", EncodeCommand(Command{Kind: 4})},
 		{"kind 0", EncodeCommand(Command{Kind: 0})},
 		{"truncated time", valid[:6]},
 		{"no window", valid[:10]},

@@ -37,6 +37,8 @@
 //	kv          key        → version, mod index, as of kv_applied; the value is in
 //	                         the log record at mod index (schema 3 files: here)
 //	nodes       node ID    → EncodeNode bytes
+//	leases      name       → holder, token, ttl, granted, renewed (lease.go);
+//	                         made by the first lease command
 //
 // log keeps every transaction entry that produced a new outcome, committed or
 // rejected, for good; duplicates and other entries are not in it, so its indexes
@@ -60,6 +62,11 @@
 // values until a flush writes their keys again. Open and Restore rewrite a
 // schema 2 or 3 file as schema 4, which a schema 3 store refuses, as the store
 // refuses any other schema, with ErrCorrupt, in Open and in Restore.
+//
+// Leases (lease.go) are decided from the leader-stamped times alone; a
+// lease's token is the Raft index of its grant, and a transaction's Fence is
+// checked when it is applied, after the dedup check (a resubmission answers
+// its recorded outcome) and before its ops.
 //
 // # The kv overlay
 //

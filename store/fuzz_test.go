@@ -18,6 +18,8 @@ func FuzzDecodeTx(f *testing.F) {
 		{ID: 1},
 		{ID: 42, IdempotencyKey: "order-1", Ops: []Op{put("a", `{"n":1}`), ifv(del("b"), 2)}},
 		{ID: 1 << 40, Ops: []Op{ifv(put("k", ""), 0), put("k", "[]")}},
+		{ID: 7, IdempotencyKey: "run-1", Fence: &Fence{Lease: "consumer/billing", Token: 1 << 33}, Ops: []Op{put("a", "1")}},
+		{ID: 8, Fence: &Fence{Lease: "l", Token: 1}},
 	} {
 		f.Add(EncodeTx(tx))
 	}
@@ -49,6 +51,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, DedupWindow: time.Hour, Payload: EncodeTx(Tx{ID: 9})}))
 	f.Add(EncodeCommand(Command{Kind: KindRegisterNode, Time: -1, Payload: EncodeNode(NodeInfo{ID: "n1"})}))
 	f.Add([]byte{1, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(EncodeCommand(Command{Kind: KindLease, Time: t0, Payload: EncodeLeaseCommand(acquire("l", "h", time.Second))}))
+	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 9, Fence: &Fence{Lease: "l", Token: 3}, Ops: []Op{del("a")}})}))
+	f.Add([]byte{1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
 		if err != nil {
@@ -74,6 +79,8 @@ func FuzzDecodeCommand(f *testing.F) {
 			DecodeTx(c.Payload)
 		case KindRegisterNode:
 			DecodeNode(c.Payload)
+		case KindLease:
+			DecodeLeaseCommand(c.Payload)
 		}
 	})
 }
@@ -108,6 +115,9 @@ func FuzzApply(f *testing.F) {
 	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 2, IdempotencyKey: "ik", Ops: []Op{ifv(del("a"), 1)}})}))
 	f.Add(EncodeCommand(Command{Kind: KindRegisterNode, Time: t0, Payload: EncodeNode(NodeInfo{ID: "n"})}))
 	f.Add([]byte{1, 1})
+	f.Add(EncodeCommand(Command{Kind: KindLease, Time: t0, Payload: EncodeLeaseCommand(acquire("l", "h", time.Second))}))
+	f.Add(EncodeCommand(Command{Kind: KindLease, Time: t0, Payload: EncodeLeaseCommand(release("l", "h", 1))}))
+	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 3, Fence: &Fence{Lease: "l", Token: 1}, Ops: []Op{put("a", "2")}})}))
 	db := openTest(f)
 	var index uint64
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -117,6 +127,25 @@ func FuzzApply(f *testing.F) {
 		}
 		if got := db.AppliedIndex(); got != index {
 			t.Fatalf("AppliedIndex() = %d, want %d", got, index)
+		}
+	})
+}
+
+func FuzzDecodeLeaseCommand(f *testing.F) {
+	f.Add(EncodeLeaseCommand(acquire("consumer/billing", "host-1", 5*time.Second)))
+	f.Add(EncodeLeaseCommand(LeaseCommand{Op: LeaseRenew, Name: "l", Holder: "h", TTL: time.Hour, Token: 1 << 40, Skew: time.Second}))
+	f.Add(EncodeLeaseCommand(release("l", "h", 1)))
+	f.Add([]byte{1, 3, 1, 'l', 1, 'h', 0x80, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := DecodeLeaseCommand(b)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("DecodeLeaseCommand() = %v, want ErrCorrupt", err)
+			}
+			return
+		}
+		if enc := EncodeLeaseCommand(c); !bytes.Equal(enc, b) {
+			t.Fatalf("EncodeLeaseCommand(DecodeLeaseCommand(b)) = %x, want %x", enc, b)
 		}
 	})
 }

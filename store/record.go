@@ -291,12 +291,24 @@ func kvValueAt(log *bolt.Bucket, key string, version, modIndex uint64) ([]byte, 
 //	| n (uv)  | keyLen (uv) | key | version (uv) | ... |  n times
 //	+---------+-------------+-----+--------------+-----+
 //
+// A transaction rejected by its fence (Conflict.Fence) has status byte 3
+// (statusFenced) and, as details, the fence's lease, token and the lease's
+// token, in the layout of the conflict above; it reads back as
+// StatusRejected.
+//
 // writes are the versions of a committed tx, o.Versions in ascending key
 // order, as evaluate returns them; a rejected tx has none.
 func appendLogValue(b []byte, o Outcome, writes []pending, tx []byte) []byte {
 	b = append(b, codecVersion)
 	b = binary.AppendUvarint(b, o.Term)
 	b = binary.BigEndian.AppendUint64(b, uint64(o.Time))
+	if o.Status == StatusRejected && o.Conflict.Fence != "" {
+		b = append(b, statusFenced)
+		b = appendString(b, o.Conflict.Fence)
+		b = binary.AppendUvarint(b, o.Conflict.Expected)
+		b = binary.AppendUvarint(b, o.Conflict.Actual)
+		return append(b, tx...)
+	}
 	b = append(b, byte(o.Status))
 	if o.Status == StatusRejected {
 		b = appendString(b, o.Conflict.Key)
@@ -316,7 +328,7 @@ func appendLogValue(b []byte, o Outcome, writes []pending, tx []byte) []byte {
 func logValueLen(o Outcome, writes []pending, tx []byte) int {
 	n := 1 + uvarintLen(o.Term) + 8 + 1 + len(tx)
 	if o.Status == StatusRejected {
-		k := len(o.Conflict.Key)
+		k := len(o.Conflict.Key) + len(o.Conflict.Fence) // one of them is empty
 		return n + uvarintLen(uint64(k)) + k + uvarintLen(o.Conflict.Expected) + uvarintLen(o.Conflict.Actual)
 	}
 	n += uvarintLen(uint64(len(writes)))
@@ -351,6 +363,11 @@ func decodeLogRecord(index uint64, v []byte, withOps bool) (LogRecord, []byte, e
 		c.Expected = d.uvarint("expected version")
 		c.Actual = d.uvarint("actual version")
 		r.Conflict = &c
+	case r.Status == statusFenced:
+		c := Conflict{Fence: string(d.bytes("fence lease", MaxKeyBytes))}
+		c.Expected = d.uvarint("expected token")
+		c.Actual = d.uvarint("actual token")
+		r.Status, r.Conflict = StatusRejected, &c
 	case r.Status == StatusCommitted:
 		n := d.uvarint("version count")
 		if d.err == nil && (n > MaxOps || n > uint64(len(d.b)/3)) {
@@ -376,16 +393,19 @@ func decodeLogRecord(index uint64, v []byte, withOps bool) (LogRecord, []byte, e
 		if err != nil {
 			return LogRecord{}, nil, fmt.Errorf("log record %d: %w", index, err)
 		}
-		r.TxID, r.IdempotencyKey, r.Ops = tx.ID, tx.IdempotencyKey, tx.Ops
+		r.TxID, r.IdempotencyKey, r.Ops, r.Fence = tx.ID, tx.IdempotencyKey, tx.Ops, tx.Fence
 		return r, txBytes, nil
 	}
 	hd := decoder{what: fmt.Sprintf("log record %d tx", index), b: txBytes}
-	tx := decodeTxHeader(&hd)
+	tx, _ := decodeTxHeader(&hd)
 	if hd.err != nil {
 		return LogRecord{}, nil, hd.err
 	}
 	r.TxID, r.IdempotencyKey = tx.ID, tx.IdempotencyKey
 	return r, txBytes, nil
 }
+
+// statusFenced is the status byte of a log record rejected by its fence.
+const statusFenced = 3
 
 func u64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

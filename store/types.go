@@ -34,6 +34,9 @@ type Tx struct {
 	ID             txid.ID
 	IdempotencyKey string // may be empty
 	Ops            []Op
+	// Fence, if set, makes the transaction apply only while the lease it
+	// names is held with its token (lease.go); nil for most transactions.
+	Fence *Fence
 }
 
 // NodeInfo is what a node publishes about itself through the log.
@@ -51,6 +54,7 @@ type CommandKind uint8
 const (
 	KindTx           CommandKind = 1 // Payload is EncodeTx bytes
 	KindRegisterNode CommandKind = 2 // Payload is EncodeNode bytes
+	KindLease        CommandKind = 3 // Payload is EncodeLeaseCommand bytes
 )
 
 // Command is the data of one Raft log entry. The leader stamps Time and
@@ -79,11 +83,13 @@ const (
 	StatusRejected  Status = 2
 )
 
-// Conflict records a failed if_version precondition.
+// Conflict records a failed if_version precondition, or a failed fence.
 type Conflict struct {
 	Key      string
-	Expected uint64 // the if_version asked for; 0 means "must not exist"
-	Actual   uint64 // the key's version when applied; 0 means it did not exist
+	Expected uint64 // the if_version asked for; 0 means "must not exist"; a fence's token
+	Actual   uint64 // the key's version when applied; 0 means it did not exist; the lease's token, 0 if free or expired
+	// Fence is the lease of a failed Tx.Fence; then Key is empty.
+	Fence string
 }
 
 // Outcome is what happened to a transaction, as recorded by Apply.
@@ -108,6 +114,7 @@ type Outcome struct {
 //	repeated txid or idem key    KindTx            original   true       false    nil
 //	idem key of another tx       KindTx            original   false      false    nil   (Reused)
 //	node registration            KindRegisterNode  zero       false      false    nil
+//	lease command                KindLease         zero       false      false    nil   (Lease)
 type Result struct {
 	// Outcome is the transaction's outcome. For a duplicate it is the original one.
 	Outcome Outcome
@@ -125,6 +132,8 @@ type Result struct {
 	// Kind is the kind of the entry's command; 0 when Skipped or when the command
 	// header could not be decoded.
 	Kind CommandKind
+	// Lease is what a lease command did; nil for other kinds.
+	Lease *LeaseOutcome
 	// Err is set when the committed entry could not be applied because its data is
 	// corrupt or of an unknown kind; it wraps ErrCorrupt. Apply recorded nothing for
 	// the entry but moved the applied index past it. This is not a failure of the
@@ -135,7 +144,8 @@ type Result struct {
 // LogRecord is one committed transaction in log order.
 type LogRecord struct {
 	Outcome
-	Ops []Op
+	Ops   []Op
+	Fence *Fence // the transaction's fence, if it had one (read with the ops)
 }
 
 // KV is one key's current state.

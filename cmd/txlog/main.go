@@ -5,8 +5,11 @@
 //	txlog get     read a key:         txlog get greeting
 //	txlog status  show every node's view of the cluster
 //	txlog log     print committed transactions, with --follow as they commit
+//	txlog lease   acquire|renew|release|get|list|watch a lease
+//	txlog exclusive --lease NAME --ttl 5s -- CMD ARGS...
+//	              run CMD only while holding the lease (lease.go)
 //
-// submit, get, status and log talk to the nodes in --targets (default the
+// submit, get, status, log, lease and exclusive talk to the nodes in --targets (default the
 // TXLOG_TARGETS environment variable, else the three nodes of `txlog local`)
 // through api.Client, which moves on to another node when one is down.
 //

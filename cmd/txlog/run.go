@@ -28,9 +28,12 @@ Commands:
   get      read a key
   status   show each node's view of the cluster
   log      print committed transactions
+  lease    acquire, renew, release, get, list or watch a lease
+  exclusive  run a command only while holding a lease:
+           txlog exclusive --lease NAME --ttl 5s -- CMD ARGS...
   help     print this text
 
-submit, get, status and log take --targets URL,URL,... (default $TXLOG_TARGETS,
+submit, get, status, log, lease and exclusive take --targets URL,URL,... (default $TXLOG_TARGETS,
 else ` + defaultTargets + `).
 Run 'txlog COMMAND -h' for a command's flags.
 `
@@ -77,6 +80,10 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.log(ctx, rest)
 	case "bench":
 		return c.bench(ctx, rest)
+	case "lease":
+		return c.lease(ctx, rest)
+	case "exclusive":
+		return c.exclusive(ctx, rest)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, usageText)
 		return nil

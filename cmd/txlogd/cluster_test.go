@@ -21,6 +21,9 @@ import (
 var txlogdBin string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(holderEnv) != "" { // a lease holder process (lease_test.go)
+		os.Exit(runLeaseHolder())
+	}
 	dir, err := os.MkdirTemp("", "txlogd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,184 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/store"
+)
+
+var _ api.LeaseBackend = (*Node)(nil)
+
+// LeaseClockSkew is the bound on the difference between two leaders' clocks
+// that a leader stamps into each lease command (store.LeaseCommand.Skew): a
+// lease goes to another holder only this long after it expired by the stamped
+// times, so that a new leader whose clock runs ahead by up to this never
+// grants it before the old holder's own deadline (docs/leases.md).
+const LeaseClockSkew = 500 * time.Millisecond
+
+// AcquireLease implements api.LeaseBackend: the command goes into the log
+// through the leader, like a write, and its Result is the answer. A retry
+// after an ambiguous failure is safe: an acquire by the holder answers the
+// lease it holds, a renewal renews again, a release of a free lease is a
+// release.
+func (n *Node) AcquireLease(ctx context.Context, req api.LeaseRequest, forwarded bool) (api.LeaseResult, error) {
+	if err := n.leaseWriteErr(); err != nil {
+		return api.LeaseResult{}, err
+	}
+	lc := store.LeaseCommand{Op: store.LeaseAcquire, Name: req.Name, Holder: req.Holder, TTL: req.TTL, Token: req.Token, Skew: LeaseClockSkew}
+	if req.Token != 0 {
+		lc.Op = store.LeaseRenew
+	}
+	var res api.LeaseResult
+	err := n.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := n.applyLease(ctx, lc)
+		if err != nil {
+			return err
+		}
+		res = api.LeaseResult{Lease: fromLease(out.Lease, out.Now), Acquired: out.Status == store.LeaseGranted}
+		return leaseRefusal(out)
+	}, func(ctx context.Context, base string) error {
+		var err error
+		res, err = n.client.AcquireLeaseVia(ctx, base, req)
+		return err
+	})
+	return res, err
+}
+
+// ReleaseLease implements api.LeaseBackend.
+func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint64, forwarded bool) error {
+	if err := n.leaseWriteErr(); err != nil {
+		return err
+	}
+	lc := store.LeaseCommand{Op: store.LeaseRelease, Name: name, Holder: holder, Token: token, Skew: LeaseClockSkew}
+	return n.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := n.applyLease(ctx, lc)
+		if err != nil {
+			return err
+		}
+		return leaseRefusal(out)
+	}, func(ctx context.Context, base string) error {
+		return n.client.ReleaseLeaseVia(ctx, base, name, holder, token)
+	})
+}
+
+// leaseWriteErr refuses lease writes on a removed node. They issue no txid,
+// so the node-number checks that hold up other writes (number.go) do not
+// apply to them.
+func (n *Node) leaseWriteErr() error {
+	if n.mem.removed.Load() {
+		return fmt.Errorf("%w: this node is no longer a member and is stopping; send lease writes to another node", api.ErrRemoved)
+	}
+	return nil
+}
+
+// applyLease proposes a lease command on this node, the leader, stamped with
+// its clock, and returns what the store did.
+func (n *Node) applyLease(ctx context.Context, lc store.LeaseCommand) (store.LeaseOutcome, error) {
+	data := store.EncodeCommand(store.Command{Kind: store.KindLease, Time: time.Now().UnixNano(), Payload: store.EncodeLeaseCommand(lc)})
+	a := n.raft.ApplyMany(ctx, [][]byte{data})[0]
+	switch {
+	case a.Err != nil:
+		return store.LeaseOutcome{}, translate(a.Err)
+	case a.Result.Err != nil:
+		return store.LeaseOutcome{}, &api.Error{Code: api.CodeBadRequest, Message: a.Result.Err.Error()}
+	case a.Result.Lease == nil:
+		return store.LeaseOutcome{}, fmt.Errorf("lease command at index %d: no lease outcome", a.Index)
+	}
+	return *a.Result.Lease, nil
+}
+
+// leaseRefusal is the error of a refused lease command, nil otherwise.
+func leaseRefusal(out store.LeaseOutcome) error {
+	l := fromLease(out.Lease, out.Now)
+	switch out.Status {
+	case store.LeaseHeld:
+		return &api.LeaseError{Code: api.CodeLeaseHeld, Message: fmt.Sprintf("lease %q is held by another holder (token %d)", l.Name, l.Token), Lease: l}
+	case store.LeaseFenced:
+		return &api.LeaseError{Code: api.CodeFenced, Message: fmt.Sprintf("lease %q: not held with that token (current token %d)", l.Name, l.Token), Lease: l}
+	}
+	return nil
+}
+
+// fromLease converts a lease, with the time left as of leader time now.
+func fromLease(l store.Lease, now int64) api.Lease {
+	out := api.Lease{Name: l.Name, Holder: l.Holder, Token: l.Token, ExpiresIn: "0s"}
+	if l.Token == 0 {
+		return out
+	}
+	out.TTL = l.TTL.String()
+	if left := time.Duration(l.Expires() - now); left > 0 {
+		out.ExpiresIn = left.Round(time.Millisecond).String()
+	}
+	return out
+}
+
+// leaseNow is the time this node judges a lease's expiry by for reads: its
+// clock, or the largest leader time applied when that is later (a follower
+// whose clock runs behind still sees what the store decides).
+func (n *Node) leaseNow() int64 {
+	now := time.Now().UnixNano()
+	if t, err := n.db.MaxTime(); err == nil && t > now {
+		now = t
+	}
+	return now
+}
+
+// Lease implements api.LeaseBackend. It reads this node's applied state
+// after catching up with the leader's commit index, as a lookup does; the
+// long poll wakes on each applied entry and at the lease's expiry.
+func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (api.Lease, error) {
+	n.catchUp(ctx)
+	deadline := time.Now().Add(wait)
+	for {
+		l, err := n.db.Lease(name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return api.Lease{}, err
+		}
+		now := n.leaseNow()
+		live := err == nil && l.LiveAt(now)
+		done := wait <= 0 || !time.Now().Before(deadline) ||
+			(after == 0 && live) || (after > 0 && !(live && l.Token <= after))
+		if done {
+			if !live {
+				return api.Lease{}, api.ErrNotFound
+			}
+			return fromLease(l, now), nil
+		}
+		until := deadline
+		if exp := time.Unix(0, l.Expires()); live && exp.Before(until) {
+			// By this node's clock; one behind the leaders' polls.
+			until = exp
+			if soon := time.Now().Add(10 * time.Millisecond); until.Before(soon) {
+				until = soon
+			}
+		}
+		wctx, cancel := context.WithDeadline(ctx, until)
+		_ = n.raft.WaitApplied(wctx, n.db.AppliedIndex()+1)
+		cancel()
+		if ctx.Err() != nil {
+			return api.Lease{}, ctx.Err()
+		}
+	}
+}
+
+// Leases implements api.LeaseBackend: the live leases in this node's
+// applied state.
+func (n *Node) Leases(ctx context.Context) ([]api.Lease, error) {
+	n.catchUp(ctx)
+	ls, err := n.db.Leases()
+	if err != nil {
+		return nil, err
+	}
+	now := n.leaseNow()
+	out := make([]api.Lease, 0, len(ls))
+	for _, l := range ls {
+		if l.LiveAt(now) {
+			out = append(out, fromLease(l, now))
+		}
+	}
+	return out, nil
+}
