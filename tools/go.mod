@@ -22,6 +22,7 @@ require (
 	github.com/coreos/go-systemd v0.0.0-20191104093116-d3cd4ed1dbcf // indirect
 	github.com/coreos/pkg v0.0.0-20220810130054-c7d1c02cb6cf // indirect
 	github.com/gorilla/mux v1.8.1 // indirect
+	github.com/hanwen/go-fuse/v2 v2.12.1 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	golang.org/x/exp v0.0.0-20220827204233-334a2380cb91 // indirect
 )
