@@ -30,6 +30,8 @@
 //     persistent connection from a follower to the leader that carries its
 //     internal proposals (the server side, Streams on the client side with its
 //     pings, and the binary form of a stream's results).
+//   - leases.go: leases on the wire (docs/leases.md): their types and codes,
+//     LeaseBackend, the handlers of /v1/leases and the Client's lease calls.
 //   - client.go, exchange.go, submit.go: Client, which talks to any node,
 //     fails over with backoff (exchange.go), and makes retried writes safe with
 //     idempotency keys and lookups of open outcomes (submit.go).
