@@ -8,8 +8,8 @@
 // it proposes again, through the leader of the moment, the writes it accepted and
 // parked (after a restart, every intake WAL record not marked done).
 //
-// node imports api, replication, store, wal, txid and node/parking. It does not
-// import hashicorp/raft, bbolt or the Redis client directly: replication, store
-// and node/parking own those. Nothing imports node but the daemons that run it:
+// node imports api, replication, store, wal, txid, dirsync and node/parking. It
+// does not import hashicorp/raft, bbolt or the Redis client directly:
+// replication, store and node/parking own those. Nothing imports node but the daemons that run it:
 // cmd/txlogd, and tools/txlogdprof (txlogd with profiling).
 package node
