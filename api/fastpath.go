@@ -26,10 +26,10 @@ import (
 // whose own work per request (its parsing and header map, a context per
 // request, the response writer's layers, and the background read it starts on
 // each connection once a body is read) was about a tenth of a node's CPU at 64
-// clients (docs/performance.md, the eighteenth round). The handlers and
+// clients (docs/performance.md, "The fast path for writes"). The handlers and
 // answers are the Server's, unchanged; the two routes are picked without the
 // router (fastHandler), and a connection keeps its answer writer and remote
-// address from one request to the next (the twenty-fourth round).
+// address from one request to the next, so that a request allocates neither.
 //
 // FastListener reads each connection's requests itself as long as they are
 // plain: the request line "POST /v1/tx[/batch][?query] HTTP/1.1", a Host, a
@@ -367,7 +367,7 @@ func parseFastRequest(br *bufio.Reader, maxBody int64, wait func()) (req *http.R
 	// One string for the whole header: the target, the header names and their
 	// values are parts of it, and the values' slices parts of one array, so
 	// that a header costs no allocation of its own (each was two: 17% of a
-	// follower's heap objects, docs/performance.md, the twenty-fourth round).
+	// follower's heap objects at 64 clients).
 	hs := string(head)
 	_, rest, _ := strings.Cut(hs, "\r\n")
 	uri := hs[len("POST ") : len("POST ")+len(target)]

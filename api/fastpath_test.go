@@ -454,7 +454,7 @@ func TestFastPathShutdownBesideServer(t *testing.T) {
 
 // A request's header costs a fixed number of allocations, however many
 // header lines it has: one string for the whole header, one array for the
-// values (docs/performance.md, the twenty-fourth round).
+// values, where each header line used to cost two.
 func TestParseFastRequestAllocs(t *testing.T) {
 	count := func(headers string) float64 {
 		raw := []byte(post("/v1/tx?ack=quorum", headers, ""))

@@ -242,11 +242,11 @@ type streamRequest struct {
 // goroutines stay for the stream's next requests: a request goes to one that
 // waits for work, else to a new one, so that a request does not pay for a new
 // goroutine and for growing its stack (1.4–2.7% of a leader's CPU at 64
-// clients, docs/performance.md, the twenty-fourth round). There are never more
-// than the most requests the stream had in flight at once. When reading ends
-// because the peer went away, the requests in flight are cancelled; when it
-// ends because CloseStreams stopped it, they finish and their answers go out
-// first.
+// clients; docs/performance.md, "Fewer objects per transaction"). There are
+// never more than the most requests the stream had in flight at once. When
+// reading ends because the peer went away, the requests in flight are
+// cancelled; when it ends because CloseStreams stopped it, they finish and
+// their answers go out first.
 func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 	var inflight sync.WaitGroup
 	work := make(chan streamRequest) // unbuffered: taken only by a waiting goroutine

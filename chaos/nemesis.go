@@ -274,8 +274,8 @@ var idleFaults = []Fault{FaultKillLeader, FaultTermLeader, FaultPartitionLeader}
 // first of idleFaults among the run's faults (weights, which the target
 // supports), and records it as an Idle event: a cluster whose last entries are
 // a new leader's (its no-op, which no state machine sees) must still become
-// ready with no write to follow. The nineteenth round's soak found one that did
-// not, by chance: its last fault fell as the workload ended. It returns false
+// ready with no write to follow. A 10-minute soak once found one that did not,
+// by chance: its last fault fell as the workload ended. It returns false
 // when the run has none of them.
 func (n *nemesis) idleFault(ctx context.Context, weights []FaultWeight) bool {
 	for _, f := range idleFaults {

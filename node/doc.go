@@ -1,11 +1,15 @@
 // Package node wires one txlog node together: it reads the configuration from
 // flags and TXLOG_* environment variables (ParseConfig), opens the parts in order
-// (the txid generator, the store, Raft, the HTTP API), runs them, and closes them
-// in reverse. It implements api.Backend: it validates and converts requests,
-// assigns transaction IDs, proposes transactions to the leader (forwarding them
-// over HTTP from a follower), waits for their outcome and answers.
+// (the txid generator, the store, the intake WAL, Redis parking when configured,
+// Raft, the HTTP API), runs them, and closes them in reverse. It implements
+// api.Backend: it validates and converts requests, assigns transaction IDs,
+// proposes transactions to the leader (a follower forwards them in groups over a
+// propose stream, or a POST per group), waits for their outcome and answers; and
+// it proposes again, through the leader of the moment, the writes it accepted and
+// parked (after a restart, every intake WAL record not marked done).
 //
-// node imports api, replication, store and txid. It does not import hashicorp/raft
-// or bbolt directly: replication and store own those. Nothing imports node except
-// cmd/txlogd.
+// node imports api, replication, store, wal, txid, dirsync and node/parking. It
+// does not import hashicorp/raft, bbolt or the Redis client directly:
+// replication, store and node/parking own those. Nothing imports node but the daemons that run it:
+// cmd/txlogd, and tools/txlogdprof (txlogd with profiling).
 package node

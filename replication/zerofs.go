@@ -24,9 +24,10 @@ import (
 // KiB block, which is every append once a batch holds a few entries, pays
 // that: on this project's ext4 disk a 3,600-byte append and fsync took about
 // 1.5 times as long and 1.6 times the CPU in a fallocated file as in one
-// written with zeros beforehand (docs/performance.md, the ninth round); a
-// 400-byte one, which mostly lands in a block already written, the same in
-// both. PostgreSQL fills its WAL segments with zeros for the same reason.
+// written with zeros beforehand (docs/performance.md, the section on Raft log
+// segments written with zeros); a 400-byte one, which mostly lands in a block
+// already written, the same in both. PostgreSQL fills its WAL segments with
+// zeros for the same reason.
 //
 // Writing 64 MiB of zeros and syncing them takes about 60 ms here, so it
 // happens ahead of time: after each Create, a goroutine fills the next segment
@@ -44,11 +45,10 @@ import (
 // the page cache holds already. A new file's pages come from free memory,
 // which on this project's virtual machines the host takes back within
 // seconds; filling 512 MiB of new file took 0.5-0.9 s of system CPU there,
-// against 0.05 s over a cached file (docs/performance.md, the fourteenth
-// round). The kept segment is never read: its name is not *.wal, it becomes a
-// spare only once it is all zeros and synced, and a crash while it is being
-// zeroed leaves spareTmp, which the next run removes. It costs one more
-// segment's size of disk.
+// against 0.05 s over a cached file. The kept segment is never read: its name
+// is not *.wal, it becomes a spare only once it is all zeros and synced, and a
+// crash while it is being zeroed leaves spareTmp, which the next run removes.
+// It costs one more segment's size of disk.
 type zeroFS struct {
 	*rwfs.FS
 	dir string
@@ -280,12 +280,12 @@ func (z *zeroFS) Close() error {
 // durable without writing the inode for its new modification time: on ext4
 // without a journal, what this project's machines have, fsync writes the inode
 // block and waits for it before the cache flush whenever the time has moved
-// (docs/performance.md, the thirteenth round). A write past the end of the
-// file (an entry larger than a segment) changes the size, which fdatasync
-// writes too. PostgreSQL syncs its zero-filled WAL segments the same way. A
-// segment raft-wal reopens (the tail, after a restart) is raft-wal's own
-// *os.File and keeps fsync: it may come from an older data dir, where raft-wal
-// created it with fallocate.
+// (docs/performance.md, the section on Raft log segments written with zeros).
+// A write past the end of the file (an entry larger than a segment) changes the
+// size, which fdatasync writes too. PostgreSQL syncs its zero-filled WAL
+// segments the same way. A segment raft-wal reopens (the tail, after a restart)
+// is raft-wal's own *os.File and keeps fsync: it may come from an older data
+// dir, where raft-wal created it with fallocate.
 type zeroFile struct {
 	*os.File
 	dir     string

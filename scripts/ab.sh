@@ -22,8 +22,8 @@
 #   OUT=<temp dir>   each run's full output, and summary.txt (kept)
 #
 # A change that moves a cost coming every few seconds (a flush, a snapshot)
-# needs runs of 30 s or more (docs/performance.md, the ninth round). Build
-# nothing else while it runs.
+# needs runs of 30 s or more: a short run may not see it at all
+# (docs/performance.md, "How many runs"). Build nothing else while it runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -139,8 +139,9 @@ row() {
 	row "node CPU per transaction" 2 down
 	row p50 3 down
 	# The pairs in which the host stole under 2% of the machine's CPU time
-	# during both runs: a run with steal is slower (docs/performance.md, the
-	# twenty-fifth round), and these pairs compare the builds on equal terms.
+	# during both runs: a run with steal is slower (each percent of it cost
+	# about 2.6% of the throughput; docs/performance.md, "The machine"), and
+	# these pairs compare the builds on equal terms.
 	calm=()
 	for r in "${ratios[@]}"; do
 		read -r _ _ _ so sn <<<"$r"

@@ -25,9 +25,9 @@
 #                      of the machine's CPU time is measured again, up to
 #                      RETRIES=2 times (the last one is kept); the runs set aside
 #                      go to OUT/discarded.json and the summary lists them.
-#                      MAX_STEAL=100 keeps every run (docs/performance.md, the
-#                      twenty-fifth round: a percent of steal costs a run about
-#                      2.6% of its throughput, and it comes and goes by the run)
+#                      MAX_STEAL=100 keeps every run (a percent of steal costs
+#                      a run about 2.6% of its throughput, and it comes and goes
+#                      by the run: docs/performance.md, "The machine")
 #   GOMAXPROCS         passed on to both systems' nodes and clients alike; with
 #                      three nodes on two cores, GOMAXPROCS=1 gives each process
 #                      its share of the machine (docs/performance.md)

@@ -199,10 +199,10 @@ func writeSchema(tx *bolt.Tx) (appliedState, error) {
 // A flush rewrites each leaf page of the kv bucket that holds a key written
 // since the last flush: with keys spread over the key space, nearly all of
 // them. With the values in the pages, that was most of the bytes the store
-// wrote (docs/performance.md, the twentieth round); without them the bucket is
-// a seventh of the size for 256-byte values. The log bucket keeps every record
-// (nothing deletes from it), so the record a key's state points at stays as
-// long as the state does.
+// wrote (docs/performance.md, "The kv bucket is a checkpoint of the log");
+// without them the bucket is a seventh of the size for 256-byte values. The
+// log bucket keeps every record (nothing deletes from it), so the record a
+// key's state points at stays as long as the state does.
 const (
 	kvInline = 1
 	kvByRef  = 2

@@ -81,8 +81,8 @@ func (cp checkpoint) refRatio() (float64, bool) {
 }
 
 // lowSteal is the host's steal, in percent of the machine's CPU time, under
-// which a run counts as undisturbed (docs/performance.md, the twenty-fifth
-// round: each percent of steal cost about 2.6% of the throughput).
+// which a run counts as undisturbed (each percent of steal cost about 2.6% of
+// the throughput; docs/performance.md, "The machine").
 const lowSteal = 2.0
 
 // calmPairs returns the ratios of the checkpoint's runs to the reference runs
