@@ -14,6 +14,10 @@
 //     stalled past its TTL (a GC pause, a frozen VM) and wakes up still
 //     believing it leads has its late run refused (409, a fence conflict).
 //
+// A fenced transaction names its token, so another holder's run of a period
+// already recorded is answered 422 idempotency_key_reused, logged as "run
+// duplicate" with the recorded outcome.
+//
 // A holder runs every period from the one in which it gained the lease on;
 // periods whose start fell between the old holder's last run and the new
 // holder's grant are skipped (docs/leases.md, "The scheduler example", gives
@@ -209,13 +213,34 @@ func (s *scheduler) settle(ctx context.Context, token uint64, n int64) error {
 			s.failed++
 			s.log.Warn("run failed", "period", n, "token", token, "status", res.Status)
 			return nil
-		case ctx.Err() != nil:
+		case errors.Is(err, api.ErrIdempotencyKeyReused):
+			// Another token's run of this period is recorded under the
+			// key (a fenced transaction names its token): the period has
+			// had its one run, or a refused stale one took its key.
+			s.duplicate++
+			rec, lerr := s.client.TxByIdempotencyKey(wctx, tx.IdempotencyKey, 0)
+			s.log.Info("run duplicate", "period", n, "token", token, "recorded", rec.Status, "index", rec.Index, "err", lerr)
+			return nil
+		case permanent(err), ctx.Err() != nil:
 			s.failed++
 			s.log.Warn("run failed", "period", n, "token", token, "err", err)
 			return nil
 		}
 		s.log.Warn("run retried", "period", n, "token", token, "err", err)
 	}
+}
+
+// permanent reports whether err is bad input, which no retry mends.
+func permanent(err error) bool {
+	ae, ok := errors.AsType[*api.Error](err)
+	if !ok {
+		return false
+	}
+	switch ae.Code {
+	case api.CodeBadRequest, api.CodeInvalidJSON, api.CodeInvalidTx, api.CodeInvalidParam, api.CodePayloadTooLarge:
+		return true
+	}
+	return false
 }
 
 // submit sends tx once, with a deadline of one TTL.

@@ -455,15 +455,32 @@ func TestSchedulerFailovers(t *testing.T) {
 		}
 		return n >= 3
 	})
-	for _, p := range ps {
-		if p != second {
-			if err := p.Stop(ctx); err != nil {
-				t.Fatalf("SIGTERM %s: %v", p.ID(), err)
-			}
-		}
+	// 5. SIGTERM the holder: it resigns, and the other live instance takes
+	// over at once, usually in the same period, which it then finds run
+	// ("run duplicate", 422 idempotency_key_reused: the key is recorded
+	// under the other token).
+	final, lastToken := holder(t, ps)
+	other := paused
+	if final == paused {
+		other = third
+	}
+	stoppedAt := time.Now()
+	if err := final.Stop(ctx); err != nil {
+		t.Fatalf("SIGTERM %s: %v", final.ID(), err)
+	}
+	waitFor(ctx, t, "the takeover after SIGTERM and a run", func() bool {
+		l, ok := last(readLines(t, other), "lease gained")
+		ls := readLines(t, other)
+		return ok && l.Token > lastToken && count(ls, "run committed", stoppedAt)+count(ls, "run duplicate", stoppedAt) >= 1
+	})
+	gained, _ := last(readLines(t, other), "lease gained")
+	t.Logf("%s took over %v after SIGTERM of %s; %d of its runs found their period run", other.ID(),
+		gained.Time.Sub(stoppedAt).Round(time.Millisecond), final.ID(), count(readLines(t, other), "run duplicate", stoppedAt))
+	if err := other.Stop(ctx); err != nil {
+		t.Fatalf("SIGTERM %s: %v", other.ID(), err)
 	}
 
-	// 5. The log, read from a live node once it has applied everything.
+	// 6. The log, read from a live node once it has applied everything.
 	base := ""
 	for _, p := range c.Nodes() {
 		if p.ID() != leader {
