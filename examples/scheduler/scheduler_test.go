@@ -339,7 +339,8 @@ func readClusterLog(ctx context.Context, t *testing.T, base string) []api.LogEnt
 // TestSchedulerFailovers runs three scheduler instances against a real
 // three-node cluster and, in turn, SIGSTOPs the active one while a run
 // works (past its TTL), SIGKILLs the instance that took over, kills the
-// cluster's leader and resumes the paused instance. Then it checks, from the
+// cluster's leader, resumes the paused instance and at last SIGTERMs the
+// holder, which resigns to the other live one. Then it checks, from the
 // cluster's log, that every period of the covered range ran exactly once
 // but for the takeover allowance, that no stale write was applied and that
 // tokens only grew, and, from the paused instance's log, that its late run
