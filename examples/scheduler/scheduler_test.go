@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -548,5 +549,32 @@ func TestSchedulerFailovers(t *testing.T) {
 		if gains[i].Token <= gains[i-1].Token {
 			t.Fatalf("%s gained token %d after %s gained %d: tokens must grow", gains[i].Node, gains[i].Token, gains[i-1].Node, gains[i-1].Token)
 		}
+	}
+}
+
+// TestParseFlags: good flags are read, bad ones are refused with the flag
+// named.
+func TestParseFlags(t *testing.T) {
+	c, err := parseFlags([]string{"--targets", "http://a:1, http://b:2", "--ttl", "4s", "--period", "1s", "--work", "0s", "--id", "x"}, io.Discard)
+	if err != nil || !slices.Equal(c.targets, []string{"http://a:1", "http://b:2"}) || c.ttl != 4*time.Second || c.period != time.Second || c.id != "x" {
+		t.Fatalf("parseFlags() = %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no targets", []string{"--targets", " , "}, "--targets"},
+		{"zero period", []string{"--period", "0s"}, "--period"},
+		{"work as long as the period", []string{"--period", "1s", "--work", "1s"}, "--work"},
+		{"negative work", []string{"--work", "-1s"}, "--work"},
+		{"unknown flag", []string{"--nope"}, "nope"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseFlags(tc.args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("parseFlags(%q) = %v, want an error naming %s", tc.args, err, tc.want)
+			}
+		})
 	}
 }
