@@ -250,6 +250,9 @@ func TestObserve(t *testing.T) {
 		for range 3 {
 			got = append(got, (<-ch).Token)
 		}
+		// Let the observer reach its next poll (which blocks until ctx ends)
+		// before cancelling, or it may see ctx done first and never poll.
+		synctest.Wait()
 		cancel()
 		for range ch {
 		}
