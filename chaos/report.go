@@ -21,6 +21,8 @@ type Report struct {
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
 	Counts   OpCounts      `json:"counts"`
+	// Acks is the mix of ack levels the clients' writes drew from.
+	Acks []AckWeight `json:"acks"`
 	// LeaderKills counts SIGKILLs of the leader, in all faults together.
 	LeaderKills int `json:"leader_kills"`
 	// PowerLosses counts the powerloss faults; NotRestarted the nodes that
@@ -165,6 +167,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "chaos run: seed %d, %s cluster, redis %s, %v\n", r.Seed, r.Mode, r.Redis, r.Duration.Round(time.Second))
 	fmt.Fprintf(&b, "operations: %d (%d writes, %d reads): %d×200, %d×202, %d×409, %d indeterminate (%d never learned, decided by the log), %d read errors, %d refused\n",
 		c.Total, c.Writes, c.Reads, c.OK, c.Accepted, c.Rejected, c.Indeterminate, c.StillUnknown, c.ReadErrors, c.Failed)
+	if len(r.Acks) > 0 {
+		fmt.Fprintf(&b, "ack mix of the writes: %s\n", FormatAcks(r.Acks))
+	}
 	fmt.Fprintf(&b, "faults: %d, leader SIGKILLs: %d, leader changes seen: %d\n", len(r.Faults), r.LeaderKills, max(0, len(r.Leaders)-1))
 	if r.PowerLosses > 0 || r.NotRestarted > 0 {
 		b.WriteString(r.powerLossLine())

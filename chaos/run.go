@@ -137,7 +137,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 
-	rep := &Report{Seed: cfg.Seed, Dir: dir, Redis: "none (WAL-only parking)"}
+	rep := &Report{Seed: cfg.Seed, Dir: dir, Redis: "none (WAL-only parking)", Acks: cfg.Workload.Acks}
 	var (
 		target Target
 		urls   map[string]string

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +35,9 @@ type WorkloadConfig struct {
 	// open, with the same idempotency key, before it leaves it indeterminate.
 	// Default 20s.
 	RetryFor time.Duration
+	// Acks is the mix of ack levels of writes, each with its share.
+	// Default: ParseAcks(DefaultAcks).
+	Acks []AckWeight
 }
 
 // Defaults of WorkloadConfig.
@@ -64,6 +69,15 @@ func (c WorkloadConfig) withDefaults() WorkloadConfig {
 	if c.RetryFor == 0 {
 		c.RetryFor = DefaultRetryFor
 	}
+	if len(c.Acks) == 0 {
+		c.Acks, _ = ParseAcks(DefaultAcks)
+	}
+	// Draw in one order whatever the caller's, so that a mix draws the same
+	// levels under a seed however it was written.
+	c.Acks = slices.Clone(c.Acks)
+	slices.SortStableFunc(c.Acks, func(a, b AckWeight) int {
+		return slices.Index(allAcks, a.Ack) - slices.Index(allAcks, b.Ack)
+	})
 	return c
 }
 
@@ -85,7 +99,82 @@ func (c WorkloadConfig) Validate() error {
 	if c.SubmitTimeout < 0 || c.RetryFor < 0 {
 		errs = append(errs, fmt.Errorf("SubmitTimeout %v, RetryFor %v: must not be negative", c.SubmitTimeout, c.RetryFor))
 	}
+	seen := map[string]bool{}
+	for i, a := range c.Acks {
+		if !slices.Contains(allAcks, a.Ack) {
+			errs = append(errs, fmt.Errorf("Acks[%d]: unknown ack %q (known: %s)", i, a.Ack, strings.Join(allAcks, ", ")))
+		}
+		if a.Weight < 1 || a.Weight > 1000 {
+			errs = append(errs, fmt.Errorf("Acks[%d]: ack %q weight %d, want 1..1000", i, a.Ack, a.Weight))
+		}
+		if seen[a.Ack] {
+			errs = append(errs, fmt.Errorf("Acks[%d]: ack %q given twice", i, a.Ack))
+		}
+		seen[a.Ack] = true
+	}
 	return errors.Join(errs...)
+}
+
+// AckWeight is an ack level of writes (api.AckQuorum, api.AckAll or
+// api.AckAccepted) and its share of the writes: Weight out of the sum of the
+// mix's weights.
+type AckWeight struct {
+	Ack    string `json:"ack"`
+	Weight int    `json:"weight"`
+}
+
+// DefaultAcks is the mix of ack levels when none is given: 55% quorum, 15% all,
+// 30% accepted.
+const DefaultAcks = "quorum*55,all*15,accepted*30"
+
+// allAcks lists the ack levels in the order a client's draw walks them.
+var allAcks = []string{api.AckAll, api.AckAccepted, api.AckQuorum}
+
+// ParseAcks parses a comma-separated list of ack levels, each optionally with
+// a weight (default 1): "quorum*3,all" gives three quorum writes to one all.
+func ParseAcks(s string) ([]AckWeight, error) {
+	var out []AckWeight
+	var errs []error
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		name, w, hasWeight := strings.Cut(f, "*")
+		weight := 1
+		if hasWeight {
+			n, err := strconv.Atoi(w)
+			if err != nil || n < 1 || n > 1000 {
+				errs = append(errs, fmt.Errorf("ack %q: weight %q, want 1..1000", f, w))
+				continue
+			}
+			weight = n
+		}
+		if !slices.Contains(allAcks, name) {
+			errs = append(errs, fmt.Errorf("unknown ack %q (known: %s)", name, strings.Join(allAcks, ", ")))
+			continue
+		}
+		if seen[name] {
+			errs = append(errs, fmt.Errorf("ack %q given twice", name))
+			continue
+		}
+		seen[name] = true
+		out = append(out, AckWeight{name, weight})
+	}
+	if len(out) == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("no ack levels given"))
+	}
+	return out, errors.Join(errs...)
+}
+
+// FormatAcks writes a mix as ParseAcks reads it.
+func FormatAcks(acks []AckWeight) string {
+	s := make([]string, len(acks))
+	for i, a := range acks {
+		s[i] = a.Ack + "*" + strconv.Itoa(a.Weight)
+	}
+	return strings.Join(s, ",")
 }
 
 // The mix of a client's operations, in percent.
@@ -93,12 +182,6 @@ const (
 	pctPut  = 40 // blind put on a key of Keys
 	pctCAS  = 35 // read a hot key, then put with if_version
 	pctRead = 25 // linearizable read of a hot key (two in three) or another key
-)
-
-// The mix of ack levels of writes, in percent; the rest is quorum.
-const (
-	pctAckAll      = 15
-	pctAckAccepted = 30
 )
 
 // serverTimeout is the timeout a client asks the server for on each write.
@@ -187,12 +270,12 @@ func (w *workload) client(issue, drain context.Context, i int) {
 		seq++
 		switch p := rng.IntN(100); {
 		case p < pctPut:
-			w.write(drain, c, i, seq, OpPut, w.coldKey(rng.IntN(w.cfg.Keys)), 0, ackLevel(rng))
+			w.write(drain, c, i, seq, OpPut, w.coldKey(rng.IntN(w.cfg.Keys)), 0, w.ackLevel(rng))
 		case p < pctPut+pctCAS:
 			key := w.hotKey(rng.IntN(w.cfg.HotKeys))
 			r := w.read(drain, c, i, key)
 			if r.Answer == AnswerOK || r.Answer == AnswerNotFound {
-				w.write(drain, c, i, seq, OpCAS, key, r.Result.Version, ackLevel(rng))
+				w.write(drain, c, i, seq, OpCAS, key, r.Result.Version, w.ackLevel(rng))
 			}
 		default:
 			key := w.hotKey(rng.IntN(w.cfg.HotKeys))
@@ -204,15 +287,21 @@ func (w *workload) client(issue, drain context.Context, i int) {
 	}
 }
 
-func ackLevel(rng *rand.Rand) string {
-	switch p := rng.IntN(100); {
-	case p < pctAckAll:
-		return api.AckAll
-	case p < pctAckAll+pctAckAccepted:
-		return api.AckAccepted
-	default:
-		return api.AckQuorum
+// ackLevel draws the ack level of a write from the mix, whose weights
+// withDefaults put in the order of allAcks.
+func (w *workload) ackLevel(rng *rand.Rand) string {
+	total := 0
+	for _, a := range w.cfg.Acks {
+		total += a.Weight
 	}
+	p := rng.IntN(total)
+	for _, a := range w.cfg.Acks {
+		if p < a.Weight {
+			return a.Ack
+		}
+		p -= a.Weight
+	}
+	return api.AckQuorum // not reached: p < total
 }
 
 // read does one linearizable read and records it.

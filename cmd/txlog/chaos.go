@@ -47,6 +47,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	clients := cmd.Int("clients", chaos.DefaultClients, "concurrent clients")
 	keys := cmd.Int("keys", chaos.DefaultKeys, "keys of the blind puts")
 	hotKeys := cmd.Int("hot-keys", chaos.DefaultHotKeys, "keys of the compare-and-set chains")
+	acks := cmd.String("acks", chaos.DefaultAcks, "ack levels of the writes, each with an optional weight: quorum*3,all (accepted writes fsync the intake WAL on their own)")
 	seed := cmd.Uint64("seed", 0, "seed of the fault schedule and the clients (default: from the clock, printed)")
 	faults := cmd.String("faults", chaos.DefaultFaults, "faults to inject, each with an optional weight: kill-leader*4,pause-leader")
 	interval := cmd.Duration("fault-interval", chaos.DefaultFaultInterval, "quiet time between faults")
@@ -77,6 +78,10 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--faults: %v", err)
 	}
+	ackMix, err := chaos.ParseAcks(*acks)
+	if err != nil {
+		return usagef("--acks: %v", err)
+	}
 	dirs, err := lazyfs.ParseDirRule(*powerLossDirs)
 	if err != nil {
 		return usagef("--powerloss-dirs: %v", err)
@@ -86,7 +91,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	}
 	cfg := chaos.Config{
 		Commands: cmds,
-		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys},
+		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys, Acks: ackMix},
 		Nemesis:  chaos.NemesisConfig{Faults: weights, Interval: *interval, Hold: *hold, MaxFaults: *maxFaults},
 		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout,
 		PowerLossDirs: dirs,

@@ -22,6 +22,7 @@ type kvFake struct {
 	lose bool
 
 	mu   sync.Mutex
+	acks map[string]int // writes by the ack level they asked for
 	log  []api.LogEntry
 	kv   map[string]api.KV
 	keys map[string]int
@@ -30,6 +31,7 @@ type kvFake struct {
 func (f *kvFake) submit(_ context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.acks[opts.Ack]++
 	if i, ok := f.keys[tx.IdempotencyKey]; ok {
 		e := f.log[i]
 		return api.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions, Conflict: e.Conflict, Duplicate: true}, nil
@@ -91,10 +93,10 @@ func (f *kvFake) backend(id string) *fakeBackend {
 }
 
 // chaosAgainstFake runs txlog chaos --targets against three nodes of f, with
-// follower kills whose command only logs the node's ID.
-func chaosAgainstFake(t *testing.T, f *kvFake) (result, string) {
+// follower kills whose command only logs the node's ID, and the flags extra.
+func chaosAgainstFake(t *testing.T, f *kvFake, extra ...string) (result, string) {
 	t.Helper()
-	f.kv, f.keys = map[string]api.KV{}, map[string]int{}
+	f.kv, f.keys, f.acks = map[string]api.KV{}, map[string]int{}, map[string]int{}
 	var urls []string
 	for _, id := range []string{"n1", "n2", "n3"} {
 		urls = append(urls, serve(t, f.backend(id)))
@@ -103,11 +105,12 @@ func chaosAgainstFake(t *testing.T, f *kvFake) (result, string) {
 	killed := filepath.Join(dir, "killed")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	r := runCLI(t, ctx, nil, "chaos", "--targets", strings.Join(urls, ","), "--dir", dir,
-		"--faults", "kill-follower", "--kill-cmd", "echo {id} >> "+killed, "--start-cmd", "true",
+	args := append([]string{"chaos", "--targets", strings.Join(urls, ","), "--dir", dir,
+		"--faults", "kill-follower", "--kill-cmd", "echo {id} >> " + killed, "--start-cmd", "true",
 		"--max-faults", "2", "--fault-interval", "50ms", "--fault-hold", "50ms",
 		"--duration", "10s", "--rate", "200", "--clients", "4", "--seed", "9",
-		"--report-json", filepath.Join(dir, "r.json"), "--report-html", filepath.Join(dir, "r.html"))
+		"--report-json", filepath.Join(dir, "r.json"), "--report-html", filepath.Join(dir, "r.html")}, extra...)
+	r := runCLI(t, ctx, nil, args...)
 	return r, dir
 }
 
@@ -138,6 +141,22 @@ func TestChaosAgainstTargets(t *testing.T) {
 	}
 }
 
+func TestChaosAcks(t *testing.T) {
+	f := &kvFake{}
+	r, _ := chaosAgainstFake(t, f, "--acks", "quorum*3,all")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "ack mix of the writes: all*1,quorum*3") {
+		t.Errorf("summary lacks the ack mix:\n%s", r.stdout)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.acks[api.AckAccepted] != 0 || f.acks[api.AckQuorum] < 2*f.acks[api.AckAll] || f.acks[api.AckAll] == 0 {
+		t.Fatalf("writes by ack %v, want quorum and all about 3:1 and no accepted", f.acks)
+	}
+}
+
 func TestChaosFailsOnLostWrites(t *testing.T) {
 	r, _ := chaosAgainstFake(t, &kvFake{lose: true})
 	if r.code != 1 || !strings.Contains(r.stderr, "checkers failed") || !strings.Contains(r.stdout, "FAIL  no acknowledged write lost") {
@@ -158,6 +177,11 @@ func TestChaosUsage(t *testing.T) {
 		{"bad target", []string{"chaos", "--targets", "ftp://x"}, 2, "Targets[0]"},
 		{"help powerloss", []string{"chaos", "-h"}, 0, "-powerloss-dirs"},
 		{"bad dirs", []string{"chaos", "--powerloss-dirs", "ext2"}, 2, `directory rule "ext2": want posix or journal`},
+		{"help acks", []string{"chaos", "-h"}, 0, "-acks"},
+		{"unknown ack", []string{"chaos", "--acks", "quorum,majority"}, 2, `--acks: unknown ack "majority" (known: all, accepted, quorum)`},
+		{"bad ack weight", []string{"chaos", "--acks", "quorum*0,all"}, 2, `--acks: ack "quorum*0": weight "0", want 1..1000`},
+		{"ack twice", []string{"chaos", "--acks", "all,quorum,all*2"}, 2, `--acks: ack "all" given twice`},
+		{"no acks", []string{"chaos", "--acks", " , "}, 2, "--acks: no ack levels given"},
 		{"powerloss needs local", []string{"chaos", "--targets", "http://127.0.0.1:1", "--faults", "powerloss"}, 1, "leave powerloss out of --faults"},
 	}
 	for _, tt := range tests {
