@@ -60,6 +60,23 @@ type FaultWeight struct {
 // weight: "kill-leader*4,pause-leader".
 func ParseFaults(s string) ([]FaultWeight, error) {
 	var out []FaultWeight
+	errs := parseWeighted(s, "fault", func(name string, weight int) error {
+		if !slices.Contains(AllFaults, Fault(name)) {
+			return fmt.Errorf("unknown fault %q (known: %s)", name, faultNames(AllFaults))
+		}
+		out = append(out, FaultWeight{Fault(name), weight})
+		return nil
+	})
+	if len(out) == 0 && len(errs) == 0 {
+		errs = append(errs, errors.New("no faults given"))
+	}
+	return out, errors.Join(errs...)
+}
+
+// parseWeighted splits a comma-separated list of names, each optionally with
+// a weight 1..1000 after "*" (default 1), and hands each to add; it returns
+// the weights' errors and add's, in order. kind names the items in errors.
+func parseWeighted(s, kind string, add func(name string, weight int) error) []error {
 	var errs []error
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
@@ -71,21 +88,16 @@ func ParseFaults(s string) ([]FaultWeight, error) {
 		if hasWeight {
 			n, err := strconv.Atoi(w)
 			if err != nil || n < 1 || n > 1000 {
-				errs = append(errs, fmt.Errorf("fault %q: weight %q, want 1..1000", f, w))
+				errs = append(errs, fmt.Errorf("%s %q: weight %q, want 1..1000", kind, f, w))
 				continue
 			}
 			weight = n
 		}
-		if !slices.Contains(AllFaults, Fault(name)) {
-			errs = append(errs, fmt.Errorf("unknown fault %q (known: %s)", name, faultNames(AllFaults)))
-			continue
+		if err := add(name, weight); err != nil {
+			errs = append(errs, err)
 		}
-		out = append(out, FaultWeight{Fault(name), weight})
 	}
-	if len(out) == 0 && len(errs) == 0 {
-		errs = append(errs, errors.New("no faults given"))
-	}
-	return out, errors.Join(errs...)
+	return errs
 }
 
 func faultNames(fs []Fault) string {

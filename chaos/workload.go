@@ -134,34 +134,18 @@ var allAcks = []string{api.AckAll, api.AckAccepted, api.AckQuorum}
 // a weight (default 1): "quorum*3,all" gives three quorum writes to one all.
 func ParseAcks(s string) ([]AckWeight, error) {
 	var out []AckWeight
-	var errs []error
 	seen := map[string]bool{}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		name, w, hasWeight := strings.Cut(f, "*")
-		weight := 1
-		if hasWeight {
-			n, err := strconv.Atoi(w)
-			if err != nil || n < 1 || n > 1000 {
-				errs = append(errs, fmt.Errorf("ack %q: weight %q, want 1..1000", f, w))
-				continue
-			}
-			weight = n
-		}
+	errs := parseWeighted(s, "ack", func(name string, weight int) error {
 		if !slices.Contains(allAcks, name) {
-			errs = append(errs, fmt.Errorf("unknown ack %q (known: %s)", name, strings.Join(allAcks, ", ")))
-			continue
+			return fmt.Errorf("unknown ack %q (known: %s)", name, strings.Join(allAcks, ", "))
 		}
 		if seen[name] {
-			errs = append(errs, fmt.Errorf("ack %q given twice", name))
-			continue
+			return fmt.Errorf("ack %q given twice", name)
 		}
 		seen[name] = true
 		out = append(out, AckWeight{name, weight})
-	}
+		return nil
+	})
 	if len(out) == 0 && len(errs) == 0 {
 		errs = append(errs, errors.New("no ack levels given"))
 	}
