@@ -36,13 +36,13 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOpti
 	}
 	n.proposeLocal(ctx, ps)
 	for j, p := range ps {
-		r := p.res
+		r := p.st.res
 		switch {
-		case p.done && p.err != nil:
-			r.Error = api.NewErrorBody(p.err)
-		case !p.done && p.sent:
+		case p.st.isDone() && p.st.err != nil:
+			r.Error = api.NewErrorBody(p.st.err)
+		case p.st.isSent():
 			r = api.TxResult{TxID: p.id, Status: api.StatusUnknown, Error: api.NewErrorBody(api.ErrUnknownOutcome)}
-		case !p.done:
+		case !p.st.isDone():
 			r = api.TxResult{TxID: p.id, Error: api.NewErrorBody(api.ErrNotLeader)}
 		}
 		results[slot[j]] = r
@@ -58,7 +58,10 @@ func decodeFrame(f []byte, sent bool) (*pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pending{kind: c.Kind, payload: c.Payload, sent: sent}
+	p := &pending{kind: c.Kind, payload: c.Payload}
+	if sent {
+		p.st.send()
+	}
 	switch c.Kind {
 	case store.KindTx:
 		tx, err := store.DecodeTx(c.Payload)

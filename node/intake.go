@@ -465,9 +465,9 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	}
 	defer func() {
 		for j, p := range known {
-			r := p.res
-			if p.err != nil {
-				r.Error = api.NewErrorBody(p.err)
+			r := p.st.res
+			if p.st.err != nil {
+				r.Error = api.NewErrorBody(p.st.err)
 			}
 			results[knownSlot[j]] = r
 		}
@@ -519,9 +519,9 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		n.awaitAll(ctx, append(slices.Clip(ps), known...))
 	}
 	for j, p := range ps {
-		r := p.res
-		if p.err != nil {
-			r.Error = api.NewErrorBody(p.err)
+		r := p.st.res
+		if p.st.err != nil {
+			r.Error = api.NewErrorBody(p.st.err)
 		}
 		results[slot[j]] = r
 	}
@@ -607,11 +607,11 @@ func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry
 func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntry, walf *walFuture) {
 	var open []int
 	for i, p := range ps {
-		if !p.done || (p.err != nil && !isClientError(p.err)) {
+		if p.st.parkable() {
 			open = append(open, i)
 			continue
 		}
-		n.intake.resolved(es[i], p.res, p.err)
+		n.intake.resolved(es[i], p.st.res, p.st.err)
 	}
 	if walf == nil {
 		// --intake-wal=off: only what has to be parked goes into the WAL.
@@ -653,7 +653,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 			// A failed append may or may not be on disk (docs/wal.md: an fsync
 			// that failed after the write), and a restart would replay what is:
 			// never answer that it was not carried out.
-			p.done, p.err, p.sent = false, nil, true
+			p.st.reopen()
 			settled = append(settled, p)
 			continue
 		}
@@ -667,7 +667,7 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 			}
 			cancel()
 		}
-		p.resolve(api.TxResult{TxID: p.id, Status: api.StatusPending, Durability: api.AckAccepted, HeldBy: held}, nil)
+		p.st.park(p.id, held)
 		parked = append(parked, es[i])
 		heldBy = append(heldBy, held)
 	}
@@ -715,11 +715,11 @@ func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
 	var committed []*pending
 	var top *pending
 	for _, p := range ps {
-		if !p.done || p.err != nil || p.res.Status == api.StatusPending || p.res.Index == 0 {
+		if !p.st.committed() {
 			continue
 		}
 		committed = append(committed, p)
-		if top == nil || p.res.Index > top.res.Index {
+		if top == nil || p.st.res.Index > top.st.res.Index {
 			top = p
 		}
 	}
@@ -728,16 +728,11 @@ func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
 	}
 	// This node is a voter too: a follower has the outcome from the leader,
 	// and may not have applied it yet itself.
-	here := n.raft.WaitApplied(ctx, top.res.Index) == nil
+	here := n.raft.WaitApplied(ctx, top.st.res.Index) == nil
 	voters, err := n.otherVoters(ctx)
-	everywhere := here && err == nil && n.appliedEverywhere(ctx, voters, top.res.Index, top.res.TxID)
+	everywhere := here && err == nil && n.appliedEverywhere(ctx, voters, top.st.res.Index, top.st.res.TxID)
 	for _, p := range committed {
-		if everywhere {
-			p.res.Durability = api.AckAll
-			continue
-		}
-		p.res.Status = api.StatusPending
-		p.res.Durability = api.AckQuorum
+		p.st.confirm(everywhere)
 	}
 }
 

@@ -22,12 +22,15 @@ type pending struct {
 	id      txid.ID // zero for non-transaction commands
 	key     string  // the transaction's idempotency key, when the intake needs it
 
-	// sent is true once the command may have reached a leader: from then on its
-	// outcome is unknown until it is found in the log.
-	sent bool
-	done bool
-	res  api.TxResult
-	err  error
+	st state // where it is; changed only by its transitions (state.go)
+}
+
+// sentTx returns a pending transaction that may have reached a leader
+// before: the replayer's, whose proposal looks it up in the log first.
+func sentTx(id txid.ID, payload []byte) *pending {
+	p := &pending{kind: store.KindTx, payload: payload, id: id}
+	p.st.send()
+	return p
 }
 
 // frame returns the bytes forwarded to the leader: the command without a time,
@@ -42,7 +45,7 @@ func (p *pending) resolve(res api.TxResult, err error) {
 		// of somebody else's transaction.
 		res.Duplicate = false
 	}
-	p.res, p.err, p.done = res, err, true
+	p.st.resolve(res, err)
 }
 
 // Retry pacing while no leader is reachable.
@@ -97,7 +100,7 @@ func withReserve(ctx context.Context) (context.Context, context.CancelFunc) {
 func unresolved(ps []*pending) []*pending {
 	var out []*pending
 	for _, p := range ps {
-		if !p.done {
+		if !p.st.isDone() {
 			out = append(out, p)
 		}
 	}
@@ -114,14 +117,14 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 	// Catch up with what the leader has committed, as far as this node knows.
 	_ = n.raft.WaitCurrent(ctx, n.raft.Status().CommitIndex)
 	for _, p := range ps {
-		if p.id != 0 && p.sent {
+		if p.id != 0 && p.st.isSent() {
 			if o, err := n.db.Tx(p.id); err == nil {
 				p.resolve(n.result(o, false), nil)
 				continue
 			}
 		}
 		res := api.TxResult{TxID: p.id, Status: api.StatusUnknown}
-		if !p.sent {
+		if !p.st.isSent() {
 			p.resolve(res, api.ErrNoLeader)
 			continue
 		}
@@ -134,7 +137,7 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 	var todo []*pending
 	for _, p := range ps {
-		if p.id != 0 && p.sent {
+		if p.id != 0 && p.st.isSent() {
 			// Already in the log (an earlier, ambiguous attempt that did commit)?
 			// A transaction never proposed before cannot be; skip the read.
 			if o, err := n.db.Tx(p.id); err == nil {
@@ -173,7 +176,7 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 		default:
 			// Leadership lost, timed out or shutting down after the entry may have
 			// been appended: its fate is unknown.
-			p.sent = true
+			p.st.send()
 		}
 	}
 }
@@ -185,15 +188,17 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 	opts.Fresh = true
 	for i, p := range ps {
 		frames[i] = p.frame()
-		wasSent[i] = p.sent
-		opts.Fresh = opts.Fresh && !p.sent
-		p.sent = true // the request may reach the leader whatever comes back
+		wasSent[i] = p.st.isSent()
+		opts.Fresh = opts.Fresh && !wasSent[i]
+		p.st.send() // the request may reach the leader whatever comes back
 	}
 	results, err := n.forward(ctx, base, frames, opts)
 	if err != nil {
 		if errors.Is(err, api.ErrNotLeader) {
 			for i, p := range ps {
-				p.sent = wasSent[i]
+				if !wasSent[i] {
+					p.st.unsend()
+				}
 			}
 		}
 		n.log.Debug("forward to leader", "leader", base, "err", err)
@@ -212,7 +217,9 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 		case api.CodeIdempotencyKeyReused:
 			p.resolve(api.TxResult{}, r.Error.Err())
 		case api.CodeNotLeader:
-			p.sent = wasSent[i]
+			if !wasSent[i] {
+				p.st.unsend()
+			}
 		case api.CodeUnknownOutcome, api.CodeNoLeader, api.CodeShuttingDown, api.CodeTimeout:
 			// Try again; the txid makes that safe.
 		default:

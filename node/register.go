@@ -59,7 +59,7 @@ func (n *Node) registerLoop() {
 		p := &pending{kind: store.KindRegisterNode, payload: store.EncodeNode(me)}
 		n.propose(ctx, []*pending{p}, api.SubmitOptions{})
 		cancel()
-		if p.err == nil && p.done {
+		if p.st.err == nil && p.st.isDone() {
 			sent = time.Now()
 			n.log.Info("node registered", "http_addr", me.HTTPAddr, "node_number", num)
 		}
@@ -225,11 +225,11 @@ func (n *Node) joinLocal(ctx context.Context, req api.JoinRequest) (api.JoinResu
 		p := &pending{kind: store.KindRegisterNode, payload: store.EncodeNode(info)}
 		n.proposeLocal(ctx, []*pending{p})
 		switch {
-		case p.done && p.err != nil:
-			return api.JoinResult{}, p.err
-		case !p.done && p.sent:
+		case p.st.isDone() && p.st.err != nil:
+			return api.JoinResult{}, p.st.err
+		case p.st.isSent():
 			return api.JoinResult{}, api.ErrUnknownOutcome
-		case !p.done:
+		case !p.st.isDone():
 			return api.JoinResult{}, api.ErrNotLeader
 		}
 		n.log.Info("joining server registered", "peer", req.ID, "node_number", num)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/replication"
-	"github.com/txlog/txlog/store"
 )
 
 // A removed member stops taking writes, hands what it still holds to the
@@ -161,7 +160,7 @@ func (n *Node) handOff(base string) bool {
 	}
 	ps := make([]*pending, len(es))
 	for i, e := range es {
-		ps[i] = &pending{kind: store.KindTx, payload: e.payload, id: e.id, sent: true}
+		ps[i] = sentTx(e.id, e.payload)
 	}
 	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
 	n.proposeRemote(ctx, base, ps, api.SubmitOptions{})

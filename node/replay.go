@@ -68,7 +68,7 @@ func (n *Node) replayOnce() bool {
 	}
 	ps := make([]*pending, len(es))
 	for i, e := range es {
-		ps[i] = &pending{kind: store.KindTx, payload: e.payload, id: e.id, sent: true}
+		ps[i] = sentTx(e.id, e.payload)
 	}
 	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
 	n.propose(ctx, ps, api.SubmitOptions{})
@@ -87,10 +87,10 @@ func (n *Node) finishReplayed(es []*intakeEntry, ps []*pending) int {
 	var done, open = es[:0:0], es[:0:0]
 	for i, p := range ps {
 		switch {
-		case p.done && p.err == nil:
+		case p.st.isDone() && p.st.err == nil:
 			done = append(done, es[i])
-		case p.done && isClientError(p.err):
-			n.log.Error("parked transaction refused; dropping it", "txid", p.id, "err", p.err)
+		case p.st.isDone() && isClientError(p.st.err):
+			n.log.Error("parked transaction refused; dropping it", "txid", p.id, "err", p.st.err)
 			done = append(done, es[i])
 		default:
 			open = append(open, es[i])
@@ -128,13 +128,13 @@ func (n *Node) drainOnce() bool {
 			junk = append(junk, e.StreamID)
 			continue
 		}
-		ps = append(ps, &pending{kind: store.KindTx, payload: e.Payload, id: tx.ID, sent: true})
+		ps = append(ps, sentTx(tx.ID, e.Payload))
 		ids = append(ids, e.StreamID)
 	}
 	n.proposeLocal(ctx, ps)
 	acks := junk
 	for i, p := range ps {
-		if p.done && (p.err == nil || isClientError(p.err)) {
+		if p.st.isDone() && (p.st.err == nil || isClientError(p.st.err)) {
 			acks = append(acks, ids[i])
 		}
 	}
