@@ -50,7 +50,8 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOpti
 	return results, nil
 }
 
-// decodeFrame decodes a forwarded command and checks its payload. sent says
+// decodeFrame decodes a forwarded command and checks its payload, learning a
+// transaction's txid. sent says
 // whether the forwarding node may have sent it to a leader before; then it is
 // looked up in the log before it is proposed.
 func decodeFrame(f []byte, sent bool) (*pending, error) {
@@ -64,11 +65,12 @@ func decodeFrame(f []byte, sent bool) (*pending, error) {
 	}
 	switch c.Kind {
 	case store.KindTx:
-		tx, err := store.DecodeTx(c.Payload)
+		// Checked, not decoded: Apply decodes it, once (store.CheckTx).
+		id, err := store.CheckTx(c.Payload)
 		if err != nil {
 			return nil, err
 		}
-		p.id = tx.ID
+		p.id = id
 	case store.KindRegisterNode:
 		if _, err := store.DecodeNode(c.Payload); err != nil {
 			return nil, err

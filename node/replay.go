@@ -122,13 +122,13 @@ func (n *Node) drainOnce() bool {
 	var ids []string // stream IDs, aligned with ps
 	var junk []string
 	for _, e := range entries {
-		tx, err := store.DecodeTx(e.Payload)
-		if err != nil || uint64(tx.ID) != e.TxID {
+		id, err := store.CheckTx(e.Payload)
+		if err != nil || uint64(id) != e.TxID {
 			n.log.Error("parked entry is not a transaction; dropping it", "stream_id", e.StreamID, "err", err)
 			junk = append(junk, e.StreamID)
 			continue
 		}
-		ps = append(ps, sentTx(tx.ID, e.Payload))
+		ps = append(ps, sentTx(id, e.Payload))
 		ids = append(ids, e.StreamID)
 	}
 	n.proposeLocal(ctx, ps)
