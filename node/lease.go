@@ -25,7 +25,7 @@ const LeaseClockSkew = 500 * time.Millisecond
 // lease it holds, a renewal renews again, a release of a free lease is a
 // release.
 func (n *Node) AcquireLease(ctx context.Context, req api.LeaseRequest, forwarded bool) (api.LeaseResult, error) {
-	if err := n.leaseWriteErr(); err != nil {
+	if err := n.mem.leaseWriteErr(); err != nil {
 		return api.LeaseResult{}, err
 	}
 	lc := store.LeaseCommand{Op: store.LeaseAcquire, Name: req.Name, Holder: req.Holder, TTL: req.TTL, Token: req.Token, Skew: LeaseClockSkew}
@@ -33,8 +33,8 @@ func (n *Node) AcquireLease(ctx context.Context, req api.LeaseRequest, forwarded
 		lc.Op = store.LeaseRenew
 	}
 	var res api.LeaseResult
-	err := n.viaLeader(ctx, forwarded, func(ctx context.Context) error {
-		out, err := n.applyLease(ctx, lc)
+	err := n.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := n.props.applyLease(ctx, lc)
 		if err != nil {
 			return err
 		}
@@ -50,12 +50,12 @@ func (n *Node) AcquireLease(ctx context.Context, req api.LeaseRequest, forwarded
 
 // ReleaseLease implements api.LeaseBackend.
 func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint64, forwarded bool) error {
-	if err := n.leaseWriteErr(); err != nil {
+	if err := n.mem.leaseWriteErr(); err != nil {
 		return err
 	}
 	lc := store.LeaseCommand{Op: store.LeaseRelease, Name: name, Holder: holder, Token: token, Skew: LeaseClockSkew}
-	return n.viaLeader(ctx, forwarded, func(ctx context.Context) error {
-		out, err := n.applyLease(ctx, lc)
+	return n.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := n.props.applyLease(ctx, lc)
 		if err != nil {
 			return err
 		}
@@ -68,8 +68,8 @@ func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint
 // leaseWriteErr refuses lease writes on a removed node. They issue no txid,
 // so the node-number checks that hold up other writes (number.go) do not
 // apply to them.
-func (n *Node) leaseWriteErr() error {
-	if n.mem.removed.Load() {
+func (m *membership) leaseWriteErr() error {
+	if m.removed.Load() {
 		return fmt.Errorf("%w: this node is no longer a member and is stopping; send lease writes to another node", api.ErrRemoved)
 	}
 	return nil
@@ -77,9 +77,9 @@ func (n *Node) leaseWriteErr() error {
 
 // applyLease proposes a lease command on this node, the leader, stamped with
 // its clock, and returns what the store did.
-func (n *Node) applyLease(ctx context.Context, lc store.LeaseCommand) (store.LeaseOutcome, error) {
+func (pr *proposer) applyLease(ctx context.Context, lc store.LeaseCommand) (store.LeaseOutcome, error) {
 	data := store.EncodeCommand(store.Command{Kind: store.KindLease, Time: time.Now().UnixNano(), Payload: store.EncodeLeaseCommand(lc)})
-	a := n.raft.ApplyMany(ctx, [][]byte{data})[0]
+	a := pr.raft.ApplyMany(ctx, [][]byte{data})[0]
 	switch {
 	case a.Err != nil:
 		return store.LeaseOutcome{}, translate(a.Err)
@@ -119,9 +119,9 @@ func fromLease(l store.Lease, now int64) api.Lease {
 // leaseNow is the time this node judges a lease's expiry by for reads: its
 // clock, or the largest leader time applied when that is later (a follower
 // whose clock runs behind still sees what the store decides).
-func (n *Node) leaseNow() int64 {
+func leaseNow(db *store.DB) int64 {
 	now := time.Now().UnixNano()
-	if t, err := n.db.MaxTime(); err == nil && t > now {
+	if t, err := db.MaxTime(); err == nil && t > now {
 		now = t
 	}
 	return now
@@ -131,14 +131,14 @@ func (n *Node) leaseNow() int64 {
 // after catching up with the leader's commit index, as a lookup does; the
 // long poll wakes on each applied entry and at the lease's expiry.
 func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (api.Lease, error) {
-	n.catchUp(ctx)
+	n.look.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
 		l, err := n.db.Lease(name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return api.Lease{}, err
 		}
-		now := n.leaseNow()
+		now := leaseNow(n.db)
 		live := err == nil && l.LiveAt(now)
 		done := wait <= 0 || !time.Now().Before(deadline) ||
 			(after == 0 && live) || (after > 0 && !(live && l.Token <= after))
@@ -168,12 +168,12 @@ func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after
 // Leases implements api.LeaseBackend: the live leases in this node's
 // applied state.
 func (n *Node) Leases(ctx context.Context) ([]api.Lease, error) {
-	n.catchUp(ctx)
+	n.look.catchUp(ctx)
 	ls, err := n.db.Leases()
 	if err != nil {
 		return nil, err
 	}
-	now := n.leaseNow()
+	now := leaseNow(n.db)
 	out := make([]api.Lease, 0, len(ls))
 	for _, l := range ls {
 		if l.LiveAt(now) {

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -10,6 +11,22 @@ import (
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
 )
+
+// proposer gets commands into the log: on this node when it leads, else
+// through the leader's HTTP API (forward), retrying across leader changes.
+// Every write goes through it: a client's transactions, the replayer's, a
+// node's registration and a join's.
+type proposer struct {
+	self        string        // this node's ID
+	dedupWindow time.Duration // stamped on each command (Config.DedupWindow)
+	db          *store.DB
+	raft        *replication.Raft
+	peers       *peers
+	log         *slog.Logger
+	// forward sends frames to the leader at base, grouped with other
+	// callers' (Node.forward, forward.go).
+	forward func(ctx context.Context, base string, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error)
+}
 
 // pending is one command on its way into the log.
 //
@@ -57,21 +74,21 @@ const (
 // propose gets every pending command into the log through whichever node leads,
 // retrying across leader changes, until each has an outcome or ctx ends. What is
 // still open then is left for the caller: see settle and park.
-func (n *Node) propose(ctx context.Context, ps []*pending, opts api.SubmitOptions) {
+func (pr *proposer) propose(ctx context.Context, ps []*pending, opts api.SubmitOptions) {
 	backoff := minBackoff
 	for {
 		todo := unresolved(ps)
 		if len(todo) == 0 || ctx.Err() != nil {
 			return
 		}
-		leader, _ := n.raft.Leader()
+		leader, _ := pr.raft.Leader()
 		switch {
 		case leader == "":
-		case leader == n.cfg.ID:
-			n.proposeLocal(ctx, todo)
+		case leader == pr.self:
+			pr.proposeLocal(ctx, todo)
 		default:
-			if info, ok := n.peers.lookup(leader); ok && info.HTTPAddr != "" {
-				n.proposeRemote(ctx, "http://"+info.HTTPAddr, todo, opts)
+			if base, ok := pr.peers.leaderURL(leader); ok {
+				pr.proposeRemote(ctx, base, todo, opts)
 			}
 		}
 		if len(unresolved(ps)) == 0 {
@@ -110,16 +127,16 @@ func unresolved(ps []*pending) []*pending {
 // settle resolves commands left open when time ran out: one that never reached a
 // leader failed with ErrNoLeader; one that may have is looked up in the log, and
 // is reported with ErrUnknownOutcome when it is not (yet) there.
-func (n *Node) settle(ctx context.Context, ps []*pending) {
+func (pr *proposer) settle(ctx context.Context, ps []*pending) {
 	if len(ps) == 0 {
 		return
 	}
 	// Catch up with what the leader has committed, as far as this node knows.
-	_ = n.raft.WaitCurrent(ctx, n.raft.Status().CommitIndex)
+	_ = pr.raft.WaitCurrent(ctx, pr.raft.Status().CommitIndex)
 	for _, p := range ps {
 		if p.id != 0 && p.st.isSent() {
-			if o, err := n.db.Tx(p.id); err == nil {
-				p.resolve(n.result(o, false), nil)
+			if o, err := pr.db.Tx(p.id); err == nil {
+				p.resolve(result(o, false), nil)
 				continue
 			}
 		}
@@ -134,14 +151,14 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 
 // proposeLocal proposes commands on this node, which believes it leads, in the
 // order given: Raft writes them in shared batches and keeps their order.
-func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
+func (pr *proposer) proposeLocal(ctx context.Context, ps []*pending) {
 	var todo []*pending
 	for _, p := range ps {
 		if p.id != 0 && p.st.isSent() {
 			// Already in the log (an earlier, ambiguous attempt that did commit)?
 			// A transaction never proposed before cannot be; skip the read.
-			if o, err := n.db.Tx(p.id); err == nil {
-				p.resolve(n.result(o, false), nil)
+			if o, err := pr.db.Tx(p.id); err == nil {
+				p.resolve(result(o, false), nil)
 				continue
 			}
 		}
@@ -154,9 +171,9 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 	datas := make([][]byte, len(todo))
 	for i, p := range todo {
 		// The leader stamps its time and the dedup window on each command.
-		datas[i] = store.EncodeCommand(store.Command{Kind: p.kind, Time: now, DedupWindow: n.cfg.DedupWindow, Payload: p.payload})
+		datas[i] = store.EncodeCommand(store.Command{Kind: p.kind, Time: now, DedupWindow: pr.dedupWindow, Payload: p.payload})
 	}
-	for i, a := range n.raft.ApplyMany(ctx, datas) {
+	for i, a := range pr.raft.ApplyMany(ctx, datas) {
 		p := todo[i]
 		switch terr := translate(a.Err); {
 		case a.Err == nil:
@@ -170,7 +187,7 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 				p.resolve(api.TxResult{}, &api.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
 				continue
 			}
-			p.resolve(n.result(a.Result.Outcome, a.Result.Duplicate), nil)
+			p.resolve(result(a.Result.Outcome, a.Result.Duplicate), nil)
 		case errors.Is(terr, api.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
 			// Not proposed: try again through the current leader.
 		default:
@@ -182,7 +199,7 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 }
 
 // proposeRemote forwards commands to the leader at base in one request.
-func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, opts api.SubmitOptions) {
+func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pending, opts api.SubmitOptions) {
 	frames := make([][]byte, len(ps))
 	wasSent := make([]bool, len(ps))
 	opts.Fresh = true
@@ -192,7 +209,7 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 		opts.Fresh = opts.Fresh && !wasSent[i]
 		p.st.send() // the request may reach the leader whatever comes back
 	}
-	results, err := n.forward(ctx, base, frames, opts)
+	results, err := pr.forward(ctx, base, frames, opts)
 	if err != nil {
 		if errors.Is(err, api.ErrNotLeader) {
 			for i, p := range ps {
@@ -201,7 +218,7 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 				}
 			}
 		}
-		n.log.Debug("forward to leader", "leader", base, "err", err)
+		pr.log.Debug("forward to leader", "leader", base, "err", err)
 		return
 	}
 	for i, p := range ps {
@@ -229,7 +246,7 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 }
 
 // result converts an outcome read from the store or returned by Apply.
-func (n *Node) result(o store.Outcome, duplicate bool) api.TxResult {
+func result(o store.Outcome, duplicate bool) api.TxResult {
 	r := fromOutcome(o)
 	r.Duplicate = duplicate
 	r.Durability = api.AckQuorum
