@@ -119,7 +119,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	n.mem = &membership{cfg: cfg, log: n.log, db: n.db, life: n.life, stop: make(chan error, 1)}
+	n.mem = &membership{cfg: cfg, log: n.log, db: n.db, life: n.life}
 	if err := n.mem.openNumber(); err != nil { // the txid generator, once the number is known (number.go)
 		return nil, err
 	}

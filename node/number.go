@@ -105,7 +105,7 @@ func (m *membership) nodeNumber() int { return int(m.number.Load()) }
 // openNumber decides this node's txid node number from its data directory and
 // config, persists it, and opens the txid generator with it. A member that
 // will join without a number of its own opens the generator later, in
-// assignNumber. Called by Open once the store is open.
+// setNumber (from adoptNumber or joined). Called by Open once the store is open.
 func (m *membership) openNumber() error {
 	m.stop = make(chan error, 1)
 	num, err := m.resolveNumber()

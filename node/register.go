@@ -118,7 +118,7 @@ func (m *membership) joinLoop() {
 	for {
 		if m.removedWhileAway() {
 			m.log.Warn("not joining again: this member was removed from the cluster", "via", m.cfg.Join)
-			return // removalLoop finds the same and stops the node
+			return // removal.loop finds the same and stops the node
 		}
 		want := m.nodeNumber()
 		if want == 0 {
