@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
 )
@@ -120,6 +121,11 @@ type Config struct {
 	LogLevel string
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics is the registry the node and the packages it opens (replication,
+	// store, wal, parking, txid: passed down in their Configs) register their
+	// metrics with; nil: no metrics. None are registered yet (issue 34 adds
+	// them); the field is the seam, so that no package keeps a global registry.
+	Metrics prometheus.Registerer
 }
 
 // Defaults.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -219,4 +221,27 @@ func TestParseConfigTestingFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(t, c)
+}
+
+// TestConfigMetrics: a node opened with a registry runs with it, and registers
+// nothing yet (the field is the seam the metrics of issue 34 will use).
+func TestConfigMetrics(t *testing.T) {
+	addrs := freeAddrs(t, 1)
+	reg := prometheus.NewRegistry()
+	n, err := Open(Config{
+		ID:       "n1",
+		DataDir:  t.TempDir(),
+		HTTPAddr: "127.0.0.1:0",
+		RaftAddr: addrs[0],
+		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[0]}},
+		Metrics:  reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	families, err := reg.Gather()
+	if err != nil || len(families) != 0 {
+		t.Fatalf("Gather() = %d families, %v; want none registered yet", len(families), err)
+	}
 }
