@@ -73,13 +73,14 @@ rebuild() {
 		fi
 		# GIT_CEILING_DIRECTORIES: dest is no repository's work tree, whatever
 		# surrounds it.
-		if (cd "$dest" && GIT_CEILING_DIRECTORIES=$(dirname "$dest") git apply --whitespace=nowarn "$p"); then
+		if (cd "$dest" && GIT_CEILING_DIRECTORIES=$(dirname "$dest") git apply --whitespace=nowarn "$p") 2>"$dest.err"; then
 			continue
 		fi
 		if [ -n "$skipped" ] && (cd "$dest" && patch -s -p1 --fuzz=3 --forward --batch --no-backup-if-mismatch -r - <"$p"); then
 			echo "third_party/$name: $(basename "$p") applied with fuzz, without $skip" >&2
 			continue
 		fi
+		cat "$dest.err" >&2
 		echo "third_party/$name: $(basename "$p") does not apply" >&2
 		return 1
 	done
