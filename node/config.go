@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
 )
@@ -47,7 +48,7 @@ type Config struct {
 	// RaftDial maps peer IDs to the address this node dials to reach them, when
 	// that differs from the peer's advertised Raft address (a proxy in between,
 	// as the chaos verifier's fault proxies). Peers not listed are dialled at
-	// their advertised address.
+	// their advertised address. A testing flag (txlogd -help-testing).
 	RaftDial map[string]string
 	// Join is the HTTP base URL of a member to join through. Mutually exclusive with Cluster.
 	Join string
@@ -70,7 +71,8 @@ type Config struct {
 	// Forward is how a follower sends the writes it accepted to the leader:
 	// "stream" (default) over one persistent propose stream per leader
 	// (api.Streams), "http" with one POST /v1/internal/propose per group. A
-	// leader that does not serve streams gets POSTs either way.
+	// leader that does not serve streams gets POSTs either way. A testing
+	// flag (txlogd -help-testing).
 	Forward string
 	// MaxUnresolved bounds the transactions this node has accepted and not seen
 	// resolved (in flight or parked); past it, writes get 503 overloaded, so that
@@ -84,12 +86,13 @@ type Config struct {
 	// RaftSerialAppend makes the Raft leader write new entries to its log
 	// before sending them to the followers (hashicorp/raft's own order: two
 	// fsyncs in series per commit), instead of in parallel with sending them
-	// (replication.Config.SerialLeaderAppend). Default false.
+	// (replication.Config.SerialLeaderAppend). Default false. A testing flag
+	// (txlogd -help-testing).
 	RaftSerialAppend bool
 	// NoHTTPFastPath serves every request through net/http's server, instead
 	// of POST /v1/tx and /v1/tx/batch on keep-alive connections through the
 	// API's own fast path (api.FastListener; --http-fast-path=false). Default
-	// false: the fast path is on.
+	// false: the fast path is on. A testing flag (txlogd -help-testing).
 	NoHTTPFastPath bool
 	// StoreCommitInterval is how long the state machine may keep applied
 	// entries in an open bbolt transaction before it commits them: one commit
@@ -118,6 +121,11 @@ type Config struct {
 	LogLevel string
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics is the registry the node and the packages it opens (replication,
+	// store, wal, parking, txid: passed down in their Configs) register their
+	// metrics with; nil: no metrics. None are registered yet (issue 34 adds
+	// them); the field is the seam, so that no package keeps a global registry.
+	Metrics prometheus.Registerer
 }
 
 // Defaults.
@@ -371,8 +379,14 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 
+	var helpTesting bool
+	fs.BoolVar(&helpTesting, "help-testing", false, "list the flags for tests and A/B measurements (not for production)")
+
 	if err := fs.Parse(args); err != nil {
 		return Config{}, fmt.Errorf("parse flags: %w\n%s", err, usage(fs))
+	}
+	if helpTesting {
+		return Config{}, fmt.Errorf("parse flags: %w\n%s", flag.ErrHelp, testingUsage(fs))
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), usage(fs))
@@ -381,7 +395,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var errs []error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || lookup == nil {
+		if set[f.Name] || lookup == nil || f.Name == "help-testing" {
 			return
 		}
 		env := EnvName(f.Name)
@@ -455,12 +469,51 @@ func ParseCluster(s string) ([]Peer, error) {
 	return peers, nil
 }
 
+// testingFlags are the flags that tests and A/B measurements use and an
+// operator does not: ParseConfig accepts them (and their TXLOG_* variables) like
+// any other, but `txlogd -h` does not list them; `txlogd -help-testing` does.
+//   - raft-dial: chaos's fault-injection proxies sit between the nodes.
+//   - raft-serial-append: hashicorp/raft's own append order, for the A/B of the
+//     parallel leader append and the test that mixes both orders.
+//   - http-fast-path: false serves everything through net/http, for the A/B of
+//     the fast path and as a way around it should it misbehave.
+//   - forward: http forwards with one POST per group instead of the propose
+//     stream, for the A/B and the test that runs both.
+var testingFlags = map[string]bool{
+	"raft-dial":          true,
+	"raft-serial-append": true,
+	"http-fast-path":     true,
+	"forward":            true,
+}
+
+// usage lists the flags an operator sets: all but testingFlags.
 func usage(fs *flag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString("usage: txlogd --id ID [flags]\n")
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
+	printDefaults(&b, fs, func(name string) bool { return !testingFlags[name] })
 	b.WriteString("every flag may also be set as TXLOG_<FLAG> (e.g. TXLOG_HTTP_ADDR)\n")
 	return b.String()
+}
+
+// testingUsage lists testingFlags alone, under a heading that says what they are.
+func testingUsage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	b.WriteString("testing only — not for production: flags for tests and A/B measurements\n")
+	printDefaults(&b, fs, func(name string) bool { return testingFlags[name] })
+	b.WriteString("each may also be set as TXLOG_<FLAG> (e.g. TXLOG_RAFT_DIAL)\n")
+	return b.String()
+}
+
+// printDefaults writes flag.PrintDefaults's listing of the flags of fs that keep
+// says to keep, with their defaults as registered.
+func printDefaults(w io.Writer, fs *flag.FlagSet, keep func(name string) bool) {
+	sub := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if keep(f.Name) {
+			sub.Var(f.Value, f.Name, f.Usage)
+			sub.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	sub.SetOutput(w)
+	sub.PrintDefaults()
 }

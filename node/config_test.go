@@ -1,10 +1,14 @@
 package node
 
 import (
+	"errors"
+	"flag"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -162,5 +166,82 @@ func TestFileRSS(t *testing.T) {
 	}
 	if !ok || rss <= 0 {
 		t.Errorf("fileRSS() = %d, %v; want the process's file-backed RSS (its binary at least)", rss, ok)
+	}
+}
+
+// TestParseConfigTestingFlags: the flags only tests and A/B runs use are
+// absent from -h, listed by -help-testing under its heading, and still parse
+// from arguments and the environment.
+func TestParseConfigTestingFlags(t *testing.T) {
+	_, err := ParseConfig([]string{"-h"}, nil)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: error %v, want flag.ErrHelp", err)
+	}
+	help := err.Error()
+	for _, name := range []string{"-id", "-http-addr", "-intake-wal", "-store-commit-interval", "-help-testing"} {
+		if !strings.Contains(help, "\n  "+name+" ") && !strings.Contains(help, "\n  "+name+"\n") {
+			t.Errorf("-h does not list %s:\n%s", name, help)
+		}
+	}
+	_, err = ParseConfig([]string{"-help-testing"}, nil)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-help-testing: error %v, want flag.ErrHelp", err)
+	}
+	testingHelp := err.Error()
+	if !strings.Contains(testingHelp, "testing only — not for production") {
+		t.Errorf("-help-testing has no heading:\n%s", testingHelp)
+	}
+	if strings.Contains(testingHelp, "\n  -id ") || strings.Contains(testingHelp, "\n  -http-addr ") {
+		t.Errorf("-help-testing lists the operator's flags:\n%s", testingHelp)
+	}
+	for _, name := range []string{"raft-dial", "raft-serial-append", "http-fast-path", "forward"} {
+		if strings.Contains(help, "-"+name) {
+			t.Errorf("-h lists %s:\n%s", name, help)
+		}
+		if !strings.Contains(testingHelp, "\n  -"+name+" ") && !strings.Contains(testingHelp, "\n  -"+name+"\n") {
+			t.Errorf("-help-testing does not list %s:\n%s", name, testingHelp)
+		}
+	}
+
+	check := func(t *testing.T, c Config) {
+		if c.RaftDial["n2"] != "127.0.0.1:9" || !c.RaftSerialAppend || !c.NoHTTPFastPath || c.Forward != ForwardHTTP {
+			t.Fatalf("config = %+v", c)
+		}
+	}
+	c, err := ParseConfig([]string{"--id", "n1", "--raft-dial", "n2=127.0.0.1:9", "--raft-serial-append", "--http-fast-path=false", "--forward", "http"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, c)
+	c, err = ParseConfig([]string{"--id", "n1"}, env(map[string]string{
+		"TXLOG_RAFT_DIAL": "n2=127.0.0.1:9", "TXLOG_RAFT_SERIAL_APPEND": "true", "TXLOG_HTTP_FAST_PATH": "false", "TXLOG_FORWARD": "http",
+		"TXLOG_HELP_TESTING": "true",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, c)
+}
+
+// TestConfigMetrics: a node opened with a registry runs with it, and registers
+// nothing yet (the field is the seam the metrics of issue 34 will use).
+func TestConfigMetrics(t *testing.T) {
+	addrs := freeAddrs(t, 1)
+	reg := prometheus.NewRegistry()
+	n, err := Open(Config{
+		ID:       "n1",
+		DataDir:  t.TempDir(),
+		HTTPAddr: "127.0.0.1:0",
+		RaftAddr: addrs[0],
+		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[0]}},
+		Metrics:  reg,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	families, err := reg.Gather()
+	if err != nil || len(families) != 0 {
+		t.Fatalf("Gather() = %d families, %v; want none registered yet", len(families), err)
 	}
 }

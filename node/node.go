@@ -123,7 +123,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if err := n.mem.openNumber(); err != nil { // the txid generator, once the number is known (number.go)
 		return nil, err
 	}
-	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{SegmentBytes: cfg.IntakeWALSegmentBytes, Logger: cfg.Logger})
+	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{SegmentBytes: cfg.IntakeWALSegmentBytes, Logger: cfg.Logger, Metrics: cfg.Metrics})
 	if err != nil {
 		return nil, fmt.Errorf("open intake wal: %w", err)
 	}
@@ -134,7 +134,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		n.log.Info("intake wal has transactions to replay", "count", count)
 	}
 	if cfg.RedisAddr != "" {
-		r, err := parking.Open(context.Background(), parking.Config{Addr: cfg.RedisAddr, Consumer: cfg.ID, Logger: cfg.Logger})
+		r, err := parking.Open(context.Background(), parking.Config{Addr: cfg.RedisAddr, Consumer: cfg.ID, Logger: cfg.Logger, Metrics: cfg.Metrics})
 		if err != nil {
 			return nil, fmt.Errorf("open redis parking: %w", err)
 		}
@@ -150,6 +150,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		BindAddr:        cfg.RaftAddr,
 		Bootstrap:       bootstrap,
 		Logger:          cfg.Logger,
+		Metrics:         cfg.Metrics,
 		AddressProvider: dialer(cfg.RaftDial),
 		LogStore:        cfg.RaftLog,
 

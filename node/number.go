@@ -270,7 +270,7 @@ func (m *membership) setNumber(num int, registered bool) error {
 	if err := writeNumber(filepath.Join(m.cfg.DataDir, numberFile), num); err != nil {
 		return err
 	}
-	ids, err := txid.OpenGenerator(filepath.Join(m.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num)})
+	ids, err := txid.OpenGenerator(filepath.Join(m.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num), Logger: m.cfg.Logger, Metrics: m.cfg.Metrics})
 	if err != nil {
 		return fmt.Errorf("open txid generator: %w", err)
 	}

@@ -33,6 +33,7 @@ func openStore(cfg Config) (*store.DB, error) {
 	}
 	return store.Open(filepath.Join(cfg.DataDir, stateFile), store.Config{
 		Logger:         cfg.Logger,
+		Metrics:        cfg.Metrics,
 		CommitInterval: max(cfg.StoreCommitInterval, 0),
 	})
 }

@@ -27,6 +27,10 @@ go vet -tags txlogfaults ./replication/ # the fault-injection build of the tests
 (cd tools && go vet ./...)
 (cd third_party/hashicorp-raft && go vet .)
 
+echo "== third_party: each directory is its upstream release plus its patches"
+third_party/verify.sh
+third_party/verify_test.sh
+
 echo "== go test -race"
 go test -race -count=1 -timeout 20m ./... "$@"
 (cd tools && go test -count=1 ./...)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/txid"
 	bolt "go.etcd.io/bbolt"
@@ -31,6 +32,10 @@ const (
 type Config struct {
 	// Logger receives the store's logs; nil discards them.
 	Logger *slog.Logger
+	// Metrics is the registry the store registers its metrics with; nil: no
+	// metrics. None are registered yet (issue 34 adds them); the field is the
+	// seam, so that no package keeps a global registry.
+	Metrics prometheus.Registerer
 	// NoSync turns off every fsync of the store: bbolt's, and the background
 	// ones of durable.go that make each commit durable without holding up Apply.
 	// A process crash loses nothing (the page cache keeps every completed

@@ -14,7 +14,8 @@
 //
 // # What it must not import
 //
-// store imports only txid and bbolt from outside the standard library. It does
+// store imports only txid, bbolt and the Prometheus client (the type of
+// Config.Metrics) from outside the standard library. It does
 // not import raft (replication adapts DB to raft.BatchingFSM), and it reads no
 // clock and no network. Apply depends only on the state and the entry: the
 // leader stamps the time and the dedup window into each Command, so that

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults for the zero fields of Config.
@@ -66,6 +68,10 @@ type Config struct {
 	// Logger receives the log's events, with component=wal. Default: a
 	// logger that discards everything.
 	Logger *slog.Logger
+	// Metrics is the registry the log registers its metrics with; nil: no
+	// metrics. None are registered yet (issue 34 adds them); the field is the
+	// seam, so that no package keeps a global registry.
+	Metrics prometheus.Registerer
 }
 
 // withDefaults returns a copy of c with zero fields set to their defaults.

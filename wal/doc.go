@@ -5,8 +5,8 @@
 // "accepted", and marks the record done once the cluster has committed or
 // rejected it. After a crash the node replays the records that are not done.
 // wal treats records as opaque bytes. It imports only the standard library
-// and nothing from txlog; it knows nothing of Raft, HTTP, Redis or what a
-// record holds.
+// and the Prometheus client (the type of Config.Metrics), nothing from txlog;
+// it knows nothing of Raft, HTTP, Redis or what a record holds.
 //
 // # Use
 //

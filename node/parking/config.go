@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults for Config and BreakerConfig fields left at zero.
@@ -44,6 +46,10 @@ type Config struct {
 	Breaker BreakerConfig
 	// Logger receives state changes and trouble. Nil means discard.
 	Logger *slog.Logger
+	// Metrics is the registry parking registers its metrics with; nil: no
+	// metrics. None are registered yet (issue 34 adds them); the field is the
+	// seam, so that no package keeps a global registry.
+	Metrics prometheus.Registerer
 }
 
 // BreakerConfig configures the circuit breaker in front of Redis.
