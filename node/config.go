@@ -41,6 +41,12 @@ type Config struct {
 	// AdvertiseHTTPAddr is the HTTP address other nodes use to reach this one.
 	// Default: the bound HTTP address.
 	AdvertiseHTTPAddr string
+	// DebugAddr is the address of a second HTTP listener that serves
+	// net/http/pprof under /debug/pprof/ (debug.go); port 0 picks a free port,
+	// written to <DataDir>/debug.addr once listening. Its endpoints are
+	// unauthenticated: bind it to loopback or a private network. Default "":
+	// off.
+	DebugAddr string
 	// RaftAddr is the address Raft listens on and advertises. Default "127.0.0.1:7101".
 	RaftAddr string
 	// Cluster lists the initial members for a static bootstrap. Mutually exclusive with Join.
@@ -242,6 +248,11 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
 		errs = append(errs, fmt.Errorf("raft-addr %q: %w", c.RaftAddr, err))
 	}
+	if c.DebugAddr != "" {
+		if _, _, err := net.SplitHostPort(c.DebugAddr); err != nil {
+			errs = append(errs, fmt.Errorf("debug-addr %q: %w", c.DebugAddr, err))
+		}
+	}
 	if len(c.Cluster) > 0 && c.Join != "" {
 		errs = append(errs, errors.New("cluster and join: give one, not both"))
 	}
@@ -357,6 +368,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.HTTPAddr, "http-addr", DefaultHTTPAddr, "HTTP listen address (port 0: pick one)")
 	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", "", "HTTP address other nodes use (default: the bound address)")
 	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "Raft listen and advertise address")
+	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve net/http/pprof on this separate, unauthenticated listener; never expose it publicly (port 0: pick one; empty: off)")
 	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr[@nodenumber],... (the same list on every initial member)")
 	fs.StringVar(&raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")

@@ -245,3 +245,35 @@ func TestConfigMetrics(t *testing.T) {
 		t.Fatalf("Gather() = %d families, %v; want none registered yet", len(families), err)
 	}
 }
+
+// TestParseConfigDebugAddr: --debug-addr (or TXLOG_DEBUG_ADDR) is off unless
+// given, and an address without a port is refused with the flag's name.
+func TestParseConfigDebugAddr(t *testing.T) {
+	c, err := ParseConfig([]string{"--id", "n1"}, nil)
+	if err != nil || c.DebugAddr != "" {
+		t.Fatalf("default: DebugAddr %q, %v; want off", c.DebugAddr, err)
+	}
+	for _, on := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--id", "n1", "--debug-addr", "127.0.0.1:0"}, nil},
+		{[]string{"--id", "n1"}, map[string]string{"TXLOG_DEBUG_ADDR": "127.0.0.1:0"}},
+	} {
+		c, err := ParseConfig(on.args, env(on.env))
+		if err != nil || c.DebugAddr != "127.0.0.1:0" {
+			t.Fatalf("%v %v: DebugAddr %q, %v; want 127.0.0.1:0", on.args, on.env, c.DebugAddr, err)
+		}
+	}
+	for _, bad := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--id", "n1", "--debug-addr", "127.0.0.1"}, nil},
+		{[]string{"--id", "n1"}, map[string]string{"TXLOG_DEBUG_ADDR": "localhost:6060:1"}},
+	} {
+		if _, err := ParseConfig(bad.args, env(bad.env)); err == nil || !strings.Contains(err.Error(), "debug-addr") {
+			t.Errorf("%v %v: ParseConfig() = %v, want a debug-addr error", bad.args, bad.env, err)
+		}
+	}
+}

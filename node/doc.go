@@ -18,6 +18,7 @@
 //
 // node imports api, replication, store, wal, txid, dirsync and node/parking. It
 // does not import hashicorp/raft, bbolt or the Redis client directly:
-// replication, store and node/parking own those. Nothing imports node but the daemons that run it:
-// cmd/txlogd, and tools/txlogdprof (txlogd with profiling).
+// replication, store and node/parking own those. Nothing imports node but the daemon that runs it:
+// cmd/txlogd. With Config.DebugAddr a node also serves net/http/pprof, on a
+// listener and ServeMux of their own, never the API's (debug.go).
 package node

@@ -44,7 +44,8 @@ type Node struct {
 	ln       net.Listener
 	fast     *api.FastListener // nil with Config.NoHTTPFastPath
 	srv      *http.Server
-	httpAddr string // advertised HTTP address, host:port
+	httpAddr string       // advertised HTTP address, host:port
+	debug    *debugServer // nil without Config.DebugAddr (debug.go)
 
 	peers  *peers
 	intake *intake
@@ -91,9 +92,9 @@ func Open(cfg Config) (*Node, error) { return open(cfg, dirsync.Sync) }
 // data directory's own name durable in its parent when it creates it, and
 // fsyncs the data directory once more after every part is open, before the
 // node serves anything: whatever a part created in it is then durable
-// whichever part forgot to. http.addr, written by Run, is informational (it
-// tells tests and tools the bound port) and is not fsynced: a node that
-// restarts writes it again.
+// whichever part forgot to. http.addr and debug.addr, written by Run, are
+// informational (they tell tests and tools the bound ports) and are not
+// fsynced: a node that restarts writes them again.
 func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -178,6 +179,9 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if cfg.AdvertiseHTTPAddr != "" {
 		n.httpAddr = cfg.AdvertiseHTTPAddr
 	}
+	if n.debug, err = openDebug(cfg); err != nil {
+		return nil, err
+	}
 	n.wire()
 	var backend api.Backend = n
 	if n.refused != nil {
@@ -246,6 +250,10 @@ func (n *Node) Run(ctx context.Context) error {
 			serveErr <- err
 		}
 	})
+	if err := n.serveDebug(); err != nil { // before http.addr: who sees that sees debug.addr too
+		n.Close()
+		return err
+	}
 	if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, "http.addr"), []byte(n.ln.Addr().String()+"\n")); err != nil {
 		n.Close()
 		return err
@@ -318,6 +326,7 @@ func (n *Node) Close() error {
 			if err := <-fastDone; err != nil {
 				n.log.Warn("http fast path shutdown", "err", err)
 			}
+			n.closeDebug(ctx)
 			if err := n.api.CloseStreams(ctx); err != nil {
 				n.log.Warn("propose streams shutdown", "err", err)
 			}
@@ -338,6 +347,11 @@ func (n *Node) closeParts() error {
 		// srv.Shutdown closed it if Run served it; a node closed without Run
 		// (or whose Open failed) still holds it.
 		if err := n.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if n.debug != nil {
+		if err := n.debug.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}

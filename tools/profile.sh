@@ -3,10 +3,12 @@
 # mutex contention of the leader and of one follower, while `txlog bench`
 # drives the cluster (docs/performance.md).
 #
-# It builds tools/txlogdprof (txlogd with net/http/pprof), starts it with
-# `txlog local` on free ports in a new directory, and for each workload runs
-# txlog bench for SECONDS+10 s while it takes SECONDS-long delta profiles of
-# the leader and a follower. Then it prints `go tool pprof -top` of each.
+# It builds txlog and txlogd, starts a cluster with `txlog local` on free ports
+# in a new directory, each node with `--debug-addr 127.0.0.1:0` (net/http/pprof
+# on a listener of its own, its address in <data-dir>/debug.addr: the shipped
+# binary, with its own GC settings), and for each workload runs txlog bench for
+# SECONDS+10 s while it takes SECONDS-long delta profiles of the leader and a
+# follower. Then it prints `go tool pprof -top` of each.
 #
 # Settings (environment):
 #   SECONDS=20                      length of each profile
@@ -17,7 +19,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECONDS_=${SECONDS:-20}
+# bash's own SECONDS counts from the environment's value, or from 0: it is
+# never unset, so 0 here (the script just started) means not given.
+SECONDS_=$SECONDS
+if [ "$SECONDS_" -eq 0 ]; then SECONDS_=20; fi
 WORKLOADS=${WORKLOADS:-"--clients 64|--clients 16 --batch 100"}
 made_work=""
 if [ -z "${WORK:-}" ]; then
@@ -40,21 +45,21 @@ trap cleanup EXIT
 
 echo "== building"
 go build -o "$BIN/txlog" ./cmd/txlog
-(cd tools && go build -o "$BIN/txlogdprof" ./txlogdprof)
+go build -o "$BIN/txlogd" ./cmd/txlogd
 
 echo "== starting the cluster"
-"$BIN/txlog" local --dir "$WORK/cluster" --http-base-port 0 --raft-base-port 0 --txlogd "$BIN/txlogdprof" \
-	>"$OUT/local.out" 2>"$OUT/local.err" &
+"$BIN/txlog" local --dir "$WORK/cluster" --http-base-port 0 --raft-base-port 0 --txlogd "$BIN/txlogd" \
+	-- --debug-addr 127.0.0.1:0 >"$OUT/local.out" 2>"$OUT/local.err" &
 local_pid=$!
 
-# Wait for each node's HTTP and pprof address and for a ready cluster.
+# Wait for each node's HTTP and debug address and for a ready cluster.
 deadline=$((SECONDS + 60))
 urls=()
 until [ ${#urls[@]} -eq 3 ]; do
 	urls=()
 	for n in n1 n2 n3; do
 		f="$WORK/cluster/$n/http.addr"
-		if [ -s "$f" ] && [ -s "$WORK/cluster/$n/pprof.addr" ] && curl -sf "http://$(cat "$f")/readyz" >/dev/null; then
+		if [ -s "$f" ] && [ -s "$WORK/cluster/$n/debug.addr" ] && curl -sf "http://$(cat "$f")/readyz" >/dev/null; then
 			urls+=("http://$(cat "$f")")
 		fi
 	done
@@ -87,7 +92,7 @@ for wl in "${workloads[@]}"; do
 	for role in leader follower; do
 		id=$leader
 		if [ $role = follower ]; then id=$follower; fi
-		addr=$(cat "$WORK/cluster/$id/pprof.addr")
+		addr=$(cat "$WORK/cluster/$id/debug.addr")
 		curl -sf -o "$OUT/$name-$role-cpu.pprof" "http://$addr/debug/pprof/profile?seconds=$SECONDS_" &
 		pids+=($!)
 		for p in allocs block mutex; do

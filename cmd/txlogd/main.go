@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 
@@ -35,6 +36,15 @@ const gcPercent = 400
 // node whose live heap needs more should set GOMEMLIMIT (docs/performance.md).
 const memoryLimit = 160 << 20
 
+// With --debug-addr, txlogd samples blocking and mutex contention, so that the
+// block and mutex profiles of /debug/pprof/ have something in them: one sample
+// per 10µs a goroutine blocked, one contention event in 10. Without the flag
+// both stay off, as the runtime leaves them.
+const (
+	debugBlockRate     = 10_000 // runtime.SetBlockProfileRate, ns
+	debugMutexFraction = 10     // runtime.SetMutexProfileFraction
+)
+
 func run(args []string) error {
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(gcPercent)
@@ -45,6 +55,10 @@ func run(args []string) error {
 	cfg, err := node.ParseConfig(args, os.LookupEnv)
 	if err != nil {
 		return err
+	}
+	if cfg.DebugAddr != "" {
+		runtime.SetBlockProfileRate(debugBlockRate)
+		runtime.SetMutexProfileFraction(debugMutexFraction)
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Level()})).With("node", cfg.ID)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
