@@ -19,6 +19,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // The fast path serves the two write endpoints, POST /v1/tx and POST
@@ -295,7 +297,7 @@ func (l *FastListener) serve(fc *fastConn) {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				// As readBody answers a body that takes too long.
 				w := newFastWriter()
-				l.s.writeError(w, &Error{Code: CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", l.s.cfg.BodyTimeout)})
+				l.s.writeError(w, &wire.Error{Code: wire.CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", l.s.cfg.BodyTimeout)})
 				w.closeAfter = true
 				w.writeTo(bw)
 				bw.Flush()

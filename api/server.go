@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // MaxIdempotencyKeyBytes is the longest idempotency key, in bytes. It is part of
@@ -22,11 +24,6 @@ const (
 	DefaultLogLimit = 100
 	MaxLogLimit     = 1000
 )
-
-// HeaderForwarded marks a request that another node forwarded ("1"). A node that
-// is not the leader answers such a request itself or with not_leader, and never
-// forwards it again.
-const HeaderForwarded = "X-Txlog-Forwarded"
 
 // HeaderIdempotencyKey may carry the idempotency key of POST /v1/tx instead of
 // the body field idempotency_key.
@@ -70,7 +67,6 @@ const (
 	DefaultMaxKeyBytes          = 1024
 	DefaultMaxOpsPerTx          = 1000
 	DefaultMaxBatchTxs          = 10000
-	DefaultTimeout              = 5 * time.Second
 	DefaultMaxTimeout           = 5 * time.Minute
 )
 
@@ -118,7 +114,7 @@ func (c Config) withDefaults() Config {
 		c.MaxBatchTxs = DefaultMaxBatchTxs
 	}
 	if c.DefaultTimeout <= 0 {
-		c.DefaultTimeout = DefaultTimeout
+		c.DefaultTimeout = wire.DefaultTimeout
 	}
 	if c.MaxTimeout <= 0 {
 		c.MaxTimeout = DefaultMaxTimeout
@@ -190,7 +186,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
 
 	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
-	r.HandleFunc(StreamPath, s.handleStream).Methods(http.MethodGet)
+	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
 	return r
 }
 
@@ -245,12 +241,12 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	var b []byte
 	var err error
 	switch v := v.(type) {
-	case TxResult:
-		b = appendTxResultJSON(make([]byte, 0, 256), &v)
-	case BatchResponse:
-		b = appendBatchJSON(make([]byte, 0, 64+192*len(v.Results)), v.Results)
+	case wire.TxResult:
+		b = wire.AppendTxResultJSON(make([]byte, 0, 256), &v)
+	case wire.BatchResponse:
+		b = wire.AppendBatchJSON(make([]byte, 0, 64+192*len(v.Results)), v.Results)
 	default:
-		b, err = marshalJSON(v)
+		b, err = wire.MarshalJSON(v)
 	}
 	if err != nil {
 		s.writeError(w, fmt.Errorf("encode answer: %w", err))
@@ -265,7 +261,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 
 // errorAnswer is the body of every error answer.
 type errorAnswer struct {
-	Error ErrorBody `json:"error"`
+	Error wire.ErrorBody `json:"error"`
 }
 
 // writeError answers err with its status and code from the code table.
@@ -286,7 +282,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 // errorAnswer returns the status and the JSON body that answer err, logging an
 // internal error.
 func (s *Server) errorAnswer(err error) (int, []byte) {
-	status, body := errorBody(err)
+	status, body := wire.ErrorStatus(err)
 	if status == http.StatusInternalServerError {
 		s.log.Warn("internal error", "err", err)
 	}
@@ -295,11 +291,11 @@ func (s *Server) errorAnswer(err error) (int, []byte) {
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
+	s.writeError(w, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
 }
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, &Error{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
+	s.writeError(w, &wire.Error{Code: wire.CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
 }
 
 // preallocBodyBytes bounds the buffer readBody makes before it reads: a batch
@@ -330,13 +326,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		rc.SetReadDeadline(time.Time{})
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
+		return nil, &wire.Error{Code: wire.CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, &Error{Code: CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
+		return nil, &wire.Error{Code: wire.CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
 	}
 	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}
+		return nil, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}
 	}
 	return body, nil
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,131 +11,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/txlog/txlog/api/wire"
 )
-
-// A propose stream carries internal proposals from one node to another over
-// one persistent connection, instead of one POST /v1/internal/propose each.
-// The proposing node opens it on the other node's HTTP port:
-//
-//	GET /v1/internal/stream HTTP/1.1
-//	Connection: Upgrade
-//	Upgrade: txlog-propose/1
-//
-// and the other node answers 101 Switching Protocols with the same Upgrade
-// header. After that the connection carries messages in both directions, each
-// the length of its body as an unsigned varint, then the body:
-//
-//	request: uvarint id | uvarint len(q) | q | frames
-//	answer:  uvarint id | uvarint status | body
-//
-// A request is POST /v1/internal/propose in a message: q is its query text
-// (timeout, ack, fresh), frames its body (frames.go). The answer with the same id is
-// what that POST would answer: the HTTP status, and for 200 the results in
-// binary (streamresults.go), otherwise the JSON error object. Requests are served
-// concurrently and answered in the order they finish. A request whose envelope
-// cannot be read ends the stream; everything else (a bad query, bad frames, a
-// refused proposal) is an answer with a 4xx or 5xx status.
-//
-// Request id 0 is a ping: the reading goroutine answers it at once with status
-// 200 and no body, whatever it carries, ahead of the requests in flight. The
-// proposing node pings a stream that has kept it waiting (streamclient.go), to
-// tell a slow commit from a paused or cut-off peer. A node from before pings
-// answers such a request too (400, no frames), which serves the same purpose.
-const (
-	StreamPath     = "/v1/internal/stream"
-	StreamProtocol = "txlog-propose/1"
-)
-
-// pingID is the id of a ping: request ids start at 1.
-const pingID = 0
-
-// maxStreamHeadBytes bounds what a request adds to its frames: its id and query.
-const maxStreamHeadBytes = 4 << 10
 
 // streamWriteTimeout bounds one write of answers to a stream; a peer that reads
 // nothing for that long loses the stream.
 const streamWriteTimeout = 10 * time.Second
-
-var errStreamMessage = errors.New("bad stream message")
-
-// appendStreamMessage appends the message of a body made of head then rest.
-func appendStreamMessage(b, head, rest []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(head)+len(rest)))
-	b = append(b, head...)
-	return append(b, rest...)
-}
-
-// encodeStreamRequest returns the message of request id.
-func encodeStreamRequest(id uint64, q string, frames []byte) []byte {
-	head := binary.AppendUvarint(make([]byte, 0, 2*binary.MaxVarintLen64+len(q)), id)
-	head = binary.AppendUvarint(head, uint64(len(q)))
-	head = append(head, q...)
-	return appendStreamMessage(make([]byte, 0, binary.MaxVarintLen64+len(head)+len(frames)), head, frames)
-}
-
-// uvarint reads the unsigned varint at the start of b, in minimal form (so
-// that a message decodes from one encoding only), and returns its length; 0
-// when b starts with none.
-func uvarint(b []byte) (uint64, int) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 || (n > 1 && b[n-1] == 0) {
-		return 0, 0
-	}
-	return v, n
-}
-
-// decodeStreamRequest splits the body of a request message. frames aliases body.
-func decodeStreamRequest(body []byte) (id uint64, q string, frames []byte, err error) {
-	id, n := uvarint(body)
-	if n == 0 {
-		return 0, "", nil, fmt.Errorf("%w: request id", errStreamMessage)
-	}
-	body = body[n:]
-	l, n := uvarint(body)
-	if n == 0 || l > uint64(len(body)-n) || l > maxStreamHeadBytes {
-		return 0, "", nil, fmt.Errorf("%w: request %d: query length", errStreamMessage, id)
-	}
-	body = body[n:]
-	return id, string(body[:l]), body[l:], nil
-}
-
-// encodeStreamAnswer returns the message answering request id.
-func encodeStreamAnswer(id uint64, status int, body []byte) []byte {
-	head := binary.AppendUvarint(make([]byte, 0, 2*binary.MaxVarintLen64), id)
-	head = binary.AppendUvarint(head, uint64(status))
-	return appendStreamMessage(make([]byte, 0, binary.MaxVarintLen64+len(head)+len(body)), head, body)
-}
-
-// decodeStreamAnswer splits the body of an answer message. rest aliases body.
-func decodeStreamAnswer(body []byte) (id uint64, status int, rest []byte, err error) {
-	id, n := uvarint(body)
-	if n == 0 {
-		return 0, 0, nil, fmt.Errorf("%w: answer id", errStreamMessage)
-	}
-	body = body[n:]
-	st, n := uvarint(body)
-	if n == 0 || st < 100 || st > 599 {
-		return 0, 0, nil, fmt.Errorf("%w: answer %d: status", errStreamMessage, id)
-	}
-	return id, int(st), body[n:], nil
-}
-
-// readStreamMessage reads one message and returns its body, refusing a body
-// longer than limit bytes.
-func readStreamMessage(r *bufio.Reader, limit int64) ([]byte, error) {
-	l, err := binary.ReadUvarint(r)
-	if err != nil {
-		return nil, err
-	}
-	if l > uint64(limit) {
-		return nil, fmt.Errorf("%w: %d bytes, more than %d", errStreamMessage, l, limit)
-	}
-	b := make([]byte, l)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, fmt.Errorf("read %d-byte message: %w", l, io.ErrUnexpectedEOF)
-	}
-	return b, nil
-}
 
 // hasToken reports whether the comma-separated header field name of h holds
 // token, compared without regard to case.
@@ -177,8 +58,8 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if !hasToken(r.Header, "Connection", "upgrade") || r.Header.Get("Upgrade") != StreamProtocol {
-		s.writeError(w, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("want headers Connection: Upgrade and Upgrade: %s", StreamProtocol)})
+	if !hasToken(r.Header, "Connection", "upgrade") || r.Header.Get("Upgrade") != wire.StreamProtocol {
+		s.writeError(w, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("want headers Connection: Upgrade and Upgrade: %s", wire.StreamProtocol)})
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -188,7 +69,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if ss.closed {
 		ss.mu.Unlock()
 		cancel()
-		s.writeError(w, fmt.Errorf("propose stream: %w", ErrShuttingDown))
+		s.writeError(w, fmt.Errorf("propose stream: %w", wire.ErrShuttingDown))
 		return
 	}
 	if ss.conns == nil {
@@ -219,7 +100,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = conn.SetDeadline(time.Now().Add(streamWriteTimeout))
-	if _, err := io.WriteString(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+StreamProtocol+"\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+wire.StreamProtocol+"\r\n\r\n"); err != nil {
 		return
 	}
 	if err := rw.Flush(); err != nil {
@@ -254,16 +135,16 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 	var err error
 	for {
 		var msg []byte
-		if msg, err = readStreamMessage(br, s.cfg.MaxInternalBodyBytes+maxStreamHeadBytes); err != nil {
+		if msg, err = wire.ReadStreamMessage(br, s.cfg.MaxInternalBodyBytes+wire.MaxStreamHeadBytes); err != nil {
 			break
 		}
-		id, q, frames, derr := decodeStreamRequest(msg)
+		id, q, frames, derr := wire.DecodeStreamRequest(msg)
 		if derr != nil {
 			err = derr
 			break
 		}
-		if id == pingID {
-			st.write(encodeStreamAnswer(pingID, http.StatusOK, nil))
+		if id == wire.PingID {
+			st.write(wire.EncodeStreamAnswer(wire.PingID, http.StatusOK, nil))
 			continue
 		}
 		r := streamRequest{id: id, query: q, frames: frames}
@@ -283,7 +164,7 @@ func (s *Server) serveStream(st *serverStream, br *bufio.Reader) {
 	closing := s.streams.closed
 	s.streams.mu.Unlock()
 	if !closing {
-		if errors.Is(err, errStreamMessage) {
+		if errors.Is(err, wire.ErrStreamMessage) {
 			s.log.Warn("propose stream: bad message, closing", "remote", st.conn.RemoteAddr(), "err", err)
 		}
 		st.cancel()
@@ -312,16 +193,16 @@ func (st *serverStream) write(msg []byte) {
 func (s *Server) streamAnswer(ctx context.Context, id uint64, rawQuery string, frames []byte) []byte {
 	status, body := http.StatusOK, []byte(nil)
 	q, err := parseRawQuery(rawQuery, proposeParams...)
-	var results []TxResult
+	var results []wire.TxResult
 	if err == nil {
 		results, err = s.propose(ctx, q, frames)
 	}
 	if err == nil {
-		body = appendResults(nil, results)
+		body = wire.AppendResults(nil, results)
 	} else {
 		status, body = s.errorAnswer(err)
 	}
-	return encodeStreamAnswer(id, status, body)
+	return wire.EncodeStreamAnswer(id, status, body)
 }
 
 // CloseStreams ends the propose streams: they stop reading requests, and the

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // Forwarding to the leader is grouped, and driven by the callers themselves.
@@ -30,7 +30,7 @@ const (
 // fwdCall is one request's frames on their way to the leader.
 type fwdCall struct {
 	frames   [][]byte
-	opts     api.SubmitOptions
+	opts     wire.SubmitOptions
 	deadline time.Time
 	// turn receives a group that this call must send (it is the group's first
 	// call). reply receives this call's results. Both have capacity 1 and each
@@ -40,7 +40,7 @@ type fwdCall struct {
 }
 
 type fwdReply struct {
-	results []api.TxResult
+	results []wire.TxResult
 	err     error
 }
 
@@ -59,7 +59,7 @@ type forwarding struct {
 
 // forward sends frames to the leader at base, grouped with other callers'
 // frames, and waits for the leader's results, or for ctx.
-func (n *Node) forward(ctx context.Context, base string, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (n *Node) forward(ctx context.Context, base string, frames [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		dl = time.Now().Add(maxFwdDeadline)

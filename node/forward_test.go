@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/node/peer"
 )
 
 // fakeLeader is an api.Server whose Propose answers each frame, an 8-byte
@@ -33,10 +36,10 @@ type fakeLeader struct {
 // tests call nothing else.
 type proposeOnly struct {
 	api.Backend
-	propose func(ctx context.Context, payloads [][]byte, opts api.SubmitOptions) ([]api.TxResult, error)
+	propose func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error)
 }
 
-func (b proposeOnly) Propose(ctx context.Context, payloads [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (b proposeOnly) Propose(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	return b.propose(ctx, payloads, opts)
 }
 
@@ -52,7 +55,7 @@ func newFakeLeader(t *testing.T, gate chan struct{}) *fakeLeader {
 	return l
 }
 
-func (l *fakeLeader) propose(ctx context.Context, frames [][]byte, _ api.SubmitOptions) ([]api.TxResult, error) {
+func (l *fakeLeader) propose(ctx context.Context, frames [][]byte, _ wire.SubmitOptions) ([]wire.TxResult, error) {
 	nth := l.requests.Add(1)
 	l.frames.Add(int64(len(frames)))
 	l.mu.Lock()
@@ -69,9 +72,9 @@ func (l *fakeLeader) propose(ctx context.Context, frames [][]byte, _ api.SubmitO
 	case l.gate != nil:
 		<-l.gate
 	}
-	var results []api.TxResult
+	var results []wire.TxResult
 	for _, f := range frames {
-		results = append(results, api.TxResult{Status: api.StatusCommitted, Index: binary.BigEndian.Uint64(f)})
+		results = append(results, wire.TxResult{Status: wire.StatusCommitted, Index: binary.BigEndian.Uint64(f)})
 	}
 	return results, nil
 }
@@ -81,8 +84,8 @@ func frameOf(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 // forwardNode returns a follower that forwards in mode (ForwardStream or
 // ForwardHTTP).
 func forwardNode(t *testing.T, mode string) *Node {
-	c := api.NewClient(api.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
-	n := &Node{cfg: Config{Forward: mode}, client: c, streams: api.NewStreams(c)}
+	c := client.NewClient(client.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	n := &Node{cfg: Config{Forward: mode}, client: c, streams: peer.NewStreams(c)}
 	t.Cleanup(func() { n.streams.Close() })
 	return n
 }
@@ -95,7 +98,7 @@ func eachForward(t *testing.T, test func(t *testing.T, mode string)) {
 }
 
 // checkResults fails unless results answer frames first..first+n-1 in order.
-func checkResults(t *testing.T, results []api.TxResult, err error, first uint64, n int) {
+func checkResults(t *testing.T, results []wire.TxResult, err error, first uint64, n int) {
 	t.Helper()
 	if err != nil {
 		t.Errorf("forward %d: %v", first, err)
@@ -120,7 +123,7 @@ func TestForwardAlone(t *testing.T) {
 		defer cancel()
 		for i := range 5 {
 			v := uint64(100 * (i + 1))
-			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v), frameOf(v + 1)}, api.SubmitOptions{})
+			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v), frameOf(v + 1)}, wire.SubmitOptions{})
 			checkResults(t, res, err, v, 2)
 		}
 		if got := l.requests.Load(); got != 5 {
@@ -160,7 +163,7 @@ func (h *fwdHarness) call(v uint64, frames int) {
 		for i := range fs {
 			fs[i] = frameOf(v + uint64(i))
 		}
-		res, err := h.n.forward(h.ctx, h.l.srv.URL, fs, api.SubmitOptions{})
+		res, err := h.n.forward(h.ctx, h.l.srv.URL, fs, wire.SubmitOptions{})
 		checkResults(h.t, res, err, v, frames)
 	})
 }
@@ -254,7 +257,7 @@ func TestForwardGiveUp(t *testing.T) {
 		short, cancelShort := context.WithCancel(h.ctx)
 		gaveUp := make(chan error, 1)
 		go func() {
-			_, err := h.n.forward(short, h.l.srv.URL, [][]byte{frameOf(7)}, api.SubmitOptions{})
+			_, err := h.n.forward(short, h.l.srv.URL, [][]byte{frameOf(7)}, wire.SubmitOptions{})
 			gaveUp <- err
 		}()
 		h.waitQueued(1)
@@ -290,7 +293,7 @@ func TestForwardDeadline(t *testing.T) {
 		shortDone, longDone := make(chan outcome, 1), make(chan outcome, 1)
 		start := time.Now()
 		forward := func(ctx context.Context, v uint64, done chan<- outcome) {
-			_, err := h.n.forward(ctx, h.l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
+			_, err := h.n.forward(ctx, h.l.srv.URL, [][]byte{frameOf(v)}, wire.SubmitOptions{})
 			done <- outcome{err, time.Since(start)}
 		}
 		go forward(short, 1, shortDone)

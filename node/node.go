@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
+	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -28,8 +31,8 @@ type Node struct {
 	ids     *txid.Generator
 	db      *store.DB
 	raft    *replication.Raft
-	client  *api.Client  // forwards to the leader over persistent connections
-	streams *api.Streams // forwards proposals to the leader over propose streams
+	client  *client.Client // forwards to the leader over persistent connections
+	streams *peer.Streams  // forwards proposals to the leader over propose streams
 	api     *api.Server
 
 	ln       net.Listener
@@ -162,8 +165,8 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if n.debug, err = openDebug(cfg); err != nil {
 		return nil, err
 	}
-	n.client = api.NewClient(api.ClientConfig{})
-	n.streams = api.NewStreams(n.client)
+	n.client = client.NewClient(client.ClientConfig{})
+	n.streams = peer.NewStreams(n.client)
 	var backend api.Backend = n
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
@@ -238,7 +241,7 @@ func (n *Node) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		n.log.Error("http server failed", "err", err)
 	case err = <-n.mem.stop:
-		if errors.Is(err, api.ErrRemoved) {
+		if errors.Is(err, wire.ErrRemoved) {
 			n.log.Info("removed from the cluster; stopping")
 			err = nil
 		} else {
