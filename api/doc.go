@@ -17,9 +17,10 @@
 //     "txs[3].ops[0].key: empty".
 //   - decode_fast.go: a one-pass decoder of write bodies that only accepts;
 //     whatever it does not accept goes to decode.go, which words every error.
-//   - fastpath.go: FastListener, which reads and answers plain POST /v1/tx and
-//     /v1/tx/batch requests on keep-alive connections without net/http's
-//     server, and hands every other connection to it.
+//     It stays here, not in api/fastpath: decodeTxBody tries it first on
+//     every path, net/http's included.
+//   - Serve, FastHandler, Config, WriteError and Logger (server.go) are what
+//     api/fastpath's FastListener runs the handlers with.
 //   - stream.go: the serving side of propose streams (GET /v1/internal/stream,
 //     in the formats of wire/stream.go), which runs their proposals as
 //     POST /v1/internal/propose does (handlers.go), and CloseStreams.
@@ -33,5 +34,5 @@
 // not import client, node, replication, store or wal: those depend on api (or
 // stand beside it), not the other way round.
 //
-// Must not import: github.com/txlog/txlog/client, github.com/txlog/txlog/node/..., github.com/txlog/txlog/replication, github.com/txlog/txlog/store, github.com/txlog/txlog/wal
+// Must not import: github.com/txlog/txlog/api/fastpath, github.com/txlog/txlog/client, github.com/txlog/txlog/node/..., github.com/txlog/txlog/replication, github.com/txlog/txlog/store, github.com/txlog/txlog/wal
 package api

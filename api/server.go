@@ -192,12 +192,12 @@ func (s *Server) routes() *mux.Router {
 
 // ServeHTTP implements http.Handler. Every answer is JSON.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, s.router)
+	s.Serve(w, r, s.router)
 }
 
-// serve runs h, the router or the handler it would pick for r, as ServeHTTP
-// does.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
+// Serve runs h, the router or the handler it would pick for r, as ServeHTTP
+// does: for api/fastpath, which picks the handler itself (FastHandler).
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	hdr := rec.Header()
@@ -212,6 +212,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 		s.log.Debug("request", attrs...)
 	}
 }
+
+// FastHandler returns the handler the router picks for a POST to path, one of
+// the fast path's targets (so with no path variables): without the router's matching
+// and the two request copies it makes to carry the route and its variables.
+func (s *Server) FastHandler(path string) http.Handler {
+	switch path {
+	case "/v1/tx":
+		return http.HandlerFunc(s.handleSubmit)
+	case "/v1/tx/batch":
+		return http.HandlerFunc(s.handleSubmitBatch)
+	}
+	return s.router
+}
+
+// Config returns the Server's Config, with its defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Logger returns the logger of the Server's Config.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// WriteError answers err as the handlers do, through wire's code table: for
+// api/fastpath.
+func (s *Server) WriteError(w http.ResponseWriter, err error) { s.writeError(w, err) }
 
 // The values of the two headers every answer starts with, shared by all of
 // them: a handler that sets another value replaces the slice (Set) or appends

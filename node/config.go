@@ -97,7 +97,7 @@ type Config struct {
 	RaftSerialAppend bool
 	// NoHTTPFastPath serves every request through net/http's server, instead
 	// of POST /v1/tx and /v1/tx/batch on keep-alive connections through the
-	// API's own fast path (api.FastListener; --http-fast-path=false). Default
+	// API's own fast path (fastpath.FastListener; --http-fast-path=false). Default
 	// false: the fast path is on. A testing flag (txlogd -help-testing).
 	NoHTTPFastPath bool
 	// StoreCommitInterval is how long the state machine may keep applied

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
@@ -36,7 +37,7 @@ type Node struct {
 	api     *api.Server
 
 	ln       net.Listener
-	fast     *api.FastListener // nil with Config.NoHTTPFastPath
+	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
 	srv      *http.Server
 	httpAddr string       // advertised HTTP address, host:port
 	debug    *debugServer // nil without Config.DebugAddr (debug.go)
@@ -181,7 +182,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		IdleTimeout:       2 * time.Minute,
 	}
 	if !cfg.NoHTTPFastPath {
-		n.fast = n.api.FastListener(n.ln, api.FastConfig{
+		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,
 			ReadHeaderTimeout: n.srv.ReadHeaderTimeout,
 		})

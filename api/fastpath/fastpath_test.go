@@ -1,4 +1,4 @@
-package api
+package fastpath
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/wire"
 )
 
@@ -25,9 +26,9 @@ type fastPair struct {
 	fl          *FastListener
 }
 
-func newFastPair(t testing.TB, cfg Config, fcfg FastConfig, b Backend) *fastPair {
+func newFastPair(t testing.TB, cfg api.Config, fcfg FastConfig, b api.Backend) *fastPair {
 	t.Helper()
-	s := NewServer(cfg, b)
+	s := api.NewServer(cfg, b)
 	plainLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func newFastPair(t testing.TB, cfg Config, fcfg FastConfig, b Backend) *fastPair
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := s.FastListener(fastLn, fcfg)
+	fl := NewFastListener(s, fastLn, fcfg)
 	plain, fast := &http.Server{Handler: s}, &http.Server{Handler: s}
 	go plain.Serve(plainLn)
 	go fast.Serve(fl)
@@ -414,12 +415,12 @@ func FuzzParseFastRequest(f *testing.F) {
 // idle fast connection closes, Serve returns ErrServerClosed, and closing the
 // listener again fails nothing.
 func TestFastPathShutdownBesideServer(t *testing.T) {
-	s := NewServer(testConfig, okBackend())
+	s := api.NewServer(testConfig, okBackend())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := s.FastListener(ln, FastConfig{})
+	fl := NewFastListener(s, ln, FastConfig{})
 	srv := &http.Server{Handler: s}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(fl) }()
