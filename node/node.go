@@ -52,8 +52,8 @@ type Node struct {
 	// then, and the node serves only refusals.
 	refused *replication.AmnesiaError
 
-	fwd forwarding // grouped forwarding to the leader (forward.go)
-	mem membership // node number, clash and removal (number.go, removed.go)
+	fwd *peer.Forwarder // grouped forwarding to the leader (node/peer/forward.go)
+	mem membership      // node number, clash and removal (number.go, removed.go)
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
 	// instead of running out their own timeouts.
@@ -168,6 +168,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	}
 	n.client = client.NewClient(client.ClientConfig{})
 	n.streams = peer.NewStreams(n.client)
+	n.fwd = newForwarder(n.cfg, n.client, n.streams)
 	var backend api.Backend = n
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)

@@ -189,7 +189,7 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 		opts.Fresh = opts.Fresh && !p.sent
 		p.sent = true // the request may reach the leader whatever comes back
 	}
-	results, err := n.forward(ctx, base, frames, opts)
+	results, err := n.fwd.Forward(ctx, base, frames, opts)
 	if err != nil {
 		if errors.Is(err, wire.ErrNotLeader) {
 			for i, p := range ps {

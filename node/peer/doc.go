@@ -8,6 +8,11 @@
 //     that tell a slow commit from a paused or cut-off peer, and the fallback
 //     to POST /v1/internal/propose (client.Client.ProposeTo) for a peer
 //     without streams.
+//   - forward.go: Forwarder, the grouping of a follower's concurrent proposals
+//     per leader address: the queue, the four exchanges in flight per leader,
+//     groups of up to 1,024 frames, each exchange ending at its earliest
+//     caller's deadline. node calls Forward; the ProposeFunc it is built with
+//     is Streams.Propose, or client.Client.ProposeTo (--forward=http).
 //
 // # What it must not import
 //
