@@ -21,9 +21,10 @@
 //     every path, net/http's included.
 //   - Serve, FastHandler, Config, WriteError and Logger (server.go) are what
 //     api/fastpath's FastListener runs the handlers with.
-//   - stream.go: the serving side of propose streams (GET /v1/internal/stream,
-//     in the formats of wire/stream.go), which runs their proposals as
-//     POST /v1/internal/propose does (handlers.go), and CloseStreams.
+//   - stream.go: GET /v1/internal/stream, handed to Config.Streams (node/peer's
+//     StreamServer, which serves propose streams) with streamAnswer, which runs
+//     one request of a stream as POST /v1/internal/propose runs its body
+//     (handlers.go); CloseStreams.
 //   - leases.go: LeaseBackend and the handlers of /v1/leases (docs/leases.md).
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.

@@ -54,6 +54,9 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout bounds the timeout and wait query parameters. Default 5 minutes.
 	MaxTimeout time.Duration
+	// Streams serves the propose streams of GET /v1/internal/stream
+	// (node/peer's StreamServer). Default: none, and that path answers 404.
+	Streams Streams
 	// Logger receives one Debug record per request and a Warn record per
 	// internal error. Default: discard.
 	Logger *slog.Logger
@@ -133,8 +136,6 @@ type Server struct {
 	b      Backend
 	log    *slog.Logger
 	router *mux.Router
-	// streams are the propose streams this server serves (stream.go).
-	streams streamSet
 }
 
 var _ http.Handler = (*Server)(nil)

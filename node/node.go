@@ -175,6 +175,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	}
 	n.api = api.NewServer(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Streams:      peer.NewStreamServer(cfg.Logger),
 		Logger:       cfg.Logger,
 	}, backend)
 	n.srv = &http.Server{

@@ -33,13 +33,12 @@ import (
 //
 // Request id 0 is a ping: the reading goroutine answers it at once with status
 // 200 and no body, whatever it carries, ahead of the requests in flight. The
-// proposing node pings a stream that has kept it waiting (streamclient.go), to
+// proposing node pings a stream that has kept it waiting (node/peer/streamclient.go), to
 // tell a slow commit from a paused or cut-off peer. A node from before pings
 // answers such a request too (400, no frames), which serves the same purpose.
-const (
-	StreamPath     = "/v1/internal/stream"
-	StreamProtocol = "txlog-propose/1"
-)
+//
+// The path and the protocol's name are StreamPath and StreamProtocol
+// (wire.go). node/peer serves and opens the streams.
 
 // PingID is the id of a ping: request ids start at 1.
 const PingID = 0

@@ -45,7 +45,7 @@ func (b proposeOnly) Propose(ctx context.Context, payloads [][]byte, opts wire.S
 func newFakeLeader(t *testing.T, gate chan struct{}) *fakeLeader {
 	t.Helper()
 	l := &fakeLeader{gate: gate, started: make(chan struct{}, 1024)}
-	as := api.NewServer(api.Config{}, proposeOnly{propose: l.propose})
+	as := api.NewServer(api.Config{Streams: NewStreamServer(nil)}, proposeOnly{propose: l.propose})
 	l.srv = httptest.NewServer(as)
 	t.Cleanup(func() {
 		l.srv.Close()

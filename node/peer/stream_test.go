@@ -23,8 +23,11 @@ import (
 	"github.com/txlog/txlog/client"
 )
 
-// streamServer is an httptest server of a Server over b that counts the
-// connections made to it and keeps those its propose streams hijacked.
+var _ api.Streams = (*StreamServer)(nil)
+
+// streamServer is an httptest server of a Server over b, with a StreamServer,
+// that counts the connections made to it and keeps those its propose streams
+// hijacked.
 type streamServer struct {
 	*httptest.Server
 	api   *api.Server
@@ -36,7 +39,9 @@ type streamServer struct {
 
 func newStreamServer(t *testing.T, b api.Backend) *streamServer {
 	t.Helper()
-	s := &streamServer{api: api.NewServer(testConfig, b)}
+	cfg := testConfig
+	cfg.Streams = NewStreamServer(nil)
+	s := &streamServer{api: api.NewServer(cfg, b)}
 	s.Server = httptest.NewUnstartedServer(s.api)
 	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		switch st {
@@ -572,14 +577,14 @@ func FuzzDecodeStream(f *testing.F) {
 					t.Fatalf("request %q re-encodes as %q", body, back)
 				}
 			} else if !errors.Is(err, wire.ErrStreamMessage) {
-				t.Fatalf("request error %v is not errStreamMessage", err)
+				t.Fatalf("request error %v is not wire.ErrStreamMessage", err)
 			}
 			if id, status, rest, err := wire.DecodeStreamAnswer(body); err == nil {
 				if back := wire.EncodeStreamAnswer(id, status, rest); !bytes.Equal(back[len(back)-len(body):], body) {
 					t.Fatalf("answer %q re-encodes as %q", body, back)
 				}
 			} else if !errors.Is(err, wire.ErrStreamMessage) {
-				t.Fatalf("answer error %v is not errStreamMessage", err)
+				t.Fatalf("answer error %v is not wire.ErrStreamMessage", err)
 			}
 		}
 	})
