@@ -29,7 +29,7 @@ type WorkloadConfig struct {
 	// HotKeys is the number of keys that read-modify-write chains contend on.
 	// Default 4.
 	HotKeys int
-	// SubmitTimeout bounds one api.Client call, its own retries included.
+	// SubmitTimeout bounds one client.Client call, its own retries included.
 	// Default 6s.
 	SubmitTimeout time.Duration
 	// RetryFor is how long a client keeps resubmitting a write whose outcome is
@@ -116,8 +116,8 @@ func (c WorkloadConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// AckWeight is an ack level of writes (api.AckQuorum, api.AckAll or
-// api.AckAccepted) and its share of the writes: Weight out of the sum of the
+// AckWeight is an ack level of writes (wire.AckQuorum, wire.AckAll or
+// wire.AckAccepted) and its share of the writes: Weight out of the sum of the
 // mix's weights.
 type AckWeight struct {
 	Ack    string `json:"ack"`

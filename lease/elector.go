@@ -11,7 +11,7 @@ import (
 	"github.com/txlog/txlog/client"
 )
 
-// Client is what an Elector needs of txlog; *api.Client implements it.
+// Client is what an Elector needs of txlog; *client.Client implements it.
 type Client interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (wire.LeaseResult, error)
 	RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (wire.LeaseResult, error)

@@ -76,7 +76,7 @@ type Config struct {
 	IntakeWALSegmentBytes int64
 	// Forward is how a follower sends the writes it accepted to the leader:
 	// "stream" (default) over one persistent propose stream per leader
-	// (api.Streams), "http" with one POST /v1/internal/propose per group. A
+	// (peer.Streams), "http" with one POST /v1/internal/propose per group. A
 	// leader that does not serve streams gets POSTs either way. A testing
 	// flag (txlogd -help-testing).
 	Forward string

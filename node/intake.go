@@ -542,7 +542,7 @@ func keep[T any](xs []T, held []*intakeEntry) []T {
 
 // recorded resolves p, a transaction submitted with idempotency key, if the
 // store has a transaction under the key: with its outcome, as a duplicate, if
-// it is the same transaction (store.SameTx), else with a *api.KeyReusedError
+// it is the same transaction (store.SameTx), else with a *wire.KeyReusedError
 // naming it. It reports whether it resolved p; a store that cannot answer
 // leaves p to the proposal, which the store's Apply decides the same way.
 func (n *Node) recorded(p *pending, key string) bool {
@@ -560,7 +560,7 @@ func (n *Node) recorded(p *pending, key string) bool {
 
 // resubmitted answers ps, transactions whose idempotency key the unresolved
 // entries es[i] hold, as those entries are answered, and adds nothing: another
-// transaction under the key is refused (*api.KeyReusedError naming the
+// transaction under the key is refused (*wire.KeyReusedError naming the
 // entry); the same one waits until the entry is resolved or parked, then
 // answers as the entry's request did (an outcome as a duplicate, or its
 // refusal), or 202 pending with the entry's txid and where it is held. An

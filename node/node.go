@@ -43,7 +43,7 @@ type Node struct {
 	debug    *debugServer // nil without Config.DebugAddr (debug.go)
 
 	peers       *peerBook
-	peerClients sync.Map // base URL → *api.Client, for ack=all
+	peerClients sync.Map // base URL → *client.Client, for ack=all
 	voterChecks sync.Map // base URL → *voterChecks, ack=all's coalesced checks (ackall.go)
 	intake      *intake
 	park        parker // nil without --redis-addr

@@ -153,7 +153,7 @@ func (cmd *command) targets() *string {
 	return cmd.String("targets", def, "comma-separated base URLs of the nodes (env "+targetsEnv+")")
 }
 
-// newClient returns an api.Client for the comma-separated targets. A target
+// newClient returns a client.Client for the comma-separated targets. A target
 // without a scheme gets http://.
 func newClient(targets string) (*client.Client, error) {
 	var eps []string

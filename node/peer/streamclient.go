@@ -16,7 +16,7 @@ import (
 	"github.com/txlog/txlog/client"
 )
 
-// Streams sends internal proposals over propose streams (stream.go), one
+// Streams sends internal proposals over propose streams (wire/stream.go), one
 // persistent connection per node, opened on first use and opened again after
 // it fails. A node that does not serve streams (it answers the upgrade with
 // 404 or 405: an older version) gets POST /v1/internal/propose through the

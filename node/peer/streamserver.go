@@ -33,7 +33,7 @@ func hasToken(h http.Header, name, token string) bool {
 	return false
 }
 
-// StreamServer serves propose streams (stream.go): node gives it to its
+// StreamServer serves propose streams (wire/stream.go): node gives it to its
 // api.Server (api.Config.Streams), which hands it each GET
 // /v1/internal/stream with the function that answers one request as
 // POST /v1/internal/propose would. Safe for concurrent use.
