@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -128,5 +128,5 @@ func (n *Node) checkRound(base string, round []*appliedCheck) bool {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	res, err := n.peerClient(base).Tx(ctx, top.id, wait)
-	return err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected)
+	return err == nil && (res.Status == wire.StatusCommitted || res.Status == wire.StatusRejected)
 }

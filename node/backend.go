@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -18,17 +19,17 @@ var _ api.Backend = (*Node)(nil)
 
 // Propose implements api.Backend: the leader's side of forwarding. It makes one
 // attempt; the forwarding node retries.
-func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	if !n.raft.IsLeader() {
-		return nil, api.ErrNotLeader
+		return nil, wire.ErrNotLeader
 	}
-	results := make([]api.TxResult, len(frames))
+	results := make([]wire.TxResult, len(frames))
 	ps := make([]*pending, 0, len(frames))
 	slot := make([]int, 0, len(frames))
 	for i, f := range frames {
 		p, err := decodeFrame(f, !opts.Fresh)
 		if err != nil {
-			results[i].Error = &api.ErrorBody{Code: api.CodeInvalidTx, Message: err.Error()}
+			results[i].Error = &wire.ErrorBody{Code: wire.CodeInvalidTx, Message: err.Error()}
 			continue
 		}
 		ps = append(ps, p)
@@ -39,11 +40,11 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOpti
 		r := p.res
 		switch {
 		case p.done && p.err != nil:
-			r.Error = api.NewErrorBody(p.err)
+			r.Error = wire.NewErrorBody(p.err)
 		case !p.done && p.sent:
-			r = api.TxResult{TxID: p.id, Status: api.StatusUnknown, Error: api.NewErrorBody(api.ErrUnknownOutcome)}
+			r = wire.TxResult{TxID: p.id, Status: wire.StatusUnknown, Error: wire.NewErrorBody(wire.ErrUnknownOutcome)}
 		case !p.done:
-			r = api.TxResult{TxID: p.id, Error: api.NewErrorBody(api.ErrNotLeader)}
+			r = wire.TxResult{TxID: p.id, Error: wire.NewErrorBody(wire.ErrNotLeader)}
 		}
 		results[slot[j]] = r
 	}
@@ -77,9 +78,9 @@ func decodeFrame(f []byte, sent bool) (*pending, error) {
 }
 
 // Tx implements api.Backend.
-func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (api.TxResult, error) {
+func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
 	return n.lookup(ctx, wait, id, func() (store.Outcome, error) { return n.db.Tx(id) },
-		func(ctx context.Context) (api.TxResult, bool) { return n.pendingAnywhere(ctx, id) })
+		func(ctx context.Context) (wire.TxResult, bool) { return n.pendingAnywhere(ctx, id) })
 }
 
 // TxByIdempotencyKey implements api.Backend. A key that is not in the store
@@ -87,17 +88,17 @@ func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (api.TxRe
 // the txid that node gave it: this node's intake, else every other node's,
 // which it asks (forwarded, so that they ask no further). A key names no node,
 // as a txid does, hence the asking of all.
-func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (api.TxResult, error) {
+func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
 	if forwarded {
 		// The store is the same on every node: what the asking node did not
 		// find there, only an intake may hold.
 		if res, ok := n.pendingKeyHere(key); ok {
 			return res, nil
 		}
-		return api.TxResult{}, api.ErrNotFound
+		return wire.TxResult{}, wire.ErrNotFound
 	}
 	return n.lookup(ctx, wait, 0, func() (store.Outcome, error) { return n.db.TxByIdempotencyKey(key) },
-		func(ctx context.Context) (api.TxResult, bool) {
+		func(ctx context.Context) (wire.TxResult, bool) {
 			if res, ok := n.pendingKeyHere(key); ok {
 				return res, true
 			}
@@ -107,18 +108,18 @@ func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Dur
 
 // pendingKeyHere returns the pending result of the transaction under key that
 // this node accepted and has not resolved, if there is one.
-func (n *Node) pendingKeyHere(key string) (api.TxResult, bool) {
+func (n *Node) pendingKeyHere(key string) (wire.TxResult, bool) {
 	id, heldBy, ok := n.intake.pendingKey(key)
-	return api.TxResult{TxID: id, Status: api.StatusPending, IdempotencyKey: key, HeldBy: heldBy}, ok
+	return wire.TxResult{TxID: id, Status: wire.StatusPending, IdempotencyKey: key, HeldBy: heldBy}, ok
 }
 
 // pendingKeyElsewhere asks every other node with a known HTTP address, at
 // once and for up to a second, whether it holds key unresolved; the first to
 // say pending answers.
-func (n *Node) pendingKeyElsewhere(ctx context.Context, key string) (api.TxResult, bool) {
+func (n *Node) pendingKeyElsewhere(ctx context.Context, key string) (wire.TxResult, bool) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	found := make(chan api.TxResult, 1)
+	found := make(chan wire.TxResult, 1)
 	var wg sync.WaitGroup
 	for _, info := range n.peers.all() {
 		if info.ID == n.cfg.ID || info.HTTPAddr == "" {
@@ -127,7 +128,7 @@ func (n *Node) pendingKeyElsewhere(ctx context.Context, key string) (api.TxResul
 		base := "http://" + info.HTTPAddr
 		wg.Go(func() {
 			res, err := n.peerClient(base).PendingKeyFrom(ctx, base, key)
-			if err == nil && res.Status == api.StatusPending && res.TxID != 0 {
+			if err == nil && res.Status == wire.StatusPending && res.TxID != 0 {
 				select {
 				case found <- res:
 					cancel()
@@ -141,14 +142,14 @@ func (n *Node) pendingKeyElsewhere(ctx context.Context, key string) (api.TxResul
 	case res := <-found:
 		return res, true
 	default:
-		return api.TxResult{}, false
+		return wire.TxResult{}, false
 	}
 }
 
 // lookup finds a transaction's outcome after catching up with the leader's
 // commit index, waiting up to wait for it to appear. A transaction that
 // pending finds accepted and not resolved yet is "pending".
-func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error), pending func(context.Context) (api.TxResult, bool)) (api.TxResult, error) {
+func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error), pending func(context.Context) (wire.TxResult, bool)) (wire.TxResult, error) {
 	n.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
@@ -158,19 +159,19 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 			return n.result(o, id != 0 && o.TxID != id), nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
-			return api.TxResult{}, err
+			return wire.TxResult{}, err
 		}
 		if time.Now().After(deadline) {
 			if res, ok := pending(ctx); ok {
 				return res, nil
 			}
-			return api.TxResult{}, api.ErrNotFound
+			return wire.TxResult{}, wire.ErrNotFound
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		err = n.raft.WaitApplied(wctx, n.db.AppliedIndex()+1)
 		cancel()
 		if ctx.Err() != nil {
-			return api.TxResult{}, ctx.Err()
+			return wire.TxResult{}, ctx.Err()
 		}
 	}
 }
@@ -178,12 +179,12 @@ func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find 
 // pendingAnywhere reports whether a transaction is accepted and unresolved: here,
 // or on the node that issued its txid (the txid names it), which it asks. The
 // answer is the pending result, with where it is held when that is known.
-func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) (api.TxResult, bool) {
+func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) (wire.TxResult, bool) {
 	if heldBy, ok := n.intake.pendingTx(id); ok {
-		return api.TxResult{TxID: id, Status: api.StatusPending, HeldBy: heldBy}, true
+		return wire.TxResult{TxID: id, Status: wire.StatusPending, HeldBy: heldBy}, true
 	}
 	if int(id.Node()) == n.nodeNumber() {
-		return api.TxResult{}, false
+		return wire.TxResult{}, false
 	}
 	for _, info := range n.peers.all() {
 		if info.TxIDNode != id.Node() || info.ID == n.cfg.ID || info.HTTPAddr == "" {
@@ -192,12 +193,12 @@ func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) (api.TxResult, b
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		res, err := n.peerClient("http://"+info.HTTPAddr).Tx(ctx, id, 0)
-		if err != nil || res.Status != api.StatusPending {
-			return api.TxResult{}, false
+		if err != nil || res.Status != wire.StatusPending {
+			return wire.TxResult{}, false
 		}
-		return api.TxResult{TxID: id, Status: api.StatusPending, HeldBy: res.HeldBy}, true
+		return wire.TxResult{TxID: id, Status: wire.StatusPending, HeldBy: res.HeldBy}, true
 	}
-	return api.TxResult{}, false
+	return wire.TxResult{}, false
 }
 
 // catchUp waits briefly until this node has applied what it knows is committed:
@@ -215,17 +216,17 @@ func (n *Node) catchUp(ctx context.Context) {
 }
 
 // Get implements api.Backend.
-func (n *Node) Get(ctx context.Context, key string, opts api.ReadOptions) (api.KV, error) {
+func (n *Node) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 	switch opts.Consistency {
-	case api.ConsistencyStale:
+	case wire.ConsistencyStale:
 		return n.localGet(key)
-	case api.ConsistencyLeader, api.ConsistencyLinearizable, "":
+	case wire.ConsistencyLeader, wire.ConsistencyLinearizable, "":
 	default:
-		return api.KV{}, &api.Error{Code: api.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
+		return wire.KV{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
 	}
-	var kv api.KV
+	var kv wire.KV
 	err := n.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
-		if opts.Consistency != api.ConsistencyLeader {
+		if opts.Consistency != wire.ConsistencyLeader {
 			if _, err := n.raft.ReadIndex(ctx); err != nil {
 				return translate(err)
 			}
@@ -243,10 +244,10 @@ func (n *Node) Get(ctx context.Context, key string, opts api.ReadOptions) (api.K
 	return kv, err
 }
 
-func (n *Node) localGet(key string) (api.KV, error) {
+func (n *Node) localGet(key string) (wire.KV, error) {
 	kv, err := n.db.Get(key)
 	if err != nil {
-		return api.KV{}, translate(err)
+		return wire.KV{}, translate(err)
 	}
 	return fromKV(kv), nil
 }
@@ -263,13 +264,13 @@ func (n *Node) viaLeader(ctx context.Context, forwarded bool, local func(context
 		case leader == n.cfg.ID:
 			err = local(ctx)
 		case forwarded:
-			return api.ErrNotLeader
+			return wire.ErrNotLeader
 		case leader == "":
-			err = api.ErrNoLeader
+			err = wire.ErrNoLeader
 		default:
 			info, ok := n.peers.lookup(leader)
 			if !ok || info.HTTPAddr == "" {
-				err = api.ErrNoLeader
+				err = wire.ErrNoLeader
 			} else {
 				err = remote(ctx, "http://"+info.HTTPAddr)
 			}
@@ -291,20 +292,20 @@ func retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var ae *api.Error
-	if errors.As(err, &ae) || errors.Is(err, api.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var ae *wire.Error
+	if errors.As(err, &ae) || errors.Is(err, wire.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	return true
 }
 
 // Log implements api.Backend. It reads this node's applied log.
-func (n *Node) Log(ctx context.Context, from uint64, limit int) (api.LogPage, error) {
+func (n *Node) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
 	recs, next, err := n.db.Log(from, limit)
 	if err != nil {
-		return api.LogPage{}, err
+		return wire.LogPage{}, err
 	}
-	page := api.LogPage{Entries: make([]api.LogEntry, len(recs)), Next: next}
+	page := wire.LogPage{Entries: make([]wire.LogEntry, len(recs)), Next: next}
 	for i, r := range recs {
 		page.Entries[i] = fromLogRecord(r)
 	}
@@ -312,9 +313,9 @@ func (n *Node) Log(ctx context.Context, from uint64, limit int) (api.LogPage, er
 }
 
 // Cluster implements api.Backend.
-func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
+func (n *Node) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 	st := n.raft.Status()
-	cs := api.ClusterStatus{
+	cs := wire.ClusterStatus{
 		ID:           n.cfg.ID,
 		State:        st.State,
 		LeaderID:     st.LeaderID,
@@ -331,7 +332,7 @@ func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 		return cs, translate(err)
 	}
 	for _, m := range members {
-		am := api.Member{ID: m.ID, RaftAddr: m.Addr, Suffrage: m.Suffrage, Leader: m.Leader, HTTPAddr: peers[m.ID].HTTPAddr, NodeNumber: int(peers[m.ID].TxIDNode)}
+		am := wire.Member{ID: m.ID, RaftAddr: m.Addr, Suffrage: m.Suffrage, Leader: m.Leader, HTTPAddr: peers[m.ID].HTTPAddr, NodeNumber: int(peers[m.ID].TxIDNode)}
 		if m.LastContact > 0 {
 			am.LastContact = m.LastContact.String()
 		}
@@ -347,8 +348,8 @@ func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 }
 
 // Join implements api.Backend: on the leader, joinLocal (register.go).
-func (n *Node) Join(ctx context.Context, req api.JoinRequest) (api.JoinResult, error) {
-	var res api.JoinResult
+func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
+	var res wire.JoinResult
 	err := n.viaLeader(ctx, false, func(ctx context.Context) error {
 		var err error
 		res, err = n.joinLocal(ctx, req)
@@ -366,7 +367,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	return n.viaLeader(ctx, false, func(ctx context.Context) error {
 		err := n.raft.Remove(ctx, id)
 		if errors.Is(err, replication.ErrUnknownServer) {
-			return api.ErrNotFound
+			return wire.ErrNotFound
 		}
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
@@ -375,12 +376,12 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 }
 
 // TransferLeadership implements api.Backend.
-func (n *Node) TransferLeadership(ctx context.Context, req api.TransferRequest) (api.TransferResult, error) {
-	var res api.TransferResult
+func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
+	var res wire.TransferResult
 	err := n.viaLeader(ctx, false, func(ctx context.Context) error {
 		id, err := n.raft.TransferLeadership(ctx, req.ID)
 		if errors.Is(err, replication.ErrUnknownServer) {
-			return &api.Error{Code: api.CodeInvalidParam, Message: fmt.Sprintf("id %q: not a member", req.ID)}
+			return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("id %q: not a member", req.ID)}
 		}
 		res.LeaderID = id
 		return translate(err)
@@ -402,17 +403,17 @@ func (n *Node) Ready(ctx context.Context) error {
 		return err // removed, a node number clash, or none yet (number.go)
 	}
 	if err := n.intake.wal.Stats().Err; err != nil {
-		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("intake wal: %v (restart the node)", err)}
+		return &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("intake wal: %v (restart the node)", err)}
 	}
 	st := n.raft.Status()
 	if st.LeaderID == "" {
-		return &api.Error{Code: api.CodeNotReady, Message: "no leader known"}
+		return &wire.Error{Code: wire.CodeNotReady, Message: "no leader known"}
 	}
 	if st.AppliedIndex < st.CommitIndex {
-		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("applied index %d behind commit index %d", st.AppliedIndex, st.CommitIndex)}
+		return &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("applied index %d behind commit index %d", st.AppliedIndex, st.CommitIndex)}
 	}
 	if _, ok := n.peers.lookup(st.LeaderID); !ok {
-		return &api.Error{Code: api.CodeNotReady, Message: "leader's HTTP address not known yet"}
+		return &wire.Error{Code: wire.CodeNotReady, Message: "leader's HTTP address not known yet"}
 	}
 	return nil
 }

@@ -8,9 +8,12 @@
 // it proposes again, through the leader of the moment, the writes it accepted and
 // parked (after a restart, every intake WAL record not marked done).
 //
-// node imports api, replication, store, wal, txid, dirsync and node/parking. It
-// does not import hashicorp/raft, bbolt or the Redis client directly:
-// replication, store and node/parking own those. Nothing imports node but the daemon that runs it:
+// node imports api, api/fastpath, api/wire, client, node/peer, replication,
+// store, wal, txid, dirsync and node/parking. It does not import
+// hashicorp/raft, bbolt or the Redis client directly: replication, store and
+// node/parking own those. Nothing imports node but the daemon that runs it:
 // cmd/txlogd. With Config.DebugAddr a node also serves net/http/pprof, on a
 // listener and ServeMux of their own, never the API's (debug.go).
+//
+// Must not import directly: github.com/hashicorp/raft, go.etcd.io/bbolt, github.com/redis/go-redis/...
 package node

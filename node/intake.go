@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -61,7 +62,7 @@ type intakeEntry struct {
 	// res and err are its request's answer, once it has a final one: a
 	// resubmission answers the same, even on a node whose store has not
 	// applied the outcome yet.
-	res      api.TxResult
+	res      wire.TxResult
 	err      error
 	answered bool
 }
@@ -124,7 +125,7 @@ func (in *intake) recover() (int, error) {
 		e.seq = r.Seq
 		// A record not done was answered 202, or its request found no
 		// outcome: held by the WAL, wherever else it may be.
-		e.heldBy = []string{api.HeldByWAL}
+		e.heldBy = []string{wire.HeldByWAL}
 		e.settleLocked()
 		in.entries[tx.ID] = e
 		if e.key != "" {
@@ -174,7 +175,7 @@ func (in *intake) parked(es []*intakeEntry, heldBy [][]string) {
 }
 
 // resolved records the final answer of e's request, before e is forgotten.
-func (in *intake) resolved(e *intakeEntry, res api.TxResult, err error) {
+func (in *intake) resolved(e *intakeEntry, res wire.TxResult, err error) {
 	in.mu.Lock()
 	e.res, e.err, e.answered = res, err, true
 	in.mu.Unlock()
@@ -195,7 +196,7 @@ func (in *intake) pendingKey(key string) (txid.ID, []string, bool) {
 // state returns e's request's final answer if it has one (answered), else
 // where e is held if it is parked (nil if not yet or never), and whether e is
 // still unresolved.
-func (in *intake) state(e *intakeEntry) (res api.TxResult, err error, answered bool, heldBy []string, open bool) {
+func (in *intake) state(e *intakeEntry) (res wire.TxResult, err error, answered bool, heldBy []string, open bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return e.res, e.err, e.answered, e.heldBy, in.entries[e.id] == e
@@ -409,10 +410,10 @@ func (n *Node) durable(f *walFuture) bool {
 const walAppendTimeout = 30 * time.Second
 
 // Submit implements api.Backend.
-func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
-	results, err := n.SubmitBatch(ctx, []api.TxRequest{tx}, opts)
+func (n *Node) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+	results, err := n.SubmitBatch(ctx, []wire.TxRequest{tx}, opts)
 	if err != nil {
-		return api.TxResult{}, err
+		return wire.TxResult{}, err
 	}
 	r := results[0]
 	if r.Error != nil {
@@ -432,17 +433,17 @@ func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOpti
 //     node waits for the WAL append, parks it in Redis and answers 202 pending.
 //   - accepted: the node waits for the WAL fsync (and parks it in Redis when
 //     configured), answers 202, and the replayer commits it in the background.
-func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	if err := n.mem.writeErr(); err != nil {
 		return nil, err // removed, a node number clash, or none yet (number.go)
 	}
 	if opts.Ack == "" {
-		opts.Ack = api.AckQuorum
+		opts.Ack = wire.AckQuorum
 	}
 	if n.intake.size()+len(txs) > n.cfg.MaxUnresolved {
-		return nil, api.ErrOverloaded
+		return nil, wire.ErrOverloaded
 	}
-	results := make([]api.TxResult, len(txs))
+	results := make([]wire.TxResult, len(txs))
 	ps := make([]*pending, 0, len(txs))
 	slot := make([]int, 0, len(txs))
 	var known []*pending // resubmissions answered from the store or the intake
@@ -467,7 +468,7 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		for j, p := range known {
 			r := p.res
 			if p.err != nil {
-				r.Error = api.NewErrorBody(p.err)
+				r.Error = wire.NewErrorBody(p.err)
 			}
 			results[knownSlot[j]] = r
 		}
@@ -488,14 +489,14 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 	}
 	if len(ps) == 0 {
 		n.resubmitted(ctx, heldPs, heldEs)
-		if opts.Ack == api.AckAll {
+		if opts.Ack == wire.AckAll {
 			n.awaitAll(ctx, known)
 		}
 		return results, nil
 	}
 	var walf *walFuture
 	switch {
-	case opts.Ack == api.AckAccepted:
+	case opts.Ack == wire.AckAccepted:
 		walf = n.appendAsync(es, false)
 	case n.cfg.IntakeWAL == IntakeParallel:
 		// The Raft commit is this answer's durability point: the record need not
@@ -508,20 +509,20 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.Su
 		case <-ctx.Done():
 		}
 	}
-	if opts.Ack != api.AckAccepted {
+	if opts.Ack != wire.AckAccepted {
 		pctx, cancel := withReserve(ctx)
 		n.propose(pctx, ps, opts)
 		cancel()
 	}
 	n.parkOrSettle(ctx, ps, es, walf)
 	n.resubmitted(ctx, heldPs, heldEs)
-	if opts.Ack == api.AckAll {
+	if opts.Ack == wire.AckAll {
 		n.awaitAll(ctx, append(slices.Clip(ps), known...))
 	}
 	for j, p := range ps {
 		r := p.res
 		if p.err != nil {
-			r.Error = api.NewErrorBody(p.err)
+			r.Error = wire.NewErrorBody(p.err)
 		}
 		results[slot[j]] = r
 	}
@@ -541,13 +542,13 @@ func keep[T any](xs []T, held []*intakeEntry) []T {
 
 // recorded resolves p, a transaction submitted with idempotency key, if the
 // store has a transaction under the key: with its outcome, as a duplicate, if
-// it is the same transaction (store.SameTx), else with a *api.KeyReusedError
+// it is the same transaction (store.SameTx), else with a *wire.KeyReusedError
 // naming it. It reports whether it resolved p; a store that cannot answer
 // leaves p to the proposal, which the store's Apply decides the same way.
 func (n *Node) recorded(p *pending, key string) bool {
 	o, err := n.db.TxByIdempotencyKeyFor(key, p.payload)
 	if e, ok := errors.AsType[*store.KeyReusedError](err); ok {
-		p.resolve(api.TxResult{}, &api.KeyReusedError{Key: key, TxID: e.TxID})
+		p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: key, TxID: e.TxID})
 		return true
 	}
 	if err != nil {
@@ -559,7 +560,7 @@ func (n *Node) recorded(p *pending, key string) bool {
 
 // resubmitted answers ps, transactions whose idempotency key the unresolved
 // entries es[i] hold, as those entries are answered, and adds nothing: another
-// transaction under the key is refused (*api.KeyReusedError naming the
+// transaction under the key is refused (*wire.KeyReusedError naming the
 // entry); the same one waits until the entry is resolved or parked, then
 // answers as the entry's request did (an outcome as a duplicate, or its
 // refusal), or 202 pending with the entry's txid and where it is held. An
@@ -570,7 +571,7 @@ func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry
 	for i, p := range ps {
 		e := es[i]
 		if !store.SameTx(e.payload, p.payload) {
-			p.resolve(api.TxResult{}, &api.KeyReusedError{Key: e.key, TxID: e.id})
+			p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: e.key, TxID: e.id})
 			continue
 		}
 		select {
@@ -592,10 +593,10 @@ func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry
 			}
 		}
 		if heldBy != nil {
-			p.resolve(api.TxResult{TxID: e.id, Status: api.StatusPending, Durability: api.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
+			p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusPending, Durability: wire.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
 			continue
 		}
-		p.resolve(api.TxResult{TxID: e.id, Status: api.StatusUnknown}, api.ErrUnknownOutcome)
+		p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusUnknown}, wire.ErrUnknownOutcome)
 	}
 }
 
@@ -657,17 +658,17 @@ func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntr
 			settled = append(settled, p)
 			continue
 		}
-		held := []string{api.HeldByWAL}
+		held := []string{wire.HeldByWAL}
 		if n.park != nil {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
 			if err := n.park.Park(pctx, uint64(p.id), p.payload); err != nil {
 				n.log.Warn("park in redis failed; the wal has it", "txid", p.id, "err", err)
 			} else {
-				held = append(held, api.HeldByRedis)
+				held = append(held, wire.HeldByRedis)
 			}
 			cancel()
 		}
-		p.resolve(api.TxResult{TxID: p.id, Status: api.StatusPending, Durability: api.AckAccepted, HeldBy: held}, nil)
+		p.resolve(wire.TxResult{TxID: p.id, Status: wire.StatusPending, Durability: wire.AckAccepted, HeldBy: held}, nil)
 		parked = append(parked, es[i])
 		heldBy = append(heldBy, held)
 	}
@@ -701,8 +702,8 @@ const parkTimeout = 250 * time.Millisecond
 // isClientError reports whether err is about the transaction itself (a 4xx),
 // so retrying it can never succeed.
 func isClientError(err error) bool {
-	var ae *api.Error
-	return errors.As(err, &ae) || errors.Is(err, api.ErrIdempotencyKeyReused)
+	var ae *wire.Error
+	return errors.As(err, &ae) || errors.Is(err, wire.ErrIdempotencyKeyReused)
 }
 
 // awaitAll upgrades committed results to durability "all" once every voter has
@@ -715,7 +716,7 @@ func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
 	var committed []*pending
 	var top *pending
 	for _, p := range ps {
-		if !p.done || p.err != nil || p.res.Status == api.StatusPending || p.res.Index == 0 {
+		if !p.done || p.err != nil || p.res.Status == wire.StatusPending || p.res.Index == 0 {
 			continue
 		}
 		committed = append(committed, p)
@@ -733,11 +734,11 @@ func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
 	everywhere := here && err == nil && n.appliedEverywhere(ctx, voters, top.res.Index, top.res.TxID)
 	for _, p := range committed {
 		if everywhere {
-			p.res.Durability = api.AckAll
+			p.res.Durability = wire.AckAll
 			continue
 		}
-		p.res.Status = api.StatusPending
-		p.res.Durability = api.AckQuorum
+		p.res.Status = wire.StatusPending
+		p.res.Durability = wire.AckQuorum
 	}
 }
 
@@ -762,10 +763,10 @@ func (n *Node) otherVoters(ctx context.Context) ([]string, error) {
 }
 
 // peerClient returns a client bound to one node, cached.
-func (n *Node) peerClient(base string) *api.Client {
+func (n *Node) peerClient(base string) *client.Client {
 	if c, ok := n.peerClients.Load(base); ok {
-		return c.(*api.Client)
+		return c.(*client.Client)
 	}
-	c, _ := n.peerClients.LoadOrStore(base, api.NewClient(api.ClientConfig{Endpoints: []string{base}, MaxBackoff: 50 * time.Millisecond}))
-	return c.(*api.Client)
+	c, _ := n.peerClients.LoadOrStore(base, client.NewClient(client.ClientConfig{Endpoints: []string{base}, MaxBackoff: 50 * time.Millisecond}))
+	return c.(*client.Client)
 }

@@ -13,8 +13,12 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/fastpath"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
+	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -28,18 +32,18 @@ type Node struct {
 	ids     *txid.Generator
 	db      *store.DB
 	raft    *replication.Raft
-	client  *api.Client  // forwards to the leader over persistent connections
-	streams *api.Streams // forwards proposals to the leader over propose streams
+	client  *client.Client // forwards to the leader over persistent connections
+	streams *peer.Streams  // forwards proposals to the leader over propose streams
 	api     *api.Server
 
 	ln       net.Listener
-	fast     *api.FastListener // nil with Config.NoHTTPFastPath
+	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
 	srv      *http.Server
 	httpAddr string       // advertised HTTP address, host:port
 	debug    *debugServer // nil without Config.DebugAddr (debug.go)
 
 	peers       *peerBook
-	peerClients sync.Map // base URL → *api.Client, for ack=all
+	peerClients sync.Map // base URL → *client.Client, for ack=all
 	voterChecks sync.Map // base URL → *voterChecks, ack=all's coalesced checks (ackall.go)
 	intake      *intake
 	park        parker // nil without --redis-addr
@@ -48,8 +52,8 @@ type Node struct {
 	// then, and the node serves only refusals.
 	refused *replication.AmnesiaError
 
-	fwd forwarding // grouped forwarding to the leader (forward.go)
-	mem membership // node number, clash and removal (number.go, removed.go)
+	fwd *peer.Forwarder // grouped forwarding to the leader (node/peer/forward.go)
+	mem membership      // node number, clash and removal (number.go, removed.go)
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
 	// instead of running out their own timeouts.
@@ -162,14 +166,16 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if n.debug, err = openDebug(cfg); err != nil {
 		return nil, err
 	}
-	n.client = api.NewClient(api.ClientConfig{})
-	n.streams = api.NewStreams(n.client)
+	n.client = client.NewClient(client.ClientConfig{})
+	n.streams = peer.NewStreams(n.client)
+	n.fwd = newForwarder(n.cfg, n.client, n.streams)
 	var backend api.Backend = n
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
 	n.api = api.NewServer(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Streams:      peer.NewStreamServer(cfg.Logger),
 		Logger:       cfg.Logger,
 	}, backend)
 	n.srv = &http.Server{
@@ -178,7 +184,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		IdleTimeout:       2 * time.Minute,
 	}
 	if !cfg.NoHTTPFastPath {
-		n.fast = n.api.FastListener(n.ln, api.FastConfig{
+		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,
 			ReadHeaderTimeout: n.srv.ReadHeaderTimeout,
 		})
@@ -238,7 +244,7 @@ func (n *Node) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		n.log.Error("http server failed", "err", err)
 	case err = <-n.mem.stop:
-		if errors.Is(err, api.ErrRemoved) {
+		if errors.Is(err, wire.ErrRemoved) {
 			n.log.Info("removed from the cluster; stopping")
 			err = nil
 		} else {

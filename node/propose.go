@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -26,7 +26,7 @@ type pending struct {
 	// outcome is unknown until it is found in the log.
 	sent bool
 	done bool
-	res  api.TxResult
+	res  wire.TxResult
 	err  error
 }
 
@@ -36,7 +36,7 @@ func (p *pending) frame() []byte {
 	return store.EncodeCommand(store.Command{Kind: p.kind, Payload: p.payload})
 }
 
-func (p *pending) resolve(res api.TxResult, err error) {
+func (p *pending) resolve(res wire.TxResult, err error) {
 	if res.TxID == p.id && p.id != 0 {
 		// Our own earlier proposal, found again through the txid: not a duplicate
 		// of somebody else's transaction.
@@ -54,7 +54,7 @@ const (
 // propose gets every pending command into the log through whichever node leads,
 // retrying across leader changes, until each has an outcome or ctx ends. What is
 // still open then is left for the caller: see settle and park.
-func (n *Node) propose(ctx context.Context, ps []*pending, opts api.SubmitOptions) {
+func (n *Node) propose(ctx context.Context, ps []*pending, opts wire.SubmitOptions) {
 	backoff := minBackoff
 	for {
 		todo := unresolved(ps)
@@ -120,12 +120,12 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 				continue
 			}
 		}
-		res := api.TxResult{TxID: p.id, Status: api.StatusUnknown}
+		res := wire.TxResult{TxID: p.id, Status: wire.StatusUnknown}
 		if !p.sent {
-			p.resolve(res, api.ErrNoLeader)
+			p.resolve(res, wire.ErrNoLeader)
 			continue
 		}
-		p.resolve(res, api.ErrUnknownOutcome)
+		p.resolve(res, wire.ErrUnknownOutcome)
 	}
 }
 
@@ -158,17 +158,17 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 		switch terr := translate(a.Err); {
 		case a.Err == nil:
 			if a.Result.Err != nil {
-				p.resolve(api.TxResult{TxID: p.id}, a.Result.Err)
+				p.resolve(wire.TxResult{TxID: p.id}, a.Result.Err)
 				continue
 			}
 			if a.Result.Reused {
 				// Refused by every node alike: the key names another transaction.
 				o := a.Result.Outcome
-				p.resolve(api.TxResult{}, &api.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
+				p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
 				continue
 			}
 			p.resolve(n.result(a.Result.Outcome, a.Result.Duplicate), nil)
-		case errors.Is(terr, api.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
+		case errors.Is(terr, wire.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
 			// Not proposed: try again through the current leader.
 		default:
 			// Leadership lost, timed out or shutting down after the entry may have
@@ -179,7 +179,7 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 }
 
 // proposeRemote forwards commands to the leader at base in one request.
-func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, opts api.SubmitOptions) {
+func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, opts wire.SubmitOptions) {
 	frames := make([][]byte, len(ps))
 	wasSent := make([]bool, len(ps))
 	opts.Fresh = true
@@ -189,9 +189,9 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 		opts.Fresh = opts.Fresh && !p.sent
 		p.sent = true // the request may reach the leader whatever comes back
 	}
-	results, err := n.forward(ctx, base, frames, opts)
+	results, err := n.fwd.Forward(ctx, base, frames, opts)
 	if err != nil {
-		if errors.Is(err, api.ErrNotLeader) {
+		if errors.Is(err, wire.ErrNotLeader) {
 			for i, p := range ps {
 				p.sent = wasSent[i]
 			}
@@ -209,22 +209,22 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 			continue
 		}
 		switch r.Error.Code {
-		case api.CodeIdempotencyKeyReused:
-			p.resolve(api.TxResult{}, r.Error.Err())
-		case api.CodeNotLeader:
+		case wire.CodeIdempotencyKeyReused:
+			p.resolve(wire.TxResult{}, r.Error.Err())
+		case wire.CodeNotLeader:
 			p.sent = wasSent[i]
-		case api.CodeUnknownOutcome, api.CodeNoLeader, api.CodeShuttingDown, api.CodeTimeout:
+		case wire.CodeUnknownOutcome, wire.CodeNoLeader, wire.CodeShuttingDown, wire.CodeTimeout:
 			// Try again; the txid makes that safe.
 		default:
-			p.resolve(api.TxResult{TxID: p.id}, &api.Error{Code: r.Error.Code, Message: r.Error.Message})
+			p.resolve(wire.TxResult{TxID: p.id}, &wire.Error{Code: r.Error.Code, Message: r.Error.Message})
 		}
 	}
 }
 
 // result converts an outcome read from the store or returned by Apply.
-func (n *Node) result(o store.Outcome, duplicate bool) api.TxResult {
+func (n *Node) result(o store.Outcome, duplicate bool) wire.TxResult {
 	r := fromOutcome(o)
 	r.Duplicate = duplicate
-	r.Durability = api.AckQuorum
+	r.Durability = wire.AckQuorum
 	return r
 }

@@ -7,7 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/store"
 )
 
@@ -57,7 +58,7 @@ func (n *Node) registerLoop() {
 		}
 		ctx, cancel := context.WithTimeout(n.life, 2*time.Second)
 		p := &pending{kind: store.KindRegisterNode, payload: store.EncodeNode(me)}
-		n.propose(ctx, []*pending{p}, api.SubmitOptions{})
+		n.propose(ctx, []*pending{p}, wire.SubmitOptions{})
 		cancel()
 		if p.err == nil && p.done {
 			sent = time.Now()
@@ -113,7 +114,7 @@ func (n *Node) checkClash() {
 // node without one persists before it takes a write. A refusal of the number
 // (node_number_taken) stops the node: asking again cannot succeed.
 func (n *Node) joinLoop() {
-	c := api.NewClient(api.ClientConfig{Endpoints: []string{n.cfg.Join}})
+	c := client.NewClient(client.ClientConfig{Endpoints: []string{n.cfg.Join}})
 	backoff := 100 * time.Millisecond
 	for {
 		if n.removedWhileAway() {
@@ -124,7 +125,7 @@ func (n *Node) joinLoop() {
 		if want == 0 {
 			want = n.cfg.NodeNumber
 		}
-		req := api.JoinRequest{ID: n.cfg.ID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.httpAddr, NodeNumber: want}
+		req := wire.JoinRequest{ID: n.cfg.ID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.httpAddr, NodeNumber: want}
 		ctx, cancel := context.WithTimeout(n.life, 10*time.Second)
 		res, err := c.Join(ctx, req)
 		cancel()
@@ -137,7 +138,7 @@ func (n *Node) joinLoop() {
 			n.stopWith(err)
 			return
 		}
-		if ae, ok := errors.AsType[*api.Error](err); ok && ae.Code == api.CodeNodeNumberTaken {
+		if ae, ok := errors.AsType[*wire.Error](err); ok && ae.Code == wire.CodeNodeNumberTaken {
 			n.stopWith(fmt.Errorf("join via %s refused: %w", n.cfg.Join, err))
 			return
 		}
@@ -167,7 +168,7 @@ func (n *Node) removedWhileAway() bool {
 
 // joined takes the node number of a successful join: it persists and uses it
 // if this node had none, and checks it otherwise.
-func (n *Node) joined(res api.JoinResult) error {
+func (n *Node) joined(res wire.JoinResult) error {
 	have := n.nodeNumber()
 	switch {
 	case have == 0 && res.NodeNumber == 0:
@@ -194,15 +195,15 @@ func (n *Node) stopWith(err error) {
 // server is a member, and a second join cannot get it; then it changes the
 // configuration. joinMu serializes the choice; the barrier makes the registry
 // read here include everything committed.
-func (n *Node) joinLocal(ctx context.Context, req api.JoinRequest) (api.JoinResult, error) {
+func (n *Node) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
 	n.mem.joinMu.Lock()
 	defer n.mem.joinMu.Unlock()
 	if _, err := n.raft.ReadIndex(ctx); err != nil {
-		return api.JoinResult{}, translate(err)
+		return wire.JoinResult{}, translate(err)
 	}
 	members, err := n.raft.Members(ctx)
 	if err != nil {
-		return api.JoinResult{}, translate(err)
+		return wire.JoinResult{}, translate(err)
 	}
 	ids := make([]string, len(members))
 	for i, m := range members {
@@ -210,11 +211,11 @@ func (n *Node) joinLocal(ctx context.Context, req api.JoinRequest) (api.JoinResu
 	}
 	registry, err := n.db.Nodes()
 	if err != nil {
-		return api.JoinResult{}, err
+		return wire.JoinResult{}, err
 	}
 	num, err := pickNumber(req.ID, req.NodeNumber, ids, registry)
 	if err != nil {
-		return api.JoinResult{}, err
+		return wire.JoinResult{}, err
 	}
 	info := store.NodeInfo{ID: req.ID, HTTPAddr: req.HTTPAddr, RaftAddr: req.RaftAddr, TxIDNode: uint16(num)}
 	registered := false
@@ -226,17 +227,17 @@ func (n *Node) joinLocal(ctx context.Context, req api.JoinRequest) (api.JoinResu
 		n.proposeLocal(ctx, []*pending{p})
 		switch {
 		case p.done && p.err != nil:
-			return api.JoinResult{}, p.err
+			return wire.JoinResult{}, p.err
 		case !p.done && p.sent:
-			return api.JoinResult{}, api.ErrUnknownOutcome
+			return wire.JoinResult{}, wire.ErrUnknownOutcome
 		case !p.done:
-			return api.JoinResult{}, api.ErrNotLeader
+			return wire.JoinResult{}, wire.ErrNotLeader
 		}
 		n.log.Info("joining server registered", "peer", req.ID, "node_number", num)
 	}
 	voter := req.Voter == nil || *req.Voter
 	if err := translate(n.raft.Join(ctx, req.ID, req.RaftAddr, voter)); err != nil {
-		return api.JoinResult{}, err
+		return wire.JoinResult{}, err
 	}
-	return api.JoinResult{NodeNumber: num}, nil
+	return wire.JoinResult{NodeNumber: num}, nil
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 )
@@ -106,7 +106,7 @@ func (n *Node) askLeader() (base string, removed bool) {
 			if st.CommitIndex < n.raft.Status().CommitIndex {
 				continue
 			}
-			return "http://" + addr, !slices.ContainsFunc(st.Members, func(m api.Member) bool { return m.ID == n.cfg.ID })
+			return "http://" + addr, !slices.ContainsFunc(st.Members, func(m wire.Member) bool { return m.ID == n.cfg.ID })
 		}
 		if st.LeaderHTTPAddr != "" {
 			queue = append([]string{st.LeaderHTTPAddr}, queue...)
@@ -149,7 +149,7 @@ func (n *Node) leave(base string) {
 		return
 	case <-time.After(n.cfg.ShutdownTimeout - time.Since(start)):
 	}
-	n.stopWith(api.ErrRemoved)
+	n.stopWith(wire.ErrRemoved)
 }
 
 // handOff proposes one batch of unresolved transactions through the leader at
@@ -164,7 +164,7 @@ func (n *Node) handOff(base string) bool {
 		ps[i] = &pending{kind: store.KindTx, payload: e.payload, id: e.id, sent: true}
 	}
 	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
-	n.proposeRemote(ctx, base, ps, api.SubmitOptions{})
+	n.proposeRemote(ctx, base, ps, wire.SubmitOptions{})
 	cancel()
 	done := n.finishReplayed(es, ps)
 	if done > 0 {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/store"
 )
 
@@ -71,7 +71,7 @@ func (n *Node) replayOnce() bool {
 		ps[i] = &pending{kind: store.KindTx, payload: e.payload, id: e.id, sent: true}
 	}
 	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
-	n.propose(ctx, ps, api.SubmitOptions{})
+	n.propose(ctx, ps, wire.SubmitOptions{})
 	cancel()
 	done := n.finishReplayed(es, ps)
 	if done > 0 {
