@@ -20,5 +20,5 @@
 // client imports wire and txid: importing it must not compile the server, the
 // fast path, gorilla/mux or a node. Its tests run it against a real api.Server.
 //
-// Must not import: github.com/txlog/txlog/api, github.com/txlog/txlog/api/fastpath, github.com/txlog/txlog/node/..., github.com/txlog/txlog/store, github.com/txlog/txlog/replication, github.com/txlog/txlog/wal, github.com/gorilla/mux
+// Must not import: github.com/txlog/txlog/api, github.com/txlog/txlog/api/fastpath, github.com/txlog/txlog/node/..., github.com/txlog/txlog/store, github.com/txlog/txlog/replication, github.com/txlog/txlog/wal, github.com/gorilla/mux, github.com/prometheus/...
 package client

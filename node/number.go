@@ -255,7 +255,7 @@ func (n *Node) setNumber(num int, registered bool) error {
 	if err := writeNumber(filepath.Join(n.cfg.DataDir, numberFile), num); err != nil {
 		return err
 	}
-	ids, err := txid.OpenGenerator(filepath.Join(n.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num), Logger: n.cfg.Logger, Metrics: n.cfg.Metrics})
+	ids, err := txid.OpenGenerator(filepath.Join(n.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num), Logger: n.cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("open txid generator: %w", err)
 	}
