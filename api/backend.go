@@ -4,26 +4,9 @@ import (
 	"context"
 	"time"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
-
-// SubmitOptions are the query parameters of a write.
-type SubmitOptions struct {
-	Timeout time.Duration // query timeout; default DefaultTimeout
-	Ack     string        // AckQuorum (default), AckAll or AckAccepted
-	// Fresh is for internal proposals only (query parameter fresh=true): no
-	// frame of the proposal was sent to a leader before, so none can be in the
-	// log yet and the leader need not look them up first.
-	Fresh bool
-}
-
-// ReadOptions are the query parameters of GET /v1/kv/{key}.
-type ReadOptions struct {
-	Consistency string // ConsistencyLinearizable (default), ConsistencyLeader, ConsistencyStale
-	// Forwarded is true when another node forwarded this request (header
-	// X-Txlog-Forwarded); a node that is not the leader must then not forward again.
-	Forwarded bool
-}
 
 // Backend is what the HTTP handlers need from a node. node.Node implements it.
 //
@@ -46,36 +29,36 @@ type ReadOptions struct {
 type Backend interface {
 	// Submit runs one validated transaction. With ErrUnknownOutcome the TxResult
 	// still carries the txid and Status StatusUnknown.
-	Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error)
+	Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error)
 	// SubmitBatch runs many independent, validated transactions. The results are in
 	// the order of txs; one that failed on its own has Error set. The error is for a
 	// failure of the whole request.
-	SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error)
+	SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error)
 	// Propose takes transactions another node accepted and already encoded (the
 	// payloads of POST /v1/internal/propose) and proposes them; it answers
 	// ErrNotLeader when this node is not the leader. Results are in payload order.
-	Propose(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error)
+	Propose(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error)
 	// Tx looks a transaction up by its ID. With wait > 0 it waits up to wait for a
 	// pending or in-flight transaction to be resolved.
-	Tx(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error)
+	Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error)
 	// TxByIdempotencyKey looks a transaction up by its idempotency key. With
 	// forwarded (another node asks: header X-Txlog-Forwarded), it answers only
 	// a transaction that this node accepted and has not resolved, pending, and
 	// asks no other node.
-	TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (TxResult, error)
+	TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error)
 	// Get reads one key.
-	Get(ctx context.Context, key string, opts ReadOptions) (KV, error)
+	Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error)
 	// Log returns up to limit committed transactions from index from on.
-	Log(ctx context.Context, from uint64, limit int) (LogPage, error)
+	Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error)
 	// Cluster describes this node and the cluster as this node sees it.
-	Cluster(ctx context.Context) (ClusterStatus, error)
+	Cluster(ctx context.Context) (wire.ClusterStatus, error)
 	// Join adds a server to the cluster (forwarded to the leader when needed)
 	// and gives the txid node number it holds there.
-	Join(ctx context.Context, req JoinRequest) (JoinResult, error)
+	Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error)
 	// Remove takes a server out of the cluster.
 	Remove(ctx context.Context, id string) error
 	// TransferLeadership hands leadership to another server.
-	TransferLeadership(ctx context.Context, req TransferRequest) (TransferResult, error)
+	TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error)
 	// Ready returns nil when a leader is known and this node has applied what that
 	// leader has committed, as far as it knows.
 	Ready(ctx context.Context) error

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -55,14 +56,14 @@ func fieldErr(path, format string, args ...any) error {
 // it is a schema error.
 func asError(err error, schemaCode string) error {
 	if fe, ok := errors.AsType[*fieldError](err); ok {
-		return &Error{Code: schemaCode, Message: fe.Error()}
+		return &wire.Error{Code: schemaCode, Message: fe.Error()}
 	}
 	return err
 }
 
 // decodeTxBody decodes and validates the body of POST /v1/tx. The values of
 // the result may alias body, which the caller must not change afterwards.
-func decodeTxBody(body []byte, lim limits) (TxRequest, error) {
+func decodeTxBody(body []byte, lim limits) (wire.TxRequest, error) {
 	if tx, ok := fastTxBody(body, lim); ok {
 		return tx, nil
 	}
@@ -72,7 +73,7 @@ func decodeTxBody(body []byte, lim limits) (TxRequest, error) {
 // decodeBatchBody decodes and validates the body of POST /v1/tx/batch. Two
 // transactions of one batch may not share an idempotency key. The values of
 // the result may alias body, which the caller must not change afterwards.
-func decodeBatchBody(body []byte, lim limits) (BatchRequest, error) {
+func decodeBatchBody(body []byte, lim limits) (wire.BatchRequest, error) {
 	if req, ok := fastBatchBody(body, lim); ok {
 		return req, nil
 	}
@@ -80,27 +81,27 @@ func decodeBatchBody(body []byte, lim limits) (BatchRequest, error) {
 }
 
 // slowTxBody is decodeTxBody on the slow path.
-func slowTxBody(body []byte, lim limits) (TxRequest, error) {
+func slowTxBody(body []byte, lim limits) (wire.TxRequest, error) {
 	raw, err := jsonBody(body)
 	if err != nil {
-		return TxRequest{}, err
+		return wire.TxRequest{}, err
 	}
 	tx, err := decodeTx(raw, "", lim)
-	return tx, asError(err, CodeInvalidTx)
+	return tx, asError(err, wire.CodeInvalidTx)
 }
 
 // slowBatchBody is decodeBatchBody on the slow path.
-func slowBatchBody(body []byte, lim limits) (BatchRequest, error) {
+func slowBatchBody(body []byte, lim limits) (wire.BatchRequest, error) {
 	raw, err := jsonBody(body)
 	if err != nil {
-		return BatchRequest{}, err
+		return wire.BatchRequest{}, err
 	}
 	req, err := decodeBatch(raw, lim)
-	return req, asError(err, CodeInvalidTx)
+	return req, asError(err, wire.CodeInvalidTx)
 }
 
-func decodeBatch(raw json.RawMessage, lim limits) (BatchRequest, error) {
-	var req BatchRequest
+func decodeBatch(raw json.RawMessage, lim limits) (wire.BatchRequest, error) {
+	var req wire.BatchRequest
 	fields, err := objectFields(raw, "")
 	if err != nil {
 		return req, err
@@ -124,7 +125,7 @@ func decodeBatch(raw json.RawMessage, lim limits) (BatchRequest, error) {
 	if len(elems) == 0 {
 		return req, fieldErr("txs", "empty")
 	}
-	req.Txs = make([]TxRequest, len(elems))
+	req.Txs = make([]wire.TxRequest, len(elems))
 	first := make(map[string]int) // idempotency key → index of the first tx with it
 	for i, e := range elems {
 		path := fmt.Sprintf("txs[%d]", i)
@@ -142,8 +143,8 @@ func decodeBatch(raw json.RawMessage, lim limits) (BatchRequest, error) {
 }
 
 // decodeTx decodes one transaction object found at path ("" for the body).
-func decodeTx(raw json.RawMessage, path string, lim limits) (TxRequest, error) {
-	var tx TxRequest
+func decodeTx(raw json.RawMessage, path string, lim limits) (wire.TxRequest, error) {
+	var tx wire.TxRequest
 	fields, err := objectFields(raw, path)
 	if err != nil {
 		return tx, err
@@ -180,7 +181,7 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (TxRequest, error) {
 	if len(elems) == 0 {
 		return tx, fieldErr(opsPath, "empty")
 	}
-	tx.Ops = make([]Op, len(elems))
+	tx.Ops = make([]wire.Op, len(elems))
 	for i, e := range elems {
 		if tx.Ops[i], err = decodeOp(e, fmt.Sprintf("%s[%d]", opsPath, i), lim); err != nil {
 			return tx, err
@@ -191,12 +192,12 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (TxRequest, error) {
 
 // decodeFence decodes a transaction's fence found at path:
 // {"lease":"name","token":N}, the name with the rules of a key, N positive.
-func decodeFence(raw json.RawMessage, path string, lim limits) (*Fence, error) {
+func decodeFence(raw json.RawMessage, path string, lim limits) (*wire.Fence, error) {
 	fields, err := objectFields(raw, path)
 	if err != nil {
 		return nil, err
 	}
-	f := &Fence{}
+	f := &wire.Fence{}
 	var hasLease, hasToken bool
 	for _, fl := range fields {
 		fp := join(path, fl.name)
@@ -233,8 +234,8 @@ func decodeFence(raw json.RawMessage, path string, lim limits) (*Fence, error) {
 //
 // A put needs a value, and the JSON null is a value: it is stored as null. A
 // delete must not have one. The value is kept as raw JSON, compacted.
-func decodeOp(raw json.RawMessage, path string, lim limits) (Op, error) {
-	var op Op
+func decodeOp(raw json.RawMessage, path string, lim limits) (wire.Op, error) {
+	var op wire.Op
 	fields, err := objectFields(raw, path)
 	if err != nil {
 		return op, err
@@ -272,18 +273,18 @@ func decodeOp(raw json.RawMessage, path string, lim limits) (Op, error) {
 	switch {
 	case !hasOp:
 		return op, fieldErr(join(path, "op"), "missing")
-	case op.Op != OpPut && op.Op != OpDelete:
-		return op, fieldErr(join(path, "op"), "unknown %q, want %q or %q", op.Op, OpPut, OpDelete)
+	case op.Op != wire.OpPut && op.Op != wire.OpDelete:
+		return op, fieldErr(join(path, "op"), "unknown %q, want %q or %q", op.Op, wire.OpPut, wire.OpDelete)
 	case !hasKey:
 		return op, fieldErr(join(path, "key"), "missing")
 	}
 	if err := checkKey(op.Key, join(path, "key"), lim.maxKeyBytes); err != nil {
 		return op, err
 	}
-	if op.Op == OpPut && op.Value == nil {
+	if op.Op == wire.OpPut && op.Value == nil {
 		return op, fieldErr(join(path, "value"), "missing; a put needs a value (null is a value)")
 	}
-	if op.Op == OpDelete && op.Value != nil {
+	if op.Op == wire.OpDelete && op.Value != nil {
 		return op, fieldErr(join(path, "value"), "not allowed on a delete")
 	}
 	return op, nil
@@ -314,10 +315,10 @@ func checkIdempotencyKey(key, path string) error {
 // checkText refuses invalid UTF-8 and U+FFFD with code invalid_utf8.
 func checkText(s, path string) error {
 	if !utf8.ValidString(s) {
-		return &Error{Code: CodeInvalidUTF8, Message: path + ": not valid UTF-8"}
+		return &wire.Error{Code: wire.CodeInvalidUTF8, Message: path + ": not valid UTF-8"}
 	}
 	if strings.ContainsRune(s, utf8.RuneError) {
-		return &Error{Code: CodeInvalidUTF8, Message: path + ": contains U+FFFD (a lone surrogate escape or a replaced byte)"}
+		return &wire.Error{Code: wire.CodeInvalidUTF8, Message: path + ": contains U+FFFD (a lone surrogate escape or a replaced byte)"}
 	}
 	return nil
 }
@@ -326,7 +327,7 @@ func checkText(s, path string) error {
 // returns that value.
 func jsonBody(body []byte) (json.RawMessage, error) {
 	if !utf8.Valid(body) {
-		return nil, &Error{Code: CodeInvalidUTF8, Message: "body: not valid UTF-8"}
+		return nil, &wire.Error{Code: wire.CodeInvalidUTF8, Message: "body: not valid UTF-8"}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var raw json.RawMessage
@@ -335,22 +336,22 @@ func jsonBody(body []byte) (json.RawMessage, error) {
 	}
 	off := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, &Error{Code: CodeInvalidJSON, Message: fmt.Sprintf("body: data after the JSON value at offset %d", off)}
+		return nil, &wire.Error{Code: wire.CodeInvalidJSON, Message: fmt.Sprintf("body: data after the JSON value at offset %d", off)}
 	}
 	return raw, nil
 }
 
 func syntaxError(err error) error {
 	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return &Error{Code: CodeInvalidJSON, Message: fmt.Sprintf("body: invalid JSON at offset %d: %v", se.Offset, se)}
+		return &wire.Error{Code: wire.CodeInvalidJSON, Message: fmt.Sprintf("body: invalid JSON at offset %d: %v", se.Offset, se)}
 	}
 	switch {
 	case errors.Is(err, io.EOF):
-		return &Error{Code: CodeInvalidJSON, Message: "body: empty"}
+		return &wire.Error{Code: wire.CodeInvalidJSON, Message: "body: empty"}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &Error{Code: CodeInvalidJSON, Message: "body: truncated JSON"}
+		return &wire.Error{Code: wire.CodeInvalidJSON, Message: "body: truncated JSON"}
 	}
-	return &Error{Code: CodeInvalidJSON, Message: fmt.Sprintf("body: %v", err)}
+	return &wire.Error{Code: wire.CodeInvalidJSON, Message: fmt.Sprintf("body: %v", err)}
 }
 
 // field is one member of a JSON object, in the order of the text.
@@ -485,8 +486,8 @@ func orBody(path string) string {
 
 // decodeJoinBody decodes and validates the body of POST /v1/cluster/join: id
 // and raft_addr are required.
-func decodeJoinBody(body []byte) (JoinRequest, error) {
-	var req JoinRequest
+func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
+	var req wire.JoinRequest
 	raw, err := jsonBody(body)
 	if err != nil {
 		return req, err
@@ -535,13 +536,13 @@ func decodeJoinBody(body []byte) (JoinRequest, error) {
 		}
 		return nil
 	}()
-	return req, asError(err, CodeBadRequest)
+	return req, asError(err, wire.CodeBadRequest)
 }
 
 // decodeTransferBody decodes the optional body of POST
 // /v1/cluster/transfer-leadership; an empty body means "let Raft choose".
-func decodeTransferBody(body []byte) (TransferRequest, error) {
-	var req TransferRequest
+func decodeTransferBody(body []byte) (wire.TransferRequest, error) {
+	var req wire.TransferRequest
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, nil
 	}
@@ -564,5 +565,5 @@ func decodeTransferBody(body []byte) (TransferRequest, error) {
 		}
 		return checkText(req.ID, "id")
 	}()
-	return req, asError(err, CodeBadRequest)
+	return req, asError(err, wire.CodeBadRequest)
 }

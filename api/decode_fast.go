@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"math"
 	"unicode/utf8"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // maxFastDepth bounds the nesting of a value on the fast path; deeper values
@@ -19,26 +21,26 @@ const maxFastDepth = 100
 
 // fastTxBody decodes the body of POST /v1/tx if it is valid and simple enough;
 // ok is false otherwise. Values alias body.
-func fastTxBody(body []byte, lim limits) (tx TxRequest, ok bool) {
+func fastTxBody(body []byte, lim limits) (tx wire.TxRequest, ok bool) {
 	if !utf8.Valid(body) {
-		return TxRequest{}, false
+		return wire.TxRequest{}, false
 	}
 	d := fastDecoder{b: body, lim: lim}
 	if tx, ok = d.tx(); !ok || !d.end() {
-		return TxRequest{}, false
+		return wire.TxRequest{}, false
 	}
 	return tx, true
 }
 
 // fastBatchBody decodes the body of POST /v1/tx/batch if it is valid and
 // simple enough; ok is false otherwise. Values alias body.
-func fastBatchBody(body []byte, lim limits) (req BatchRequest, ok bool) {
+func fastBatchBody(body []byte, lim limits) (req wire.BatchRequest, ok bool) {
 	if !utf8.Valid(body) {
-		return BatchRequest{}, false
+		return wire.BatchRequest{}, false
 	}
 	d := fastDecoder{b: body, lim: lim}
 	if req, ok = d.batch(); !ok || !d.end() {
-		return BatchRequest{}, false
+		return wire.BatchRequest{}, false
 	}
 	return req, true
 }
@@ -58,7 +60,7 @@ type fastDecoder struct {
 	lim    limits
 }
 
-func (d *fastDecoder) batch() (req BatchRequest, ok bool) {
+func (d *fastDecoder) batch() (req wire.BatchRequest, ok bool) {
 	if !d.next('{') {
 		return req, false
 	}
@@ -96,7 +98,7 @@ func (d *fastDecoder) batch() (req BatchRequest, ok bool) {
 	return req, true
 }
 
-func (d *fastDecoder) tx() (tx TxRequest, ok bool) {
+func (d *fastDecoder) tx() (tx wire.TxRequest, ok bool) {
 	if !d.next('{') {
 		return tx, false
 	}
@@ -140,11 +142,11 @@ func (d *fastDecoder) tx() (tx TxRequest, ok bool) {
 }
 
 // ops reads a non-empty array of operations.
-func (d *fastDecoder) ops() ([]Op, bool) {
+func (d *fastDecoder) ops() ([]wire.Op, bool) {
 	if !d.next('[') {
 		return nil, false
 	}
-	var buf [4]Op
+	var buf [4]wire.Op
 	ops := buf[:0]
 	for more := true; more; {
 		if len(ops) == d.lim.maxOps {
@@ -159,10 +161,10 @@ func (d *fastDecoder) ops() ([]Op, bool) {
 			return nil, false
 		}
 	}
-	return append([]Op(nil), ops...), true
+	return append([]wire.Op(nil), ops...), true
 }
 
-func (d *fastDecoder) op() (op Op, ok bool) {
+func (d *fastDecoder) op() (op wire.Op, ok bool) {
 	if !d.next('{') {
 		return op, false
 	}
@@ -209,18 +211,18 @@ func (d *fastDecoder) op() (op Op, ok bool) {
 	switch {
 	case op.Op == "" || !hasKey || checkKey(op.Key, "", d.lim.maxKeyBytes) != nil:
 		return op, false
-	case op.Op == OpPut && op.Value == nil, op.Op == OpDelete && op.Value != nil:
+	case op.Op == wire.OpPut && op.Value == nil, op.Op == wire.OpDelete && op.Value != nil:
 		return op, false
 	}
 	return op, true
 }
 
 // fence reads a transaction's fence, {"lease":"name","token":N}.
-func (d *fastDecoder) fence() (*Fence, bool) {
+func (d *fastDecoder) fence() (*wire.Fence, bool) {
 	if !d.next('{') {
 		return nil, false
 	}
-	var f Fence
+	var f wire.Fence
 	var hasLease, hasToken bool
 	for more := true; more; {
 		name, ok := d.name()
@@ -271,10 +273,10 @@ func (d *fastDecoder) opName() (string, bool) {
 		text = []byte(s)
 	}
 	switch string(text) {
-	case OpPut:
-		return OpPut, true
-	case OpDelete:
-		return OpDelete, true
+	case wire.OpPut:
+		return wire.OpPut, true
+	case wire.OpDelete:
+		return wire.OpDelete, true
 	}
 	return "", false
 }

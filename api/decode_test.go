@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 var fuzzLimits = limits{maxKeyBytes: 64, maxOps: 8, maxTxs: 4}
@@ -38,12 +40,12 @@ func FuzzDecodeTxRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tx, err := decodeTxBody(data, fuzzLimits)
 		if err != nil {
-			var e *Error
+			var e *wire.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v (%T) is not an *Error", err, err)
 			}
-			c, ok := codes[e.Code]
-			if !ok || c.status/100 != 4 {
+			status, ok := wire.Status(e.Code)
+			if !ok || status/100 != 4 {
 				t.Fatalf("error code %q: not a 4xx code of the table", e.Code)
 			}
 			return
@@ -60,7 +62,7 @@ func FuzzDecodeTxRequest(f *testing.F) {
 }
 
 // checkTx checks the rules an accepted transaction obeys.
-func checkTx(t *testing.T, tx TxRequest) {
+func checkTx(t *testing.T, tx wire.TxRequest) {
 	t.Helper()
 	if len(tx.IdempotencyKey) > MaxIdempotencyKeyBytes || !utf8.ValidString(tx.IdempotencyKey) || strings.ContainsRune(tx.IdempotencyKey, utf8.RuneError) {
 		t.Fatalf("accepted idempotency key %q", tx.IdempotencyKey)
@@ -73,7 +75,7 @@ func checkTx(t *testing.T, tx TxRequest) {
 			t.Fatalf("ops[%d]: accepted key %q", i, op.Key)
 		}
 		switch op.Op {
-		case OpPut:
+		case wire.OpPut:
 			if !json.Valid(op.Value) {
 				t.Fatalf("ops[%d]: accepted put with value %q", i, op.Value)
 			}
@@ -81,7 +83,7 @@ func checkTx(t *testing.T, tx TxRequest) {
 			if json.Compact(&buf, op.Value); !bytes.Equal(buf.Bytes(), op.Value) {
 				t.Fatalf("ops[%d]: value %q not compact", i, op.Value)
 			}
-		case OpDelete:
+		case wire.OpDelete:
 			if op.Value != nil {
 				t.Fatalf("ops[%d]: accepted delete with value %q", i, op.Value)
 			}
@@ -94,7 +96,7 @@ func checkTx(t *testing.T, tx TxRequest) {
 // encode encodes v the way the Client does.
 func encode(t *testing.T, v any) []byte {
 	t.Helper()
-	b, err := marshalJSON(v)
+	b, err := wire.MarshalJSON(v)
 	if err != nil {
 		t.Fatalf("encode %+v: %v", v, err)
 	}
@@ -105,22 +107,22 @@ func TestDecodeTxBodyValues(t *testing.T) {
 	tests := []struct {
 		name string
 		body string
-		want TxRequest
+		want wire.TxRequest
 	}{
 		{"compacts value", `{"ops":[{"op":"put","key":"k","value": [ 1 , {"a" : "b c"} ] }]}`,
-			TxRequest{Ops: []Op{{Op: OpPut, Key: "k", Value: json.RawMessage(`[1,{"a":"b c"}]`)}}}},
+			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpPut, Key: "k", Value: json.RawMessage(`[1,{"a":"b c"}]`)}}}},
 		{"null value", `{"ops":[{"op":"put","key":"k","value":null}]}`,
-			TxRequest{Ops: []Op{{Op: OpPut, Key: "k", Value: json.RawMessage(`null`)}}}},
+			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpPut, Key: "k", Value: json.RawMessage(`null`)}}}},
 		{"value escapes kept", `{"ops":[{"op":"put","key":"k","value":"\u003c\ud800"}]}`,
-			TxRequest{Ops: []Op{{Op: OpPut, Key: "k", Value: json.RawMessage(`"\u003c\ud800"`)}}}},
+			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpPut, Key: "k", Value: json.RawMessage(`"\u003c\ud800"`)}}}},
 		{"escaped names and key", `{"\u006fps":[{"op":"p\u0075t","key":"\u00e9/x","value":1}]}`,
-			TxRequest{Ops: []Op{{Op: OpPut, Key: "é/x", Value: json.RawMessage(`1`)}}}},
+			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpPut, Key: "é/x", Value: json.RawMessage(`1`)}}}},
 		{"if_version zero", `{"ops":[{"op":"delete","key":"k","if_version":0}]}`,
-			TxRequest{Ops: []Op{{Op: OpDelete, Key: "k", IfVersion: new(uint64(0))}}}},
+			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpDelete, Key: "k", IfVersion: new(uint64(0))}}}},
 		{"max if_version", `{"ops":[{"op":"delete","key":"k","if_version":18446744073709551615}]}`,
-			TxRequest{Ops: []Op{{Op: OpDelete, Key: "k", IfVersion: new(uint64(1<<64 - 1))}}}},
+			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpDelete, Key: "k", IfVersion: new(uint64(1<<64 - 1))}}}},
 		{"empty idempotency key is none", `{"idempotency_key":"","ops":[{"op":"delete","key":"k"}]}`,
-			TxRequest{Ops: []Op{{Op: OpDelete, Key: "k"}}}},
+			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpDelete, Key: "k"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -22,15 +23,15 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
 	defer cancel()
 	if err := s.b.Ready(ctx); err != nil {
-		if errors.Is(err, ErrRemoved) || errors.Is(err, ErrNodeNumberClash) {
+		if errors.Is(err, wire.ErrRemoved) || errors.Is(err, wire.ErrNodeNumberClash) {
 			s.writeError(w, err) // 503 with its own code: it will not pass by waiting
 			return
 		}
 		msg := err.Error()
-		if e, ok := errors.AsType[*Error](err); ok {
+		if e, ok := errors.AsType[*wire.Error](err); ok {
 			msg = e.Message
 		}
-		s.writeError(w, &Error{Code: CodeNotReady, Message: msg})
+		s.writeError(w, &wire.Error{Code: wire.CodeNotReady, Message: msg})
 		return
 	}
 	s.writeJSON(w, http.StatusOK, statusOK)
@@ -71,20 +72,20 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if res.IdempotencyKey == "" {
 		res.IdempotencyKey = tx.IdempotencyKey
 	}
-	if err != nil && !errors.Is(err, ErrUnknownOutcome) {
+	if err != nil && !errors.Is(err, wire.ErrUnknownOutcome) {
 		s.writeError(w, err)
 		return
 	}
-	if err != nil || res.Status == StatusUnknown {
+	if err != nil || res.Status == wire.StatusUnknown {
 		s.writeUnknown(w, res, err)
 		return
 	}
 	switch res.Status {
-	case StatusCommitted:
+	case wire.StatusCommitted:
 		s.writeJSON(w, http.StatusOK, res)
-	case StatusRejected:
+	case wire.StatusRejected:
 		s.writeJSON(w, http.StatusConflict, res)
-	case StatusPending:
+	case wire.StatusPending:
 		s.writeJSON(w, http.StatusAccepted, res)
 	default:
 		s.writeError(w, fmt.Errorf("backend: transaction %s has status %q", res.TxID, res.Status))
@@ -93,40 +94,40 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 // writeUnknown answers a transaction whose outcome is unknown: 503 with the
 // fields of res, status "unknown" and an error object with code unknown_outcome.
-func (s *Server) writeUnknown(w http.ResponseWriter, res TxResult, err error) {
+func (s *Server) writeUnknown(w http.ResponseWriter, res wire.TxResult, err error) {
 	if err == nil {
-		err = ErrUnknownOutcome
+		err = wire.ErrUnknownOutcome
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.err = err
 	}
-	res.Status = StatusUnknown
-	res.Error = &ErrorBody{Code: CodeUnknownOutcome, Message: err.Error(), TxID: res.TxID}
+	res.Status = wire.StatusUnknown
+	res.Error = &wire.ErrorBody{Code: wire.CodeUnknownOutcome, Message: err.Error(), TxID: res.TxID}
 	w.Header().Set("Retry-After", "1")
 	s.writeJSON(w, http.StatusServiceUnavailable, res)
 }
 
 // mergeIdempotencyHeader takes the idempotency key from the Idempotency-Key
 // header when the body has none; both may be given only when they are equal.
-func mergeIdempotencyHeader(r *http.Request, tx *TxRequest) error {
+func mergeIdempotencyHeader(r *http.Request, tx *wire.TxRequest) error {
 	vs := r.Header.Values(HeaderIdempotencyKey)
 	if len(vs) == 0 {
 		return nil
 	}
 	if len(vs) > 1 {
-		return &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s header: given %d times", HeaderIdempotencyKey, len(vs))}
+		return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s header: given %d times", HeaderIdempotencyKey, len(vs))}
 	}
 	h := vs[0]
 	if err := checkIdempotencyKey(h, HeaderIdempotencyKey+" header"); err != nil {
-		return asError(err, CodeInvalidParam)
+		return asError(err, wire.CodeInvalidParam)
 	}
 	switch {
 	case h == "":
-		return &Error{Code: CodeInvalidParam, Message: HeaderIdempotencyKey + " header: empty"}
+		return &wire.Error{Code: wire.CodeInvalidParam, Message: HeaderIdempotencyKey + " header: empty"}
 	case tx.IdempotencyKey == "":
 		tx.IdempotencyKey = strings.Clone(h) // not a part of the fast path's header string, which it would keep
 	case tx.IdempotencyKey != h:
-		return &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s header %q differs from idempotency_key %q", HeaderIdempotencyKey, h, tx.IdempotencyKey)}
+		return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s header %q differs from idempotency_key %q", HeaderIdempotencyKey, h, tx.IdempotencyKey)}
 	}
 	return nil
 }
@@ -145,7 +146,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get(HeaderIdempotencyKey) != "" {
-		s.writeError(w, &Error{Code: CodeInvalidParam, Message: HeaderIdempotencyKey + " header: not allowed on a batch; set idempotency_key in each transaction"})
+		s.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: HeaderIdempotencyKey + " header: not allowed on a batch; set idempotency_key in each transaction"})
 		return
 	}
 	body, err := readBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyTimeout)
@@ -174,7 +175,7 @@ func (s *Server) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 			results[i].IdempotencyKey = req.Txs[i].IdempotencyKey
 		}
 	}
-	s.writeJSON(w, http.StatusOK, BatchResponse{Results: results})
+	s.writeJSON(w, http.StatusOK, wire.BatchResponse{Results: results})
 }
 
 // handlePropose serves POST /v1/internal/propose: frames of encoded
@@ -195,7 +196,7 @@ func (s *Server) handlePropose(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, BatchResponse{Results: results})
+	s.writeJSON(w, http.StatusOK, wire.BatchResponse{Results: results})
 }
 
 // proposeParams are the query parameters of an internal proposal.
@@ -203,7 +204,7 @@ var proposeParams = []string{"timeout", "ack", "fresh"}
 
 // propose runs an internal proposal, from POST /v1/internal/propose or a
 // propose stream: q holds its proposeParams, body its frames.
-func (s *Server) propose(ctx context.Context, q query, body []byte) ([]TxResult, error) {
+func (s *Server) propose(ctx context.Context, q query, body []byte) ([]wire.TxResult, error) {
 	opts, err := s.submitOptions(q)
 	if err != nil {
 		return nil, err
@@ -213,16 +214,16 @@ func (s *Server) propose(ctx context.Context, q query, body []byte) ([]TxResult,
 		return nil, err
 	}
 	opts.Fresh = fresh == "true"
-	payloads, err := DecodeFrames(body, s.cfg.MaxBatchTxs)
+	payloads, err := wire.DecodeFrames(body, s.cfg.MaxBatchTxs)
 	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: "body: " + err.Error()}
+		return nil, &wire.Error{Code: wire.CodeBadRequest, Message: "body: " + err.Error()}
 	}
 	if len(payloads) == 0 {
-		return nil, &Error{Code: CodeBadRequest, Message: "body: no frames"}
+		return nil, &wire.Error{Code: wire.CodeBadRequest, Message: "body: no frames"}
 	}
 	for i, p := range payloads {
 		if len(p) == 0 {
-			return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("body: frame %d: empty", i)}
+			return nil, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("body: frame %d: empty", i)}
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -256,7 +257,7 @@ func (s *Server) handleTx(w http.ResponseWriter, r *http.Request) {
 	}
 	id, err := txid.Parse(text)
 	if err != nil {
-		s.writeError(w, &Error{Code: CodeInvalidParam, Message: "txid: " + err.Error()})
+		s.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: "txid: " + err.Error()})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), wait+s.cfg.DefaultTimeout)
@@ -279,11 +280,11 @@ func (s *Server) handleTxByIdempotencyKey(w http.ResponseWriter, r *http.Request
 	}
 	key, _ := q.get("idempotency_key")
 	if key == "" {
-		s.writeError(w, &Error{Code: CodeInvalidParam, Message: "idempotency_key: missing or empty"})
+		s.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: "idempotency_key: missing or empty"})
 		return
 	}
 	if err := checkIdempotencyKey(key, "idempotency_key"); err != nil {
-		s.writeError(w, asError(err, CodeInvalidParam))
+		s.writeError(w, asError(err, wire.CodeInvalidParam))
 		return
 	}
 	forwarded, err := forwardedHeader(r)
@@ -299,19 +300,19 @@ func (s *Server) handleTxByIdempotencyKey(w http.ResponseWriter, r *http.Request
 
 // forwardedHeader reads the header HeaderForwarded: absent, or "1".
 func forwardedHeader(r *http.Request) (bool, error) {
-	switch fwd := r.Header.Values(HeaderForwarded); {
+	switch fwd := r.Header.Values(wire.HeaderForwarded); {
 	case len(fwd) == 0:
 		return false, nil
 	case len(fwd) == 1 && fwd[0] == "1":
 		return true, nil
 	default:
-		return false, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s header: %q, want 1", HeaderForwarded, strings.Join(fwd, ","))}
+		return false, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s header: %q, want 1", wire.HeaderForwarded, strings.Join(fwd, ","))}
 	}
 }
 
 // writeLookup answers a transaction lookup: 200 with the result whatever its
 // status, or the error.
-func (s *Server) writeLookup(w http.ResponseWriter, res TxResult, err error) {
+func (s *Server) writeLookup(w http.ResponseWriter, res wire.TxResult, err error) {
 	if err != nil {
 		s.writeError(w, err)
 		return
@@ -326,8 +327,8 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	var opts ReadOptions
-	if opts.Consistency, err = q.choice("consistency", ConsistencyLinearizable, ConsistencyLeader, ConsistencyStale); err != nil {
+	var opts wire.ReadOptions
+	if opts.Consistency, err = q.choice("consistency", wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale); err != nil {
 		s.writeError(w, err)
 		return
 	}
@@ -341,7 +342,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := checkKey(key, "key", s.cfg.MaxKeyBytes); err != nil {
-		s.writeError(w, asError(err, CodeInvalidParam))
+		s.writeError(w, asError(err, wire.CodeInvalidParam))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
@@ -382,7 +383,7 @@ func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if page.Entries == nil {
-		page.Entries = []LogEntry{}
+		page.Entries = []wire.LogEntry{}
 	}
 	s.writeJSON(w, http.StatusOK, page)
 }
@@ -400,7 +401,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if st.Members == nil {
-		st.Members = []Member{}
+		st.Members = []wire.Member{}
 	}
 	s.writeJSON(w, http.StatusOK, st)
 }
@@ -442,7 +443,7 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id == "" || !utf8.ValidString(id) {
-		s.writeError(w, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("id %q: want a non-empty UTF-8 server ID", id)})
+		s.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("id %q: want a non-empty UTF-8 server ID", id)})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)

@@ -2,28 +2,29 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // fakeLeases is a fakeBackend that is a LeaseBackend too.
 type fakeLeases struct {
 	fakeBackend
-	AcquireFunc func(ctx context.Context, req LeaseRequest, forwarded bool) (LeaseResult, error)
+	AcquireFunc func(ctx context.Context, req wire.LeaseRequest, forwarded bool) (wire.LeaseResult, error)
 	ReleaseFunc func(ctx context.Context, name, holder string, token uint64, forwarded bool) error
-	LeaseFunc   func(ctx context.Context, name string, wait time.Duration, after uint64) (Lease, error)
-	LeasesFunc  func(ctx context.Context) ([]Lease, error)
+	LeaseFunc   func(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error)
+	LeasesFunc  func(ctx context.Context) ([]wire.Lease, error)
 }
 
 var _ LeaseBackend = (*fakeLeases)(nil)
 
-func (f *fakeLeases) AcquireLease(ctx context.Context, req LeaseRequest, forwarded bool) (LeaseResult, error) {
+func (f *fakeLeases) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarded bool) (wire.LeaseResult, error) {
 	if f.AcquireFunc == nil {
-		return LeaseResult{}, errNotSet
+		return wire.LeaseResult{}, errNotSet
 	}
 	return f.AcquireFunc(ctx, req, forwarded)
 }
@@ -35,14 +36,14 @@ func (f *fakeLeases) ReleaseLease(ctx context.Context, name, holder string, toke
 	return f.ReleaseFunc(ctx, name, holder, token, forwarded)
 }
 
-func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (Lease, error) {
+func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
 	if f.LeaseFunc == nil {
-		return Lease{}, errNotSet
+		return wire.Lease{}, errNotSet
 	}
 	return f.LeaseFunc(ctx, name, wait, after)
 }
 
-func (f *fakeLeases) Leases(ctx context.Context) ([]Lease, error) {
+func (f *fakeLeases) Leases(ctx context.Context) ([]wire.Lease, error) {
 	if f.LeasesFunc == nil {
 		return nil, errNotSet
 	}
@@ -53,55 +54,61 @@ func (f *fakeLeases) Leases(ctx context.Context) ([]Lease, error) {
 func TestLeaseBadRequests(t *testing.T) {
 	fail := func(...any) { t.Error("the backend was called") }
 	b := &fakeLeases{
-		AcquireFunc: func(context.Context, LeaseRequest, bool) (LeaseResult, error) { fail(); return LeaseResult{}, nil },
+		AcquireFunc: func(context.Context, wire.LeaseRequest, bool) (wire.LeaseResult, error) {
+			fail()
+			return wire.LeaseResult{}, nil
+		},
 		ReleaseFunc: func(context.Context, string, string, uint64, bool) error { fail(); return nil },
-		LeaseFunc:   func(context.Context, string, time.Duration, uint64) (Lease, error) { fail(); return Lease{}, nil },
-		LeasesFunc:  func(context.Context) ([]Lease, error) { fail(); return nil, nil },
+		LeaseFunc: func(context.Context, string, time.Duration, uint64) (wire.Lease, error) {
+			fail()
+			return wire.Lease{}, nil
+		},
+		LeasesFunc: func(context.Context) ([]wire.Lease, error) { fail(); return nil, nil },
 	}
-	longHolder := strings.Repeat("h", MaxLeaseHolderBytes+1)
+	longHolder := strings.Repeat("h", wire.MaxLeaseHolderBytes+1)
 	tests := []struct {
 		name, method, target, body string
 		status                     int
 		code                       string
 		message                    string
 	}{
-		{"ttl too short", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"999ms"}`, 400, CodeBadRequest, "ttl: 999ms: want 1s to 1h0m0s"},
-		{"ttl too long", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"1h0m1s"}`, 400, CodeBadRequest, "want 1s to 1h0m0s"},
-		{"ttl without unit", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5"}`, 400, CodeBadRequest, "want a duration"},
-		{"ttl a number", "PUT", "/v1/leases/l", `{"holder":"a","ttl":5}`, 400, CodeBadRequest, "ttl: want string, got number"},
-		{"ttl missing", "PUT", "/v1/leases/l", `{"holder":"a"}`, 400, CodeBadRequest, "ttl: missing"},
-		{"holder missing", "PUT", "/v1/leases/l", `{"ttl":"5s"}`, 400, CodeBadRequest, "holder: missing"},
-		{"holder empty", "PUT", "/v1/leases/l", `{"holder":"","ttl":"5s"}`, 400, CodeBadRequest, "holder: empty"},
-		{"holder too long", "PUT", "/v1/leases/l", `{"holder":"` + longHolder + `","ttl":"5s"}`, 400, CodeBadRequest, "holder: 129 bytes, limit 128"},
-		{"holder lone surrogate", "PUT", "/v1/leases/l", `{"holder":"\udc00","ttl":"5s"}`, 400, CodeInvalidUTF8, "holder"},
-		{"token zero", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s","token":0}`, 400, CodeBadRequest, "token: must be positive"},
-		{"token negative", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s","token":-1}`, 400, CodeBadRequest, "token: negative"},
-		{"unknown field", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s","owner":"b"}`, 400, CodeBadRequest, "owner: unknown field"},
-		{"field twice", "PUT", "/v1/leases/l", `{"holder":"a","holder":"b","ttl":"5s"}`, 400, CodeBadRequest, "holder: given twice"},
-		{"bad json", "PUT", "/v1/leases/l", `{"holder":`, 400, CodeInvalidJSON, ""},
-		{"body array", "PUT", "/v1/leases/l", `[]`, 400, CodeBadRequest, "want object"},
-		{"query on put", "PUT", "/v1/leases/l?ttl=5s", `{"holder":"a","ttl":"5s"}`, 400, CodeInvalidParam, "ttl: unknown query parameter"},
-		{"name too long", "PUT", "/v1/leases/" + strings.Repeat("n", 17), `{"holder":"a","ttl":"5s"}`, 400, CodeInvalidParam, "name: 17 bytes, limit 16"},
-		{"name replacement char", "GET", "/v1/leases/a%EF%BF%BD", ``, 400, CodeInvalidUTF8, "name"},
-		{"no name", "PUT", "/v1/leases/", `{"holder":"a","ttl":"5s"}`, 404, CodeNotFound, "no route"},
-		{"release without holder", "DELETE", "/v1/leases/l?token=3", ``, 400, CodeInvalidParam, "holder: missing"},
-		{"release without token", "DELETE", "/v1/leases/l?holder=a", ``, 400, CodeInvalidParam, "token: missing"},
-		{"release token zero", "DELETE", "/v1/leases/l?holder=a&token=0", ``, 400, CodeInvalidParam, "want a positive integer"},
-		{"release token text", "DELETE", "/v1/leases/l?holder=a&token=x", ``, 400, CodeInvalidParam, "want a positive integer"},
-		{"release empty holder", "DELETE", "/v1/leases/l?holder=&token=1", ``, 400, CodeInvalidParam, "holder: empty"},
-		{"get wait bad", "GET", "/v1/leases/l?wait=soon", ``, 400, CodeInvalidParam, `wait="soon"`},
-		{"get wait over max", "GET", "/v1/leases/l?wait=2m", ``, 400, CodeInvalidParam, "above the limit"},
-		{"get after_token bad", "GET", "/v1/leases/l?wait=1s&after_token=-1", ``, 400, CodeInvalidParam, "after_token"},
-		{"get unknown param", "GET", "/v1/leases/l?holder=a", ``, 400, CodeInvalidParam, "holder: unknown query parameter"},
-		{"list with param", "GET", "/v1/leases?wait=1s", ``, 400, CodeInvalidParam, "unknown query parameter"},
-		{"post", "POST", "/v1/leases/l", `{}`, 405, CodeMethodNotAllowed, ""},
-		{"forwarded header bad", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s"}`, 400, CodeInvalidParam, HeaderForwarded},
+		{"ttl too short", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"999ms"}`, 400, wire.CodeBadRequest, "ttl: 999ms: want 1s to 1h0m0s"},
+		{"ttl too long", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"1h0m1s"}`, 400, wire.CodeBadRequest, "want 1s to 1h0m0s"},
+		{"ttl without unit", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5"}`, 400, wire.CodeBadRequest, "want a duration"},
+		{"ttl a number", "PUT", "/v1/leases/l", `{"holder":"a","ttl":5}`, 400, wire.CodeBadRequest, "ttl: want string, got number"},
+		{"ttl missing", "PUT", "/v1/leases/l", `{"holder":"a"}`, 400, wire.CodeBadRequest, "ttl: missing"},
+		{"holder missing", "PUT", "/v1/leases/l", `{"ttl":"5s"}`, 400, wire.CodeBadRequest, "holder: missing"},
+		{"holder empty", "PUT", "/v1/leases/l", `{"holder":"","ttl":"5s"}`, 400, wire.CodeBadRequest, "holder: empty"},
+		{"holder too long", "PUT", "/v1/leases/l", `{"holder":"` + longHolder + `","ttl":"5s"}`, 400, wire.CodeBadRequest, "holder: 129 bytes, limit 128"},
+		{"holder lone surrogate", "PUT", "/v1/leases/l", `{"holder":"\udc00","ttl":"5s"}`, 400, wire.CodeInvalidUTF8, "holder"},
+		{"token zero", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s","token":0}`, 400, wire.CodeBadRequest, "token: must be positive"},
+		{"token negative", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s","token":-1}`, 400, wire.CodeBadRequest, "token: negative"},
+		{"unknown field", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s","owner":"b"}`, 400, wire.CodeBadRequest, "owner: unknown field"},
+		{"field twice", "PUT", "/v1/leases/l", `{"holder":"a","holder":"b","ttl":"5s"}`, 400, wire.CodeBadRequest, "holder: given twice"},
+		{"bad json", "PUT", "/v1/leases/l", `{"holder":`, 400, wire.CodeInvalidJSON, ""},
+		{"body array", "PUT", "/v1/leases/l", `[]`, 400, wire.CodeBadRequest, "want object"},
+		{"query on put", "PUT", "/v1/leases/l?ttl=5s", `{"holder":"a","ttl":"5s"}`, 400, wire.CodeInvalidParam, "ttl: unknown query parameter"},
+		{"name too long", "PUT", "/v1/leases/" + strings.Repeat("n", 17), `{"holder":"a","ttl":"5s"}`, 400, wire.CodeInvalidParam, "name: 17 bytes, limit 16"},
+		{"name replacement char", "GET", "/v1/leases/a%EF%BF%BD", ``, 400, wire.CodeInvalidUTF8, "name"},
+		{"no name", "PUT", "/v1/leases/", `{"holder":"a","ttl":"5s"}`, 404, wire.CodeNotFound, "no route"},
+		{"release without holder", "DELETE", "/v1/leases/l?token=3", ``, 400, wire.CodeInvalidParam, "holder: missing"},
+		{"release without token", "DELETE", "/v1/leases/l?holder=a", ``, 400, wire.CodeInvalidParam, "token: missing"},
+		{"release token zero", "DELETE", "/v1/leases/l?holder=a&token=0", ``, 400, wire.CodeInvalidParam, "want a positive integer"},
+		{"release token text", "DELETE", "/v1/leases/l?holder=a&token=x", ``, 400, wire.CodeInvalidParam, "want a positive integer"},
+		{"release empty holder", "DELETE", "/v1/leases/l?holder=&token=1", ``, 400, wire.CodeInvalidParam, "holder: empty"},
+		{"get wait bad", "GET", "/v1/leases/l?wait=soon", ``, 400, wire.CodeInvalidParam, `wait="soon"`},
+		{"get wait over max", "GET", "/v1/leases/l?wait=2m", ``, 400, wire.CodeInvalidParam, "above the limit"},
+		{"get after_token bad", "GET", "/v1/leases/l?wait=1s&after_token=-1", ``, 400, wire.CodeInvalidParam, "after_token"},
+		{"get unknown param", "GET", "/v1/leases/l?holder=a", ``, 400, wire.CodeInvalidParam, "holder: unknown query parameter"},
+		{"list with param", "GET", "/v1/leases?wait=1s", ``, 400, wire.CodeInvalidParam, "unknown query parameter"},
+		{"post", "POST", "/v1/leases/l", `{}`, 405, wire.CodeMethodNotAllowed, ""},
+		{"forwarded header bad", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s"}`, 400, wire.CodeInvalidParam, wire.HeaderForwarded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var h http.Header
 			if tt.name == "forwarded header bad" {
-				h = http.Header{HeaderForwarded: {"yes"}}
+				h = http.Header{wire.HeaderForwarded: {"yes"}}
 			}
 			rec := serve(t, testConfig, b, tt.method, tt.target, tt.body, h)
 			e := errorOf(t, rec)
@@ -114,74 +121,74 @@ func TestLeaseBadRequests(t *testing.T) {
 
 // TestLeaseRoutes: what each lease path passes to the backend and answers.
 func TestLeaseRoutes(t *testing.T) {
-	held := Lease{Name: "consumer/billing", Holder: "b", Token: 9, TTL: "5s", ExpiresIn: "3.5s"}
-	var gotReq LeaseRequest
+	held := wire.Lease{Name: "consumer/billing", Holder: "b", Token: 9, TTL: "5s", ExpiresIn: "3.5s"}
+	var gotReq wire.LeaseRequest
 	var gotForwarded bool
 	b := &fakeLeases{
-		AcquireFunc: func(_ context.Context, req LeaseRequest, fwd bool) (LeaseResult, error) {
+		AcquireFunc: func(_ context.Context, req wire.LeaseRequest, fwd bool) (wire.LeaseResult, error) {
 			gotReq, gotForwarded = req, fwd
 			switch req.Holder {
 			case "b":
-				return LeaseResult{}, &LeaseError{Code: CodeLeaseHeld, Message: "held", Lease: held}
+				return wire.LeaseResult{}, &wire.LeaseError{Code: wire.CodeLeaseHeld, Message: "held", Lease: held}
 			case "stale":
-				return LeaseResult{}, &LeaseError{Code: CodeFenced, Message: "fenced", Lease: held}
+				return wire.LeaseResult{}, &wire.LeaseError{Code: wire.CodeFenced, Message: "fenced", Lease: held}
 			}
-			return LeaseResult{Lease: Lease{Name: req.Name, Holder: req.Holder, Token: 7, TTL: req.TTL.String(), ExpiresIn: req.TTL.String()}, Acquired: req.Token == 0}, nil
+			return wire.LeaseResult{Lease: wire.Lease{Name: req.Name, Holder: req.Holder, Token: 7, TTL: req.TTL.String(), ExpiresIn: req.TTL.String()}, Acquired: req.Token == 0}, nil
 		},
 		ReleaseFunc: func(_ context.Context, name, holder string, token uint64, _ bool) error {
 			if token != 7 {
-				return &LeaseError{Code: CodeFenced, Message: "fenced", Lease: held}
+				return &wire.LeaseError{Code: wire.CodeFenced, Message: "fenced", Lease: held}
 			}
 			return nil
 		},
-		LeaseFunc: func(_ context.Context, name string, wait time.Duration, after uint64) (Lease, error) {
+		LeaseFunc: func(_ context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
 			if name == "free" {
-				return Lease{}, ErrNotFound
+				return wire.Lease{}, wire.ErrNotFound
 			}
 			if wait != 30*time.Second || after != 8 {
 				t.Errorf("Lease(%q, %v, %d), want wait 30s after 8", name, wait, after)
 			}
 			return held, nil
 		},
-		LeasesFunc: func(context.Context) ([]Lease, error) { return []Lease{held}, nil },
+		LeasesFunc: func(context.Context) ([]wire.Lease, error) { return []wire.Lease{held}, nil },
 	}
 
 	rec := serve(t, Config{}, b, "PUT", "/v1/leases/consumer/billing", `{"holder":"a","ttl":"5s"}`, nil)
-	if rec.Code != 200 || gotReq != (LeaseRequest{Name: "consumer/billing", Holder: "a", TTL: 5 * time.Second}) || gotForwarded {
+	if rec.Code != 200 || gotReq != (wire.LeaseRequest{Name: "consumer/billing", Holder: "a", TTL: 5 * time.Second}) || gotForwarded {
 		t.Fatalf("acquire: %d %s, backend got %+v forwarded %v", rec.Code, rec.Body, gotReq, gotForwarded)
 	}
 	if want := `{"name":"consumer/billing","holder":"a","token":7,"ttl":"5s","expires_in":"5s","acquired":true}`; strings.TrimSpace(rec.Body.String()) != want {
 		t.Fatalf("acquire answer %s, want %s", rec.Body, want)
 	}
-	rec = serve(t, Config{}, b, "PUT", "/v1/leases/l", `{"holder":"a","ttl":"1m","token":7}`, http.Header{HeaderForwarded: {"1"}})
-	if rec.Code != 200 || gotReq.Token != 7 || !gotForwarded || decodeAs[LeaseResult](t, rec.Body.Bytes()).Acquired {
+	rec = serve(t, Config{}, b, "PUT", "/v1/leases/l", `{"holder":"a","ttl":"1m","token":7}`, http.Header{wire.HeaderForwarded: {"1"}})
+	if rec.Code != 200 || gotReq.Token != 7 || !gotForwarded || decodeAs[wire.LeaseResult](t, rec.Body.Bytes()).Acquired {
 		t.Fatalf("renew: %d %s, backend got %+v", rec.Code, rec.Body, gotReq)
 	}
-	for holder, code := range map[string]string{"b": CodeLeaseHeld, "stale": CodeFenced} {
+	for holder, code := range map[string]string{"b": wire.CodeLeaseHeld, "stale": wire.CodeFenced} {
 		rec = serve(t, Config{}, b, "PUT", "/v1/leases/l", `{"holder":"`+holder+`","ttl":"5s"}`, nil)
-		a := decodeAs[leaseErrorAnswer](t, rec.Body.Bytes())
+		a := decodeAs[wire.LeaseErrorAnswer](t, rec.Body.Bytes())
 		if rec.Code != 409 || a.Error.Code != code || a.Lease == nil || *a.Lease != held {
 			t.Fatalf("holder %s: %d %s, want 409 %s with the lease", holder, rec.Code, rec.Body, code)
 		}
 	}
 	rec = serve(t, Config{}, b, "DELETE", "/v1/leases/l?holder=a&token=7", ``, nil)
-	if rec.Code != 200 || decodeAs[LeaseReleased](t, rec.Body.Bytes()) != (LeaseReleased{Name: "l", Released: true}) {
+	if rec.Code != 200 || decodeAs[wire.LeaseReleased](t, rec.Body.Bytes()) != (wire.LeaseReleased{Name: "l", Released: true}) {
 		t.Fatalf("release: %d %s", rec.Code, rec.Body)
 	}
 	rec = serve(t, Config{}, b, "DELETE", "/v1/leases/l?holder=a&token=6", ``, nil)
-	if a := decodeAs[leaseErrorAnswer](t, rec.Body.Bytes()); rec.Code != 409 || a.Error.Code != CodeFenced || a.Lease == nil {
+	if a := decodeAs[wire.LeaseErrorAnswer](t, rec.Body.Bytes()); rec.Code != 409 || a.Error.Code != wire.CodeFenced || a.Lease == nil {
 		t.Fatalf("stale release: %d %s", rec.Code, rec.Body)
 	}
 	rec = serve(t, Config{}, b, "GET", "/v1/leases/consumer%2Fbilling?wait=30s&after_token=8", ``, nil)
-	if rec.Code != 200 || decodeAs[Lease](t, rec.Body.Bytes()) != held {
+	if rec.Code != 200 || decodeAs[wire.Lease](t, rec.Body.Bytes()) != held {
 		t.Fatalf("get: %d %s", rec.Code, rec.Body)
 	}
 	rec = serve(t, Config{}, b, "GET", "/v1/leases/free", ``, nil)
-	if rec.Code != 404 || errorOf(t, rec).Code != CodeNotFound {
+	if rec.Code != 404 || errorOf(t, rec).Code != wire.CodeNotFound {
 		t.Fatalf("get free: %d %s", rec.Code, rec.Body)
 	}
 	rec = serve(t, Config{}, b, "GET", "/v1/leases", ``, nil)
-	if rec.Code != 200 || !reflect.DeepEqual(decodeAs[LeaseList](t, rec.Body.Bytes()).Leases, []Lease{held}) {
+	if rec.Code != 200 || !reflect.DeepEqual(decodeAs[wire.LeaseList](t, rec.Body.Bytes()).Leases, []wire.Lease{held}) {
 		t.Fatalf("list: %d %s", rec.Code, rec.Body)
 	}
 	// A Backend without leases answers their paths 404.
@@ -191,60 +198,19 @@ func TestLeaseRoutes(t *testing.T) {
 	}
 }
 
-// TestLeaseClient: the client's methods, and a lease_held answer as a
-// *LeaseError with the lease.
-func TestLeaseClient(t *testing.T) {
-	held := Lease{Name: "l", Holder: "b", Token: 9, TTL: "5s", ExpiresIn: "2s"}
-	b := &fakeLeases{
-		AcquireFunc: func(_ context.Context, req LeaseRequest, _ bool) (LeaseResult, error) {
-			if req.Holder == "b" {
-				return LeaseResult{Lease: held}, nil
-			}
-			return LeaseResult{}, &LeaseError{Code: CodeLeaseHeld, Message: "held by b", Lease: held}
-		},
-		ReleaseFunc: func(_ context.Context, name, holder string, token uint64, _ bool) error {
-			if name != "a/b" || holder != "h x" || token != 9 {
-				t.Errorf("release(%q, %q, %d)", name, holder, token)
-			}
-			return nil
-		},
-		LeaseFunc:  func(context.Context, string, time.Duration, uint64) (Lease, error) { return Lease{}, ErrNotFound },
-		LeasesFunc: func(context.Context) ([]Lease, error) { return nil, nil },
-	}
-	c := testClient(testNode(t, b).URL)
-	ctx := context.Background()
-	_, err := c.AcquireLease(ctx, "l", "a", 5*time.Second)
-	le, ok := errors.AsType[*LeaseError](err)
-	if !errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrFenced) || !ok || le.Lease != held {
-		t.Fatalf("AcquireLease() = %v (%+v), want ErrLeaseHeld with the lease", err, le)
-	}
-	if res, err := c.RenewLease(ctx, "l", "b", 9, 5*time.Second); err != nil || res.Lease != held || res.Lease.Remaining() != 2*time.Second {
-		t.Fatalf("RenewLease() = %+v, %v", res, err)
-	}
-	if err := c.ReleaseLease(ctx, "a/b", "h x", 9); err != nil {
-		t.Fatalf("ReleaseLease() = %v", err)
-	}
-	if _, err := c.Lease(ctx, "l", 0, 0); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("Lease() = %v, want ErrNotFound", err)
-	}
-	if ls, err := c.Leases(ctx); err != nil || ls == nil || len(ls) != 0 {
-		t.Fatalf("Leases() = %#v, %v; want an empty list", ls, err)
-	}
-}
-
 // TestFenceDecode: a fence on POST /v1/tx and in a batch reaches the
 // backend, on the fast and the slow decoding paths alike; a bad one is 400.
 func TestFenceDecode(t *testing.T) {
-	want := &Fence{Lease: "consumer/billing", Token: 12}
-	var got []TxRequest
+	want := &wire.Fence{Lease: "consumer/billing", Token: 12}
+	var got []wire.TxRequest
 	b := &fakeBackend{
-		SubmitFunc: func(_ context.Context, tx TxRequest, _ SubmitOptions) (TxResult, error) {
+		SubmitFunc: func(_ context.Context, tx wire.TxRequest, _ wire.SubmitOptions) (wire.TxResult, error) {
 			got = append(got, tx)
-			return TxResult{TxID: testID, Status: StatusRejected, Conflict: &Conflict{Fence: tx.Fence.Lease, Expected: tx.Fence.Token, Actual: 13}}, nil
+			return wire.TxResult{TxID: testID, Status: wire.StatusRejected, Conflict: &wire.Conflict{Fence: tx.Fence.Lease, Expected: tx.Fence.Token, Actual: 13}}, nil
 		},
-		SubmitBatchFunc: func(_ context.Context, txs []TxRequest, _ SubmitOptions) ([]TxResult, error) {
+		SubmitBatchFunc: func(_ context.Context, txs []wire.TxRequest, _ wire.SubmitOptions) ([]wire.TxResult, error) {
 			got = append(got, txs...)
-			return make([]TxResult, len(txs)), nil
+			return make([]wire.TxResult, len(txs)), nil
 		},
 	}
 	for _, body := range []string{
@@ -284,8 +250,8 @@ func TestFenceDecode(t *testing.T) {
 			target = "/v1/tx/batch"
 		}
 		rec := serve(t, testConfig, b, "POST", target, body, nil)
-		if e := errorOf(t, rec); rec.Code != 400 || e.Code != CodeInvalidTx || !strings.Contains(e.Message, msg) {
-			t.Errorf("POST %s = %d %+v, want 400 %s with %q", body, rec.Code, e, CodeInvalidTx, msg)
+		if e := errorOf(t, rec); rec.Code != 400 || e.Code != wire.CodeInvalidTx || !strings.Contains(e.Message, msg) {
+			t.Errorf("POST %s = %d %+v, want 400 %s with %q", body, rec.Code, e, wire.CodeInvalidTx, msg)
 		}
 	}
 	long := `{"fence":{"lease":"` + strings.Repeat("n", 17) + `","token":1},"ops":[{"op":"delete","key":"k"}]}`

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // query is the parsed query string of a request. Every parameter is given at
@@ -33,7 +35,7 @@ func parseRawQuery(raw string, allowed ...string) (query, error) {
 	}
 	v, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("query: %v", err)}
+		return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("query: %v", err)}
 	}
 	names := make([]string, 0, len(v))
 	for name := range v {
@@ -47,10 +49,10 @@ func parseRawQuery(raw string, allowed ...string) (query, error) {
 			if len(allowed) > 0 {
 				want = strings.Join(allowed, ", ")
 			}
-			return nil, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s: unknown query parameter, want one of: %s", name, want)}
+			return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s: unknown query parameter, want one of: %s", name, want)}
 		}
 		if len(v[name]) > 1 {
-			return nil, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s: given %d times", name, len(v[name]))}
+			return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s: given %d times", name, len(v[name]))}
 		}
 		q = append(q, queryParam{name, v[name][0]})
 	}
@@ -111,11 +113,11 @@ func (q query) duration(name string, def, max time.Duration, allowZero bool) (ti
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want a duration such as 250ms or 5s", name, s)}
+		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want a duration such as 250ms or 5s", name, s)}
 	case d < 0 || (d == 0 && !allowZero):
-		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: must be positive", name, s)}
+		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: must be positive", name, s)}
 	case d > max:
-		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: above the limit %s", name, s, max)}
+		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: above the limit %s", name, s, max)}
 	}
 	return d, nil
 }
@@ -127,7 +129,7 @@ func (q query) choice(name string, allowed ...string) (string, error) {
 		return allowed[0], nil
 	}
 	if !slices.Contains(allowed, s) {
-		return "", &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want one of %s", name, s, strings.Join(allowed, ", "))}
+		return "", &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want one of %s", name, s, strings.Join(allowed, ", "))}
 	}
 	return s, nil
 }
@@ -140,22 +142,22 @@ func (q query) integer(name string, def, min, max uint64) (uint64, error) {
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || v < min || v > max {
-		return 0, &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want an integer from %d to %d", name, s, min, max)}
+		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want an integer from %d to %d", name, s, min, max)}
 	}
 	return v, nil
 }
 
 // submitOptions reads the timeout and ack parameters of a write.
-func (s *Server) submitOptions(q query) (SubmitOptions, error) {
+func (s *Server) submitOptions(q query) (wire.SubmitOptions, error) {
 	timeout, err := q.duration("timeout", s.cfg.DefaultTimeout, s.cfg.MaxTimeout, false)
 	if err != nil {
-		return SubmitOptions{}, err
+		return wire.SubmitOptions{}, err
 	}
-	ack, err := q.choice("ack", AckQuorum, AckAll, AckAccepted)
+	ack, err := q.choice("ack", wire.AckQuorum, wire.AckAll, wire.AckAccepted)
 	if err != nil {
-		return SubmitOptions{}, err
+		return wire.SubmitOptions{}, err
 	}
-	return SubmitOptions{Timeout: timeout, Ack: ack}, nil
+	return wire.SubmitOptions{Timeout: timeout, Ack: ack}, nil
 }
 
 // pathVar returns the unescaped path variable name. The router matches the
@@ -163,7 +165,7 @@ func (s *Server) submitOptions(q query) (SubmitOptions, error) {
 func pathVar(r *http.Request, name string) (string, error) {
 	v, err := url.PathUnescape(mux.Vars(r)[name])
 	if err != nil {
-		return "", &Error{Code: CodeInvalidParam, Message: fmt.Sprintf("%s: bad escaping: %v", name, err)}
+		return "", &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s: bad escaping: %v", name, err)}
 	}
 	return v, nil
 }

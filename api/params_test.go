@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // slowQuery parses raw the long way, as parseRawQuery did before its plain
@@ -44,8 +46,8 @@ func checkQuery(t *testing.T, raw string, allowed []string) {
 	q, err := parseRawQuery(raw, allowed...)
 	msg := ""
 	if err != nil {
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeInvalidParam {
+		var e *wire.Error
+		if !errors.As(err, &e) || e.Code != wire.CodeInvalidParam {
 			t.Fatalf("%q %v: %v, want an invalid_parameter error", raw, allowed, err)
 		}
 		msg = e.Message

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -29,28 +30,28 @@ func decodeAs[T any](t *testing.T, body []byte) T {
 func TestSubmit(t *testing.T) {
 	tests := []struct {
 		name   string
-		res    TxResult
+		res    wire.TxResult
 		err    error
 		status int
 		code   string // of the error object, if any
 	}{
-		{"committed", TxResult{TxID: testID, Status: StatusCommitted, Index: 7, Versions: map[string]uint64{"k": 1}}, nil, 200, ""},
-		{"rejected", TxResult{TxID: testID, Status: StatusRejected, Conflict: &Conflict{Key: "k", Expected: 1, Actual: 2}}, nil, 409, ""},
-		{"pending", TxResult{TxID: testID, Status: StatusPending}, nil, 202, ""},
-		{"unknown outcome", TxResult{TxID: testID}, fmt.Errorf("apply: %w", ErrUnknownOutcome), 503, CodeUnknownOutcome},
-		{"unknown status without error", TxResult{TxID: testID, Status: StatusUnknown}, nil, 503, CodeUnknownOutcome},
-		{"no leader", TxResult{}, ErrNoLeader, 503, CodeNoLeader},
-		{"shutting down", TxResult{}, ErrShuttingDown, 503, CodeShuttingDown},
-		{"timeout", TxResult{}, context.DeadlineExceeded, 504, CodeTimeout},
-		{"invalid from backend", TxResult{}, &Error{Code: CodeInvalidParam, Message: "ack=all: not available"}, 400, CodeInvalidParam},
-		{"internal", TxResult{}, errors.New("disk on fire"), 500, CodeInternal},
-		{"bad status from backend", TxResult{TxID: testID, Status: "weird"}, nil, 500, CodeInternal},
+		{"committed", wire.TxResult{TxID: testID, Status: wire.StatusCommitted, Index: 7, Versions: map[string]uint64{"k": 1}}, nil, 200, ""},
+		{"rejected", wire.TxResult{TxID: testID, Status: wire.StatusRejected, Conflict: &wire.Conflict{Key: "k", Expected: 1, Actual: 2}}, nil, 409, ""},
+		{"pending", wire.TxResult{TxID: testID, Status: wire.StatusPending}, nil, 202, ""},
+		{"unknown outcome", wire.TxResult{TxID: testID}, fmt.Errorf("apply: %w", wire.ErrUnknownOutcome), 503, wire.CodeUnknownOutcome},
+		{"unknown status without error", wire.TxResult{TxID: testID, Status: wire.StatusUnknown}, nil, 503, wire.CodeUnknownOutcome},
+		{"no leader", wire.TxResult{}, wire.ErrNoLeader, 503, wire.CodeNoLeader},
+		{"shutting down", wire.TxResult{}, wire.ErrShuttingDown, 503, wire.CodeShuttingDown},
+		{"timeout", wire.TxResult{}, context.DeadlineExceeded, 504, wire.CodeTimeout},
+		{"invalid from backend", wire.TxResult{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "ack=all: not available"}, 400, wire.CodeInvalidParam},
+		{"internal", wire.TxResult{}, errors.New("disk on fire"), 500, wire.CodeInternal},
+		{"bad status from backend", wire.TxResult{TxID: testID, Status: "weird"}, nil, 500, wire.CodeInternal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got TxRequest
-			var gotOpts SubmitOptions
-			b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+			var got wire.TxRequest
+			var gotOpts wire.SubmitOptions
+			b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 				if _, ok := ctx.Deadline(); !ok {
 					t.Error("Submit ctx has no deadline")
 				}
@@ -61,25 +62,25 @@ func TestSubmit(t *testing.T) {
 			if rec.Code != tt.status {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
 			}
-			want := TxRequest{IdempotencyKey: "ik", Ops: []Op{{Op: OpPut, Key: "k", Value: json.RawMessage(`{"a":[1,2]}`)}}}
+			want := wire.TxRequest{IdempotencyKey: "ik", Ops: []wire.Op{{Op: wire.OpPut, Key: "k", Value: json.RawMessage(`{"a":[1,2]}`)}}}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("backend got %+v, want %+v", got, want)
 			}
-			if gotOpts != (SubmitOptions{Timeout: DefaultTimeout, Ack: AckQuorum}) {
+			if gotOpts != (wire.SubmitOptions{Timeout: wire.DefaultTimeout, Ack: wire.AckQuorum}) {
 				t.Errorf("backend got options %+v, want the defaults", gotOpts)
 			}
 			if tt.status == 503 && rec.Header().Get("Retry-After") != "1" {
 				t.Errorf("Retry-After = %q, want 1", rec.Header().Get("Retry-After"))
 			}
-			res := decodeAs[TxResult](t, rec.Body.Bytes())
+			res := decodeAs[wire.TxResult](t, rec.Body.Bytes())
 			if tt.code != "" {
 				e := errorOf(t, rec)
 				if e.Code != tt.code {
 					t.Errorf("code = %q, want %q", e.Code, tt.code)
 				}
 			}
-			if tt.code == CodeUnknownOutcome {
-				if res.TxID != testID || res.Status != StatusUnknown || res.IdempotencyKey != "ik" {
+			if tt.code == wire.CodeUnknownOutcome {
+				if res.TxID != testID || res.Status != wire.StatusUnknown || res.IdempotencyKey != "ik" {
 					t.Errorf("unknown outcome answer %s: want txid, status unknown and idempotency key", rec.Body)
 				}
 				return
@@ -91,17 +92,17 @@ func TestSubmit(t *testing.T) {
 	}
 }
 
-func withKey(r TxResult, key string) TxResult {
+func withKey(r wire.TxResult, key string) wire.TxResult {
 	r.IdempotencyKey = key
 	return r
 }
 
 func TestSubmitOptionsAndHeader(t *testing.T) {
-	var got TxRequest
-	var gotOpts SubmitOptions
-	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	var got wire.TxRequest
+	var gotOpts wire.SubmitOptions
+	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		got, gotOpts = tx, opts
-		return TxResult{TxID: testID, Status: StatusCommitted}, nil
+		return wire.TxResult{TxID: testID, Status: wire.StatusCommitted}, nil
 	}}
 	tests := []struct {
 		name     string
@@ -126,7 +127,7 @@ func TestSubmitOptionsAndHeader(t *testing.T) {
 			if string(got.Ops[0].Value) != "null" {
 				t.Errorf("value = %q, want null (a put of null is stored as null)", got.Ops[0].Value)
 			}
-			if gotOpts != (SubmitOptions{Timeout: 250 * time.Millisecond, Ack: AckAll}) {
+			if gotOpts != (wire.SubmitOptions{Timeout: 250 * time.Millisecond, Ack: wire.AckAll}) {
 				t.Errorf("options = %+v", gotOpts)
 			}
 		})
@@ -134,94 +135,94 @@ func TestSubmitOptionsAndHeader(t *testing.T) {
 }
 
 func TestSubmitBatch(t *testing.T) {
-	b := &fakeBackend{SubmitBatchFunc: func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
+	b := &fakeBackend{SubmitBatchFunc: func(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 		if len(txs) != 2 || txs[1].Ops[0].IfVersion == nil || *txs[1].Ops[0].IfVersion != 0 {
 			t.Errorf("backend got %+v", txs)
 		}
-		return []TxResult{
-			{TxID: testID, Status: StatusCommitted},
-			{Error: &ErrorBody{Code: CodeNoLeader, Message: "no leader"}},
+		return []wire.TxResult{
+			{TxID: testID, Status: wire.StatusCommitted},
+			{Error: &wire.ErrorBody{Code: wire.CodeNoLeader, Message: "no leader"}},
 		}, nil
 	}}
 	rec := serve(t, Config{}, b, "POST", "/v1/tx/batch?ack=accepted", `{"txs":[{"idempotency_key":"a","ops":[{"op":"delete","key":"x"}]},{"ops":[{"op":"put","key":"y","value":"v","if_version":0}]}]}`, nil)
 	if rec.Code != 200 {
 		t.Fatalf("status = %d; body %s", rec.Code, rec.Body)
 	}
-	br := decodeAs[BatchResponse](t, rec.Body.Bytes())
-	if len(br.Results) != 2 || br.Results[0].Status != StatusCommitted || br.Results[0].IdempotencyKey != "a" || br.Results[1].Error.Code != CodeNoLeader {
+	br := decodeAs[wire.BatchResponse](t, rec.Body.Bytes())
+	if len(br.Results) != 2 || br.Results[0].Status != wire.StatusCommitted || br.Results[0].IdempotencyKey != "a" || br.Results[1].Error.Code != wire.CodeNoLeader {
 		t.Errorf("answer = %s", rec.Body)
 	}
 
-	b.SubmitBatchFunc = func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
-		return nil, ErrNoLeader
+	b.SubmitBatchFunc = func(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+		return nil, wire.ErrNoLeader
 	}
 	rec = serve(t, Config{}, b, "POST", "/v1/tx/batch", `{"txs":[`+okTx+`]}`, nil)
-	if rec.Code != 503 || errorOf(t, rec).Code != CodeNoLeader {
+	if rec.Code != 503 || errorOf(t, rec).Code != wire.CodeNoLeader {
 		t.Errorf("no leader: %d %s", rec.Code, rec.Body)
 	}
 }
 
 func TestPropose(t *testing.T) {
 	var got [][]byte
-	b := &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+	b := &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 		got = payloads
-		res := make([]TxResult, len(payloads))
+		res := make([]wire.TxResult, len(payloads))
 		for i := range res {
-			res[i] = TxResult{TxID: testID + txid.ID(i), Status: StatusCommitted}
+			res[i] = wire.TxResult{TxID: testID + txid.ID(i), Status: wire.StatusCommitted}
 		}
 		return res, nil
 	}}
 	payloads := [][]byte{[]byte("one"), {0, 1, 2}, make([]byte, 300)}
-	rec := serve(t, Config{}, b, "POST", "/v1/internal/propose?timeout=2s", string(EncodeFrames(payloads)), nil)
+	rec := serve(t, Config{}, b, "POST", "/v1/internal/propose?timeout=2s", string(wire.EncodeFrames(payloads)), nil)
 	if rec.Code != 200 {
 		t.Fatalf("status = %d; body %s", rec.Code, rec.Body)
 	}
 	if !reflect.DeepEqual(got, payloads) {
 		t.Errorf("backend got %q, want %q", got, payloads)
 	}
-	if br := decodeAs[BatchResponse](t, rec.Body.Bytes()); len(br.Results) != 3 {
+	if br := decodeAs[wire.BatchResponse](t, rec.Body.Bytes()); len(br.Results) != 3 {
 		t.Errorf("answer = %s", rec.Body)
 	}
 
-	b.ProposeFunc = func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
-		return nil, ErrNotLeader
+	b.ProposeFunc = func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+		return nil, wire.ErrNotLeader
 	}
-	rec = serve(t, Config{}, b, "POST", "/v1/internal/propose", string(EncodeFrames(payloads)), nil)
-	if rec.Code != 503 || errorOf(t, rec).Code != CodeNotLeader {
+	rec = serve(t, Config{}, b, "POST", "/v1/internal/propose", string(wire.EncodeFrames(payloads)), nil)
+	if rec.Code != 503 || errorOf(t, rec).Code != wire.CodeNotLeader {
 		t.Errorf("not leader: %d %s", rec.Code, rec.Body)
 	}
 }
 
 func TestTxLookup(t *testing.T) {
 	b := &fakeBackend{
-		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error) {
+		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
 			switch id {
 			case testID:
-				return TxResult{TxID: id, Status: StatusRejected, IdempotencyKey: fmt.Sprint(wait)}, nil
+				return wire.TxResult{TxID: id, Status: wire.StatusRejected, IdempotencyKey: fmt.Sprint(wait)}, nil
 			case testID + 1:
-				return TxResult{TxID: id, Status: StatusPending}, nil
+				return wire.TxResult{TxID: id, Status: wire.StatusPending}, nil
 			}
-			return TxResult{}, fmt.Errorf("tx %s: %w", id, ErrNotFound)
+			return wire.TxResult{}, fmt.Errorf("tx %s: %w", id, wire.ErrNotFound)
 		},
-		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (TxResult, error) {
+		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
 			if key == "a b/c" {
-				return TxResult{TxID: testID, Status: StatusCommitted, IdempotencyKey: key}, nil
+				return wire.TxResult{TxID: testID, Status: wire.StatusCommitted, IdempotencyKey: key}, nil
 			}
-			return TxResult{}, ErrNotFound
+			return wire.TxResult{}, wire.ErrNotFound
 		},
 	}
 	tests := []struct {
 		name   string
 		target string
 		status int
-		want   TxResult
+		want   wire.TxResult
 	}{
-		{"rejected with wait", "/v1/tx/" + testID.String() + "?wait=1500ms", 200, TxResult{TxID: testID, Status: StatusRejected, IdempotencyKey: "1.5s"}},
-		{"lower case txid", "/v1/tx/" + lower(testID.String()), 200, TxResult{TxID: testID, Status: StatusRejected, IdempotencyKey: "0s"}},
-		{"pending", "/v1/tx/" + (testID + 1).String(), 200, TxResult{TxID: testID + 1, Status: StatusPending}},
-		{"not found", "/v1/tx/" + (testID + 2).String(), 404, TxResult{}},
-		{"by key", "/v1/tx?idempotency_key=a+b%2Fc&wait=1s", 200, TxResult{TxID: testID, Status: StatusCommitted, IdempotencyKey: "a b/c"}},
-		{"by key not found", "/v1/tx?idempotency_key=zzz", 404, TxResult{}},
+		{"rejected with wait", "/v1/tx/" + testID.String() + "?wait=1500ms", 200, wire.TxResult{TxID: testID, Status: wire.StatusRejected, IdempotencyKey: "1.5s"}},
+		{"lower case txid", "/v1/tx/" + lower(testID.String()), 200, wire.TxResult{TxID: testID, Status: wire.StatusRejected, IdempotencyKey: "0s"}},
+		{"pending", "/v1/tx/" + (testID + 1).String(), 200, wire.TxResult{TxID: testID + 1, Status: wire.StatusPending}},
+		{"not found", "/v1/tx/" + (testID + 2).String(), 404, wire.TxResult{}},
+		{"by key", "/v1/tx?idempotency_key=a+b%2Fc&wait=1s", 200, wire.TxResult{TxID: testID, Status: wire.StatusCommitted, IdempotencyKey: "a b/c"}},
+		{"by key not found", "/v1/tx?idempotency_key=zzz", 404, wire.TxResult{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,12 +231,12 @@ func TestTxLookup(t *testing.T) {
 				t.Fatalf("status = %d, want %d; body %s", rec.Code, tt.status, rec.Body)
 			}
 			if tt.status == 404 {
-				if e := errorOf(t, rec); e.Code != CodeNotFound {
+				if e := errorOf(t, rec); e.Code != wire.CodeNotFound {
 					t.Errorf("code = %q, want not_found", e.Code)
 				}
 				return
 			}
-			if got := decodeAs[TxResult](t, rec.Body.Bytes()); !reflect.DeepEqual(got, tt.want) {
+			if got := decodeAs[wire.TxResult](t, rec.Body.Bytes()); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("answer = %+v, want %+v", got, tt.want)
 			}
 		})
@@ -254,31 +255,31 @@ func lower(s string) string {
 
 func TestGet(t *testing.T) {
 	var gotKey string
-	var gotOpts ReadOptions
-	b := &fakeBackend{GetFunc: func(ctx context.Context, key string, opts ReadOptions) (KV, error) {
+	var gotOpts wire.ReadOptions
+	b := &fakeBackend{GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 		gotKey, gotOpts = key, opts
 		if key == "missing" {
-			return KV{}, ErrNotFound
+			return wire.KV{}, wire.ErrNotFound
 		}
-		return KV{Key: key, Value: json.RawMessage(`{"n":1}`), Version: 3, Index: 9}, nil
+		return wire.KV{Key: key, Value: json.RawMessage(`{"n":1}`), Version: 3, Index: 9}, nil
 	}}
 	tests := []struct {
 		name     string
 		target   string
 		header   http.Header
 		wantKey  string
-		wantOpts ReadOptions
+		wantOpts wire.ReadOptions
 		status   int
 	}{
-		{"plain", "/v1/kv/k", nil, "k", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
-		{"slashes", "/v1/kv/dir/sub//leaf", nil, "dir/sub//leaf", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
-		{"escaped slash and percent", "/v1/kv/a%2Fb%25c", nil, "a/b%c", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
-		{"dot segments", "/v1/kv/a/../b", nil, "a/../b", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
-		{"escaped query chars", "/v1/kv/what%3F%23%20now", nil, "what?# now", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
-		{"unicode", "/v1/kv/%E2%82%AC", nil, "€", ReadOptions{Consistency: ConsistencyLinearizable}, 200},
-		{"stale", "/v1/kv/k?consistency=stale", nil, "k", ReadOptions{Consistency: ConsistencyStale}, 200},
-		{"leader forwarded", "/v1/kv/k?consistency=leader", http.Header{"X-Txlog-Forwarded": {"1"}}, "k", ReadOptions{Consistency: ConsistencyLeader, Forwarded: true}, 200},
-		{"missing", "/v1/kv/missing", nil, "missing", ReadOptions{Consistency: ConsistencyLinearizable}, 404},
+		{"plain", "/v1/kv/k", nil, "k", wire.ReadOptions{Consistency: wire.ConsistencyLinearizable}, 200},
+		{"slashes", "/v1/kv/dir/sub//leaf", nil, "dir/sub//leaf", wire.ReadOptions{Consistency: wire.ConsistencyLinearizable}, 200},
+		{"escaped slash and percent", "/v1/kv/a%2Fb%25c", nil, "a/b%c", wire.ReadOptions{Consistency: wire.ConsistencyLinearizable}, 200},
+		{"dot segments", "/v1/kv/a/../b", nil, "a/../b", wire.ReadOptions{Consistency: wire.ConsistencyLinearizable}, 200},
+		{"escaped query chars", "/v1/kv/what%3F%23%20now", nil, "what?# now", wire.ReadOptions{Consistency: wire.ConsistencyLinearizable}, 200},
+		{"unicode", "/v1/kv/%E2%82%AC", nil, "€", wire.ReadOptions{Consistency: wire.ConsistencyLinearizable}, 200},
+		{"stale", "/v1/kv/k?consistency=stale", nil, "k", wire.ReadOptions{Consistency: wire.ConsistencyStale}, 200},
+		{"leader forwarded", "/v1/kv/k?consistency=leader", http.Header{"X-Txlog-Forwarded": {"1"}}, "k", wire.ReadOptions{Consistency: wire.ConsistencyLeader, Forwarded: true}, 200},
+		{"missing", "/v1/kv/missing", nil, "missing", wire.ReadOptions{Consistency: wire.ConsistencyLinearizable}, 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,11 +291,11 @@ func TestGet(t *testing.T) {
 				t.Errorf("backend got %q %+v, want %q %+v", gotKey, gotOpts, tt.wantKey, tt.wantOpts)
 			}
 			if tt.status == 200 {
-				kv := decodeAs[KV](t, rec.Body.Bytes())
+				kv := decodeAs[wire.KV](t, rec.Body.Bytes())
 				if kv.Key != tt.wantKey || string(kv.Value) != `{"n":1}` || kv.Version != 3 {
 					t.Errorf("answer = %s", rec.Body)
 				}
-			} else if e := errorOf(t, rec); e.Code != CodeNotFound {
+			} else if e := errorOf(t, rec); e.Code != wire.CodeNotFound {
 				t.Errorf("code = %q, want not_found", e.Code)
 			}
 		})
@@ -304,9 +305,9 @@ func TestGet(t *testing.T) {
 func TestLog(t *testing.T) {
 	var gotFrom uint64
 	var gotLimit int
-	b := &fakeBackend{LogFunc: func(ctx context.Context, from uint64, limit int) (LogPage, error) {
+	b := &fakeBackend{LogFunc: func(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
 		gotFrom, gotLimit = from, limit
-		return LogPage{Next: from}, nil
+		return wire.LogPage{Next: from}, nil
 	}}
 	for _, tt := range []struct {
 		target   string
@@ -328,31 +329,31 @@ func TestLog(t *testing.T) {
 }
 
 func TestClusterRoutes(t *testing.T) {
-	var joined JoinRequest
+	var joined wire.JoinRequest
 	var removed string
-	var transfer TransferRequest
+	var transfer wire.TransferRequest
 	b := &fakeBackend{
-		ClusterFunc: func(ctx context.Context) (ClusterStatus, error) {
-			return ClusterStatus{ID: "n1", State: "leader", LeaderID: "n1", Members: []Member{{ID: "n1", Suffrage: "voter", Leader: true}}}, nil
+		ClusterFunc: func(ctx context.Context) (wire.ClusterStatus, error) {
+			return wire.ClusterStatus{ID: "n1", State: "leader", LeaderID: "n1", Members: []wire.Member{{ID: "n1", Suffrage: "voter", Leader: true}}}, nil
 		},
-		JoinFunc: func(ctx context.Context, req JoinRequest) (JoinResult, error) {
+		JoinFunc: func(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
 			joined = req
-			return JoinResult{NodeNumber: 4}, nil
+			return wire.JoinResult{NodeNumber: 4}, nil
 		},
 		RemoveFunc: func(ctx context.Context, id string) error {
 			removed = id
 			if id == "ghost" {
-				return ErrNotFound
+				return wire.ErrNotFound
 			}
 			return nil
 		},
-		TransferLeadershipFunc: func(ctx context.Context, req TransferRequest) (TransferResult, error) {
+		TransferLeadershipFunc: func(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
 			transfer = req
-			return TransferResult{LeaderID: "n2"}, nil
+			return wire.TransferResult{LeaderID: "n2"}, nil
 		},
 	}
 	rec := serve(t, Config{}, b, "GET", "/v1/cluster", "", nil)
-	if st := decodeAs[ClusterStatus](t, rec.Body.Bytes()); rec.Code != 200 || st.ID != "n1" || len(st.Members) != 1 {
+	if st := decodeAs[wire.ClusterStatus](t, rec.Body.Bytes()); rec.Code != 200 || st.ID != "n1" || len(st.Members) != 1 {
 		t.Errorf("cluster: %d %s", rec.Code, rec.Body)
 	}
 
@@ -360,7 +361,7 @@ func TestClusterRoutes(t *testing.T) {
 	if rec.Code != 200 || joined.ID != "n2" || joined.RaftAddr != "10.0.0.2:7000" || joined.Voter == nil || *joined.Voter {
 		t.Errorf("join: %d %s, backend got %+v", rec.Code, rec.Body, joined)
 	}
-	if res := decodeAs[JoinResult](t, rec.Body.Bytes()); res.Status != "ok" || res.NodeNumber != 4 {
+	if res := decodeAs[wire.JoinResult](t, rec.Body.Bytes()); res.Status != "ok" || res.NodeNumber != 4 {
 		t.Errorf("join answer %s: want status ok, node_number 4", rec.Body)
 	}
 	rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", `{"id":"n5","raft_addr":"10.0.0.5:7000","node_number":9}`, nil)
@@ -374,15 +375,15 @@ func TestClusterRoutes(t *testing.T) {
 		`{"id":"n5","raft_addr":"h:1","node_number":"3"}`,
 	} {
 		rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", body, nil)
-		if rec.Code != 400 || errorOf(t, rec).Code != CodeBadRequest || !strings.Contains(rec.Body.String(), "node_number") {
+		if rec.Code != 400 || errorOf(t, rec).Code != wire.CodeBadRequest || !strings.Contains(rec.Body.String(), "node_number") {
 			t.Errorf("join %s: %d %s, want 400 bad_request naming node_number", body, rec.Code, rec.Body)
 		}
 	}
-	b.JoinFunc = func(ctx context.Context, req JoinRequest) (JoinResult, error) {
-		return JoinResult{}, &Error{Code: CodeNodeNumberTaken, Message: "node number 2 is held by member n2"}
+	b.JoinFunc = func(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
+		return wire.JoinResult{}, &wire.Error{Code: wire.CodeNodeNumberTaken, Message: "node number 2 is held by member n2"}
 	}
 	rec = serve(t, Config{}, b, "POST", "/v1/cluster/join", `{"id":"x","raft_addr":"h:1","node_number":2}`, nil)
-	if rec.Code != 409 || errorOf(t, rec).Code != CodeNodeNumberTaken {
+	if rec.Code != 409 || errorOf(t, rec).Code != wire.CodeNodeNumberTaken {
 		t.Errorf("join taken number: %d %s, want 409 node_number_taken", rec.Code, rec.Body)
 	}
 
@@ -391,13 +392,13 @@ func TestClusterRoutes(t *testing.T) {
 		t.Errorf("remove: %d %s, backend got %q", rec.Code, rec.Body, removed)
 	}
 	rec = serve(t, Config{}, b, "DELETE", "/v1/cluster/nodes/ghost", "", nil)
-	if rec.Code != 404 || errorOf(t, rec).Code != CodeNotFound {
+	if rec.Code != 404 || errorOf(t, rec).Code != wire.CodeNotFound {
 		t.Errorf("remove unknown: %d %s", rec.Code, rec.Body)
 	}
 
 	for _, tt := range []struct{ body, want string }{{"", ""}, {"  ", ""}, {`{}`, ""}, {`{"id":"n2"}`, "n2"}} {
 		rec = serve(t, Config{}, b, "POST", "/v1/cluster/transfer-leadership", tt.body, nil)
-		if res := decodeAs[TransferResult](t, rec.Body.Bytes()); rec.Code != 200 || res.LeaderID != "n2" || transfer.ID != tt.want {
+		if res := decodeAs[wire.TransferResult](t, rec.Body.Bytes()); rec.Code != 200 || res.LeaderID != "n2" || transfer.ID != tt.want {
 			t.Errorf("transfer %q: %d %s, backend got %+v", tt.body, rec.Code, rec.Body, transfer)
 		}
 	}
@@ -412,10 +413,10 @@ func TestHealthAndReady(t *testing.T) {
 			t.Errorf("%s: %d %q", target, rec.Code, rec.Body)
 		}
 	}
-	for _, err := range []error{ErrNoLeader, &Error{Code: CodeNotReady, Message: "applied index 3 behind commit index 5"}} {
+	for _, err := range []error{wire.ErrNoLeader, &wire.Error{Code: wire.CodeNotReady, Message: "applied index 3 behind commit index 5"}} {
 		ready = err
 		rec := serve(t, Config{}, b, "GET", "/readyz", "", nil)
-		if e := errorOf(t, rec); rec.Code != 503 || e.Code != CodeNotReady {
+		if e := errorOf(t, rec); rec.Code != 503 || e.Code != wire.CodeNotReady {
 			t.Errorf("readyz with %v: %d %+v", err, rec.Code, e)
 		}
 		if rec := serve(t, Config{}, b, "GET", "/healthz", "", nil); rec.Code != 200 {
@@ -423,7 +424,7 @@ func TestHealthAndReady(t *testing.T) {
 		}
 	}
 	// A node that will not become ready by waiting says why in its code.
-	for err, code := range map[error]string{ErrRemoved: CodeRemoved, ErrNodeNumberClash: CodeNodeNumberClash} {
+	for err, code := range map[error]string{wire.ErrRemoved: wire.CodeRemoved, wire.ErrNodeNumberClash: wire.CodeNodeNumberClash} {
 		ready = fmt.Errorf("%w: details", err)
 		rec := serve(t, Config{}, b, "GET", "/readyz", "", nil)
 		if e := errorOf(t, rec); rec.Code != 503 || e.Code != code {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // MaxIdempotencyKeyBytes is the longest idempotency key, in bytes. It is part of
@@ -22,11 +24,6 @@ const (
 	DefaultLogLimit = 100
 	MaxLogLimit     = 1000
 )
-
-// HeaderForwarded marks a request that another node forwarded ("1"). A node that
-// is not the leader answers such a request itself or with not_leader, and never
-// forwards it again.
-const HeaderForwarded = "X-Txlog-Forwarded"
 
 // HeaderIdempotencyKey may carry the idempotency key of POST /v1/tx instead of
 // the body field idempotency_key.
@@ -57,6 +54,9 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout bounds the timeout and wait query parameters. Default 5 minutes.
 	MaxTimeout time.Duration
+	// Streams serves the propose streams of GET /v1/internal/stream
+	// (node/peer's StreamServer). Default: none, and that path answers 404.
+	Streams Streams
 	// Logger receives one Debug record per request and a Warn record per
 	// internal error. Default: discard.
 	Logger *slog.Logger
@@ -70,7 +70,6 @@ const (
 	DefaultMaxKeyBytes          = 1024
 	DefaultMaxOpsPerTx          = 1000
 	DefaultMaxBatchTxs          = 10000
-	DefaultTimeout              = 5 * time.Second
 	DefaultMaxTimeout           = 5 * time.Minute
 )
 
@@ -118,7 +117,7 @@ func (c Config) withDefaults() Config {
 		c.MaxBatchTxs = DefaultMaxBatchTxs
 	}
 	if c.DefaultTimeout <= 0 {
-		c.DefaultTimeout = DefaultTimeout
+		c.DefaultTimeout = wire.DefaultTimeout
 	}
 	if c.MaxTimeout <= 0 {
 		c.MaxTimeout = DefaultMaxTimeout
@@ -137,8 +136,6 @@ type Server struct {
 	b      Backend
 	log    *slog.Logger
 	router *mux.Router
-	// streams are the propose streams this server serves (stream.go).
-	streams streamSet
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -190,18 +187,18 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
 
 	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
-	r.HandleFunc(StreamPath, s.handleStream).Methods(http.MethodGet)
+	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
 	return r
 }
 
 // ServeHTTP implements http.Handler. Every answer is JSON.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.serve(w, r, s.router)
+	s.Serve(w, r, s.router)
 }
 
-// serve runs h, the router or the handler it would pick for r, as ServeHTTP
-// does.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
+// Serve runs h, the router or the handler it would pick for r, as ServeHTTP
+// does: for api/fastpath, which picks the handler itself (FastHandler).
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	hdr := rec.Header()
@@ -216,6 +213,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 		s.log.Debug("request", attrs...)
 	}
 }
+
+// FastHandler returns the handler the router picks for a POST to path, one of
+// the fast path's targets (so with no path variables): without the router's matching
+// and the two request copies it makes to carry the route and its variables.
+func (s *Server) FastHandler(path string) http.Handler {
+	switch path {
+	case "/v1/tx":
+		return http.HandlerFunc(s.handleSubmit)
+	case "/v1/tx/batch":
+		return http.HandlerFunc(s.handleSubmitBatch)
+	}
+	return s.router
+}
+
+// Config returns the Server's Config, with its defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Logger returns the logger of the Server's Config.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// WriteError answers err as the handlers do, through wire's code table: for
+// api/fastpath.
+func (s *Server) WriteError(w http.ResponseWriter, err error) { s.writeError(w, err) }
 
 // The values of the two headers every answer starts with, shared by all of
 // them: a handler that sets another value replaces the slice (Set) or appends
@@ -245,12 +265,12 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	var b []byte
 	var err error
 	switch v := v.(type) {
-	case TxResult:
-		b = appendTxResultJSON(make([]byte, 0, 256), &v)
-	case BatchResponse:
-		b = appendBatchJSON(make([]byte, 0, 64+192*len(v.Results)), v.Results)
+	case wire.TxResult:
+		b = wire.AppendTxResultJSON(make([]byte, 0, 256), &v)
+	case wire.BatchResponse:
+		b = wire.AppendBatchJSON(make([]byte, 0, 64+192*len(v.Results)), v.Results)
 	default:
-		b, err = marshalJSON(v)
+		b, err = wire.MarshalJSON(v)
 	}
 	if err != nil {
 		s.writeError(w, fmt.Errorf("encode answer: %w", err))
@@ -265,7 +285,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 
 // errorAnswer is the body of every error answer.
 type errorAnswer struct {
-	Error ErrorBody `json:"error"`
+	Error wire.ErrorBody `json:"error"`
 }
 
 // writeError answers err with its status and code from the code table.
@@ -286,7 +306,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 // errorAnswer returns the status and the JSON body that answer err, logging an
 // internal error.
 func (s *Server) errorAnswer(err error) (int, []byte) {
-	status, body := errorBody(err)
+	status, body := wire.ErrorStatus(err)
 	if status == http.StatusInternalServerError {
 		s.log.Warn("internal error", "err", err)
 	}
@@ -295,11 +315,11 @@ func (s *Server) errorAnswer(err error) (int, []byte) {
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, &Error{Code: CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
+	s.writeError(w, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
 }
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, &Error{Code: CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
+	s.writeError(w, &wire.Error{Code: wire.CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
 }
 
 // preallocBodyBytes bounds the buffer readBody makes before it reads: a batch
@@ -330,13 +350,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		rc.SetReadDeadline(time.Time{})
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
+		return nil, &wire.Error{Code: wire.CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, &Error{Code: CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
+		return nil, &wire.Error{Code: wire.CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
 	}
 	if err != nil {
-		return nil, &Error{Code: CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}
+		return nil, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}
 	}
 	return body, nil
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
 // testConfig keeps the limits small so that tests can cross them cheaply.
@@ -41,10 +43,10 @@ func serve(t *testing.T, cfg Config, b Backend, method, target, body string, hea
 }
 
 // errorOf decodes the error object of an answer.
-func errorOf(t *testing.T, rec *httptest.ResponseRecorder) ErrorBody {
+func errorOf(t *testing.T, rec *httptest.ResponseRecorder) wire.ErrorBody {
 	t.Helper()
 	var a struct {
-		Error *ErrorBody `json:"error"`
+		Error *wire.ErrorBody `json:"error"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil || a.Error == nil {
 		t.Fatalf("answer %d %q: no error object (%v)", rec.Code, rec.Body.String(), err)
@@ -68,120 +70,120 @@ func TestBadRequests(t *testing.T) {
 		message string // a part of the message
 	}{
 		// Bodies of POST /v1/tx.
-		{"bad json", "POST", "/v1/tx", `{"ops":[`, nil, 400, CodeInvalidJSON, "truncated"},
-		{"bad json syntax", "POST", "/v1/tx", `{"ops":[}`, nil, 400, CodeInvalidJSON, "invalid JSON at offset"},
-		{"empty body", "POST", "/v1/tx", ``, nil, 400, CodeInvalidJSON, "body: empty"},
-		{"trailing data", "POST", "/v1/tx", okTx + ` x`, nil, 400, CodeInvalidJSON, "data after the JSON value"},
-		{"two objects", "POST", "/v1/tx", okTx + okTx, nil, 400, CodeInvalidJSON, "data after the JSON value"},
-		{"invalid utf8 in body", "POST", "/v1/tx", "{\"ops\":[{\"op\":\"put\",\"key\":\"k\xff\",\"value\":1}]}", nil, 400, CodeInvalidUTF8, "body: not valid UTF-8"},
-		{"invalid utf8 in value", "POST", "/v1/tx", "{\"ops\":[{\"op\":\"put\",\"key\":\"k\",\"value\":\"\xc3\x28\"}]}", nil, 400, CodeInvalidUTF8, "body"},
-		{"lone surrogate in key", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"a\udc00","value":1}]}`, nil, 400, CodeInvalidUTF8, "ops[0].key: contains U+FFFD"},
-		{"replacement char in key", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"a` + "\uFFFD" + `","value":1}]}`, nil, 400, CodeInvalidUTF8, "ops[0].key"},
-		{"lone surrogate in idempotency key", "POST", "/v1/tx", `{"idempotency_key":"\ud800","ops":[{"op":"put","key":"k","value":1}]}`, nil, 400, CodeInvalidUTF8, "idempotency_key"},
-		{"body is array", "POST", "/v1/tx", `[]`, nil, 400, CodeInvalidTx, "body: want object, got array"},
-		{"body is null", "POST", "/v1/tx", `null`, nil, 400, CodeInvalidTx, "body: want object, got null"},
-		{"unknown op", "POST", "/v1/tx", `{"ops":[{"op":"upsert","key":"k","value":1}]}`, nil, 400, CodeInvalidTx, `ops[0].op: unknown "upsert"`},
-		{"missing op", "POST", "/v1/tx", `{"ops":[{"key":"k","value":1}]}`, nil, 400, CodeInvalidTx, "ops[0].op: missing"},
-		{"empty ops", "POST", "/v1/tx", `{"ops":[]}`, nil, 400, CodeInvalidTx, "ops: empty"},
-		{"null ops", "POST", "/v1/tx", `{"ops":null}`, nil, 400, CodeInvalidTx, "ops: want array, got null"},
-		{"missing ops", "POST", "/v1/tx", `{}`, nil, 400, CodeInvalidTx, "ops: missing"},
-		{"ops is object", "POST", "/v1/tx", `{"ops":{}}`, nil, 400, CodeInvalidTx, "ops: want array, got object"},
-		{"null op", "POST", "/v1/tx", `{"ops":[null]}`, nil, 400, CodeInvalidTx, "ops[0]: want object, got null"},
-		{"empty key", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"k","value":1},{"op":"put","key":"","value":1}]}`, nil, 400, CodeInvalidTx, "ops[1].key: empty"},
-		{"missing key", "POST", "/v1/tx", `{"ops":[{"op":"delete"}]}`, nil, 400, CodeInvalidTx, "ops[0].key: missing"},
-		{"key not string", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":7}]}`, nil, 400, CodeInvalidTx, "ops[0].key: want string, got number"},
-		{"key too long", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"` + longKey + `","value":1}]}`, nil, 400, CodeInvalidTx, "ops[0].key: 17 bytes, limit 16"},
-		{"unknown field", "POST", "/v1/tx", `{"opz":[],"ops":[{"op":"delete","key":"k"}]}`, nil, 400, CodeInvalidTx, "opz: unknown field"},
-		{"unknown op field", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","ttl":3}]}`, nil, 400, CodeInvalidTx, "ops[0].ttl: unknown field"},
-		{"field in other case", "POST", "/v1/tx", `{"OPS":[{"op":"delete","key":"k"}]}`, nil, 400, CodeInvalidTx, "OPS: unknown field"},
-		{"field twice", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"a","key":"b"}]}`, nil, 400, CodeInvalidTx, "ops[0].key: given twice"},
-		{"if_version string", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":"3"}]}`, nil, 400, CodeInvalidTx, "ops[0].if_version: want non-negative integer, got string"},
-		{"if_version negative", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":-1}]}`, nil, 400, CodeInvalidTx, "ops[0].if_version: negative"},
-		{"if_version fraction", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":1.5}]}`, nil, 400, CodeInvalidTx, "want non-negative integer, got 1.5"},
-		{"if_version exponent", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":1e3}]}`, nil, 400, CodeInvalidTx, "got 1e3"},
-		{"if_version too big", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":18446744073709551616}]}`, nil, 400, CodeInvalidTx, "does not fit 64 bits"},
-		{"if_version null", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":null}]}`, nil, 400, CodeInvalidTx, "got null"},
-		{"put without value", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"k"}]}`, nil, 400, CodeInvalidTx, "ops[0].value: missing"},
-		{"delete with value", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","value":null}]}`, nil, 400, CodeInvalidTx, "ops[0].value: not allowed on a delete"},
-		{"too many ops", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"a"},{"op":"delete","key":"b"},{"op":"delete","key":"c"},{"op":"delete","key":"d"}]}`, nil, 400, CodeInvalidTx, "ops: more than 3 elements"},
-		{"idempotency key too long", "POST", "/v1/tx", `{"idempotency_key":"` + longIdem + `","ops":[{"op":"delete","key":"k"}]}`, nil, 400, CodeInvalidTx, "idempotency_key: 129 bytes, limit 128"},
-		{"idempotency key not string", "POST", "/v1/tx", `{"idempotency_key":1,"ops":[{"op":"delete","key":"k"}]}`, nil, 400, CodeInvalidTx, "idempotency_key: want string, got number"},
-		{"body too large", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"k","value":"` + strings.Repeat("x", 5000) + `"}]}`, nil, 413, CodePayloadTooLarge, "more than 4096 bytes"},
+		{"bad json", "POST", "/v1/tx", `{"ops":[`, nil, 400, wire.CodeInvalidJSON, "truncated"},
+		{"bad json syntax", "POST", "/v1/tx", `{"ops":[}`, nil, 400, wire.CodeInvalidJSON, "invalid JSON at offset"},
+		{"empty body", "POST", "/v1/tx", ``, nil, 400, wire.CodeInvalidJSON, "body: empty"},
+		{"trailing data", "POST", "/v1/tx", okTx + ` x`, nil, 400, wire.CodeInvalidJSON, "data after the JSON value"},
+		{"two objects", "POST", "/v1/tx", okTx + okTx, nil, 400, wire.CodeInvalidJSON, "data after the JSON value"},
+		{"invalid utf8 in body", "POST", "/v1/tx", "{\"ops\":[{\"op\":\"put\",\"key\":\"k\xff\",\"value\":1}]}", nil, 400, wire.CodeInvalidUTF8, "body: not valid UTF-8"},
+		{"invalid utf8 in value", "POST", "/v1/tx", "{\"ops\":[{\"op\":\"put\",\"key\":\"k\",\"value\":\"\xc3\x28\"}]}", nil, 400, wire.CodeInvalidUTF8, "body"},
+		{"lone surrogate in key", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"a\udc00","value":1}]}`, nil, 400, wire.CodeInvalidUTF8, "ops[0].key: contains U+FFFD"},
+		{"replacement char in key", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"a` + "\uFFFD" + `","value":1}]}`, nil, 400, wire.CodeInvalidUTF8, "ops[0].key"},
+		{"lone surrogate in idempotency key", "POST", "/v1/tx", `{"idempotency_key":"\ud800","ops":[{"op":"put","key":"k","value":1}]}`, nil, 400, wire.CodeInvalidUTF8, "idempotency_key"},
+		{"body is array", "POST", "/v1/tx", `[]`, nil, 400, wire.CodeInvalidTx, "body: want object, got array"},
+		{"body is null", "POST", "/v1/tx", `null`, nil, 400, wire.CodeInvalidTx, "body: want object, got null"},
+		{"unknown op", "POST", "/v1/tx", `{"ops":[{"op":"upsert","key":"k","value":1}]}`, nil, 400, wire.CodeInvalidTx, `ops[0].op: unknown "upsert"`},
+		{"missing op", "POST", "/v1/tx", `{"ops":[{"key":"k","value":1}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].op: missing"},
+		{"empty ops", "POST", "/v1/tx", `{"ops":[]}`, nil, 400, wire.CodeInvalidTx, "ops: empty"},
+		{"null ops", "POST", "/v1/tx", `{"ops":null}`, nil, 400, wire.CodeInvalidTx, "ops: want array, got null"},
+		{"missing ops", "POST", "/v1/tx", `{}`, nil, 400, wire.CodeInvalidTx, "ops: missing"},
+		{"ops is object", "POST", "/v1/tx", `{"ops":{}}`, nil, 400, wire.CodeInvalidTx, "ops: want array, got object"},
+		{"null op", "POST", "/v1/tx", `{"ops":[null]}`, nil, 400, wire.CodeInvalidTx, "ops[0]: want object, got null"},
+		{"empty key", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"k","value":1},{"op":"put","key":"","value":1}]}`, nil, 400, wire.CodeInvalidTx, "ops[1].key: empty"},
+		{"missing key", "POST", "/v1/tx", `{"ops":[{"op":"delete"}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].key: missing"},
+		{"key not string", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":7}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].key: want string, got number"},
+		{"key too long", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"` + longKey + `","value":1}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].key: 17 bytes, limit 16"},
+		{"unknown field", "POST", "/v1/tx", `{"opz":[],"ops":[{"op":"delete","key":"k"}]}`, nil, 400, wire.CodeInvalidTx, "opz: unknown field"},
+		{"unknown op field", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","ttl":3}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].ttl: unknown field"},
+		{"field in other case", "POST", "/v1/tx", `{"OPS":[{"op":"delete","key":"k"}]}`, nil, 400, wire.CodeInvalidTx, "OPS: unknown field"},
+		{"field twice", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"a","key":"b"}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].key: given twice"},
+		{"if_version string", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":"3"}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].if_version: want non-negative integer, got string"},
+		{"if_version negative", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":-1}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].if_version: negative"},
+		{"if_version fraction", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":1.5}]}`, nil, 400, wire.CodeInvalidTx, "want non-negative integer, got 1.5"},
+		{"if_version exponent", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":1e3}]}`, nil, 400, wire.CodeInvalidTx, "got 1e3"},
+		{"if_version too big", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":18446744073709551616}]}`, nil, 400, wire.CodeInvalidTx, "does not fit 64 bits"},
+		{"if_version null", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","if_version":null}]}`, nil, 400, wire.CodeInvalidTx, "got null"},
+		{"put without value", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"k"}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].value: missing"},
+		{"delete with value", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"k","value":null}]}`, nil, 400, wire.CodeInvalidTx, "ops[0].value: not allowed on a delete"},
+		{"too many ops", "POST", "/v1/tx", `{"ops":[{"op":"delete","key":"a"},{"op":"delete","key":"b"},{"op":"delete","key":"c"},{"op":"delete","key":"d"}]}`, nil, 400, wire.CodeInvalidTx, "ops: more than 3 elements"},
+		{"idempotency key too long", "POST", "/v1/tx", `{"idempotency_key":"` + longIdem + `","ops":[{"op":"delete","key":"k"}]}`, nil, 400, wire.CodeInvalidTx, "idempotency_key: 129 bytes, limit 128"},
+		{"idempotency key not string", "POST", "/v1/tx", `{"idempotency_key":1,"ops":[{"op":"delete","key":"k"}]}`, nil, 400, wire.CodeInvalidTx, "idempotency_key: want string, got number"},
+		{"body too large", "POST", "/v1/tx", `{"ops":[{"op":"put","key":"k","value":"` + strings.Repeat("x", 5000) + `"}]}`, nil, 413, wire.CodePayloadTooLarge, "more than 4096 bytes"},
 
 		// The Idempotency-Key header.
-		{"idempotency header differs", "POST", "/v1/tx", `{"idempotency_key":"a","ops":[{"op":"delete","key":"k"}]}`, http.Header{"Idempotency-Key": {"b"}}, 400, CodeInvalidParam, "differs"},
-		{"idempotency header too long", "POST", "/v1/tx", okTx, http.Header{"Idempotency-Key": {longIdem}}, 400, CodeInvalidParam, "129 bytes"},
-		{"idempotency header twice", "POST", "/v1/tx", okTx, http.Header{"Idempotency-Key": {"a", "a"}}, 400, CodeInvalidParam, "given 2 times"},
-		{"idempotency header invalid utf8", "POST", "/v1/tx", okTx, http.Header{"Idempotency-Key": {"a\xff"}}, 400, CodeInvalidUTF8, "not valid UTF-8"},
-		{"idempotency header on batch", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `]}`, http.Header{"Idempotency-Key": {"a"}}, 400, CodeInvalidParam, "not allowed on a batch"},
+		{"idempotency header differs", "POST", "/v1/tx", `{"idempotency_key":"a","ops":[{"op":"delete","key":"k"}]}`, http.Header{"Idempotency-Key": {"b"}}, 400, wire.CodeInvalidParam, "differs"},
+		{"idempotency header too long", "POST", "/v1/tx", okTx, http.Header{"Idempotency-Key": {longIdem}}, 400, wire.CodeInvalidParam, "129 bytes"},
+		{"idempotency header twice", "POST", "/v1/tx", okTx, http.Header{"Idempotency-Key": {"a", "a"}}, 400, wire.CodeInvalidParam, "given 2 times"},
+		{"idempotency header invalid utf8", "POST", "/v1/tx", okTx, http.Header{"Idempotency-Key": {"a\xff"}}, 400, wire.CodeInvalidUTF8, "not valid UTF-8"},
+		{"idempotency header on batch", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `]}`, http.Header{"Idempotency-Key": {"a"}}, 400, wire.CodeInvalidParam, "not allowed on a batch"},
 
 		// Query parameters of writes.
-		{"timeout unparsable", "POST", "/v1/tx?timeout=soon", okTx, nil, 400, CodeInvalidParam, `timeout="soon"`},
-		{"timeout without unit", "POST", "/v1/tx?timeout=5", okTx, nil, 400, CodeInvalidParam, "want a duration"},
-		{"timeout zero", "POST", "/v1/tx?timeout=0s", okTx, nil, 400, CodeInvalidParam, "must be positive"},
-		{"timeout negative", "POST", "/v1/tx?timeout=-1s", okTx, nil, 400, CodeInvalidParam, "must be positive"},
-		{"timeout above max", "POST", "/v1/tx?timeout=2m", okTx, nil, 400, CodeInvalidParam, "above the limit 1m0s"},
-		{"ack unknown", "POST", "/v1/tx?ack=some", okTx, nil, 400, CodeInvalidParam, `ack="some": want one of quorum, all, accepted`},
-		{"unknown parameter", "POST", "/v1/tx?timout=1s", okTx, nil, 400, CodeInvalidParam, "timout: unknown query parameter"},
-		{"parameter twice", "POST", "/v1/tx?ack=all&ack=all", okTx, nil, 400, CodeInvalidParam, "ack: given 2 times"},
-		{"malformed query", "POST", "/v1/tx?timeout=%zz", okTx, nil, 400, CodeInvalidParam, "query"},
+		{"timeout unparsable", "POST", "/v1/tx?timeout=soon", okTx, nil, 400, wire.CodeInvalidParam, `timeout="soon"`},
+		{"timeout without unit", "POST", "/v1/tx?timeout=5", okTx, nil, 400, wire.CodeInvalidParam, "want a duration"},
+		{"timeout zero", "POST", "/v1/tx?timeout=0s", okTx, nil, 400, wire.CodeInvalidParam, "must be positive"},
+		{"timeout negative", "POST", "/v1/tx?timeout=-1s", okTx, nil, 400, wire.CodeInvalidParam, "must be positive"},
+		{"timeout above max", "POST", "/v1/tx?timeout=2m", okTx, nil, 400, wire.CodeInvalidParam, "above the limit 1m0s"},
+		{"ack unknown", "POST", "/v1/tx?ack=some", okTx, nil, 400, wire.CodeInvalidParam, `ack="some": want one of quorum, all, accepted`},
+		{"unknown parameter", "POST", "/v1/tx?timout=1s", okTx, nil, 400, wire.CodeInvalidParam, "timout: unknown query parameter"},
+		{"parameter twice", "POST", "/v1/tx?ack=all&ack=all", okTx, nil, 400, wire.CodeInvalidParam, "ack: given 2 times"},
+		{"malformed query", "POST", "/v1/tx?timeout=%zz", okTx, nil, 400, wire.CodeInvalidParam, "query"},
 
 		// Batches.
-		{"batch invalid tx", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `,{"ops":[{"op":"put","key":"","value":1}]}]}`, nil, 400, CodeInvalidTx, "txs[1].ops[0].key: empty"},
-		{"batch empty", "POST", "/v1/tx/batch", `{"txs":[]}`, nil, 400, CodeInvalidTx, "txs: empty"},
-		{"batch missing txs", "POST", "/v1/tx/batch", `{}`, nil, 400, CodeInvalidTx, "txs: missing"},
-		{"batch null tx", "POST", "/v1/tx/batch", `{"txs":[null]}`, nil, 400, CodeInvalidTx, "txs[0]: want object, got null"},
-		{"batch too many", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `,` + okTx + `,` + okTx + `]}`, nil, 400, CodeInvalidTx, "txs: more than 2 elements"},
-		{"batch same idempotency key", "POST", "/v1/tx/batch", `{"txs":[{"idempotency_key":"a","ops":[{"op":"delete","key":"k"}]},{"idempotency_key":"a","ops":[{"op":"delete","key":"k"}]}]}`, nil, 400, CodeInvalidTx, "txs[1].idempotency_key: same as txs[0]"},
-		{"batch unknown field", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `],"atomic":true}`, nil, 400, CodeInvalidTx, "atomic: unknown field"},
-		{"batch bad timeout", "POST", "/v1/tx/batch?timeout=x", `{"txs":[` + okTx + `]}`, nil, 400, CodeInvalidParam, "timeout"},
+		{"batch invalid tx", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `,{"ops":[{"op":"put","key":"","value":1}]}]}`, nil, 400, wire.CodeInvalidTx, "txs[1].ops[0].key: empty"},
+		{"batch empty", "POST", "/v1/tx/batch", `{"txs":[]}`, nil, 400, wire.CodeInvalidTx, "txs: empty"},
+		{"batch missing txs", "POST", "/v1/tx/batch", `{}`, nil, 400, wire.CodeInvalidTx, "txs: missing"},
+		{"batch null tx", "POST", "/v1/tx/batch", `{"txs":[null]}`, nil, 400, wire.CodeInvalidTx, "txs[0]: want object, got null"},
+		{"batch too many", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `,` + okTx + `,` + okTx + `]}`, nil, 400, wire.CodeInvalidTx, "txs: more than 2 elements"},
+		{"batch same idempotency key", "POST", "/v1/tx/batch", `{"txs":[{"idempotency_key":"a","ops":[{"op":"delete","key":"k"}]},{"idempotency_key":"a","ops":[{"op":"delete","key":"k"}]}]}`, nil, 400, wire.CodeInvalidTx, "txs[1].idempotency_key: same as txs[0]"},
+		{"batch unknown field", "POST", "/v1/tx/batch", `{"txs":[` + okTx + `],"atomic":true}`, nil, 400, wire.CodeInvalidTx, "atomic: unknown field"},
+		{"batch bad timeout", "POST", "/v1/tx/batch?timeout=x", `{"txs":[` + okTx + `]}`, nil, 400, wire.CodeInvalidParam, "timeout"},
 
 		// Transaction lookups.
-		{"bad txid", "GET", "/v1/tx/nope", "", nil, 400, CodeInvalidParam, "txid"},
-		{"zero txid", "GET", "/v1/tx/0000000000000", "", nil, 400, CodeInvalidParam, "zero"},
-		{"txid bad char", "GET", "/v1/tx/01ARZ3NDEKTSU", "", nil, 400, CodeInvalidParam, "bad character"},
-		{"wait unparsable", "GET", "/v1/tx/01ARZ3NDEKTSV?wait=long", "", nil, 400, CodeInvalidParam, "wait"},
-		{"wait negative", "GET", "/v1/tx/01ARZ3NDEKTSV?wait=-1s", "", nil, 400, CodeInvalidParam, "must be positive"},
-		{"wait above max", "GET", "/v1/tx/01ARZ3NDEKTSV?wait=1h", "", nil, 400, CodeInvalidParam, "above the limit"},
-		{"idempotency_key missing", "GET", "/v1/tx", "", nil, 400, CodeInvalidParam, "idempotency_key: missing"},
-		{"idempotency_key empty", "GET", "/v1/tx?idempotency_key=", "", nil, 400, CodeInvalidParam, "idempotency_key: missing"},
-		{"idempotency_key too long", "GET", "/v1/tx?idempotency_key=" + longIdem, "", nil, 400, CodeInvalidParam, "129 bytes"},
+		{"bad txid", "GET", "/v1/tx/nope", "", nil, 400, wire.CodeInvalidParam, "txid"},
+		{"zero txid", "GET", "/v1/tx/0000000000000", "", nil, 400, wire.CodeInvalidParam, "zero"},
+		{"txid bad char", "GET", "/v1/tx/01ARZ3NDEKTSU", "", nil, 400, wire.CodeInvalidParam, "bad character"},
+		{"wait unparsable", "GET", "/v1/tx/01ARZ3NDEKTSV?wait=long", "", nil, 400, wire.CodeInvalidParam, "wait"},
+		{"wait negative", "GET", "/v1/tx/01ARZ3NDEKTSV?wait=-1s", "", nil, 400, wire.CodeInvalidParam, "must be positive"},
+		{"wait above max", "GET", "/v1/tx/01ARZ3NDEKTSV?wait=1h", "", nil, 400, wire.CodeInvalidParam, "above the limit"},
+		{"idempotency_key missing", "GET", "/v1/tx", "", nil, 400, wire.CodeInvalidParam, "idempotency_key: missing"},
+		{"idempotency_key empty", "GET", "/v1/tx?idempotency_key=", "", nil, 400, wire.CodeInvalidParam, "idempotency_key: missing"},
+		{"idempotency_key too long", "GET", "/v1/tx?idempotency_key=" + longIdem, "", nil, 400, wire.CodeInvalidParam, "129 bytes"},
 
 		// Reads.
-		{"consistency unknown", "GET", "/v1/kv/k?consistency=eventual", "", nil, 400, CodeInvalidParam, "consistency"},
-		{"kv key too long", "GET", "/v1/kv/" + longKey, "", nil, 400, CodeInvalidParam, "key: 17 bytes, limit 16"},
-		{"kv key invalid utf8", "GET", "/v1/kv/a%FF", "", nil, 400, CodeInvalidUTF8, "key: not valid UTF-8"},
-		{"kv forwarded header bad", "GET", "/v1/kv/k", "", http.Header{"X-Txlog-Forwarded": {"yes"}}, 400, CodeInvalidParam, "X-Txlog-Forwarded"},
-		{"kv empty key", "GET", "/v1/kv/", "", nil, 404, CodeNotFound, "no route"},
-		{"log from zero", "GET", "/v1/log?from=0", "", nil, 400, CodeInvalidParam, "from"},
-		{"log from unparsable", "GET", "/v1/log?from=first", "", nil, 400, CodeInvalidParam, "from"},
-		{"log from negative", "GET", "/v1/log?from=-1", "", nil, 400, CodeInvalidParam, "from"},
-		{"log limit zero", "GET", "/v1/log?limit=0", "", nil, 400, CodeInvalidParam, "limit"},
-		{"log limit too big", "GET", "/v1/log?limit=1001", "", nil, 400, CodeInvalidParam, "from 1 to 1000"},
-		{"log limit unparsable", "GET", "/v1/log?limit=ten", "", nil, 400, CodeInvalidParam, "limit"},
+		{"consistency unknown", "GET", "/v1/kv/k?consistency=eventual", "", nil, 400, wire.CodeInvalidParam, "consistency"},
+		{"kv key too long", "GET", "/v1/kv/" + longKey, "", nil, 400, wire.CodeInvalidParam, "key: 17 bytes, limit 16"},
+		{"kv key invalid utf8", "GET", "/v1/kv/a%FF", "", nil, 400, wire.CodeInvalidUTF8, "key: not valid UTF-8"},
+		{"kv forwarded header bad", "GET", "/v1/kv/k", "", http.Header{"X-Txlog-Forwarded": {"yes"}}, 400, wire.CodeInvalidParam, "X-Txlog-Forwarded"},
+		{"kv empty key", "GET", "/v1/kv/", "", nil, 404, wire.CodeNotFound, "no route"},
+		{"log from zero", "GET", "/v1/log?from=0", "", nil, 400, wire.CodeInvalidParam, "from"},
+		{"log from unparsable", "GET", "/v1/log?from=first", "", nil, 400, wire.CodeInvalidParam, "from"},
+		{"log from negative", "GET", "/v1/log?from=-1", "", nil, 400, wire.CodeInvalidParam, "from"},
+		{"log limit zero", "GET", "/v1/log?limit=0", "", nil, 400, wire.CodeInvalidParam, "limit"},
+		{"log limit too big", "GET", "/v1/log?limit=1001", "", nil, 400, wire.CodeInvalidParam, "from 1 to 1000"},
+		{"log limit unparsable", "GET", "/v1/log?limit=ten", "", nil, 400, wire.CodeInvalidParam, "limit"},
 
 		// Cluster administration.
-		{"join missing id", "POST", "/v1/cluster/join", `{"raft_addr":"127.0.0.1:7000"}`, nil, 400, CodeBadRequest, "id: missing"},
-		{"join missing raft_addr", "POST", "/v1/cluster/join", `{"id":"n2"}`, nil, 400, CodeBadRequest, "raft_addr: missing"},
-		{"join unknown field", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","role":"x"}`, nil, 400, CodeBadRequest, "role: unknown field"},
-		{"join voter not bool", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","voter":"yes"}`, nil, 400, CodeBadRequest, "voter: want boolean"},
-		{"join bad json", "POST", "/v1/cluster/join", `{"id":`, nil, 400, CodeInvalidJSON, "body"},
-		{"transfer unknown field", "POST", "/v1/cluster/transfer-leadership", `{"to":"n2"}`, nil, 400, CodeBadRequest, "to: unknown field"},
-		{"cluster unknown parameter", "GET", "/v1/cluster?verbose=1", "", nil, 400, CodeInvalidParam, "verbose"},
+		{"join missing id", "POST", "/v1/cluster/join", `{"raft_addr":"127.0.0.1:7000"}`, nil, 400, wire.CodeBadRequest, "id: missing"},
+		{"join missing raft_addr", "POST", "/v1/cluster/join", `{"id":"n2"}`, nil, 400, wire.CodeBadRequest, "raft_addr: missing"},
+		{"join unknown field", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","role":"x"}`, nil, 400, wire.CodeBadRequest, "role: unknown field"},
+		{"join voter not bool", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","voter":"yes"}`, nil, 400, wire.CodeBadRequest, "voter: want boolean"},
+		{"join bad json", "POST", "/v1/cluster/join", `{"id":`, nil, 400, wire.CodeInvalidJSON, "body"},
+		{"transfer unknown field", "POST", "/v1/cluster/transfer-leadership", `{"to":"n2"}`, nil, 400, wire.CodeBadRequest, "to: unknown field"},
+		{"cluster unknown parameter", "GET", "/v1/cluster?verbose=1", "", nil, 400, wire.CodeInvalidParam, "verbose"},
 
 		// Internal proposals.
-		{"propose truncated frame", "POST", "/v1/internal/propose", "\x05abc", nil, 400, CodeBadRequest, "only 3 bytes left"},
-		{"propose no frames", "POST", "/v1/internal/propose", "", nil, 400, CodeBadRequest, "no frames"},
-		{"propose empty frame", "POST", "/v1/internal/propose", "\x01a\x00", nil, 400, CodeBadRequest, "frame 1: empty"},
-		{"propose too many frames", "POST", "/v1/internal/propose", "\x01a\x01b\x01c", nil, 400, CodeBadRequest, "more than 2 frames"},
-		{"propose too large", "POST", "/v1/internal/propose", strings.Repeat("\x00", 9000), nil, 413, CodePayloadTooLarge, "more than 8192 bytes"},
-		{"propose bad ack", "POST", "/v1/internal/propose?ack=one", "\x01a", nil, 400, CodeInvalidParam, "ack"},
+		{"propose truncated frame", "POST", "/v1/internal/propose", "\x05abc", nil, 400, wire.CodeBadRequest, "only 3 bytes left"},
+		{"propose no frames", "POST", "/v1/internal/propose", "", nil, 400, wire.CodeBadRequest, "no frames"},
+		{"propose empty frame", "POST", "/v1/internal/propose", "\x01a\x00", nil, 400, wire.CodeBadRequest, "frame 1: empty"},
+		{"propose too many frames", "POST", "/v1/internal/propose", "\x01a\x01b\x01c", nil, 400, wire.CodeBadRequest, "more than 2 frames"},
+		{"propose too large", "POST", "/v1/internal/propose", strings.Repeat("\x00", 9000), nil, 413, wire.CodePayloadTooLarge, "more than 8192 bytes"},
+		{"propose bad ack", "POST", "/v1/internal/propose?ack=one", "\x01a", nil, 400, wire.CodeInvalidParam, "ack"},
 
 		// Routing.
-		{"unknown route", "GET", "/v2/tx", "", nil, 404, CodeNotFound, "no route for GET /v2/tx"},
-		{"wrong method", "PUT", "/v1/tx", okTx, nil, 405, CodeMethodNotAllowed, "PUT"},
-		{"wrong method on kv", "DELETE", "/v1/kv/k", "", nil, 405, CodeMethodNotAllowed, "DELETE"},
-		{"wrong method on healthz", "POST", "/healthz", "", nil, 405, CodeMethodNotAllowed, "POST"},
+		{"unknown route", "GET", "/v2/tx", "", nil, 404, wire.CodeNotFound, "no route for GET /v2/tx"},
+		{"wrong method", "PUT", "/v1/tx", okTx, nil, 405, wire.CodeMethodNotAllowed, "PUT"},
+		{"wrong method on kv", "DELETE", "/v1/kv/k", "", nil, 405, wire.CodeMethodNotAllowed, "DELETE"},
+		{"wrong method on healthz", "POST", "/healthz", "", nil, 405, wire.CodeMethodNotAllowed, "POST"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,8 +218,8 @@ func TestConfigValidate(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	var buf strings.Builder
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
-		return TxResult{}, errors.New("disk on fire")
+	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+		return wire.TxResult{}, errors.New("disk on fire")
 	}}
 	rec := serve(t, Config{Logger: logger}, b, "POST", "/v1/tx", okTx, nil)
 	if rec.Code != 500 {
@@ -246,8 +248,8 @@ func TestReadBody(t *testing.T) {
 		{"chunked", -1, body, 4096, body, ""},
 		{"exact", int64(len(body)), body, 4096, body, ""},
 		{"empty", 0, "", 4096, "", ""},
-		{"over the limit", int64(len(body)), body, 1000, "", CodePayloadTooLarge},
-		{"chunked over the limit", -1, body, 1000, "", CodePayloadTooLarge},
+		{"over the limit", int64(len(body)), body, 1000, "", wire.CodePayloadTooLarge},
+		{"chunked over the limit", -1, body, 1000, "", wire.CodePayloadTooLarge},
 		{"claims over the prealloc bound", preallocBodyBytes * 4, body, preallocBodyBytes * 8, body, ""},
 	}
 	for _, c := range cases {
@@ -256,7 +258,7 @@ func TestReadBody(t *testing.T) {
 			r.ContentLength = c.length
 			got, err := readBody(httptest.NewRecorder(), r, c.limit, time.Second)
 			if c.code != "" {
-				if e, ok := errors.AsType[*Error](err); !ok || e.Code != c.code {
+				if e, ok := errors.AsType[*wire.Error](err); !ok || e.Code != c.code {
 					t.Fatalf("readBody() = %d bytes, %v; want code %s", len(got), err, c.code)
 				}
 				return
@@ -294,12 +296,12 @@ func TestSlowBody(t *testing.T) {
 		t.Fatalf("no answer to a slow body: %v", err)
 	}
 	defer resp.Body.Close()
-	var eb struct{ Error ErrorBody }
+	var eb struct{ Error wire.ErrorBody }
 	if err := json.NewDecoder(resp.Body).Decode(&eb); err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); resp.StatusCode != http.StatusRequestTimeout || eb.Error.Code != CodeRequestTimeout || took > 5*time.Second {
-		t.Fatalf("slow body: %d %+v after %v; want 408 %s after about 300ms", resp.StatusCode, eb.Error, took, CodeRequestTimeout)
+	if took := time.Since(start); resp.StatusCode != http.StatusRequestTimeout || eb.Error.Code != wire.CodeRequestTimeout || took > 5*time.Second {
+		t.Fatalf("slow body: %d %+v after %v; want 408 %s after about 300ms", resp.StatusCode, eb.Error, took, wire.CodeRequestTimeout)
 	}
 	// Another client is served as before.
 	r, err := http.Get(srv.URL + "/healthz")

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -57,8 +57,8 @@ func (v *violations) result(name, okSummary, what string) CheckResult {
 }
 
 // entriesByKey indexes log entries by idempotency key (the first one of a key).
-func entriesByKey(log []api.LogEntry) map[string]api.LogEntry {
-	m := make(map[string]api.LogEntry, len(log))
+func entriesByKey(log []wire.LogEntry) map[string]wire.LogEntry {
+	m := make(map[string]wire.LogEntry, len(log))
 	for _, e := range log {
 		if e.IdempotencyKey == "" {
 			continue
@@ -72,7 +72,7 @@ func entriesByKey(log []api.LogEntry) map[string]api.LogEntry {
 
 // ReferenceLog returns the longest of logs (the first node in ID order among
 // equals), the log the history checkers compare the clients' answers with.
-func ReferenceLog(logs map[string][]api.LogEntry) (string, []api.LogEntry) {
+func ReferenceLog(logs map[string][]wire.LogEntry) (string, []wire.LogEntry) {
 	ids := slices.Sorted(maps.Keys(logs))
 	best := ""
 	for _, id := range ids {
@@ -87,7 +87,7 @@ func ReferenceLog(logs map[string][]api.LogEntry) (string, []api.LogEntry) {
 // learned (indeterminate, or a 202 not resolved) from the final log: their
 // Result gets the log's outcome with FromLog set, and End stays as it was. It
 // must run after the cluster settled, so that the log is final.
-func FillFromLog(ops []Op, log []api.LogEntry) {
+func FillFromLog(ops []Op, log []wire.LogEntry) {
 	byKey := entriesByKey(log)
 	for i := range ops {
 		op := &ops[i]
@@ -108,13 +108,13 @@ func FillFromLog(ops []Op, log []api.LogEntry) {
 // CheckNoLostWrites checks that every write the cluster answered with a final
 // outcome (200, 409, or a 202 or retry resolved later) is in the log with that
 // outcome, txid, index and version.
-func CheckNoLostWrites(ops []Op, log []api.LogEntry) CheckResult {
+func CheckNoLostWrites(ops []Op, log []wire.LogEntry) CheckResult {
 	byKey := entriesByKey(log)
 	var v violations
 	checked := 0
 	for _, op := range ops {
 		r := op.Result
-		if !op.IsWrite() || r.FromLog || (r.Status != api.StatusCommitted && r.Status != api.StatusRejected) {
+		if !op.IsWrite() || r.FromLog || (r.Status != wire.StatusCommitted && r.Status != wire.StatusRejected) {
 			continue
 		}
 		checked++
@@ -129,7 +129,7 @@ func CheckNoLostWrites(ops []Op, log []api.LogEntry) CheckResult {
 			v.addf("%s answered txid %s, the log has txid %s", op.IdempotencyKey, r.TxID, e.TxID)
 		case r.Index != 0 && e.Index != r.Index:
 			v.addf("%s (txid %s) answered index %d, the log has it at %d", op.IdempotencyKey, r.TxID, r.Index, e.Index)
-		case r.Status == api.StatusCommitted && e.Versions[op.Key] != r.Version:
+		case r.Status == wire.StatusCommitted && e.Versions[op.Key] != r.Version:
 			v.addf("%s (txid %s) answered version %d of %s, the log says %d", op.IdempotencyKey, r.TxID, r.Version, op.Key, e.Versions[op.Key])
 		}
 	}
@@ -145,7 +145,7 @@ func CheckPendingResolved(ops []Op) CheckResult {
 		if !op.IsWrite() || !op.Accepted {
 			continue
 		}
-		if op.End.IsZero() || (op.Result.Status != api.StatusCommitted && op.Result.Status != api.StatusRejected) {
+		if op.End.IsZero() || (op.Result.Status != wire.StatusCommitted && op.Result.Status != wire.StatusRejected) {
 			v.addf("%s on %s (txid %s, ack=%s) answered 202 at %s never resolved (status %q)",
 				op.IdempotencyKey, op.Key, op.Result.TxID, op.Ack, op.Answered.Format(time.StampMilli), op.Result.Status)
 			continue
@@ -162,7 +162,7 @@ func CheckPendingResolved(ops []Op) CheckResult {
 
 // CheckNoDuplicates checks that no node's log holds a txid or an idempotency key
 // twice.
-func CheckNoDuplicates(logs map[string][]api.LogEntry) CheckResult {
+func CheckNoDuplicates(logs map[string][]wire.LogEntry) CheckResult {
 	var v violations
 	total := 0
 	for _, id := range slices.Sorted(maps.Keys(logs)) {
@@ -188,7 +188,7 @@ func CheckNoDuplicates(logs map[string][]api.LogEntry) CheckResult {
 
 // CheckLogsIdentical checks that every node's log holds the same transactions in
 // the same order with the same outcomes as the longest one.
-func CheckLogsIdentical(logs map[string][]api.LogEntry) CheckResult {
+func CheckLogsIdentical(logs map[string][]wire.LogEntry) CheckResult {
 	refID, ref := ReferenceLog(logs)
 	var v violations
 	for _, id := range slices.Sorted(maps.Keys(logs)) {
@@ -217,7 +217,7 @@ func CheckLogsIdentical(logs map[string][]api.LogEntry) CheckResult {
 }
 
 // entryDiff describes how b differs from a, or "" when they agree.
-func entryDiff(a, b api.LogEntry) string {
+func entryDiff(a, b wire.LogEntry) string {
 	switch {
 	case a.Index != b.Index:
 		return fmt.Sprintf("index %d vs %d", a.Index, b.Index)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -21,7 +21,7 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 // commits, in the order given, with versions counted per key.
 type hist struct {
 	ops []Op
-	log []api.LogEntry
+	log []wire.LogEntry
 	ver map[string]uint64
 }
 
@@ -45,27 +45,27 @@ func (h *hist) cas(client int, key string, ifv uint64, value int64, start, end i
 	return h.commit(op)
 }
 
-func (h *hist) entry(op Op, status string) api.LogEntry {
+func (h *hist) entry(op Op, status string) wire.LogEntry {
 	n := len(h.log) + 1
-	return api.LogEntry{Index: uint64(n + 10), TxID: txid.ID(1000 + n), IdempotencyKey: op.IdempotencyKey, Status: status}
+	return wire.LogEntry{Index: uint64(n + 10), TxID: txid.ID(1000 + n), IdempotencyKey: op.IdempotencyKey, Status: status}
 }
 
 func (h *hist) commit(op Op) *Op {
 	op.IdempotencyKey = "k" + string(rune('a'+len(h.ops)))
-	e := h.entry(op, api.StatusCommitted)
+	e := h.entry(op, wire.StatusCommitted)
 	e.Versions = map[string]uint64{op.Key: h.ver[op.Key]}
 	h.log = append(h.log, e)
-	op.Result = OpResult{Status: api.StatusCommitted, TxID: e.TxID, Index: e.Index, Version: h.ver[op.Key]}
+	op.Result = OpResult{Status: wire.StatusCommitted, TxID: e.TxID, Index: e.Index, Version: h.ver[op.Key]}
 	h.ops = append(h.ops, op)
 	return &h.ops[len(h.ops)-1]
 }
 
 func (h *hist) reject(op Op) *Op {
 	op.IdempotencyKey = "k" + string(rune('a'+len(h.ops)))
-	e := h.entry(op, api.StatusRejected)
-	e.Conflict = &api.Conflict{Key: op.Key, Expected: op.IfVersion, Actual: h.ver[op.Key]}
+	e := h.entry(op, wire.StatusRejected)
+	e.Conflict = &wire.Conflict{Key: op.Key, Expected: op.IfVersion, Actual: h.ver[op.Key]}
 	h.log = append(h.log, e)
-	op.Result = OpResult{Status: api.StatusRejected, TxID: e.TxID, Index: e.Index, Actual: h.ver[op.Key]}
+	op.Result = OpResult{Status: wire.StatusRejected, TxID: e.TxID, Index: e.Index, Actual: h.ver[op.Key]}
 	h.ops = append(h.ops, op)
 	return &h.ops[len(h.ops)-1]
 }
@@ -73,7 +73,7 @@ func (h *hist) reject(op Op) *Op {
 // read adds a read of key that returned version ver holding value.
 func (h *hist) read(client int, key string, ver uint64, value int64, start, end int) {
 	op := Op{Client: client, Kind: OpRead, Key: key, Start: at(start), Answered: at(end), End: at(end), Answer: AnswerOK,
-		Result: OpResult{Status: api.StatusCommitted, Found: ver > 0, Version: ver, ReadValue: value}}
+		Result: OpResult{Status: wire.StatusCommitted, Found: ver > 0, Version: ver, ReadValue: value}}
 	if ver == 0 {
 		op.Answer = AnswerNotFound
 	}
@@ -96,10 +96,10 @@ func good() *hist {
 	return h
 }
 
-func logsOf(l []api.LogEntry, ids ...string) map[string][]api.LogEntry {
-	m := map[string][]api.LogEntry{}
+func logsOf(l []wire.LogEntry, ids ...string) map[string][]wire.LogEntry {
+	m := map[string][]wire.LogEntry{}
 	for _, id := range ids {
-		m[id] = append([]api.LogEntry(nil), l...)
+		m[id] = append([]wire.LogEntry(nil), l...)
 	}
 	return m
 }
@@ -140,7 +140,7 @@ func TestCheckNoLostWrites(t *testing.T) {
 	}{
 		{"lost write", func(h *hist) { h.log = h.log[1:] }, "missing from the log"},
 		{"lost 202", func(h *hist) { h.log = h.log[:len(h.log)-1] }, "missing from the log"},
-		{"other outcome", func(h *hist) { h.log[1].Status = api.StatusRejected }, "the log says rejected"},
+		{"other outcome", func(h *hist) { h.log[1].Status = wire.StatusRejected }, "the log says rejected"},
 		{"other txid", func(h *hist) { h.log[0].TxID = 99 }, "has txid"},
 		{"other index", func(h *hist) { h.log[0].Index = 99 }, "at 99"},
 		{"other version", func(h *hist) { h.log[0].Versions = map[string]uint64{"x": 5} }, "version 1"},
@@ -157,12 +157,12 @@ func TestCheckNoLostWrites(t *testing.T) {
 func TestCheckPendingResolved(t *testing.T) {
 	h := good()
 	h.ops[6].End = time.Time{}
-	h.ops[6].Result.Status = api.StatusPending
+	h.ops[6].Result.Status = wire.StatusPending
 	wantFail(t, CheckPendingResolved(h.ops), "never resolved")
 
 	// Learned from the log only, the 202 still counts as unresolved.
 	FillFromLog(h.ops, h.log)
-	if !h.ops[6].Result.FromLog || h.ops[6].Result.Status != api.StatusCommitted {
+	if !h.ops[6].Result.FromLog || h.ops[6].Result.Status != wire.StatusCommitted {
 		t.Fatalf("FillFromLog() left %+v", h.ops[6].Result)
 	}
 	wantFail(t, CheckPendingResolved(h.ops), "never resolved")
@@ -171,11 +171,11 @@ func TestCheckPendingResolved(t *testing.T) {
 func TestCheckNoDuplicates(t *testing.T) {
 	tests := []struct {
 		name     string
-		dup      func(e api.LogEntry) api.LogEntry
+		dup      func(e wire.LogEntry) wire.LogEntry
 		evidence string
 	}{
-		{"txid twice", func(e api.LogEntry) api.LogEntry { e.IdempotencyKey = "other"; return e }, "txid"},
-		{"idempotency key twice", func(e api.LogEntry) api.LogEntry { e.TxID = 4242; return e }, "idempotency key ka"},
+		{"txid twice", func(e wire.LogEntry) wire.LogEntry { e.IdempotencyKey = "other"; return e }, "txid"},
+		{"idempotency key twice", func(e wire.LogEntry) wire.LogEntry { e.TxID = 4242; return e }, "idempotency key ka"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,14 +191,14 @@ func TestCheckNoDuplicates(t *testing.T) {
 func TestCheckLogsIdentical(t *testing.T) {
 	tests := []struct {
 		name     string
-		breakIt  func(l []api.LogEntry) []api.LogEntry
+		breakIt  func(l []wire.LogEntry) []wire.LogEntry
 		evidence string
 	}{
-		{"other txid", func(l []api.LogEntry) []api.LogEntry { l[1].TxID = 77; return l }, "diverge at entry 1"},
-		{"other order", func(l []api.LogEntry) []api.LogEntry { l[0], l[1] = l[1], l[0]; return l }, "diverge at entry 0"},
-		{"other outcome", func(l []api.LogEntry) []api.LogEntry { l[2].Status = api.StatusCommitted; return l }, "rejected vs committed"},
-		{"missing tail", func(l []api.LogEntry) []api.LogEntry { return l[:2] }, "has 2 entries"},
-		{"other versions", func(l []api.LogEntry) []api.LogEntry { l[0].Versions = map[string]uint64{"x": 9}; return l }, "versions"},
+		{"other txid", func(l []wire.LogEntry) []wire.LogEntry { l[1].TxID = 77; return l }, "diverge at entry 1"},
+		{"other order", func(l []wire.LogEntry) []wire.LogEntry { l[0], l[1] = l[1], l[0]; return l }, "diverge at entry 0"},
+		{"other outcome", func(l []wire.LogEntry) []wire.LogEntry { l[2].Status = wire.StatusCommitted; return l }, "rejected vs committed"},
+		{"missing tail", func(l []wire.LogEntry) []wire.LogEntry { return l[:2] }, "has 2 entries"},
+		{"other versions", func(l []wire.LogEntry) []wire.LogEntry { l[0].Versions = map[string]uint64{"x": 9}; return l }, "versions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,7 +224,7 @@ func TestCheckLinearizable(t *testing.T) {
 		// A cas rejected although its version held.
 		{"wrong rejection", func(h *hist) {
 			h.ops = append(h.ops, Op{Client: 3, Kind: OpCAS, Key: "x", IfVersion: 2, Value: 8, Start: at(60), End: at(61),
-				Answer: AnswerRejected, Result: OpResult{Status: api.StatusRejected, Actual: 2}})
+				Answer: AnswerRejected, Result: OpResult{Status: wire.StatusRejected, Actual: 2}})
 		}},
 	}
 	for _, tt := range tests {
@@ -250,7 +250,7 @@ func TestCheckLinearizable(t *testing.T) {
 // took effect, so a read that sees it fails the check.
 func TestCheckLinearizableIndeterminate(t *testing.T) {
 	unknown := Op{Client: 3, Kind: OpCAS, Key: "x", IfVersion: 2, Value: 50, Start: at(100), Answer: AnswerUnknown,
-		Result: OpResult{Status: api.StatusUnknown}}
+		Result: OpResult{Status: wire.StatusUnknown}}
 
 	h := good()
 	h.ops = append(h.ops, unknown)
@@ -263,7 +263,7 @@ func TestCheckLinearizableIndeterminate(t *testing.T) {
 	h = good()
 	unknown.IdempotencyKey = "late"
 	h.ops = append(h.ops, unknown)
-	h.log = append(h.log, api.LogEntry{Index: 50, TxID: 5000, IdempotencyKey: "late", Status: api.StatusCommitted, Versions: map[string]uint64{"x": 3}})
+	h.log = append(h.log, wire.LogEntry{Index: 50, TxID: 5000, IdempotencyKey: "late", Status: wire.StatusCommitted, Versions: map[string]uint64{"x": 3}})
 	FillFromLog(h.ops, h.log)
 	if r := h.ops[len(h.ops)-1].Result; !r.FromLog || r.Version != 3 {
 		t.Fatalf("FillFromLog() = %+v, want committed v3 from the log", r)

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // ErrClosed is returned by Cluster methods that would start a node after Close.
@@ -459,7 +459,7 @@ func (c *Cluster) agreedLeader(ctx context.Context) (string, error) {
 	if len(live) == 0 {
 		return "", errors.New("no live nodes")
 	}
-	statuses := make([]api.ClusterStatus, len(live))
+	statuses := make([]wire.ClusterStatus, len(live))
 	errs := make([]error, len(live))
 	var wg sync.WaitGroup
 	for i, p := range live {
@@ -491,8 +491,8 @@ func (c *Cluster) agreedLeader(ctx context.Context) (string, error) {
 
 // status asks node id for GET /v1/cluster. An answer from another node is a
 // *wrongNodeError (see checkNode).
-func (c *Cluster) status(ctx context.Context, id string) (api.ClusterStatus, error) {
-	var s api.ClusterStatus
+func (c *Cluster) status(ctx context.Context, id string) (wire.ClusterStatus, error) {
+	var s wire.ClusterStatus
 	body, err := c.get(ctx, id, "/v1/cluster")
 	if err != nil {
 		return s, err

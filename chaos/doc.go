@@ -56,8 +56,12 @@
 //
 // # Imports
 //
-// chaos imports only api, txid and its own chaos/procstat (what /proc says of a
-// process) and chaos/lazyfs (the FUSE file system of the powerloss fault, which
-// serves each node's data dir from <dir>/cluster/nN.disk) from txlog. It never imports node, replication, store or wal: it must
-// see txlog only through processes, signals and HTTP.
+// chaos imports only client, api/wire, txid and its own chaos/procstat (what
+// /proc says of a process) and chaos/lazyfs (the FUSE file system of the
+// powerloss fault, which serves each node's data dir from
+// <dir>/cluster/nN.disk) from txlog. It never imports the server (api,
+// api/fastpath), node, replication, store or wal: it must see txlog only
+// through processes, signals and HTTP.
+//
+// Must not import: github.com/txlog/txlog/api, github.com/txlog/txlog/api/fastpath, github.com/txlog/txlog/node, github.com/txlog/txlog/replication, github.com/txlog/txlog/store, github.com/txlog/txlog/wal
 package chaos

@@ -10,7 +10,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // The register model that CheckLinearizable checks each key against: a value
@@ -65,7 +65,7 @@ var registerModel = (&porcupine.NondeterministicModel{
 			return nil
 		case OpPut:
 			switch out.Status {
-			case api.StatusCommitted:
+			case wire.StatusCommitted:
 				if out.Ver == next.Ver {
 					return []any{next}
 				}
@@ -75,11 +75,11 @@ var registerModel = (&porcupine.NondeterministicModel{
 		case OpCAS:
 			holds := s.Ver == in.IfVer
 			switch out.Status {
-			case api.StatusCommitted:
+			case wire.StatusCommitted:
 				if holds && out.Ver == next.Ver {
 					return []any{next}
 				}
-			case api.StatusRejected:
+			case wire.StatusRejected:
 				if !holds && out.Actual == s.Ver {
 					return []any{s}
 				}
@@ -124,12 +124,12 @@ func PorcupineOps(ops []Op, origin time.Time) []porcupine.Operation {
 		var o regOutput
 		switch {
 		case op.Kind == OpRead && op.Answer == AnswerOK:
-			o = regOutput{Status: api.StatusCommitted, Ver: op.Result.Version, Val: op.Result.ReadValue}
+			o = regOutput{Status: wire.StatusCommitted, Ver: op.Result.Version, Val: op.Result.ReadValue}
 		case op.Kind == OpRead && op.Answer == AnswerNotFound:
-			o = regOutput{Status: api.StatusCommitted}
+			o = regOutput{Status: wire.StatusCommitted}
 		case op.Kind == OpRead:
 			continue
-		case op.Result.Status == api.StatusCommitted || op.Result.Status == api.StatusRejected:
+		case op.Result.Status == wire.StatusCommitted || op.Result.Status == wire.StatusRejected:
 			o = regOutput{Status: op.Result.Status, Ver: op.Result.Version, Actual: op.Result.Actual}
 		default:
 			continue // never took effect

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -30,7 +31,7 @@ type memStore struct {
 	staleReads bool
 
 	mu      sync.Mutex
-	log     []api.LogEntry
+	log     []wire.LogEntry
 	kv      map[string]memValue
 	prev    map[string]memValue
 	byKey   map[string]int // idempotency key → position in log
@@ -48,35 +49,35 @@ func newMemStore() *memStore {
 	return &memStore{kv: map[string]memValue{}, prev: map[string]memValue{}, byKey: map[string]int{}, byID: map[txid.ID]int{}}
 }
 
-func (s *memStore) result(i int, dup bool) api.TxResult {
+func (s *memStore) result(i int, dup bool) wire.TxResult {
 	e := s.log[i]
-	return api.TxResult{TxID: e.TxID, Status: e.Status, IdempotencyKey: e.IdempotencyKey, Index: e.Index,
-		Versions: e.Versions, Conflict: e.Conflict, Duplicate: dup, Durability: api.AckQuorum}
+	return wire.TxResult{TxID: e.TxID, Status: e.Status, IdempotencyKey: e.IdempotencyKey, Index: e.Index,
+		Versions: e.Versions, Conflict: e.Conflict, Duplicate: dup, Durability: wire.AckQuorum}
 }
 
-func (s *memStore) submit(tx api.TxRequest, opts api.SubmitOptions) api.TxResult {
+func (s *memStore) submit(tx wire.TxRequest, opts wire.SubmitOptions) wire.TxResult {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i, ok := s.byKey[tx.IdempotencyKey]; ok && tx.IdempotencyKey != "" {
 		return s.result(i, true)
 	}
 	id := txid.ID(len(s.log) + 1000)
-	e := api.LogEntry{Index: uint64(len(s.log) + 1), TxID: id, IdempotencyKey: tx.IdempotencyKey, Ops: tx.Ops, Status: api.StatusCommitted}
+	e := wire.LogEntry{Index: uint64(len(s.log) + 1), TxID: id, IdempotencyKey: tx.IdempotencyKey, Ops: tx.Ops, Status: wire.StatusCommitted}
 	for _, op := range tx.Ops {
 		if op.IfVersion != nil && s.kv[op.Key].version != *op.IfVersion {
-			e.Status = api.StatusRejected
-			e.Conflict = &api.Conflict{Key: op.Key, Expected: *op.IfVersion, Actual: s.kv[op.Key].version}
+			e.Status = wire.StatusRejected
+			e.Conflict = &wire.Conflict{Key: op.Key, Expected: *op.IfVersion, Actual: s.kv[op.Key].version}
 			break
 		}
 	}
-	if e.Status == api.StatusCommitted {
+	if e.Status == wire.StatusCommitted {
 		s.commits++
 		e.Versions = map[string]uint64{}
 		for _, op := range tx.Ops {
 			e.Versions[op.Key] = s.kv[op.Key].version + 1
 		}
 		if s.commits == s.loseWrite {
-			return api.TxResult{TxID: id, Status: api.StatusCommitted, Index: e.Index, Versions: e.Versions}
+			return wire.TxResult{TxID: id, Status: wire.StatusCommitted, Index: e.Index, Versions: e.Versions}
 		}
 		for _, op := range tx.Ops {
 			s.prev[op.Key] = s.kv[op.Key]
@@ -87,8 +88,8 @@ func (s *memStore) submit(tx api.TxRequest, opts api.SubmitOptions) api.TxResult
 	s.byKey[tx.IdempotencyKey] = len(s.log) - 1
 	s.byID[id] = len(s.log) - 1
 	res := s.result(len(s.log)-1, false)
-	if opts.Ack == api.AckAccepted {
-		return api.TxResult{TxID: id, Status: api.StatusPending, IdempotencyKey: tx.IdempotencyKey, Durability: api.AckAccepted}
+	if opts.Ack == wire.AckAccepted {
+		return wire.TxResult{TxID: id, Status: wire.StatusPending, IdempotencyKey: tx.IdempotencyKey, Durability: wire.AckAccepted}
 	}
 	return res
 }
@@ -116,37 +117,37 @@ var _ api.Backend = (*memNode)(nil)
 
 var errMemUnsupported = errors.New("memcluster: not supported")
 
-func (n *memNode) Submit(_ context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+func (n *memNode) Submit(_ context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 	return n.s.submit(tx, opts), nil
 }
 
-func (n *memNode) SubmitBatch(context.Context, []api.TxRequest, api.SubmitOptions) ([]api.TxResult, error) {
+func (n *memNode) SubmitBatch(context.Context, []wire.TxRequest, wire.SubmitOptions) ([]wire.TxResult, error) {
 	return nil, errMemUnsupported
 }
 
-func (n *memNode) Propose(context.Context, [][]byte, api.SubmitOptions) ([]api.TxResult, error) {
+func (n *memNode) Propose(context.Context, [][]byte, wire.SubmitOptions) ([]wire.TxResult, error) {
 	return nil, errMemUnsupported
 }
 
-func (n *memNode) Tx(_ context.Context, id txid.ID, _ time.Duration) (api.TxResult, error) {
+func (n *memNode) Tx(_ context.Context, id txid.ID, _ time.Duration) (wire.TxResult, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	if i, ok := n.s.byID[id]; ok {
 		return n.s.result(i, false), nil
 	}
-	return api.TxResult{}, api.ErrNotFound
+	return wire.TxResult{}, wire.ErrNotFound
 }
 
-func (n *memNode) TxByIdempotencyKey(_ context.Context, key string, _ time.Duration, _ bool) (api.TxResult, error) {
+func (n *memNode) TxByIdempotencyKey(_ context.Context, key string, _ time.Duration, _ bool) (wire.TxResult, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	if i, ok := n.s.byKey[key]; ok {
 		return n.s.result(i, false), nil
 	}
-	return api.TxResult{}, api.ErrNotFound
+	return wire.TxResult{}, wire.ErrNotFound
 }
 
-func (n *memNode) Get(_ context.Context, key string, _ api.ReadOptions) (api.KV, error) {
+func (n *memNode) Get(_ context.Context, key string, _ wire.ReadOptions) (wire.KV, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	v, ok := n.s.kv[key]
@@ -154,15 +155,15 @@ func (n *memNode) Get(_ context.Context, key string, _ api.ReadOptions) (api.KV,
 		v = n.s.prev[key]
 	}
 	if !ok {
-		return api.KV{}, api.ErrNotFound
+		return wire.KV{}, wire.ErrNotFound
 	}
-	return api.KV{Key: key, Value: v.value, Version: v.version, Index: v.index}, nil
+	return wire.KV{Key: key, Value: v.value, Version: v.version, Index: v.index}, nil
 }
 
-func (n *memNode) Log(_ context.Context, from uint64, limit int) (api.LogPage, error) {
+func (n *memNode) Log(_ context.Context, from uint64, limit int) (wire.LogPage, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
-	page := api.LogPage{Next: from}
+	page := wire.LogPage{Next: from}
 	for i := int(from) - 1; i >= 0 && i < len(n.s.log) && len(page.Entries) < limit; i++ {
 		page.Entries = append(page.Entries, n.s.log[i])
 		page.Next = n.s.log[i].Index + 1
@@ -170,7 +171,7 @@ func (n *memNode) Log(_ context.Context, from uint64, limit int) (api.LogPage, e
 	return page, nil
 }
 
-func (n *memNode) Cluster(context.Context) (api.ClusterStatus, error) {
+func (n *memNode) Cluster(context.Context) (wire.ClusterStatus, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	leader := n.leader()
@@ -179,16 +180,16 @@ func (n *memNode) Cluster(context.Context) (api.ClusterStatus, error) {
 		state = "leader"
 	}
 	idx := uint64(len(n.s.log))
-	return api.ClusterStatus{ID: n.id, State: state, LeaderID: leader, Term: 1, CommitIndex: idx, AppliedIndex: idx,
+	return wire.ClusterStatus{ID: n.id, State: state, LeaderID: leader, Term: 1, CommitIndex: idx, AppliedIndex: idx,
 		Extra: map[string]string{"intake_unresolved": "0"}}, nil
 }
 
-func (n *memNode) Join(context.Context, api.JoinRequest) (api.JoinResult, error) {
-	return api.JoinResult{}, errMemUnsupported
+func (n *memNode) Join(context.Context, wire.JoinRequest) (wire.JoinResult, error) {
+	return wire.JoinResult{}, errMemUnsupported
 }
 func (n *memNode) Remove(context.Context, string) error { return errMemUnsupported }
-func (n *memNode) TransferLeadership(context.Context, api.TransferRequest) (api.TransferResult, error) {
-	return api.TransferResult{}, errMemUnsupported
+func (n *memNode) TransferLeadership(context.Context, wire.TransferRequest) (wire.TransferResult, error) {
+	return wire.TransferResult{}, errMemUnsupported
 }
 func (n *memNode) Ready(context.Context) error { return nil }
 

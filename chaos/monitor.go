@@ -10,7 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
 // monitorInterval is how often the monitor asks every node for its view.
@@ -32,7 +33,7 @@ type LeaderChange struct {
 // It sees a cluster the way a client does, so it works for a local cluster and a
 // deployment alike.
 type monitor struct {
-	client *api.Client
+	client *client.Client
 	urls   map[string]string // node ID → base URL; immutable
 	ids    []string          // sorted; immutable
 
@@ -42,7 +43,7 @@ type monitor struct {
 
 func newMonitor(urls map[string]string) *monitor {
 	return &monitor{
-		client: api.NewClient(api.ClientConfig{AttemptTimeout: requestTimeout}),
+		client: client.NewClient(client.ClientConfig{AttemptTimeout: requestTimeout}),
 		urls:   urls,
 		ids:    slices.Sorted(maps.Keys(urls)),
 	}
@@ -67,7 +68,7 @@ func (e *wrongNodeError) Error() string {
 
 // checkNode returns a *wrongNodeError unless st, an answer to GET /v1/cluster
 // at the URL of node id, comes from node id.
-func checkNode(id string, st api.ClusterStatus) error {
+func checkNode(id string, st wire.ClusterStatus) error {
 	if st.ID != id {
 		return &wrongNodeError{Want: id, Got: st.ID}
 	}
@@ -77,10 +78,10 @@ func checkNode(id string, st api.ClusterStatus) error {
 // views asks every node for GET /v1/cluster at once. A node that does not
 // answer within timeout, or answers as another node (see checkNode), is left
 // out, and the error says why, one line per node left out.
-func (m *monitor) views(ctx context.Context, timeout time.Duration) (map[string]api.ClusterStatus, error) {
+func (m *monitor) views(ctx context.Context, timeout time.Duration) (map[string]wire.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := make([]api.ClusterStatus, len(m.ids))
+	out := make([]wire.ClusterStatus, len(m.ids))
 	errs := make([]error, len(m.ids))
 	var wg sync.WaitGroup
 	for i, id := range m.ids {
@@ -94,7 +95,7 @@ func (m *monitor) views(ctx context.Context, timeout time.Duration) (map[string]
 		})
 	}
 	wg.Wait()
-	views := map[string]api.ClusterStatus{}
+	views := map[string]wire.ClusterStatus{}
 	for i, id := range m.ids {
 		if errs[i] == nil {
 			views[id] = out[i]
@@ -105,7 +106,7 @@ func (m *monitor) views(ctx context.Context, timeout time.Duration) (map[string]
 
 // agreedLeader returns the node that says it leads in the highest term, when a
 // majority of all nodes (itself included) name it; else "".
-func (m *monitor) agreedLeader(views map[string]api.ClusterStatus) (string, uint64) {
+func (m *monitor) agreedLeader(views map[string]wire.ClusterStatus) (string, uint64) {
 	best, term := "", uint64(0)
 	for id, v := range views {
 		if v.State == "leader" && (best == "" || v.Term > term) {
@@ -252,7 +253,7 @@ func (m *monitor) waitSettled(ctx context.Context) (uint64, error) {
 
 // readLog reads node id's whole log up to index upTo, once node id has
 // answered as itself at its URL.
-func (m *monitor) readLog(ctx context.Context, id string, upTo uint64) ([]api.LogEntry, error) {
+func (m *monitor) readLog(ctx context.Context, id string, upTo uint64) ([]wire.LogEntry, error) {
 	st, err := m.client.ClusterFrom(ctx, m.urls[id])
 	if err != nil {
 		return nil, fmt.Errorf("read log of %s: %w", id, err)
@@ -260,8 +261,8 @@ func (m *monitor) readLog(ctx context.Context, id string, upTo uint64) ([]api.Lo
 	if err := checkNode(id, st); err != nil {
 		return nil, fmt.Errorf("read log: %w", err)
 	}
-	c := api.NewClient(api.ClientConfig{Endpoints: []string{m.urls[id]}, Timeout: 30 * time.Second})
-	var out []api.LogEntry
+	c := client.NewClient(client.ClientConfig{Endpoints: []string{m.urls[id]}, Timeout: 30 * time.Second})
+	var out []wire.LogEntry
 	from := uint64(1)
 	for from <= upTo {
 		page, err := c.Log(ctx, from, 1000)

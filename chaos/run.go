@@ -13,9 +13,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos/lazyfs"
 	"github.com/txlog/txlog/chaos/procstat"
+	"github.com/txlog/txlog/client"
 )
 
 // Config describes one run of the chaos verifier. Zero values mean "use the
@@ -93,7 +94,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("Dir is required"))
 	}
 	for i, t := range c.Targets {
-		if err := (api.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
+		if err := (client.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("Targets[%d]: %w", i, err))
 		}
 	}
@@ -253,7 +254,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if upTo == 0 {
 		upTo = ^uint64(0) >> 1
 	}
-	logs := map[string][]api.LogEntry{}
+	logs := map[string][]wire.LogEntry{}
 	var logErrs []error
 	for _, id := range mon.ids {
 		l, err := mon.readLog(ctx, id, upTo)
@@ -312,7 +313,7 @@ func finalResolve(ctx context.Context, wl *workload, d time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	c := api.NewClient(api.ClientConfig{Endpoints: wl.endpoints, Timeout: resolveWait + 5*time.Second})
+	c := client.NewClient(client.ClientConfig{Endpoints: wl.endpoints, Timeout: resolveWait + 5*time.Second})
 	work := make(chan *Op)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -331,7 +332,7 @@ func finalResolve(ctx context.Context, wl *workload, d time.Duration) {
 
 // discover maps each target to the ID of the node that serves it.
 func discover(ctx context.Context, targets []string) (map[string]string, error) {
-	c := api.NewClient(api.ClientConfig{})
+	c := client.NewClient(client.ClientConfig{})
 	urls := map[string]string{}
 	for _, t := range targets {
 		t = strings.TrimRight(t, "/")

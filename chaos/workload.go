@@ -13,7 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -28,7 +29,7 @@ type WorkloadConfig struct {
 	// HotKeys is the number of keys that read-modify-write chains contend on.
 	// Default 4.
 	HotKeys int
-	// SubmitTimeout bounds one api.Client call, its own retries included.
+	// SubmitTimeout bounds one client.Client call, its own retries included.
 	// Default 6s.
 	SubmitTimeout time.Duration
 	// RetryFor is how long a client keeps resubmitting a write whose outcome is
@@ -115,8 +116,8 @@ func (c WorkloadConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// AckWeight is an ack level of writes (api.AckQuorum, api.AckAll or
-// api.AckAccepted) and its share of the writes: Weight out of the sum of the
+// AckWeight is an ack level of writes (wire.AckQuorum, wire.AckAll or
+// wire.AckAccepted) and its share of the writes: Weight out of the sum of the
 // mix's weights.
 type AckWeight struct {
 	Ack    string `json:"ack"`
@@ -128,7 +129,7 @@ type AckWeight struct {
 const DefaultAcks = "quorum*55,all*15,accepted*30"
 
 // allAcks lists the ack levels in the order a client's draw walks them.
-var allAcks = []string{api.AckAll, api.AckAccepted, api.AckQuorum}
+var allAcks = []string{wire.AckAll, wire.AckAccepted, wire.AckQuorum}
 
 // ParseAcks parses a comma-separated list of ack levels, each optionally with
 // a weight (default 1): "quorum*3,all" gives three quorum writes to one all.
@@ -219,10 +220,10 @@ func (w *workload) run(issue, drain, resolve context.Context) {
 	rwg.Wait()
 }
 
-func (w *workload) newClient(i int) *api.Client {
+func (w *workload) newClient(i int) *client.Client {
 	n := len(w.endpoints)
 	eps := append(append([]string(nil), w.endpoints[i%n:]...), w.endpoints[:i%n]...)
-	return api.NewClient(api.ClientConfig{
+	return client.NewClient(client.ClientConfig{
 		Endpoints:      eps,
 		Timeout:        w.cfg.SubmitTimeout,
 		AttemptTimeout: 3 * time.Second,
@@ -285,24 +286,24 @@ func (w *workload) ackLevel(rng *rand.Rand) string {
 		}
 		p -= a.Weight
 	}
-	return api.AckQuorum // not reached: p < total
+	return wire.AckQuorum // not reached: p < total
 }
 
 // read does one linearizable read and records it.
-func (w *workload) read(ctx context.Context, c *api.Client, client int, key string) Op {
+func (w *workload) read(ctx context.Context, c *client.Client, client int, key string) Op {
 	op := w.hist.Add(&Op{Client: client, Kind: OpRead, Key: key, Start: time.Now()})
 	w.ops.Add(1)
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.SubmitTimeout)
-	kv, err := c.Get(rctx, key, api.ReadOptions{Consistency: api.ConsistencyLinearizable})
+	kv, err := c.Get(rctx, key, wire.ReadOptions{Consistency: wire.ConsistencyLinearizable})
 	cancel()
 	now := time.Now()
 	var out Op
 	w.hist.Update(op, func(op *Op) {
 		op.Answered, op.End = now, now
 		switch {
-		case errors.Is(err, api.ErrNotFound):
+		case errors.Is(err, wire.ErrNotFound):
 			op.Answer = AnswerNotFound
-			op.Result = OpResult{Status: api.StatusCommitted}
+			op.Result = OpResult{Status: wire.StatusCommitted}
 		case err != nil:
 			op.Answer = AnswerFailed
 			op.Result = OpResult{Status: AnswerFailed, Err: err.Error()}
@@ -314,7 +315,7 @@ func (w *workload) read(ctx context.Context, c *api.Client, client int, key stri
 				break
 			}
 			op.Answer = AnswerOK
-			op.Result = OpResult{Status: api.StatusCommitted, Version: kv.Version, Index: kv.Index, Found: true, ReadValue: v}
+			op.Result = OpResult{Status: wire.StatusCommitted, Version: kv.Version, Index: kv.Index, Found: true, ReadValue: v}
 		}
 		out = *op
 	})
@@ -327,10 +328,10 @@ func (w *workload) read(ctx context.Context, c *api.Client, client int, key stri
 // write submits one put (or cas, with if_version ifVersion) and records it. On
 // an open outcome it resubmits with the same idempotency key until it learns
 // the outcome or RetryFor has passed.
-func (w *workload) write(ctx context.Context, c *api.Client, client int, seq int64, kind OpKind, key string, ifVersion uint64, ack string) {
+func (w *workload) write(ctx context.Context, c *client.Client, client int, seq int64, kind OpKind, key string, ifVersion uint64, ack string) {
 	value := int64(client+1)<<40 | seq
 	idemKey := fmt.Sprintf("%s-%d-%d", w.runID, client, seq)
-	apiOp := api.Op{Op: api.OpPut, Key: key, Value: json.RawMessage(strconv.FormatInt(value, 10))}
+	apiOp := wire.Op{Op: wire.OpPut, Key: key, Value: json.RawMessage(strconv.FormatInt(value, 10))}
 	if kind == OpCAS {
 		apiOp.IfVersion = &ifVersion
 	} else {
@@ -342,11 +343,11 @@ func (w *workload) write(ctx context.Context, c *api.Client, client int, seq int
 		IdempotencyKey: idemKey, Start: start,
 	})
 	w.ops.Add(1)
-	tx := api.TxRequest{IdempotencyKey: idemKey, Ops: []api.Op{apiOp}}
+	tx := wire.TxRequest{IdempotencyKey: idemKey, Ops: []wire.Op{apiOp}}
 	giveUp := start.Add(w.cfg.RetryFor)
 	for attempt := 0; ; attempt++ {
 		sctx, cancel := context.WithTimeout(ctx, w.cfg.SubmitTimeout)
-		res, err := c.Submit(sctx, tx, api.SubmitOptions{Ack: ack, Timeout: serverTimeout})
+		res, err := c.Submit(sctx, tx, wire.SubmitOptions{Ack: ack, Timeout: serverTimeout})
 		cancel()
 		now := time.Now()
 		if err == nil {
@@ -365,7 +366,7 @@ func (w *workload) write(ctx context.Context, c *api.Client, client int, seq int
 			op.Retries = attempt
 			if attempt == 0 {
 				op.Answered, op.Answer = now, AnswerUnknown
-				op.Result = OpResult{Status: api.StatusUnknown, TxID: res.TxID, Err: err.Error()}
+				op.Result = OpResult{Status: wire.StatusUnknown, TxID: res.TxID, Err: err.Error()}
 				if badRequest {
 					op.Answer, op.Result.Status = AnswerFailed, AnswerFailed
 				}
@@ -390,13 +391,13 @@ func (w *workload) write(ctx context.Context, c *api.Client, client int, seq int
 // isBadInput reports whether err is a 4xx refusal of the request itself, which
 // promises that nothing was done and that a retry would be refused too.
 func isBadInput(err error) bool {
-	e, ok := errors.AsType[*api.Error](err)
+	e, ok := errors.AsType[*wire.Error](err)
 	if !ok {
 		return false
 	}
 	switch e.Code {
-	case api.CodeBadRequest, api.CodeInvalidJSON, api.CodeInvalidUTF8, api.CodeInvalidTx,
-		api.CodeInvalidParam, api.CodePayloadTooLarge, api.CodeMethodNotAllowed:
+	case wire.CodeBadRequest, wire.CodeInvalidJSON, wire.CodeInvalidUTF8, wire.CodeInvalidTx,
+		wire.CodeInvalidParam, wire.CodePayloadTooLarge, wire.CodeMethodNotAllowed:
 		return true
 	}
 	return false
@@ -404,16 +405,16 @@ func isBadInput(err error) bool {
 
 // settle records a write's answer; called under the history's lock. It
 // reports whether the answer was 202, which leaves the outcome to resolve.
-func settle(op *Op, res api.TxResult, now time.Time, attempt int) (pending bool) {
+func settle(op *Op, res wire.TxResult, now time.Time, attempt int) (pending bool) {
 	op.Retries = attempt
 	if attempt == 0 {
 		op.Answered = now
 		switch res.Status {
-		case api.StatusCommitted:
+		case wire.StatusCommitted:
 			op.Answer = AnswerOK
-		case api.StatusRejected:
+		case wire.StatusRejected:
 			op.Answer = AnswerRejected
-		case api.StatusPending:
+		case wire.StatusPending:
 			op.Answer = AnswerPending
 		default:
 			op.Answer = AnswerUnknown
@@ -421,9 +422,9 @@ func settle(op *Op, res api.TxResult, now time.Time, attempt int) (pending bool)
 	}
 	op.Result = resultOf(op, res)
 	switch res.Status {
-	case api.StatusCommitted, api.StatusRejected:
+	case wire.StatusCommitted, wire.StatusRejected:
 		op.End = now
-	case api.StatusPending:
+	case wire.StatusPending:
 		op.Accepted = true
 		return true
 	}
@@ -431,7 +432,7 @@ func settle(op *Op, res api.TxResult, now time.Time, attempt int) (pending bool)
 }
 
 // resultOf turns a TxResult about op into an OpResult.
-func resultOf(op *Op, res api.TxResult) OpResult {
+func resultOf(op *Op, res wire.TxResult) OpResult {
 	r := OpResult{Status: res.Status, TxID: res.TxID, Index: res.Index, Version: res.Versions[op.Key]}
 	if res.Conflict != nil {
 		r.Actual = res.Conflict.Actual
@@ -441,7 +442,7 @@ func resultOf(op *Op, res api.TxResult) OpResult {
 
 // resolveLoop resolves 202 answers by txid until resolve ends.
 func (w *workload) resolveLoop(ctx context.Context) {
-	c := api.NewClient(api.ClientConfig{Endpoints: w.endpoints, Timeout: resolveWait + 5*time.Second, MaxBackoff: 250 * time.Millisecond})
+	c := client.NewClient(client.ClientConfig{Endpoints: w.endpoints, Timeout: resolveWait + 5*time.Second, MaxBackoff: 250 * time.Millisecond})
 	for op := range w.pending {
 		w.resolve(ctx, c, op)
 	}
@@ -449,12 +450,12 @@ func (w *workload) resolveLoop(ctx context.Context) {
 
 // resolve polls GET /v1/tx/{txid}?wait until op is committed or rejected, or
 // ctx ends.
-func (w *workload) resolve(ctx context.Context, c *api.Client, op *Op) bool {
+func (w *workload) resolve(ctx context.Context, c *client.Client, op *Op) bool {
 	var id txid.ID
 	w.hist.Update(op, func(op *Op) { id = op.Result.TxID })
 	for ctx.Err() == nil {
 		res, err := c.Tx(ctx, id, resolveWait)
-		if err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected) {
+		if err == nil && (res.Status == wire.StatusCommitted || res.Status == wire.StatusRejected) {
 			now := time.Now()
 			w.hist.Update(op, func(op *Op) {
 				op.Result = resultOf(op, res)
@@ -482,7 +483,7 @@ func (w *workload) unresolved() []*Op {
 	defer w.hist.mu.Unlock()
 	var out []*Op
 	for _, op := range w.hist.ops {
-		if op.Result.Status == api.StatusPending && op.End.IsZero() {
+		if op.Result.Status == wire.StatusPending && op.End.IsZero() {
 			out = append(out, op)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 func TestParseAcks(t *testing.T) {
@@ -40,7 +40,7 @@ func TestParseAcks(t *testing.T) {
 }
 
 func TestWorkloadConfigAcks(t *testing.T) {
-	bad := WorkloadConfig{Acks: []AckWeight{{"majority", 1}, {api.AckAll, 0}, {api.AckQuorum, 1}, {api.AckQuorum, 2}}}
+	bad := WorkloadConfig{Acks: []AckWeight{{"majority", 1}, {wire.AckAll, 0}, {wire.AckQuorum, 1}, {wire.AckQuorum, 2}}}
 	err := bad.withDefaults().Validate()
 	for _, want := range []string{`unknown ack "majority"`, `ack "all" weight 0, want 1..1000`, `ack "quorum" given twice`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -67,13 +67,13 @@ func TestAckLevel(t *testing.T) {
 	t.Run("quorum and all only", func(t *testing.T) {
 		acks, _ := ParseAcks("quorum*3,all")
 		got := drawAcks(WorkloadConfig{Acks: acks}, 4000)
-		if got[api.AckAccepted] != 0 || got[api.AckQuorum] < 2800 || got[api.AckQuorum] > 3200 || got[api.AckAll] < 800 {
+		if got[wire.AckAccepted] != 0 || got[wire.AckQuorum] < 2800 || got[wire.AckQuorum] > 3200 || got[wire.AckAll] < 800 {
 			t.Fatalf("drew %v, want about 3000 quorum, 1000 all, no accepted", got)
 		}
 	})
 	t.Run("default", func(t *testing.T) {
 		got := drawAcks(WorkloadConfig{}, 10000)
-		for ack, want := range map[string]int{api.AckQuorum: 5500, api.AckAll: 1500, api.AckAccepted: 3000} {
+		for ack, want := range map[string]int{wire.AckQuorum: 5500, wire.AckAll: 1500, wire.AckAccepted: 3000} {
 			if got[ack] < want-300 || got[ack] > want+300 {
 				t.Errorf("drew %d %s of 10000, want about %d", got[ack], ack, want)
 			}

@@ -2,7 +2,7 @@
 // campaigns for one txlog lease, runs a function while it holds it, renews it
 // and stops the function before the lease can have run out.
 //
-// It imports only api. The lease itself — grants, renewals, expiry by the
+// It imports only client and api/wire. The lease itself — grants, renewals, expiry by the
 // leader-stamped time, tokens — lives in txlog's replicated state machine
 // (store/lease.go, docs/leases.md); the Elector is the client's half: it
 // keeps its own, conservative, view of when its lease runs out and acts on
@@ -25,6 +25,8 @@
 //
 // # What it must not import
 //
-// lease imports only api from txlog (and the standard library): it is a
-// client, like chaos.
+// lease imports only client and api/wire from txlog (and, through them, txid;
+// and the standard library): it is a client, like chaos.
+//
+// Imports only: std, github.com/txlog/txlog/client, github.com/txlog/txlog/api/wire, github.com/txlog/txlog/txid
 package lease

@@ -7,18 +7,19 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
-// Client is what an Elector needs of txlog; *api.Client implements it.
+// Client is what an Elector needs of txlog; *client.Client implements it.
 type Client interface {
-	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (api.LeaseResult, error)
-	RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (api.LeaseResult, error)
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (wire.LeaseResult, error)
+	RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (wire.LeaseResult, error)
 	ReleaseLease(ctx context.Context, name, holder string, token uint64) error
-	Lease(ctx context.Context, name string, wait time.Duration, afterToken uint64) (api.Lease, error)
+	Lease(ctx context.Context, name string, wait time.Duration, afterToken uint64) (wire.Lease, error)
 }
 
-var _ Client = (*api.Client)(nil)
+var _ Client = (*client.Client)(nil)
 
 // Defaults of Config.
 const (
@@ -90,8 +91,8 @@ func (c Config) Validate() error {
 	if c.Name == "" {
 		errs = append(errs, errors.New("lease: Name is required"))
 	}
-	if c.Holder == "" || len(c.Holder) > api.MaxLeaseHolderBytes {
-		errs = append(errs, fmt.Errorf("lease: Holder %q: want 1 to %d bytes", c.Holder, api.MaxLeaseHolderBytes))
+	if c.Holder == "" || len(c.Holder) > wire.MaxLeaseHolderBytes {
+		errs = append(errs, fmt.Errorf("lease: Holder %q: want 1 to %d bytes", c.Holder, wire.MaxLeaseHolderBytes))
 	}
 	for name, d := range map[string]time.Duration{"TTL": c.TTL, "RenewEvery": c.RenewEvery, "Margin": c.Margin, "PollWait": c.PollWait, "RetryPause": c.RetryPause} {
 		if d < 0 {
@@ -99,8 +100,8 @@ func (c Config) Validate() error {
 		}
 	}
 	d := c.withDefaults()
-	if d.TTL < api.MinLeaseTTL || d.TTL > api.MaxLeaseTTL {
-		errs = append(errs, fmt.Errorf("lease: TTL %v: want %v to %v", d.TTL, api.MinLeaseTTL, api.MaxLeaseTTL))
+	if d.TTL < wire.MinLeaseTTL || d.TTL > wire.MaxLeaseTTL {
+		errs = append(errs, fmt.Errorf("lease: TTL %v: want %v to %v", d.TTL, wire.MinLeaseTTL, wire.MaxLeaseTTL))
 	}
 	if d.RenewEvery+d.Margin >= d.TTL {
 		errs = append(errs, fmt.Errorf("lease: RenewEvery %v + Margin %v must be below TTL %v, or no renewal fits", d.RenewEvery, d.Margin, d.TTL))
@@ -147,9 +148,9 @@ func (e *Elector) Campaign(ctx context.Context) (uint64, error) {
 		if ctx.Err() != nil {
 			return 0, ctx.Err()
 		}
-		le, held := errors.AsType[*api.LeaseError](err)
+		le, held := errors.AsType[*wire.LeaseError](err)
 		switch {
-		case held && le.Code == api.CodeLeaseHeld:
+		case held && le.Code == wire.CodeLeaseHeld:
 			// Wait for the holder's lease to end: a release or an expiry
 			// answers the poll; the grant may still wait out the skew.
 			wait := min(e.cfg.PollWait, le.Lease.Remaining()+time.Second)
@@ -170,12 +171,12 @@ func (e *Elector) Campaign(ctx context.Context) (uint64, error) {
 // isPermanent reports whether err will not go away by trying again: bad
 // input, refused by every node alike.
 func isPermanent(err error) bool {
-	ae, ok := errors.AsType[*api.Error](err)
+	ae, ok := errors.AsType[*wire.Error](err)
 	if !ok {
 		return false
 	}
 	switch ae.Code {
-	case api.CodeBadRequest, api.CodeInvalidParam, api.CodeInvalidUTF8, api.CodeInvalidJSON, api.CodePayloadTooLarge, api.CodeMethodNotAllowed:
+	case wire.CodeBadRequest, wire.CodeInvalidParam, wire.CodeInvalidUTF8, wire.CodeInvalidJSON, wire.CodePayloadTooLarge, wire.CodeMethodNotAllowed:
 		return true
 	}
 	return false
@@ -259,7 +260,7 @@ func (e *Elector) Run(ctx context.Context, fn func(ctx context.Context, token ui
 				e.deadline = sent.Add(e.cfg.TTL)
 				expire.Reset(time.Until(e.deadline.Add(-e.cfg.Margin)))
 				renew.Reset(e.cfg.RenewEvery)
-			case errors.Is(err, api.ErrFenced):
+			case errors.Is(err, wire.ErrFenced):
 				loseIt("lease fenced", "token", token, "err", err)
 			default:
 				e.log.Warn("renew lease", "token", token, "err", err)
@@ -278,7 +279,7 @@ func (e *Elector) Resign(ctx context.Context) error {
 	}
 	token := e.token
 	err := e.cfg.Client.ReleaseLease(ctx, e.cfg.Name, e.cfg.Holder, token)
-	if errors.Is(err, api.ErrFenced) {
+	if errors.Is(err, wire.ErrFenced) {
 		err = nil // someone else's now: nothing of ours to release
 	}
 	if err != nil {
@@ -292,8 +293,8 @@ func (e *Elector) Resign(ctx context.Context) error {
 // Observe sends the lease as it changes hands: each new holder's lease, and
 // a Lease with Token 0 when it becomes free, starting with the state now. The
 // channel is closed when ctx ends.
-func (e *Elector) Observe(ctx context.Context) <-chan api.Lease {
-	ch := make(chan api.Lease)
+func (e *Elector) Observe(ctx context.Context) <-chan wire.Lease {
+	ch := make(chan wire.Lease)
 	go func() {
 		defer close(ch)
 		var after uint64
@@ -305,8 +306,8 @@ func (e *Elector) Observe(ctx context.Context) <-chan api.Lease {
 			}
 			l, err := e.cfg.Client.Lease(ctx, e.cfg.Name, wait, after)
 			switch {
-			case errors.Is(err, api.ErrNotFound):
-				l = api.Lease{Name: e.cfg.Name, ExpiresIn: "0s"}
+			case errors.Is(err, wire.ErrNotFound):
+				l = wire.Lease{Name: e.cfg.Name, ExpiresIn: "0s"}
 			case err != nil:
 				if pause(ctx, e.cfg.RetryPause) != nil {
 					return

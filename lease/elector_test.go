@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // fakeClient is a Client whose methods call its function fields; it counts
@@ -16,29 +16,29 @@ import (
 // every write holds.
 type fakeClient struct {
 	mu       sync.Mutex
-	acquire  func(ctx context.Context) (api.LeaseResult, error)
-	renew    func(ctx context.Context, token uint64) (api.LeaseResult, error)
+	acquire  func(ctx context.Context) (wire.LeaseResult, error)
+	renew    func(ctx context.Context, token uint64) (wire.LeaseResult, error)
 	release  func(token uint64) error
-	poll     func(ctx context.Context, wait time.Duration, after uint64) (api.Lease, error)
+	poll     func(ctx context.Context, wait time.Duration, after uint64) (wire.Lease, error)
 	renewals int
 	released []uint64
 }
 
-func (f *fakeClient) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (api.LeaseResult, error) {
+func (f *fakeClient) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (wire.LeaseResult, error) {
 	if f.acquire != nil {
 		return f.acquire(ctx)
 	}
-	return api.LeaseResult{Lease: api.Lease{Name: name, Holder: holder, Token: 7}, Acquired: true}, nil
+	return wire.LeaseResult{Lease: wire.Lease{Name: name, Holder: holder, Token: 7}, Acquired: true}, nil
 }
 
-func (f *fakeClient) RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (api.LeaseResult, error) {
+func (f *fakeClient) RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (wire.LeaseResult, error) {
 	f.mu.Lock()
 	f.renewals++
 	f.mu.Unlock()
 	if f.renew != nil {
 		return f.renew(ctx, token)
 	}
-	return api.LeaseResult{Lease: api.Lease{Name: name, Holder: holder, Token: token}}, nil
+	return wire.LeaseResult{Lease: wire.Lease{Name: name, Holder: holder, Token: token}}, nil
 }
 
 func (f *fakeClient) ReleaseLease(ctx context.Context, name, holder string, token uint64) error {
@@ -51,11 +51,11 @@ func (f *fakeClient) ReleaseLease(ctx context.Context, name, holder string, toke
 	return nil
 }
 
-func (f *fakeClient) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (api.Lease, error) {
+func (f *fakeClient) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
 	if f.poll != nil {
 		return f.poll(ctx, wait, after)
 	}
-	return api.Lease{}, api.ErrNotFound
+	return wire.Lease{}, wire.ErrNotFound
 }
 
 func (f *fakeClient) counts() (int, []uint64) {
@@ -131,15 +131,15 @@ func TestRunSafetyMargin(t *testing.T) {
 		fc := &fakeClient{}
 		var lastOK time.Time
 		n := 0
-		fc.renew = func(ctx context.Context, token uint64) (api.LeaseResult, error) {
+		fc.renew = func(ctx context.Context, token uint64) (wire.LeaseResult, error) {
 			n++
 			if n <= 2 {
 				lastOK = time.Now()
-				return api.LeaseResult{Lease: api.Lease{Token: token}}, nil
+				return wire.LeaseResult{Lease: wire.Lease{Token: token}}, nil
 			}
 			// A leaderless cluster: the call hangs until its deadline.
 			<-ctx.Done()
-			return api.LeaseResult{}, api.ErrNoLeader
+			return wire.LeaseResult{}, wire.ErrNoLeader
 		}
 		e := newElector(t, fc)
 		var cancelledAt time.Time
@@ -165,8 +165,8 @@ func TestRunSafetyMargin(t *testing.T) {
 // TestRunFenced: a renewal refused as fenced cancels fn at once.
 func TestRunFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fc := &fakeClient{renew: func(ctx context.Context, token uint64) (api.LeaseResult, error) {
-			return api.LeaseResult{}, &api.LeaseError{Code: api.CodeFenced, Message: "fenced", Lease: api.Lease{Token: 9}}
+		fc := &fakeClient{renew: func(ctx context.Context, token uint64) (wire.LeaseResult, error) {
+			return wire.LeaseResult{}, &wire.LeaseError{Code: wire.CodeFenced, Message: "fenced", Lease: wire.Lease{Token: 9}}
 		}}
 		e := newElector(t, fc)
 		start := time.Now()
@@ -191,19 +191,19 @@ func TestCampaignWaitsForHolder(t *testing.T) {
 		free := start.Add(7 * time.Second)
 		var polls []uint64
 		fc := &fakeClient{
-			acquire: func(ctx context.Context) (api.LeaseResult, error) {
+			acquire: func(ctx context.Context) (wire.LeaseResult, error) {
 				if time.Now().Before(free) {
-					return api.LeaseResult{}, &api.LeaseError{Code: api.CodeLeaseHeld, Message: "held", Lease: api.Lease{Token: 3, ExpiresIn: "5s"}}
+					return wire.LeaseResult{}, &wire.LeaseError{Code: wire.CodeLeaseHeld, Message: "held", Lease: wire.Lease{Token: 3, ExpiresIn: "5s"}}
 				}
-				return api.LeaseResult{Lease: api.Lease{Token: 11}, Acquired: true}, nil
+				return wire.LeaseResult{Lease: wire.Lease{Token: 11}, Acquired: true}, nil
 			},
-			poll: func(ctx context.Context, wait time.Duration, after uint64) (api.Lease, error) {
+			poll: func(ctx context.Context, wait time.Duration, after uint64) (wire.Lease, error) {
 				polls = append(polls, after)
 				select {
 				case <-time.After(time.Until(free)):
-					return api.Lease{}, api.ErrNotFound
+					return wire.Lease{}, wire.ErrNotFound
 				case <-time.After(wait):
-					return api.Lease{Token: 3}, nil
+					return wire.Lease{Token: 3}, nil
 				}
 			},
 		}
@@ -225,19 +225,19 @@ func TestCampaignWaitsForHolder(t *testing.T) {
 func TestObserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		states := []struct {
-			l   api.Lease
+			l   wire.Lease
 			err error
-		}{{api.Lease{Token: 3, Holder: "a"}, nil}, {api.Lease{Token: 3, Holder: "a"}, nil}, {api.Lease{}, api.ErrNotFound}, {api.Lease{Token: 8, Holder: "b"}, nil}}
+		}{{wire.Lease{Token: 3, Holder: "a"}, nil}, {wire.Lease{Token: 3, Holder: "a"}, nil}, {wire.Lease{}, wire.ErrNotFound}, {wire.Lease{Token: 8, Holder: "b"}, nil}}
 		i := 0
 		var afters []uint64
-		fc := &fakeClient{poll: func(ctx context.Context, wait time.Duration, after uint64) (api.Lease, error) {
+		fc := &fakeClient{poll: func(ctx context.Context, wait time.Duration, after uint64) (wire.Lease, error) {
 			if (len(afters) == 0) != (wait == 0) {
 				t.Errorf("poll %d with wait %v: want 0 for the first (the state now) only", len(afters), wait)
 			}
 			afters = append(afters, after)
 			if i == len(states) {
 				<-ctx.Done()
-				return api.Lease{}, ctx.Err()
+				return wire.Lease{}, ctx.Err()
 			}
 			s := states[i]
 			i++

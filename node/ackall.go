@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/txid"
 )
@@ -190,5 +190,5 @@ func (a *ackAll) round(base string, round []*appliedCheck) bool {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	res, err := a.peers.clientFor(base).Tx(ctx, top.id, wait)
-	return err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected)
+	return err == nil && (res.Status == wire.StatusCommitted || res.Status == wire.StatusRejected)
 }

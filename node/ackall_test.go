@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -42,10 +42,10 @@ func newFakeVoter(t *testing.T) *fakeVoter {
 		w.Header().Set("Content-Type", "application/json")
 		if v.applied.Load() < index {
 			w.WriteHeader(http.StatusNotFound)
-			json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": api.CodeNotFound, "message": "not found"}})
+			json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": wire.CodeNotFound, "message": "not found"}})
 			return
 		}
-		json.NewEncoder(w).Encode(api.TxResult{TxID: id, Status: api.StatusCommitted, Index: index})
+		json.NewEncoder(w).Encode(wire.TxResult{TxID: id, Status: wire.StatusCommitted, Index: index})
 	}))
 	t.Cleanup(v.srv.Close)
 	return v

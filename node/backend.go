@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -17,17 +18,17 @@ var _ api.Backend = (*Node)(nil)
 
 // Propose implements api.Backend: the leader's side of forwarding. It makes one
 // attempt; the forwarding node retries.
-func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	if !n.raft.IsLeader() {
-		return nil, api.ErrNotLeader
+		return nil, wire.ErrNotLeader
 	}
-	results := make([]api.TxResult, len(frames))
+	results := make([]wire.TxResult, len(frames))
 	ps := make([]*pending, 0, len(frames))
 	slot := make([]int, 0, len(frames))
 	for i, f := range frames {
 		p, err := decodeFrame(f, !opts.Fresh)
 		if err != nil {
-			results[i].Error = &api.ErrorBody{Code: api.CodeInvalidTx, Message: err.Error()}
+			results[i].Error = &wire.ErrorBody{Code: wire.CodeInvalidTx, Message: err.Error()}
 			continue
 		}
 		ps = append(ps, p)
@@ -38,11 +39,11 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts api.SubmitOpti
 		r := p.st.res
 		switch {
 		case p.st.isDone() && p.st.err != nil:
-			r.Error = api.NewErrorBody(p.st.err)
+			r.Error = wire.NewErrorBody(p.st.err)
 		case p.st.isSent():
-			r = api.TxResult{TxID: p.id, Status: api.StatusUnknown, Error: api.NewErrorBody(api.ErrUnknownOutcome)}
+			r = wire.TxResult{TxID: p.id, Status: wire.StatusUnknown, Error: wire.NewErrorBody(wire.ErrUnknownOutcome)}
 		case !p.st.isDone():
-			r = api.TxResult{TxID: p.id, Error: api.NewErrorBody(api.ErrNotLeader)}
+			r = wire.TxResult{TxID: p.id, Error: wire.NewErrorBody(wire.ErrNotLeader)}
 		}
 		results[slot[j]] = r
 	}
@@ -81,10 +82,10 @@ func decodeFrame(f []byte, sent bool) (*pending, error) {
 }
 
 // Submit implements api.Backend.
-func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
-	results, err := n.SubmitBatch(ctx, []api.TxRequest{tx}, opts)
+func (n *Node) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+	results, err := n.SubmitBatch(ctx, []wire.TxRequest{tx}, opts)
 	if err != nil {
-		return api.TxResult{}, err
+		return wire.TxResult{}, err
 	}
 	r := results[0]
 	if r.Error != nil {
@@ -96,32 +97,32 @@ func (n *Node) Submit(ctx context.Context, tx api.TxRequest, opts api.SubmitOpti
 }
 
 // SubmitBatch implements api.Backend: see writer.submit.
-func (n *Node) SubmitBatch(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	return n.writes.submit(ctx, txs, opts)
 }
 
 // Tx implements api.Backend.
-func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (api.TxResult, error) {
+func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
 	return n.look.tx(ctx, id, wait)
 }
 
 // TxByIdempotencyKey implements api.Backend: see lookups.byKey.
-func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (api.TxResult, error) {
+func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
 	return n.look.byKey(ctx, key, wait, forwarded)
 }
 
 // Get implements api.Backend.
-func (n *Node) Get(ctx context.Context, key string, opts api.ReadOptions) (api.KV, error) {
+func (n *Node) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 	switch opts.Consistency {
-	case api.ConsistencyStale:
+	case wire.ConsistencyStale:
 		return n.look.get(key)
-	case api.ConsistencyLeader, api.ConsistencyLinearizable, "":
+	case wire.ConsistencyLeader, wire.ConsistencyLinearizable, "":
 	default:
-		return api.KV{}, &api.Error{Code: api.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
+		return wire.KV{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
 	}
-	var kv api.KV
+	var kv wire.KV
 	err := n.peers.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
-		if opts.Consistency != api.ConsistencyLeader {
+		if opts.Consistency != wire.ConsistencyLeader {
 			if _, err := n.raft.ReadIndex(ctx); err != nil {
 				return translate(err)
 			}
@@ -133,19 +134,19 @@ func (n *Node) Get(ctx context.Context, key string, opts api.ReadOptions) (api.K
 		fwd := opts
 		fwd.Forwarded = true
 		var err error
-		kv, err = n.client.GetFrom(ctx, base, key, fwd)
+		kv, err = n.peers.client.GetFrom(ctx, base, key, fwd)
 		return err
 	})
 	return kv, err
 }
 
 // Log implements api.Backend. It reads this node's applied log.
-func (n *Node) Log(ctx context.Context, from uint64, limit int) (api.LogPage, error) {
+func (n *Node) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
 	recs, next, err := n.db.Log(from, limit)
 	if err != nil {
-		return api.LogPage{}, err
+		return wire.LogPage{}, err
 	}
-	page := api.LogPage{Entries: make([]api.LogEntry, len(recs)), Next: next}
+	page := wire.LogPage{Entries: make([]wire.LogEntry, len(recs)), Next: next}
 	for i, r := range recs {
 		page.Entries[i] = fromLogRecord(r)
 	}
@@ -153,9 +154,9 @@ func (n *Node) Log(ctx context.Context, from uint64, limit int) (api.LogPage, er
 }
 
 // Cluster implements api.Backend.
-func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
+func (n *Node) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 	st := n.raft.Status()
-	cs := api.ClusterStatus{
+	cs := wire.ClusterStatus{
 		ID:           n.cfg.ID,
 		State:        st.State,
 		LeaderID:     st.LeaderID,
@@ -172,7 +173,7 @@ func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 		return cs, translate(err)
 	}
 	for _, m := range members {
-		am := api.Member{ID: m.ID, RaftAddr: m.Addr, Suffrage: m.Suffrage, Leader: m.Leader, HTTPAddr: peers[m.ID].HTTPAddr, NodeNumber: int(peers[m.ID].TxIDNode)}
+		am := wire.Member{ID: m.ID, RaftAddr: m.Addr, Suffrage: m.Suffrage, Leader: m.Leader, HTTPAddr: peers[m.ID].HTTPAddr, NodeNumber: int(peers[m.ID].TxIDNode)}
 		if m.LastContact > 0 {
 			am.LastContact = m.LastContact.String()
 		}
@@ -188,15 +189,15 @@ func (n *Node) Cluster(ctx context.Context) (api.ClusterStatus, error) {
 }
 
 // Join implements api.Backend: on the leader, joinLocal (register.go).
-func (n *Node) Join(ctx context.Context, req api.JoinRequest) (api.JoinResult, error) {
-	var res api.JoinResult
+func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
+	var res wire.JoinResult
 	err := n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		var err error
 		res, err = n.mem.joinLocal(ctx, req)
 		return err
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.client.JoinVia(ctx, base, req)
+		res, err = n.peers.client.JoinVia(ctx, base, req)
 		return err
 	})
 	return res, err
@@ -207,27 +208,27 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 	return n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		err := n.raft.Remove(ctx, id)
 		if errors.Is(err, replication.ErrUnknownServer) {
-			return api.ErrNotFound
+			return wire.ErrNotFound
 		}
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
-		return n.client.RemoveVia(ctx, base, id)
+		return n.peers.client.RemoveVia(ctx, base, id)
 	})
 }
 
 // TransferLeadership implements api.Backend.
-func (n *Node) TransferLeadership(ctx context.Context, req api.TransferRequest) (api.TransferResult, error) {
-	var res api.TransferResult
+func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
+	var res wire.TransferResult
 	err := n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		id, err := n.raft.TransferLeadership(ctx, req.ID)
 		if errors.Is(err, replication.ErrUnknownServer) {
-			return &api.Error{Code: api.CodeInvalidParam, Message: fmt.Sprintf("id %q: not a member", req.ID)}
+			return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("id %q: not a member", req.ID)}
 		}
 		res.LeaderID = id
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.client.TransferLeadershipVia(ctx, base, req)
+		res, err = n.peers.client.TransferLeadershipVia(ctx, base, req)
 		return err
 	})
 	return res, err
@@ -243,17 +244,17 @@ func (n *Node) Ready(ctx context.Context) error {
 		return err // removed, a node number clash, or none yet (number.go)
 	}
 	if err := n.intake.wal.Stats().Err; err != nil {
-		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("intake wal: %v (restart the node)", err)}
+		return &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("intake wal: %v (restart the node)", err)}
 	}
 	st := n.raft.Status()
 	if st.LeaderID == "" {
-		return &api.Error{Code: api.CodeNotReady, Message: "no leader known"}
+		return &wire.Error{Code: wire.CodeNotReady, Message: "no leader known"}
 	}
 	if st.AppliedIndex < st.CommitIndex {
-		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("applied index %d behind commit index %d", st.AppliedIndex, st.CommitIndex)}
+		return &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("applied index %d behind commit index %d", st.AppliedIndex, st.CommitIndex)}
 	}
 	if _, ok := n.peers.lookup(st.LeaderID); !ok {
-		return &api.Error{Code: api.CodeNotReady, Message: "leader's HTTP address not known yet"}
+		return &wire.Error{Code: wire.CodeNotReady, Message: "leader's HTTP address not known yet"}
 	}
 	return nil
 }

@@ -76,7 +76,7 @@ type Config struct {
 	IntakeWALSegmentBytes int64
 	// Forward is how a follower sends the writes it accepted to the leader:
 	// "stream" (default) over one persistent propose stream per leader
-	// (api.Streams), "http" with one POST /v1/internal/propose per group. A
+	// (peer.Streams), "http" with one POST /v1/internal/propose per group. A
 	// leader that does not serve streams gets POSTs either way. A testing
 	// flag (txlogd -help-testing).
 	Forward string
@@ -97,7 +97,7 @@ type Config struct {
 	RaftSerialAppend bool
 	// NoHTTPFastPath serves every request through net/http's server, instead
 	// of POST /v1/tx and /v1/tx/batch on keep-alive connections through the
-	// API's own fast path (api.FastListener; --http-fast-path=false). Default
+	// API's own fast path (fastpath.FastListener; --http-fast-path=false). Default
 	// false: the fast path is on. A testing flag (txlogd -help-testing).
 	NoHTTPFastPath bool
 	// StoreCommitInterval is how long the state machine may keep applied

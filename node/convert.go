@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
 )
 
 // toStoreTx converts a validated wire transaction into a store transaction.
-func toStoreTx(id txid.ID, req api.TxRequest) (store.Tx, error) {
+func toStoreTx(id txid.ID, req wire.TxRequest) (store.Tx, error) {
 	tx := store.Tx{ID: id, IdempotencyKey: req.IdempotencyKey, Ops: make([]store.Op, len(req.Ops))}
 	if f := req.Fence; f != nil {
 		tx.Fence = &store.Fence{Lease: f.Lease, Token: f.Token}
@@ -26,7 +26,7 @@ func toStoreTx(id txid.ID, req api.TxRequest) (store.Tx, error) {
 		case "delete":
 			o.Kind = store.OpDelete
 		default:
-			return store.Tx{}, &api.Error{Code: api.CodeInvalidTx, Message: fmt.Sprintf("ops[%d].op: unknown %q", i, op.Op)}
+			return store.Tx{}, &wire.Error{Code: wire.CodeInvalidTx, Message: fmt.Sprintf("ops[%d].op: unknown %q", i, op.Op)}
 		}
 		if op.IfVersion != nil {
 			o.HasIfVersion, o.IfVersion = true, *op.IfVersion
@@ -36,10 +36,10 @@ func toStoreTx(id txid.ID, req api.TxRequest) (store.Tx, error) {
 	return tx, nil
 }
 
-func fromStoreOps(ops []store.Op) []api.Op {
-	out := make([]api.Op, len(ops))
+func fromStoreOps(ops []store.Op) []wire.Op {
+	out := make([]wire.Op, len(ops))
 	for i, op := range ops {
-		o := api.Op{Key: op.Key}
+		o := wire.Op{Key: op.Key}
 		switch op.Kind {
 		case store.OpPut:
 			o.Op, o.Value = "put", op.Value
@@ -57,21 +57,21 @@ func fromStoreOps(ops []store.Op) []api.Op {
 
 func statusString(s store.Status) string {
 	if s == store.StatusRejected {
-		return api.StatusRejected
+		return wire.StatusRejected
 	}
-	return api.StatusCommitted
+	return wire.StatusCommitted
 }
 
-func fromConflict(c *store.Conflict) *api.Conflict {
+func fromConflict(c *store.Conflict) *wire.Conflict {
 	if c == nil {
 		return nil
 	}
-	return &api.Conflict{Key: c.Key, Fence: c.Fence, Expected: c.Expected, Actual: c.Actual}
+	return &wire.Conflict{Key: c.Key, Fence: c.Fence, Expected: c.Expected, Actual: c.Actual}
 }
 
 // fromOutcome converts a recorded outcome to a wire result.
-func fromOutcome(o store.Outcome) api.TxResult {
-	return api.TxResult{
+func fromOutcome(o store.Outcome) wire.TxResult {
+	return wire.TxResult{
 		TxID:           o.TxID,
 		Status:         statusString(o.Status),
 		IdempotencyKey: o.IdempotencyKey,
@@ -82,8 +82,8 @@ func fromOutcome(o store.Outcome) api.TxResult {
 	}
 }
 
-func fromLogRecord(r store.LogRecord) api.LogEntry {
-	return api.LogEntry{
+func fromLogRecord(r store.LogRecord) wire.LogEntry {
+	return wire.LogEntry{
 		Index:          r.Index,
 		Term:           r.Term,
 		TxID:           r.TxID,
@@ -97,15 +97,15 @@ func fromLogRecord(r store.LogRecord) api.LogEntry {
 	}
 }
 
-func fromFence(f *store.Fence) *api.Fence {
+func fromFence(f *store.Fence) *wire.Fence {
 	if f == nil {
 		return nil
 	}
-	return &api.Fence{Lease: f.Lease, Token: f.Token}
+	return &wire.Fence{Lease: f.Lease, Token: f.Token}
 }
 
-func fromKV(kv store.KV) api.KV {
-	return api.KV{Key: kv.Key, Value: kv.Value, Version: kv.Version, Index: kv.ModIndex}
+func fromKV(kv store.KV) wire.KV {
+	return wire.KV{Key: kv.Key, Value: kv.Value, Version: kv.Version, Index: kv.ModIndex}
 }
 
 // Errors inside node: whether a proposal may have reached a leader decides
@@ -118,13 +118,13 @@ func translate(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return api.ErrNotFound
+		return wire.ErrNotFound
 	case errors.Is(err, replication.ErrNotLeader):
-		return api.ErrNotLeader
+		return wire.ErrNotLeader
 	case errors.Is(err, replication.ErrShutdown):
-		return api.ErrShuttingDown
+		return wire.ErrShuttingDown
 	case errors.Is(err, replication.ErrLeadershipLost), errors.Is(err, replication.ErrTimeout):
-		return api.ErrUnknownOutcome
+		return wire.ErrUnknownOutcome
 	}
 	return err
 }

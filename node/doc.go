@@ -16,9 +16,12 @@
 // entry and join (number.go, register.go), with removal (removed.go). A
 // pending command's state, and every path a write takes, is in state.go.
 //
-// node imports api, replication, store, wal, txid, dirsync and node/parking. It
-// does not import hashicorp/raft, bbolt or the Redis client directly:
-// replication, store and node/parking own those. Nothing imports node but the daemon that runs it:
+// node imports api, api/fastpath, api/wire, client, node/peer, replication,
+// store, wal, txid, dirsync and node/parking. It does not import
+// hashicorp/raft, bbolt or the Redis client directly: replication, store and
+// node/parking own those. Nothing imports node but the daemon that runs it:
 // cmd/txlogd. With Config.DebugAddr a node also serves net/http/pprof, on a
 // listener and ServeMux of their own, never the API's (debug.go).
+//
+// Must not import directly: github.com/hashicorp/raft, go.etcd.io/bbolt, github.com/redis/go-redis/...
 package node

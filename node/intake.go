@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -59,7 +59,7 @@ type intakeEntry struct {
 	// res and err are its request's answer, once it has a final one: a
 	// resubmission answers the same, even on a node whose store has not
 	// applied the outcome yet.
-	res      api.TxResult
+	res      wire.TxResult
 	err      error
 	answered bool
 }
@@ -122,7 +122,7 @@ func (in *intake) recover() (int, error) {
 		e.seq = r.Seq
 		// A record not done was answered 202, or its request found no
 		// outcome: held by the WAL, wherever else it may be.
-		e.heldBy = []string{api.HeldByWAL}
+		e.heldBy = []string{wire.HeldByWAL}
 		e.settleLocked()
 		in.entries[tx.ID] = e
 		if e.key != "" {
@@ -172,7 +172,7 @@ func (in *intake) parked(es []*intakeEntry, heldBy [][]string) {
 }
 
 // resolved records the final answer of e's request, before e is forgotten.
-func (in *intake) resolved(e *intakeEntry, res api.TxResult, err error) {
+func (in *intake) resolved(e *intakeEntry, res wire.TxResult, err error) {
 	in.mu.Lock()
 	e.res, e.err, e.answered = res, err, true
 	in.mu.Unlock()
@@ -193,7 +193,7 @@ func (in *intake) pendingKey(key string) (txid.ID, []string, bool) {
 // state returns e's request's final answer if it has one (answered), else
 // where e is held if it is parked (nil if not yet or never), and whether e is
 // still unresolved.
-func (in *intake) state(e *intakeEntry) (res api.TxResult, err error, answered bool, heldBy []string, open bool) {
+func (in *intake) state(e *intakeEntry) (res wire.TxResult, err error, answered bool, heldBy []string, open bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return e.res, e.err, e.answered, e.heldBy, in.entries[e.id] == e

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
 )
@@ -51,13 +51,13 @@ func TestParkFailedWALIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	submit := func(key string) (api.TxResult, error) {
+	submit := func(key string) (wire.TxResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()
-		return n.Submit(ctx, api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}}, api.SubmitOptions{})
+		return n.Submit(ctx, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{})
 	}
 	res, err := submit("parked")
-	if err != nil || res.Status != api.StatusPending || res.TxID == 0 {
+	if err != nil || res.Status != wire.StatusPending || res.TxID == 0 {
 		t.Fatalf("with the WAL: %+v, %v; want 202 pending with a txid", res, err)
 	}
 	if err := n.Ready(context.Background()); err == nil || strings.Contains(err.Error(), "intake wal") {
@@ -67,7 +67,7 @@ func TestParkFailedWALIsUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = submit("wal-failed")
-	if !errors.Is(err, api.ErrUnknownOutcome) || errors.Is(err, api.ErrNoLeader) || res.TxID == 0 {
+	if !errors.Is(err, wire.ErrUnknownOutcome) || errors.Is(err, wire.ErrNoLeader) || res.TxID == 0 {
 		t.Fatalf("after a failed WAL append: %+v, %v; want unknown_outcome with a txid", res, err)
 	}
 	// A node that cannot park is not ready, whatever Raft says.
@@ -101,39 +101,39 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 	}
 	n := open()
 	defer func() { n.Close() }()
-	tx := func(key, value string) api.TxRequest {
-		return api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: "a", Value: json.RawMessage(value)}}}
+	tx := func(key, value string) wire.TxRequest {
+		return wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: "a", Value: json.RawMessage(value)}}}
 	}
-	submit := func(txs ...api.TxRequest) []api.TxResult {
+	submit := func(txs ...wire.TxRequest) []wire.TxResult {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		res, err := n.SubmitBatch(ctx, txs, api.SubmitOptions{})
+		res, err := n.SubmitBatch(ctx, txs, wire.SubmitOptions{})
 		if err != nil {
 			t.Fatalf("SubmitBatch() = %v", err)
 		}
 		return res
 	}
-	lookup := func(key string) (api.TxResult, error) {
+	lookup := func(key string) (wire.TxResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		return n.TxByIdempotencyKey(ctx, key, 0, false)
 	}
-	wantPending := func(what string, r api.TxResult, id txid.ID) {
+	wantPending := func(what string, r wire.TxResult, id txid.ID) {
 		t.Helper()
-		if r.Error != nil || r.Status != api.StatusPending || r.TxID != id || !slices.Equal(r.HeldBy, []string{api.HeldByWAL}) {
+		if r.Error != nil || r.Status != wire.StatusPending || r.TxID != id || !slices.Equal(r.HeldBy, []string{wire.HeldByWAL}) {
 			t.Fatalf("%s = %+v (error %+v), want pending txid %s held by the wal", what, r, r.Error, id)
 		}
 	}
-	wantReused := func(what string, r api.TxResult, id txid.ID) {
+	wantReused := func(what string, r wire.TxResult, id txid.ID) {
 		t.Helper()
-		if r.Error == nil || r.Error.Code != api.CodeIdempotencyKeyReused || r.Error.TxID != id {
+		if r.Error == nil || r.Error.Code != wire.CodeIdempotencyKeyReused || r.Error.TxID != id {
 			t.Fatalf("%s = %+v (error %+v), want idempotency_key_reused naming %s", what, r, r.Error, id)
 		}
 	}
 
 	first := submit(tx("k", `1`))[0]
-	if first.Status != api.StatusPending || first.TxID == 0 || !slices.Equal(first.HeldBy, []string{api.HeldByWAL}) {
+	if first.Status != wire.StatusPending || first.TxID == 0 || !slices.Equal(first.HeldBy, []string{wire.HeldByWAL}) {
 		t.Fatalf("first submission = %+v, want 202 pending held by the wal", first)
 	}
 	id := first.TxID
@@ -169,14 +169,14 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 			// A resubmission while the original is still in its request
 			// waits for it, and answers 202 with its txid once it is parked.
 			type answer struct {
-				res []api.TxResult
+				res []wire.TxResult
 				err error
 			}
 			orig := make(chan answer, 1)
 			go func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 				defer cancel()
-				res, err := n.SubmitBatch(ctx, []api.TxRequest{tx("w", `1`)}, api.SubmitOptions{})
+				res, err := n.SubmitBatch(ctx, []wire.TxRequest{tx("w", `1`)}, wire.SubmitOptions{})
 				orig <- answer{res, err}
 			}()
 			deadline := time.Now().Add(5 * time.Second)
@@ -190,7 +190,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 				runtime.Gosched()
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			joined, err := n.SubmitBatch(ctx, []api.TxRequest{tx("w", `1`)}, api.SubmitOptions{})
+			joined, err := n.SubmitBatch(ctx, []wire.TxRequest{tx("w", `1`)}, wire.SubmitOptions{})
 			cancel()
 			o := <-orig
 			if err != nil || o.err != nil {
@@ -231,10 +231,10 @@ func TestProposeReusedKey(t *testing.T) {
 	defer n.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var orig api.TxResult
+	var orig wire.TxResult
 	for {
-		orig, err = n.Submit(ctx, api.TxRequest{IdempotencyKey: "k", Ops: []api.Op{{Op: "put", Key: "a", Value: json.RawMessage(`1`)}}}, api.SubmitOptions{Timeout: time.Second})
-		if err == nil && orig.Status == api.StatusCommitted {
+		orig, err = n.Submit(ctx, wire.TxRequest{IdempotencyKey: "k", Ops: []wire.Op{{Op: "put", Key: "a", Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{Timeout: time.Second})
+		if err == nil && orig.Status == wire.StatusCommitted {
 			break
 		}
 		if ctx.Err() != nil {
@@ -246,17 +246,17 @@ func TestProposeReusedKey(t *testing.T) {
 		return store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
 	}
 	other, same := n.mem.ids.Next(), n.mem.ids.Next()
-	res, err := n.Propose(ctx, [][]byte{frame(other, `2`), frame(same, `1`)}, api.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+	res, err := n.Propose(ctx, [][]byte{frame(other, `2`), frame(same, `1`)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
 	if err != nil {
 		t.Fatalf("Propose() = %v", err)
 	}
-	if e := res[0].Error; e == nil || e.Code != api.CodeIdempotencyKeyReused || e.TxID != orig.TxID {
+	if e := res[0].Error; e == nil || e.Code != wire.CodeIdempotencyKeyReused || e.TxID != orig.TxID {
 		t.Fatalf("another transaction under k = %+v (error %+v), want idempotency_key_reused naming %s", res[0], e, orig.TxID)
 	}
-	if r := res[1]; r.Error != nil || !r.Duplicate || r.TxID != orig.TxID || r.Status != api.StatusCommitted {
+	if r := res[1]; r.Error != nil || !r.Duplicate || r.TxID != orig.TxID || r.Status != wire.StatusCommitted {
 		t.Fatalf("the same transaction under k = %+v, want a duplicate of %s", r, orig.TxID)
 	}
-	if _, err := n.Tx(ctx, other, 0); !errors.Is(err, api.ErrNotFound) {
+	if _, err := n.Tx(ctx, other, 0); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("Tx() of the refused proposal = %v, want not found", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/store"
 )
 
@@ -24,25 +25,25 @@ const LeaseClockSkew = 500 * time.Millisecond
 // after an ambiguous failure is safe: an acquire by the holder answers the
 // lease it holds, a renewal renews again, a release of a free lease is a
 // release.
-func (n *Node) AcquireLease(ctx context.Context, req api.LeaseRequest, forwarded bool) (api.LeaseResult, error) {
+func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarded bool) (wire.LeaseResult, error) {
 	if err := n.mem.leaseWriteErr(); err != nil {
-		return api.LeaseResult{}, err
+		return wire.LeaseResult{}, err
 	}
 	lc := store.LeaseCommand{Op: store.LeaseAcquire, Name: req.Name, Holder: req.Holder, TTL: req.TTL, Token: req.Token, Skew: LeaseClockSkew}
 	if req.Token != 0 {
 		lc.Op = store.LeaseRenew
 	}
-	var res api.LeaseResult
+	var res wire.LeaseResult
 	err := n.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
 		out, err := n.props.applyLease(ctx, lc)
 		if err != nil {
 			return err
 		}
-		res = api.LeaseResult{Lease: fromLease(out.Lease, out.Now), Acquired: out.Status == store.LeaseGranted}
+		res = wire.LeaseResult{Lease: fromLease(out.Lease, out.Now), Acquired: out.Status == store.LeaseGranted}
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.client.AcquireLeaseVia(ctx, base, req)
+		res, err = n.peers.client.AcquireLeaseVia(ctx, base, req)
 		return err
 	})
 	return res, err
@@ -61,7 +62,7 @@ func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint
 		}
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
-		return n.client.ReleaseLeaseVia(ctx, base, name, holder, token)
+		return n.peers.client.ReleaseLeaseVia(ctx, base, name, holder, token)
 	})
 }
 
@@ -70,7 +71,7 @@ func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint
 // apply to them.
 func (m *membership) leaseWriteErr() error {
 	if m.removed.Load() {
-		return fmt.Errorf("%w: this node is no longer a member and is stopping; send lease writes to another node", api.ErrRemoved)
+		return fmt.Errorf("%w: this node is no longer a member and is stopping; send lease writes to another node", wire.ErrRemoved)
 	}
 	return nil
 }
@@ -84,7 +85,7 @@ func (pr *proposer) applyLease(ctx context.Context, lc store.LeaseCommand) (stor
 	case a.Err != nil:
 		return store.LeaseOutcome{}, translate(a.Err)
 	case a.Result.Err != nil:
-		return store.LeaseOutcome{}, &api.Error{Code: api.CodeBadRequest, Message: a.Result.Err.Error()}
+		return store.LeaseOutcome{}, &wire.Error{Code: wire.CodeBadRequest, Message: a.Result.Err.Error()}
 	case a.Result.Lease == nil:
 		return store.LeaseOutcome{}, fmt.Errorf("lease command at index %d: no lease outcome", a.Index)
 	}
@@ -96,16 +97,16 @@ func leaseRefusal(out store.LeaseOutcome) error {
 	l := fromLease(out.Lease, out.Now)
 	switch out.Status {
 	case store.LeaseHeld:
-		return &api.LeaseError{Code: api.CodeLeaseHeld, Message: fmt.Sprintf("lease %q is held by another holder (token %d)", l.Name, l.Token), Lease: l}
+		return &wire.LeaseError{Code: wire.CodeLeaseHeld, Message: fmt.Sprintf("lease %q is held by another holder (token %d)", l.Name, l.Token), Lease: l}
 	case store.LeaseFenced:
-		return &api.LeaseError{Code: api.CodeFenced, Message: fmt.Sprintf("lease %q: not held with that token (current token %d)", l.Name, l.Token), Lease: l}
+		return &wire.LeaseError{Code: wire.CodeFenced, Message: fmt.Sprintf("lease %q: not held with that token (current token %d)", l.Name, l.Token), Lease: l}
 	}
 	return nil
 }
 
 // fromLease converts a lease, with the time left as of leader time now.
-func fromLease(l store.Lease, now int64) api.Lease {
-	out := api.Lease{Name: l.Name, Holder: l.Holder, Token: l.Token, ExpiresIn: "0s"}
+func fromLease(l store.Lease, now int64) wire.Lease {
+	out := wire.Lease{Name: l.Name, Holder: l.Holder, Token: l.Token, ExpiresIn: "0s"}
 	if l.Token == 0 {
 		return out
 	}
@@ -130,13 +131,13 @@ func leaseNow(db *store.DB) int64 {
 // Lease implements api.LeaseBackend. It reads this node's applied state
 // after catching up with the leader's commit index, as a lookup does; the
 // long poll wakes on each applied entry and at the lease's expiry.
-func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (api.Lease, error) {
+func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
 	n.look.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
 		l, err := n.db.Lease(name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return api.Lease{}, err
+			return wire.Lease{}, err
 		}
 		now := leaseNow(n.db)
 		live := err == nil && l.LiveAt(now)
@@ -144,7 +145,7 @@ func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after
 			(after == 0 && live) || (after > 0 && !(live && l.Token <= after))
 		if done {
 			if !live {
-				return api.Lease{}, api.ErrNotFound
+				return wire.Lease{}, wire.ErrNotFound
 			}
 			return fromLease(l, now), nil
 		}
@@ -160,21 +161,21 @@ func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after
 		_ = n.raft.WaitApplied(wctx, n.db.AppliedIndex()+1)
 		cancel()
 		if ctx.Err() != nil {
-			return api.Lease{}, ctx.Err()
+			return wire.Lease{}, ctx.Err()
 		}
 	}
 }
 
 // Leases implements api.LeaseBackend: the live leases in this node's
 // applied state.
-func (n *Node) Leases(ctx context.Context) ([]api.Lease, error) {
+func (n *Node) Leases(ctx context.Context) ([]wire.Lease, error) {
 	n.look.catchUp(ctx)
 	ls, err := n.db.Leases()
 	if err != nil {
 		return nil, err
 	}
 	now := leaseNow(n.db)
-	out := make([]api.Lease, 0, len(ls))
+	out := make([]wire.Lease, 0, len(ls))
 	for _, l := range ls {
 		if l.LiveAt(now) {
 			out = append(out, fromLease(l, now))

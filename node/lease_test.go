@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/store"
 )
 
@@ -29,8 +29,8 @@ func oneNode(t *testing.T) *Node {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for {
-		res, err := n.Submit(ctx, api.TxRequest{Ops: []api.Op{{Op: "put", Key: "warm", Value: json.RawMessage(`1`)}}}, api.SubmitOptions{Timeout: time.Second})
-		if err == nil && res.Status == api.StatusCommitted {
+		res, err := n.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "warm", Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{Timeout: time.Second})
+		if err == nil && res.Status == wire.StatusCommitted {
 			return n
 		}
 		if ctx.Err() != nil {
@@ -47,57 +47,57 @@ func TestLeaseFenceThroughNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
-	a, err := n.AcquireLease(ctx, api.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: 5 * time.Second}, false)
+	a, err := n.AcquireLease(ctx, wire.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: 5 * time.Second}, false)
 	if err != nil || !a.Acquired || a.Token == 0 || a.Holder != "a" || a.TTL != "5s" || a.ExpiresIn != "5s" {
 		t.Fatalf("AcquireLease() = %+v, %v", a, err)
 	}
-	_, err = n.AcquireLease(ctx, api.LeaseRequest{Name: "jobs/settle", Holder: "b", TTL: 5 * time.Second}, false)
-	if le, ok := errors.AsType[*api.LeaseError](err); !ok || le.Code != api.CodeLeaseHeld || le.Lease.Token != a.Token || le.Lease.Holder != "a" {
+	_, err = n.AcquireLease(ctx, wire.LeaseRequest{Name: "jobs/settle", Holder: "b", TTL: 5 * time.Second}, false)
+	if le, ok := errors.AsType[*wire.LeaseError](err); !ok || le.Code != wire.CodeLeaseHeld || le.Lease.Token != a.Token || le.Lease.Holder != "a" {
 		t.Fatalf("acquire by b = %v, want lease_held naming a's lease", err)
 	}
-	again, err := n.AcquireLease(ctx, api.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: 5 * time.Second}, false)
+	again, err := n.AcquireLease(ctx, wire.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: 5 * time.Second}, false)
 	if err != nil || again.Acquired || again.Token != a.Token {
 		t.Fatalf("acquire again by a = %+v, %v; want the current lease", again, err)
 	}
-	r, err := n.AcquireLease(ctx, api.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: 10 * time.Second, Token: a.Token}, false)
+	r, err := n.AcquireLease(ctx, wire.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: 10 * time.Second, Token: a.Token}, false)
 	if err != nil || r.Acquired || r.Token != a.Token || r.TTL != "10s" {
 		t.Fatalf("renew = %+v, %v", r, err)
 	}
-	if _, err := n.AcquireLease(ctx, api.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: time.Second, Token: a.Token + 100}, false); !errors.Is(err, api.ErrFenced) {
+	if _, err := n.AcquireLease(ctx, wire.LeaseRequest{Name: "jobs/settle", Holder: "a", TTL: time.Second, Token: a.Token + 100}, false); !errors.Is(err, wire.ErrFenced) {
 		t.Fatalf("renew with a wrong token = %v, want fenced", err)
 	}
 
-	fenced := func(token uint64, value string) api.TxRequest {
-		return api.TxRequest{Fence: &api.Fence{Lease: "jobs/settle", Token: token}, Ops: []api.Op{{Op: "put", Key: "run", Value: json.RawMessage(value)}}}
+	fenced := func(token uint64, value string) wire.TxRequest {
+		return wire.TxRequest{Fence: &wire.Fence{Lease: "jobs/settle", Token: token}, Ops: []wire.Op{{Op: "put", Key: "run", Value: json.RawMessage(value)}}}
 	}
-	ok, err := n.Submit(ctx, fenced(a.Token, `1`), api.SubmitOptions{Timeout: 5 * time.Second})
-	if err != nil || ok.Status != api.StatusCommitted {
+	ok, err := n.Submit(ctx, fenced(a.Token, `1`), wire.SubmitOptions{Timeout: 5 * time.Second})
+	if err != nil || ok.Status != wire.StatusCommitted {
 		t.Fatalf("fenced write with the token = %+v, %v", ok, err)
 	}
-	if err := n.ReleaseLease(ctx, "jobs/settle", "b", a.Token, false); !errors.Is(err, api.ErrFenced) {
+	if err := n.ReleaseLease(ctx, "jobs/settle", "b", a.Token, false); !errors.Is(err, wire.ErrFenced) {
 		t.Fatalf("release by b = %v, want fenced", err)
 	}
 	if err := n.ReleaseLease(ctx, "jobs/settle", "a", a.Token, false); err != nil {
 		t.Fatalf("release = %v", err)
 	}
-	b, err := n.AcquireLease(ctx, api.LeaseRequest{Name: "jobs/settle", Holder: "b", TTL: 5 * time.Second}, false)
+	b, err := n.AcquireLease(ctx, wire.LeaseRequest{Name: "jobs/settle", Holder: "b", TTL: 5 * time.Second}, false)
 	if err != nil || b.Token <= a.Token {
 		t.Fatalf("acquire by b after the release = %+v, %v; want a token above %d", b, err, a.Token)
 	}
-	stale, err := n.Submit(ctx, fenced(a.Token, `2`), api.SubmitOptions{Timeout: 5 * time.Second})
-	want := api.Conflict{Fence: "jobs/settle", Expected: a.Token, Actual: b.Token}
-	if err != nil || stale.Status != api.StatusRejected || stale.Conflict == nil || *stale.Conflict != want {
+	stale, err := n.Submit(ctx, fenced(a.Token, `2`), wire.SubmitOptions{Timeout: 5 * time.Second})
+	want := wire.Conflict{Fence: "jobs/settle", Expected: a.Token, Actual: b.Token}
+	if err != nil || stale.Status != wire.StatusRejected || stale.Conflict == nil || *stale.Conflict != want {
 		t.Fatalf("a's late write = %+v (conflict %+v), %v; want rejected with %+v", stale, stale.Conflict, err, want)
 	}
 	// The same through the leader's side of forwarding: the fence rides in
 	// the encoded transaction.
 	tx := store.Tx{ID: n.mem.ids.Next(), Fence: &store.Fence{Lease: "jobs/settle", Token: a.Token}, Ops: []store.Op{{Kind: store.OpPut, Key: "run", Value: []byte(`3`)}}}
 	frame := store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
-	res, err := n.Propose(ctx, [][]byte{frame}, api.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
-	if err != nil || res[0].Status != api.StatusRejected || res[0].Conflict == nil || *res[0].Conflict != want {
+	res, err := n.Propose(ctx, [][]byte{frame}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+	if err != nil || res[0].Status != wire.StatusRejected || res[0].Conflict == nil || *res[0].Conflict != want {
 		t.Fatalf("forwarded late write = %+v, %v; want rejected with %+v", res, err, want)
 	}
-	if kv, err := n.Get(ctx, "run", api.ReadOptions{}); err != nil || string(kv.Value) != "1" {
+	if kv, err := n.Get(ctx, "run", wire.ReadOptions{}); err != nil || string(kv.Value) != "1" {
 		t.Fatalf("run = %+v, %v; want the one write made under a live token", kv, err)
 	}
 	page, err := n.Log(ctx, 0, 100)
@@ -127,7 +127,7 @@ func TestLeaseLongPoll(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type answer struct {
-		l   api.Lease
+		l   wire.Lease
 		err error
 	}
 	poll := func(after uint64) chan answer {
@@ -150,7 +150,7 @@ func TestLeaseLongPoll(t *testing.T) {
 	}
 
 	grant := poll(0) // free: waits for a holder
-	a, err := n.AcquireLease(ctx, api.LeaseRequest{Name: "l", Holder: "a", TTL: time.Hour}, false)
+	a, err := n.AcquireLease(ctx, wire.LeaseRequest{Name: "l", Holder: "a", TTL: time.Hour}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,16 +166,16 @@ func TestLeaseLongPoll(t *testing.T) {
 	if err := n.ReleaseLease(ctx, "l", "a", a.Token, false); err != nil {
 		t.Fatal(err)
 	}
-	if got := within(released, 5*time.Second); !errors.Is(got.err, api.ErrNotFound) {
+	if got := within(released, 5*time.Second); !errors.Is(got.err, wire.ErrNotFound) {
 		t.Fatalf("poll at the release = %+v, %v; want not found", got.l, got.err)
 	}
 
-	b, err := n.AcquireLease(ctx, api.LeaseRequest{Name: "l", Holder: "b", TTL: time.Second}, false)
+	b, err := n.AcquireLease(ctx, wire.LeaseRequest{Name: "l", Holder: "b", TTL: time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if got := within(poll(b.Token), 5*time.Second); !errors.Is(got.err, api.ErrNotFound) {
+	if got := within(poll(b.Token), 5*time.Second); !errors.Is(got.err, wire.ErrNotFound) {
 		t.Fatalf("poll at the expiry = %+v, %v; want not found", got.l, got.err)
 	}
 	if took := time.Since(start); took > 3*time.Second {

@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/fastpath"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
+	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/wal"
@@ -28,7 +31,7 @@ import (
 //     (intake.go) of accepted, unresolved transactions and its WAL; a pending
 //     command's state is in state.go.
 //   - props (propose.go): proposals, here when this node leads, else through
-//     the leader (forward.go); acks (ackall.go): ack=all's checks.
+//     the leader (forward.go, node/peer); acks (ackall.go): ack=all's checks.
 //   - replay (replay.go): the parked transactions, and Redis's.
 //   - look (lookup.go): lookups of transactions.
 //   - peers (peers.go): the node registry, peer URLs and HTTP clients.
@@ -42,7 +45,7 @@ type Node struct {
 	api  *api.Server
 
 	ln       net.Listener
-	fast     *api.FastListener // nil with Config.NoHTTPFastPath
+	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
 	srv      *http.Server
 	httpAddr string       // advertised HTTP address, host:port
 	debug    *debugServer // nil without Config.DebugAddr (debug.go)
@@ -62,12 +65,6 @@ type Node struct {
 	look   *lookups
 	mem    *membership
 	rm     *removal
-
-	// Grouped forwarding to the leader (forward.go), over peers' client and
-	// streams.
-	client  *api.Client
-	streams *api.Streams
-	fwd     forwarding
 
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
@@ -190,6 +187,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	n.api = api.NewServer(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Logger:       cfg.Logger,
+		Streams:      peer.NewStreamServer(cfg.Logger),
 	}, backend)
 	n.srv = &http.Server{
 		Handler:           n.api,
@@ -197,7 +195,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		IdleTimeout:       2 * time.Minute,
 	}
 	if !cfg.NoHTTPFastPath {
-		n.fast = n.api.FastListener(n.ln, api.FastConfig{
+		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,
 			ReadHeaderTimeout: n.srv.ReadHeaderTimeout,
 		})
@@ -209,8 +207,8 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 // wire builds the parts that run on the open ones (see Node).
 func (n *Node) wire() {
 	cfg := n.cfg
-	n.client, n.streams = n.peers.client, n.peers.streams
-	n.props = &proposer{self: cfg.ID, dedupWindow: cfg.DedupWindow, db: n.db, raft: n.raft, peers: n.peers, log: n.log, forward: n.forward}
+	fwd := newForwarder(cfg, n.peers.client, n.peers.streams)
+	n.props = &proposer{self: cfg.ID, dedupWindow: cfg.DedupWindow, db: n.db, raft: n.raft, peers: n.peers, log: n.log, fwd: fwd}
 	n.acks = &ackAll{self: cfg.ID, raft: n.raft, peers: n.peers}
 	n.writes = &writer{maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
 	n.replay = &replayer{raft: n.raft, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
@@ -282,7 +280,7 @@ func (n *Node) Run(ctx context.Context) error {
 	case err = <-serveErr:
 		n.log.Error("http server failed", "err", err)
 	case err = <-n.mem.stop:
-		if errors.Is(err, api.ErrRemoved) {
+		if errors.Is(err, wire.ErrRemoved) {
 			n.log.Info("removed from the cluster; stopping")
 			err = nil
 		} else {
@@ -331,7 +329,7 @@ func (n *Node) Close() error {
 				n.log.Warn("propose streams shutdown", "err", err)
 			}
 			cancel()
-			n.streams.Close()
+			n.peers.streams.Close()
 		}
 		n.wg.Wait()
 		n.closeErr = n.closeParts()

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -85,16 +85,16 @@ type membership struct {
 // writeErr returns why this node may not take a write now, or nil.
 func (m *membership) writeErr() error {
 	if m.removed.Load() {
-		return fmt.Errorf("%w: this node is no longer a member and is stopping; send writes to another node", api.ErrRemoved)
+		return fmt.Errorf("%w: this node is no longer a member and is stopping; send writes to another node", wire.ErrRemoved)
 	}
 	if holder := m.clash.Load(); holder != nil {
-		return fmt.Errorf("%w: member %s holds txid node number %d too; remove one of them (docs/architecture.md)", api.ErrNodeNumberClash, *holder, m.number.Load())
+		return fmt.Errorf("%w: member %s holds txid node number %d too; remove one of them (docs/architecture.md)", wire.ErrNodeNumberClash, *holder, m.number.Load())
 	}
 	if m.number.Load() == 0 {
-		return &api.Error{Code: api.CodeNotReady, Message: "joining: the cluster has not assigned this node a txid node number yet"}
+		return &wire.Error{Code: wire.CodeNotReady, Message: "joining: the cluster has not assigned this node a txid node number yet"}
 	}
 	if !m.registered.Load() {
-		return &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("txid node number %d is not in this node's copy of the node registry yet", m.number.Load())}
+		return &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("txid node number %d is not in this node's copy of the node registry yet", m.number.Load())}
 	}
 	return nil
 }
@@ -270,7 +270,7 @@ func (m *membership) setNumber(num int, registered bool) error {
 	if err := writeNumber(filepath.Join(m.cfg.DataDir, numberFile), num); err != nil {
 		return err
 	}
-	ids, err := txid.OpenGenerator(filepath.Join(m.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num), Logger: m.cfg.Logger, Metrics: m.cfg.Metrics})
+	ids, err := txid.OpenGenerator(filepath.Join(m.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num), Logger: m.cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("open txid generator: %w", err)
 	}
@@ -415,13 +415,13 @@ func pickNumber(id string, want int, members []string, registry []store.NodeInfo
 	}
 	for _, m := range members {
 		if e, ok := entries[m]; m != id && (!ok || e.TxIDNode == 0) {
-			return 0, &api.Error{Code: api.CodeNotReady, Message: fmt.Sprintf("member %s has not published its txid node number yet; try again", m)}
+			return 0, &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("member %s has not published its txid node number yet; try again", m)}
 		}
 	}
 	if want != 0 {
 		for _, m := range members {
 			if e := entries[m]; m != id && int(e.TxIDNode) == want {
-				return 0, &api.Error{Code: api.CodeNodeNumberTaken, Message: fmt.Sprintf("txid node number %d is held by member %s; ask for another, or leave node_number out to have a free one assigned", want, m)}
+				return 0, &wire.Error{Code: wire.CodeNodeNumberTaken, Message: fmt.Sprintf("txid node number %d is held by member %s; ask for another, or leave node_number out to have a free one assigned", want, m)}
 			}
 		}
 		return want, nil
@@ -435,7 +435,7 @@ func pickNumber(id string, want int, members []string, registry []store.NodeInfo
 			return num, nil
 		}
 	}
-	return 0, &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf("no free txid node number left in 1..%d", txid.MaxNode)}
+	return 0, &wire.Error{Code: wire.CodeConflict, Message: fmt.Sprintf("no free txid node number left in 1..%d", txid.MaxNode)}
 }
 
 // clashWith returns a member other than self whose registry entry holds num,

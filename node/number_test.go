@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/store"
 )
 
@@ -88,14 +88,14 @@ func TestPickNumber(t *testing.T) {
 		{name: "asking for a free number", id: "m1", want: 9, members: members, got: 9},
 		{name: "asking for a removed server's number", id: "m1", want: 4, members: members, got: 4},
 		{name: "asking for one's own number again", id: "n2", want: 2, members: members, got: 2},
-		{name: "asking for a member's number", id: "x", want: 2, members: members, wantCode: api.CodeNodeNumberTaken, wantMsg: "held by member n2"},
-		{name: "a member not registered yet", id: "m1", members: append(members, "n5"), wantCode: api.CodeNotReady, wantMsg: "n5"},
+		{name: "asking for a member's number", id: "x", want: 2, members: members, wantCode: wire.CodeNodeNumberTaken, wantMsg: "held by member n2"},
+		{name: "a member not registered yet", id: "m1", members: append(members, "n5"), wantCode: wire.CodeNotReady, wantMsg: "n5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := pickNumber(tt.id, tt.want, tt.members, registry)
 			if tt.wantCode != "" {
-				ae, ok := errors.AsType[*api.Error](err)
+				ae, ok := errors.AsType[*wire.Error](err)
 				if !ok || ae.Code != tt.wantCode || !strings.Contains(ae.Message, tt.wantMsg) {
 					t.Fatalf("pickNumber() = %d, %v; want %s naming %q", got, err, tt.wantCode, tt.wantMsg)
 				}
@@ -161,14 +161,14 @@ func TestWriteErr(t *testing.T) {
 	}
 	holder := "m4"
 	m.clash.Store(&holder)
-	if err := m.writeErr(); !errors.Is(err, api.ErrNodeNumberClash) || !strings.Contains(err.Error(), "m4") {
+	if err := m.writeErr(); !errors.Is(err, wire.ErrNodeNumberClash) || !strings.Contains(err.Error(), "m4") {
 		t.Fatalf("writeErr() with a clash = %v, want ErrNodeNumberClash naming m4", err)
 	}
 	m.removed.Store(true)
-	if err := m.writeErr(); !errors.Is(err, api.ErrRemoved) {
+	if err := m.writeErr(); !errors.Is(err, wire.ErrRemoved) {
 		t.Fatalf("writeErr() removed = %v, want ErrRemoved", err)
 	}
-	if b := api.NewErrorBody(m.writeErr()); b.Code != api.CodeRemoved {
+	if b := wire.NewErrorBody(m.writeErr()); b.Code != wire.CodeRemoved {
 		t.Fatalf("wire code = %s, want removed", b.Code)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 )
@@ -26,9 +28,9 @@ type peers struct {
 	// client is shared by every request to another node whose base URL the
 	// caller gives (the ...From, ...Via and ProposeTo calls), over persistent
 	// connections; streams forwards proposals over propose streams.
-	client  *api.Client
-	streams *api.Streams
-	byURL   sync.Map // base URL → *api.Client bound to that node (clientFor)
+	client  *client.Client
+	streams *peer.Streams
+	byURL   sync.Map // base URL → *client.Client bound to that node (clientFor)
 
 	mu      sync.Mutex // guards nodes and fetched
 	nodes   map[string]store.NodeInfo
@@ -42,8 +44,8 @@ const peerTTL = 500 * time.Millisecond
 // newPeers returns the peers of node self, with its HTTP clients. raft may be
 // nil (a node that refused to start Raft asks no leader).
 func newPeers(self string, db *store.DB, raft *replication.Raft) *peers {
-	c := api.NewClient(api.ClientConfig{})
-	return &peers{self: self, db: db, raft: raft, client: c, streams: api.NewStreams(c)}
+	c := client.NewClient(client.ClientConfig{})
+	return &peers{self: self, db: db, raft: raft, client: c, streams: peer.NewStreams(c)}
 }
 
 // URL returns the base URL of the node at HTTP address addr (host:port).
@@ -51,18 +53,18 @@ func (p *peers) URL(addr string) string { return "http://" + addr }
 
 // clientFor returns a client bound to the node at base, cached: the one
 // ack=all's checks and the lookups on other nodes use.
-func (p *peers) clientFor(base string) *api.Client {
+func (p *peers) clientFor(base string) *client.Client {
 	if c, ok := p.byURL.Load(base); ok {
-		return c.(*api.Client)
+		return c.(*client.Client)
 	}
-	c, _ := p.byURL.LoadOrStore(base, api.NewClient(api.ClientConfig{Endpoints: []string{base}, MaxBackoff: 50 * time.Millisecond}))
-	return c.(*api.Client)
+	c, _ := p.byURL.LoadOrStore(base, client.NewClient(client.ClientConfig{Endpoints: []string{base}, MaxBackoff: 50 * time.Millisecond}))
+	return c.(*client.Client)
 }
 
 // joinClient returns a client for the cluster behind url (--join), which
 // follows its redirects to the leader.
-func (p *peers) joinClient(url string) *api.Client {
-	return api.NewClient(api.ClientConfig{Endpoints: []string{url}})
+func (p *peers) joinClient(url string) *client.Client {
+	return client.NewClient(client.ClientConfig{Endpoints: []string{url}})
 }
 
 // leaderURL returns the base URL of node id, the leader, when the registry
@@ -130,12 +132,12 @@ func (p *peers) viaLeader(ctx context.Context, forwarded bool, local func(contex
 		case leader == p.self:
 			err = local(ctx)
 		case forwarded:
-			return api.ErrNotLeader
+			return wire.ErrNotLeader
 		case leader == "":
-			err = api.ErrNoLeader
+			err = wire.ErrNoLeader
 		default:
 			if base, ok := p.leaderURL(leader); !ok {
-				err = api.ErrNoLeader
+				err = wire.ErrNoLeader
 			} else {
 				err = remote(ctx, base)
 			}
@@ -184,7 +186,7 @@ func (p *peers) askLeader(ctx context.Context, selfAddr string) (base string, re
 			if st.CommitIndex < p.raft.Status().CommitIndex {
 				continue
 			}
-			return p.URL(addr), !slices.ContainsFunc(st.Members, func(m api.Member) bool { return m.ID == p.self })
+			return p.URL(addr), !slices.ContainsFunc(st.Members, func(m wire.Member) bool { return m.ID == p.self })
 		}
 		if st.LeaderHTTPAddr != "" {
 			queue = append([]string{st.LeaderHTTPAddr}, queue...)
@@ -198,8 +200,8 @@ func retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var ae *api.Error
-	if errors.As(err, &ae) || errors.Is(err, api.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var ae *wire.Error
+	if errors.As(err, &ae) || errors.Is(err, wire.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	return true

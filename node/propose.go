@@ -6,7 +6,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -23,9 +24,9 @@ type proposer struct {
 	raft        *replication.Raft
 	peers       *peers
 	log         *slog.Logger
-	// forward sends frames to the leader at base, grouped with other
-	// callers' (Node.forward, forward.go).
-	forward func(ctx context.Context, base string, frames [][]byte, opts api.SubmitOptions) ([]api.TxResult, error)
+	// fwd sends frames to the leader at a base URL, grouped with other
+	// callers' (forward.go).
+	fwd *peer.Forwarder
 }
 
 // pending is one command on its way into the log.
@@ -56,7 +57,7 @@ func (p *pending) frame() []byte {
 	return store.EncodeCommand(store.Command{Kind: p.kind, Payload: p.payload})
 }
 
-func (p *pending) resolve(res api.TxResult, err error) {
+func (p *pending) resolve(res wire.TxResult, err error) {
 	if res.TxID == p.id && p.id != 0 {
 		// Our own earlier proposal, found again through the txid: not a duplicate
 		// of somebody else's transaction.
@@ -74,7 +75,7 @@ const (
 // propose gets every pending command into the log through whichever node leads,
 // retrying across leader changes, until each has an outcome or ctx ends. What is
 // still open then is left for the caller: see settle and park.
-func (pr *proposer) propose(ctx context.Context, ps []*pending, opts api.SubmitOptions) {
+func (pr *proposer) propose(ctx context.Context, ps []*pending, opts wire.SubmitOptions) {
 	backoff := minBackoff
 	for {
 		todo := unresolved(ps)
@@ -140,12 +141,12 @@ func (pr *proposer) settle(ctx context.Context, ps []*pending) {
 				continue
 			}
 		}
-		res := api.TxResult{TxID: p.id, Status: api.StatusUnknown}
+		res := wire.TxResult{TxID: p.id, Status: wire.StatusUnknown}
 		if !p.st.isSent() {
-			p.resolve(res, api.ErrNoLeader)
+			p.resolve(res, wire.ErrNoLeader)
 			continue
 		}
-		p.resolve(res, api.ErrUnknownOutcome)
+		p.resolve(res, wire.ErrUnknownOutcome)
 	}
 }
 
@@ -178,17 +179,17 @@ func (pr *proposer) proposeLocal(ctx context.Context, ps []*pending) {
 		switch terr := translate(a.Err); {
 		case a.Err == nil:
 			if a.Result.Err != nil {
-				p.resolve(api.TxResult{TxID: p.id}, a.Result.Err)
+				p.resolve(wire.TxResult{TxID: p.id}, a.Result.Err)
 				continue
 			}
 			if a.Result.Reused {
 				// Refused by every node alike: the key names another transaction.
 				o := a.Result.Outcome
-				p.resolve(api.TxResult{}, &api.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
+				p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
 				continue
 			}
 			p.resolve(result(a.Result.Outcome, a.Result.Duplicate), nil)
-		case errors.Is(terr, api.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
+		case errors.Is(terr, wire.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
 			// Not proposed: try again through the current leader.
 		default:
 			// Leadership lost, timed out or shutting down after the entry may have
@@ -199,7 +200,7 @@ func (pr *proposer) proposeLocal(ctx context.Context, ps []*pending) {
 }
 
 // proposeRemote forwards commands to the leader at base in one request.
-func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pending, opts api.SubmitOptions) {
+func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pending, opts wire.SubmitOptions) {
 	frames := make([][]byte, len(ps))
 	wasSent := make([]bool, len(ps))
 	opts.Fresh = true
@@ -209,9 +210,9 @@ func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pendin
 		opts.Fresh = opts.Fresh && !wasSent[i]
 		p.st.send() // the request may reach the leader whatever comes back
 	}
-	results, err := pr.forward(ctx, base, frames, opts)
+	results, err := pr.fwd.Forward(ctx, base, frames, opts)
 	if err != nil {
-		if errors.Is(err, api.ErrNotLeader) {
+		if errors.Is(err, wire.ErrNotLeader) {
 			for i, p := range ps {
 				if !wasSent[i] {
 					p.st.unsend()
@@ -231,24 +232,24 @@ func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pendin
 			continue
 		}
 		switch r.Error.Code {
-		case api.CodeIdempotencyKeyReused:
-			p.resolve(api.TxResult{}, r.Error.Err())
-		case api.CodeNotLeader:
+		case wire.CodeIdempotencyKeyReused:
+			p.resolve(wire.TxResult{}, r.Error.Err())
+		case wire.CodeNotLeader:
 			if !wasSent[i] {
 				p.st.unsend()
 			}
-		case api.CodeUnknownOutcome, api.CodeNoLeader, api.CodeShuttingDown, api.CodeTimeout:
+		case wire.CodeUnknownOutcome, wire.CodeNoLeader, wire.CodeShuttingDown, wire.CodeTimeout:
 			// Try again; the txid makes that safe.
 		default:
-			p.resolve(api.TxResult{TxID: p.id}, &api.Error{Code: r.Error.Code, Message: r.Error.Message})
+			p.resolve(wire.TxResult{TxID: p.id}, &wire.Error{Code: r.Error.Code, Message: r.Error.Message})
 		}
 	}
 }
 
 // result converts an outcome read from the store or returned by Apply.
-func result(o store.Outcome, duplicate bool) api.TxResult {
+func result(o store.Outcome, duplicate bool) wire.TxResult {
 	r := fromOutcome(o)
 	r.Duplicate = duplicate
-	r.Durability = api.AckQuorum
+	r.Durability = wire.AckQuorum
 	return r
 }

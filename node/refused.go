@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/txid"
 )
@@ -22,52 +23,52 @@ import (
 var _ api.Backend = refusedBackend{}
 
 // refusedBackend is the api.Backend of a node that refused to start Raft.
-type refusedBackend struct{ err *api.Error }
+type refusedBackend struct{ err *wire.Error }
 
 func newRefusedBackend(ae *replication.AmnesiaError) refusedBackend {
-	return refusedBackend{err: &api.Error{Code: api.CodeRaftStateLost, Message: ae.Error()}}
+	return refusedBackend{err: &wire.Error{Code: wire.CodeRaftStateLost, Message: ae.Error()}}
 }
 
-func (b refusedBackend) Submit(context.Context, api.TxRequest, api.SubmitOptions) (api.TxResult, error) {
-	return api.TxResult{}, b.err
+func (b refusedBackend) Submit(context.Context, wire.TxRequest, wire.SubmitOptions) (wire.TxResult, error) {
+	return wire.TxResult{}, b.err
 }
 
-func (b refusedBackend) SubmitBatch(context.Context, []api.TxRequest, api.SubmitOptions) ([]api.TxResult, error) {
+func (b refusedBackend) SubmitBatch(context.Context, []wire.TxRequest, wire.SubmitOptions) ([]wire.TxResult, error) {
 	return nil, b.err
 }
 
-func (b refusedBackend) Propose(context.Context, [][]byte, api.SubmitOptions) ([]api.TxResult, error) {
+func (b refusedBackend) Propose(context.Context, [][]byte, wire.SubmitOptions) ([]wire.TxResult, error) {
 	return nil, b.err
 }
 
-func (b refusedBackend) Tx(context.Context, txid.ID, time.Duration) (api.TxResult, error) {
-	return api.TxResult{}, b.err
+func (b refusedBackend) Tx(context.Context, txid.ID, time.Duration) (wire.TxResult, error) {
+	return wire.TxResult{}, b.err
 }
 
-func (b refusedBackend) TxByIdempotencyKey(context.Context, string, time.Duration, bool) (api.TxResult, error) {
-	return api.TxResult{}, b.err
+func (b refusedBackend) TxByIdempotencyKey(context.Context, string, time.Duration, bool) (wire.TxResult, error) {
+	return wire.TxResult{}, b.err
 }
 
-func (b refusedBackend) Get(context.Context, string, api.ReadOptions) (api.KV, error) {
-	return api.KV{}, b.err
+func (b refusedBackend) Get(context.Context, string, wire.ReadOptions) (wire.KV, error) {
+	return wire.KV{}, b.err
 }
 
-func (b refusedBackend) Log(context.Context, uint64, int) (api.LogPage, error) {
-	return api.LogPage{}, b.err
+func (b refusedBackend) Log(context.Context, uint64, int) (wire.LogPage, error) {
+	return wire.LogPage{}, b.err
 }
 
-func (b refusedBackend) Cluster(context.Context) (api.ClusterStatus, error) {
-	return api.ClusterStatus{}, b.err
+func (b refusedBackend) Cluster(context.Context) (wire.ClusterStatus, error) {
+	return wire.ClusterStatus{}, b.err
 }
 
-func (b refusedBackend) Join(context.Context, api.JoinRequest) (api.JoinResult, error) {
-	return api.JoinResult{}, b.err
+func (b refusedBackend) Join(context.Context, wire.JoinRequest) (wire.JoinResult, error) {
+	return wire.JoinResult{}, b.err
 }
 
 func (b refusedBackend) Remove(context.Context, string) error { return b.err }
 
-func (b refusedBackend) TransferLeadership(context.Context, api.TransferRequest) (api.TransferResult, error) {
-	return api.TransferResult{}, b.err
+func (b refusedBackend) TransferLeadership(context.Context, wire.TransferRequest) (wire.TransferResult, error) {
+	return wire.TransferResult{}, b.err
 }
 
 func (b refusedBackend) Ready(context.Context) error { return b.err }

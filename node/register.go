@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/store"
 )
 
@@ -57,7 +57,7 @@ func (m *membership) registerLoop() {
 		}
 		ctx, cancel := context.WithTimeout(m.life, 2*time.Second)
 		p := &pending{kind: store.KindRegisterNode, payload: store.EncodeNode(me)}
-		m.props.propose(ctx, []*pending{p}, api.SubmitOptions{})
+		m.props.propose(ctx, []*pending{p}, wire.SubmitOptions{})
 		cancel()
 		if p.st.err == nil && p.st.isDone() {
 			sent = time.Now()
@@ -124,7 +124,7 @@ func (m *membership) joinLoop() {
 		if want == 0 {
 			want = m.cfg.NodeNumber
 		}
-		req := api.JoinRequest{ID: m.cfg.ID, RaftAddr: m.cfg.RaftAddr, HTTPAddr: m.httpAddr, NodeNumber: want}
+		req := wire.JoinRequest{ID: m.cfg.ID, RaftAddr: m.cfg.RaftAddr, HTTPAddr: m.httpAddr, NodeNumber: want}
 		ctx, cancel := context.WithTimeout(m.life, 10*time.Second)
 		res, err := c.Join(ctx, req)
 		cancel()
@@ -137,7 +137,7 @@ func (m *membership) joinLoop() {
 			m.stopWith(err)
 			return
 		}
-		if ae, ok := errors.AsType[*api.Error](err); ok && ae.Code == api.CodeNodeNumberTaken {
+		if ae, ok := errors.AsType[*wire.Error](err); ok && ae.Code == wire.CodeNodeNumberTaken {
 			m.stopWith(fmt.Errorf("join via %s refused: %w", m.cfg.Join, err))
 			return
 		}
@@ -167,7 +167,7 @@ func (m *membership) removedWhileAway() bool {
 
 // joined takes the node number of a successful join: it persists and uses it
 // if this node had none, and checks it otherwise.
-func (m *membership) joined(res api.JoinResult) error {
+func (m *membership) joined(res wire.JoinResult) error {
 	have := m.nodeNumber()
 	switch {
 	case have == 0 && res.NodeNumber == 0:
@@ -194,15 +194,15 @@ func (m *membership) stopWith(err error) {
 // server is a member, and a second join cannot get it; then it changes the
 // configuration. joinMu serializes the choice; the barrier makes the registry
 // read here include everything committed.
-func (m *membership) joinLocal(ctx context.Context, req api.JoinRequest) (api.JoinResult, error) {
+func (m *membership) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
 	m.joinMu.Lock()
 	defer m.joinMu.Unlock()
 	if _, err := m.raft.ReadIndex(ctx); err != nil {
-		return api.JoinResult{}, translate(err)
+		return wire.JoinResult{}, translate(err)
 	}
 	members, err := m.raft.Members(ctx)
 	if err != nil {
-		return api.JoinResult{}, translate(err)
+		return wire.JoinResult{}, translate(err)
 	}
 	ids := make([]string, len(members))
 	for i, m := range members {
@@ -210,11 +210,11 @@ func (m *membership) joinLocal(ctx context.Context, req api.JoinRequest) (api.Jo
 	}
 	registry, err := m.db.Nodes()
 	if err != nil {
-		return api.JoinResult{}, err
+		return wire.JoinResult{}, err
 	}
 	num, err := pickNumber(req.ID, req.NodeNumber, ids, registry)
 	if err != nil {
-		return api.JoinResult{}, err
+		return wire.JoinResult{}, err
 	}
 	info := store.NodeInfo{ID: req.ID, HTTPAddr: req.HTTPAddr, RaftAddr: req.RaftAddr, TxIDNode: uint16(num)}
 	registered := false
@@ -226,17 +226,17 @@ func (m *membership) joinLocal(ctx context.Context, req api.JoinRequest) (api.Jo
 		m.props.proposeLocal(ctx, []*pending{p})
 		switch {
 		case p.st.isDone() && p.st.err != nil:
-			return api.JoinResult{}, p.st.err
+			return wire.JoinResult{}, p.st.err
 		case p.st.isSent():
-			return api.JoinResult{}, api.ErrUnknownOutcome
+			return wire.JoinResult{}, wire.ErrUnknownOutcome
 		case !p.st.isDone():
-			return api.JoinResult{}, api.ErrNotLeader
+			return wire.JoinResult{}, wire.ErrNotLeader
 		}
 		m.log.Info("joining server registered", "peer", req.ID, "node_number", num)
 	}
 	voter := req.Voter == nil || *req.Voter
 	if err := translate(m.raft.Join(ctx, req.ID, req.RaftAddr, voter)); err != nil {
-		return api.JoinResult{}, err
+		return wire.JoinResult{}, err
 	}
-	return api.JoinResult{NodeNumber: num}, nil
+	return wire.JoinResult{NodeNumber: num}, nil
 }

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 )
 
@@ -122,5 +122,5 @@ func (rm *removal) leave(base string) {
 		return
 	case <-time.After(rm.shutdownTimeout - time.Since(start)):
 	}
-	rm.mem.stopWith(api.ErrRemoved)
+	rm.mem.stopWith(wire.ErrRemoved)
 }

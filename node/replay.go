@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 )
@@ -87,7 +87,7 @@ func (r *replayer) once() bool {
 		ps[i] = sentTx(e.id, e.payload)
 	}
 	ctx, cancel := context.WithTimeout(r.life, replayTimeout)
-	r.props.propose(ctx, ps, api.SubmitOptions{})
+	r.props.propose(ctx, ps, wire.SubmitOptions{})
 	cancel()
 	done := r.finish(es, ps)
 	if done > 0 {
@@ -129,7 +129,7 @@ func (r *replayer) handOff(base string) bool {
 		ps[i] = sentTx(e.id, e.payload)
 	}
 	ctx, cancel := context.WithTimeout(r.life, replayTimeout)
-	r.props.proposeRemote(ctx, base, ps, api.SubmitOptions{})
+	r.props.proposeRemote(ctx, base, ps, wire.SubmitOptions{})
 	cancel()
 	done := r.finish(es, ps)
 	if done > 0 {

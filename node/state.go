@@ -3,7 +3,7 @@ package node
 import (
 	"fmt"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -31,7 +31,7 @@ import (
 // when a voter has not applied it.
 //
 // parked: answered 202 pending. The intake WAL holds it, fsynced (heldBy
-// starts with api.HeldByWAL), and Redis too when heldBy says so; the replayer
+// starts with wire.HeldByWAL), and Redis too when heldBy says so; the replayer
 // commits it. Nothing changes it afterwards.
 //
 // reopen is the intake WAL's failure: the append may or may not be on disk,
@@ -57,8 +57,8 @@ import (
 // with a *transitionError.
 type state struct {
 	phase phase
-	res   api.TxResult // the answer, once done or parked
-	err   error        // the error, once done
+	res   wire.TxResult // the answer, once done or parked
+	err   error         // the error, once done
 }
 
 // phase is a state's place in the table above.
@@ -105,7 +105,7 @@ func (s *state) unsend() {
 }
 
 // resolve gives an open or sent command its answer.
-func (s *state) resolve(res api.TxResult, err error) {
+func (s *state) resolve(res wire.TxResult, err error) {
 	if s.phase != phaseOpen && s.phase != phaseSent {
 		s.refuse("resolve")
 	}
@@ -116,11 +116,11 @@ func (s *state) resolve(res api.TxResult, err error) {
 // final, 202 pending: id is its txid, heldBy where it is held, the intake WAL
 // (fsynced) first.
 func (s *state) park(id txid.ID, heldBy []string) {
-	if !s.parkable() || len(heldBy) == 0 || heldBy[0] != api.HeldByWAL {
+	if !s.parkable() || len(heldBy) == 0 || heldBy[0] != wire.HeldByWAL {
 		s.refuse("park")
 	}
 	s.phase, s.err = phaseParked, nil
-	s.res = api.TxResult{TxID: id, Status: api.StatusPending, Durability: api.AckAccepted, HeldBy: heldBy}
+	s.res = wire.TxResult{TxID: id, Status: wire.StatusPending, Durability: wire.AckAccepted, HeldBy: heldBy}
 }
 
 // reopen makes an open or sent command, or one done with an error that is
@@ -130,7 +130,7 @@ func (s *state) reopen() {
 	if !s.parkable() {
 		s.refuse("reopen")
 	}
-	s.phase, s.res, s.err = phaseSent, api.TxResult{}, nil
+	s.phase, s.res, s.err = phaseSent, wire.TxResult{}, nil
 }
 
 // confirm gives a committed answer (see committed) its ack=all durability:
@@ -141,11 +141,11 @@ func (s *state) confirm(everywhere bool) {
 		s.refuse("confirm")
 	}
 	if everywhere {
-		s.res.Durability = api.AckAll
+		s.res.Durability = wire.AckAll
 		return
 	}
-	s.res.Status = api.StatusPending
-	s.res.Durability = api.AckQuorum
+	s.res.Status = wire.StatusPending
+	s.res.Durability = wire.AckQuorum
 }
 
 // parkable reports whether park and reopen may be applied: the command is
@@ -175,5 +175,5 @@ func (s *state) final() bool {
 // committed reports whether the command is done with a result that has a log
 // index, not a pending one: what ack=all confirms.
 func (s *state) committed() bool {
-	return s.phase == phaseDone && s.err == nil && s.res.Status != api.StatusPending && s.res.Index != 0
+	return s.phase == phaseDone && s.err == nil && s.res.Status != wire.StatusPending && s.res.Index != 0
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // stateAt returns a state in phase ph, reached through the transitions.
@@ -24,14 +24,14 @@ func stateAt(t *testing.T, name string) state {
 		s.send()
 	case "done":
 		s.send()
-		s.resolve(api.TxResult{TxID: 7, Status: api.StatusCommitted, Index: 3, Durability: api.AckQuorum}, nil)
+		s.resolve(wire.TxResult{TxID: 7, Status: wire.StatusCommitted, Index: 3, Durability: wire.AckQuorum}, nil)
 	case "refused":
-		s.resolve(api.TxResult{}, &api.KeyReusedError{Key: "k", TxID: 8})
+		s.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: "k", TxID: 8})
 	case "failed":
 		s.send()
-		s.resolve(api.TxResult{TxID: 7}, errors.New("store: entry 3: corrupt"))
+		s.resolve(wire.TxResult{TxID: 7}, errors.New("store: entry 3: corrupt"))
 	case "parked":
-		s.park(7, []string{api.HeldByWAL})
+		s.park(7, []string{wire.HeldByWAL})
 	default:
 		t.Fatalf("no state %q", name)
 	}
@@ -42,12 +42,12 @@ func stateAt(t *testing.T, name string) state {
 // table in state.go allows gives the state it says, and each other one panics
 // with a *transitionError and leaves the state as it was.
 func TestStateTransitions(t *testing.T) {
-	committed := api.TxResult{TxID: 7, Status: api.StatusCommitted, Index: 3, Durability: api.AckQuorum}
+	committed := wire.TxResult{TxID: 7, Status: wire.StatusCommitted, Index: 3, Durability: wire.AckQuorum}
 	ops := map[string]func(*state){
 		"send":          (*state).send,
 		"unsend":        (*state).unsend,
 		"resolve":       func(s *state) { s.resolve(committed, nil) },
-		"park":          func(s *state) { s.park(7, []string{api.HeldByWAL, api.HeldByRedis}) },
+		"park":          func(s *state) { s.park(7, []string{wire.HeldByWAL, wire.HeldByRedis}) },
 		"reopen":        (*state).reopen,
 		"confirm all":   func(s *state) { s.confirm(true) },
 		"confirm short": func(s *state) { s.confirm(false) },
@@ -101,8 +101,8 @@ func TestStateTransitions(t *testing.T) {
 // to 202 pending.
 func TestStateAnswers(t *testing.T) {
 	s := stateAt(t, "failed")
-	s.park(9, []string{api.HeldByWAL, api.HeldByRedis})
-	if s.err != nil || s.res.TxID != 9 || s.res.Status != api.StatusPending || s.res.Durability != api.AckAccepted || len(s.res.HeldBy) != 2 {
+	s.park(9, []string{wire.HeldByWAL, wire.HeldByRedis})
+	if s.err != nil || s.res.TxID != 9 || s.res.Status != wire.StatusPending || s.res.Durability != wire.AckAccepted || len(s.res.HeldBy) != 2 {
 		t.Fatalf("parked: %+v, %v", s.res, s.err)
 	}
 	if !s.isDone() || s.isSent() || s.final() || s.committed() {
@@ -124,12 +124,12 @@ func TestStateAnswers(t *testing.T) {
 
 	s = stateAt(t, "done")
 	s.confirm(true)
-	if s.res.Durability != api.AckAll || s.res.Status != api.StatusCommitted {
+	if s.res.Durability != wire.AckAll || s.res.Status != wire.StatusCommitted {
 		t.Fatalf("confirmed everywhere: %+v", s.res)
 	}
 	s = stateAt(t, "done")
 	s.confirm(false)
-	if s.res.Durability != api.AckQuorum || s.res.Status != api.StatusPending || s.committed() {
+	if s.res.Durability != wire.AckQuorum || s.res.Status != wire.StatusPending || s.committed() {
 		t.Fatalf("confirmed short: %+v", s.res)
 	}
 
@@ -141,7 +141,7 @@ func TestStateAnswers(t *testing.T) {
 			}
 		}()
 		var s state
-		s.park(1, []string{api.HeldByRedis})
+		s.park(1, []string{wire.HeldByRedis})
 	}()
 }
 

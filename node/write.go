@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/store"
 )
 
@@ -38,17 +38,17 @@ type writer struct {
 //     node waits for the WAL append, parks it in Redis and answers 202 pending.
 //   - accepted: the node waits for the WAL fsync (and parks it in Redis when
 //     configured), answers 202, and the replayer commits it in the background.
-func (w *writer) submit(ctx context.Context, txs []api.TxRequest, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	if err := w.mem.writeErr(); err != nil {
 		return nil, err // removed, a node number clash, or none yet (number.go)
 	}
 	if opts.Ack == "" {
-		opts.Ack = api.AckQuorum
+		opts.Ack = wire.AckQuorum
 	}
 	if w.intake.size()+len(txs) > w.maxUnresolved {
-		return nil, api.ErrOverloaded
+		return nil, wire.ErrOverloaded
 	}
-	results := make([]api.TxResult, len(txs))
+	results := make([]wire.TxResult, len(txs))
 	ps := make([]*pending, 0, len(txs))
 	slot := make([]int, 0, len(txs))
 	var known []*pending // resubmissions answered from the store or the intake
@@ -73,7 +73,7 @@ func (w *writer) submit(ctx context.Context, txs []api.TxRequest, opts api.Submi
 		for j, p := range known {
 			r := p.st.res
 			if p.st.err != nil {
-				r.Error = api.NewErrorBody(p.st.err)
+				r.Error = wire.NewErrorBody(p.st.err)
 			}
 			results[knownSlot[j]] = r
 		}
@@ -94,14 +94,14 @@ func (w *writer) submit(ctx context.Context, txs []api.TxRequest, opts api.Submi
 	}
 	if len(ps) == 0 {
 		w.resubmitted(ctx, heldPs, heldEs)
-		if opts.Ack == api.AckAll {
+		if opts.Ack == wire.AckAll {
 			w.acks.await(ctx, known)
 		}
 		return results, nil
 	}
 	var walf *walFuture
 	switch {
-	case opts.Ack == api.AckAccepted:
+	case opts.Ack == wire.AckAccepted:
 		walf = w.intake.appendAsync(es, false)
 	case w.intakeWAL == IntakeParallel:
 		// The Raft commit is this answer's durability point: the record need not
@@ -114,20 +114,20 @@ func (w *writer) submit(ctx context.Context, txs []api.TxRequest, opts api.Submi
 		case <-ctx.Done():
 		}
 	}
-	if opts.Ack != api.AckAccepted {
+	if opts.Ack != wire.AckAccepted {
 		pctx, cancel := withReserve(ctx)
 		w.props.propose(pctx, ps, opts)
 		cancel()
 	}
 	w.parkOrSettle(ctx, ps, es, walf)
 	w.resubmitted(ctx, heldPs, heldEs)
-	if opts.Ack == api.AckAll {
+	if opts.Ack == wire.AckAll {
 		w.acks.await(ctx, append(slices.Clip(ps), known...))
 	}
 	for j, p := range ps {
 		r := p.st.res
 		if p.st.err != nil {
-			r.Error = api.NewErrorBody(p.st.err)
+			r.Error = wire.NewErrorBody(p.st.err)
 		}
 		results[slot[j]] = r
 	}
@@ -147,13 +147,13 @@ func keep[T any](xs []T, held []*intakeEntry) []T {
 
 // recorded resolves p, a transaction submitted with idempotency key, if the
 // store has a transaction under the key: with its outcome, as a duplicate, if
-// it is the same transaction (store.SameTx), else with a *api.KeyReusedError
+// it is the same transaction (store.SameTx), else with a *wire.KeyReusedError
 // naming it. It reports whether it resolved p; a store that cannot answer
 // leaves p to the proposal, which the store's Apply decides the same way.
 func (w *writer) recorded(p *pending, key string) bool {
 	o, err := w.db.TxByIdempotencyKeyFor(key, p.payload)
 	if e, ok := errors.AsType[*store.KeyReusedError](err); ok {
-		p.resolve(api.TxResult{}, &api.KeyReusedError{Key: key, TxID: e.TxID})
+		p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: key, TxID: e.TxID})
 		return true
 	}
 	if err != nil {
@@ -165,7 +165,7 @@ func (w *writer) recorded(p *pending, key string) bool {
 
 // resubmitted answers ps, transactions whose idempotency key the unresolved
 // entries es[i] hold, as those entries are answered, and adds nothing: another
-// transaction under the key is refused (*api.KeyReusedError naming the
+// transaction under the key is refused (*wire.KeyReusedError naming the
 // entry); the same one waits until the entry is resolved or parked, then
 // answers as the entry's request did (an outcome as a duplicate, or its
 // refusal), or 202 pending with the entry's txid and where it is held. An
@@ -176,7 +176,7 @@ func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEnt
 	for i, p := range ps {
 		e := es[i]
 		if !store.SameTx(e.payload, p.payload) {
-			p.resolve(api.TxResult{}, &api.KeyReusedError{Key: e.key, TxID: e.id})
+			p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: e.key, TxID: e.id})
 			continue
 		}
 		select {
@@ -198,10 +198,10 @@ func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEnt
 			}
 		}
 		if heldBy != nil {
-			p.resolve(api.TxResult{TxID: e.id, Status: api.StatusPending, Durability: api.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
+			p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusPending, Durability: wire.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
 			continue
 		}
-		p.resolve(api.TxResult{TxID: e.id, Status: api.StatusUnknown}, api.ErrUnknownOutcome)
+		p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusUnknown}, wire.ErrUnknownOutcome)
 	}
 }
 
@@ -263,13 +263,13 @@ func (w *writer) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEn
 			settled = append(settled, p)
 			continue
 		}
-		held := []string{api.HeldByWAL}
+		held := []string{wire.HeldByWAL}
 		if w.park != nil {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
 			if err := w.park.Park(pctx, uint64(p.id), p.payload); err != nil {
 				w.log.Warn("park in redis failed; the wal has it", "txid", p.id, "err", err)
 			} else {
-				held = append(held, api.HeldByRedis)
+				held = append(held, wire.HeldByRedis)
 			}
 			cancel()
 		}
@@ -307,6 +307,6 @@ const parkTimeout = 250 * time.Millisecond
 // isClientError reports whether err is about the transaction itself (a 4xx),
 // so retrying it can never succeed.
 func isClientError(err error) bool {
-	var ae *api.Error
-	return errors.As(err, &ae) || errors.Is(err, api.ErrIdempotencyKeyReused)
+	var ae *wire.Error
+	return errors.As(err, &ae) || errors.Is(err, wire.ErrIdempotencyKeyReused)
 }

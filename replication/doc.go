@@ -81,4 +81,8 @@
 //
 // Config.syncDir (dirsync.Sync by default) lets a test record the fsyncs in
 // order (dirsync_test.go).
+//
+// Must not import: github.com/txlog/txlog/api/..., github.com/txlog/txlog/client, github.com/txlog/txlog/node/...
+// Must not import directly: net/http
+// Sole importer of: github.com/hashicorp/raft, github.com/hashicorp/raft-boltdb/..., github.com/hashicorp/go-hclog
 package replication

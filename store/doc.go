@@ -130,4 +130,7 @@
 // Snapshot.WriteTo may run on another goroutine while Apply goes on. The read
 // methods are safe from any goroutine at any time and return memory the caller
 // owns.
+//
+// Must not import: github.com/hashicorp/raft, github.com/txlog/txlog/replication, github.com/txlog/txlog/api/..., github.com/txlog/txlog/node/...
+// Must not import directly: net, net/http
 package store

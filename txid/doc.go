@@ -72,4 +72,6 @@
 // checksum; a torn or foreign file makes OpenGenerator fail with ErrCorrupt
 // rather than risk reissuing IDs. The cost of a restart is a jump of the IDs'
 // ms to at most one window ahead of the clock, which the clock catches up.
+//
+// Must not import: github.com/txlog/txlog/..., github.com/prometheus/...
 package txid

@@ -7,8 +7,6 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Defaults and bounds of Config.
@@ -41,10 +39,6 @@ type Config struct {
 	// Logger receives a warning each time the high-water mark cannot be
 	// written. Nil discards logs.
 	Logger *slog.Logger
-	// Metrics is the registry the generator registers its metrics with; nil: no
-	// metrics. None are registered yet (issue 34 adds them); the field is the
-	// seam, so that no package keeps a global registry.
-	Metrics prometheus.Registerer
 }
 
 // Validate reports every problem with c, each naming the field and its bound.

@@ -147,4 +147,6 @@
 // return the error, and Close returns it too. The node should stop, and a
 // new Open recovers what is on disk. Only one Log may use a directory at a
 // time; wal does not lock it.
+//
+// Imports only: std, github.com/prometheus/client_golang/prometheus
 package wal

@@ -65,4 +65,6 @@
 // fusermount3 from Debian's fuse3); elsewhere [Mount] returns
 // [ErrNotSupported]. It uses github.com/hanwen/go-fuse/v2 and imports nothing
 // from txlog.
+//
+// Must not import: github.com/txlog/txlog/...
 package lazyfs

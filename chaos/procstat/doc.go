@@ -8,4 +8,6 @@
 //
 // It imports only the standard library, and it sees a process from outside, as
 // the rest of chaos does: a PID, never a node's insides.
+//
+// Imports only: std
 package procstat

@@ -21,9 +21,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/chaos/procstat"
+	"github.com/txlog/txlog/client"
 )
 
 const benchSynopsis = `[flags] [-- TXLOGD-FLAGS...]
@@ -90,10 +91,10 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	cmd.Int64Var(&n, "n", 0, "stop after this many transactions (whole batches) instead of after --duration")
 	cmd.IntVar(&b.valueSize, "value-size", 256, "bytes of each value as stored: a JSON string, quotes included (at least 2)")
 	cmd.IntVar(&b.opsPerTx, "ops-per-tx", 1, "puts per transaction")
-	cmd.StringVar(&b.ack, "ack", api.AckQuorum, "acknowledgement level: quorum, all or accepted")
+	cmd.StringVar(&b.ack, "ack", wire.AckQuorum, "acknowledgement level: quorum, all or accepted")
 	cmd.IntVar(&b.batch, "batch", 0, "transactions per POST /v1/tx/batch request; 0 or 1 sends each alone to POST /v1/tx")
 	cmd.IntVar(&b.keys, "keys", benchDefaultKeys, "number of distinct keys; few keys make contention")
-	cmd.DurationVar(&b.timeout, "timeout", api.DefaultTimeout, "the server's timeout of each request")
+	cmd.DurationVar(&b.timeout, "timeout", wire.DefaultTimeout, "the server's timeout of each request")
 	cmd.StringVar(&b.httpClient, "http-client", benchHTTPRaw, "how the load generator speaks HTTP: raw (one keep-alive connection per client and target, read and written on the client's goroutine; http:// targets) or net/http (Go's http.Client)")
 	cmd.DurationVar(&b.progress, "progress", time.Second, "interval of progress lines on stderr (on a terminal: the longest between redraws of the progress bar); 0 turns them off")
 	cmd.BoolVar(&b.json, "json", false, "print the summary as one JSON object")
@@ -183,7 +184,7 @@ func splitTargets(s string) ([]string, error) {
 		if !strings.Contains(t, "://") {
 			t = "http://" + t
 		}
-		if err := (api.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
+		if err := (client.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
 			return nil, usagef("--targets: %v", err)
 		}
 		out = append(out, strings.TrimRight(t, "/"))
@@ -569,9 +570,9 @@ func (r *benchRun) exchangeStd(ctx context.Context, url string, body []byte, res
 // Status fields as they appear in the answer of POST /v1/tx/batch; counting
 // them is cheaper than decoding the whole answer.
 var (
-	committedField = []byte(`"status":"` + api.StatusCommitted + `"`)
-	pendingField   = []byte(`"status":"` + api.StatusPending + `"`)
-	rejectedField  = []byte(`"status":"` + api.StatusRejected + `"`)
+	committedField = []byte(`"status":"` + wire.StatusCommitted + `"`)
+	pendingField   = []byte(`"status":"` + wire.StatusPending + `"`)
+	rejectedField  = []byte(`"status":"` + wire.StatusRejected + `"`)
 )
 
 // batchOutcome counts the results of a batch answer with status 200 and n
@@ -585,7 +586,7 @@ func batchOutcome(body []byte, n int) outcome {
 	if o.committed+o.pending+o.rejected == int64(n) {
 		return o
 	}
-	var br api.BatchResponse
+	var br wire.BatchResponse
 	if err := json.Unmarshal(body, &br); err != nil || len(br.Results) != n {
 		return outcome{err: "bad_answer"}
 	}
@@ -594,11 +595,11 @@ func batchOutcome(body []byte, n int) outcome {
 		switch {
 		case res.Error != nil:
 			o.itemErrors["batch_item_"+res.Error.Code]++
-		case res.Status == api.StatusCommitted:
+		case res.Status == wire.StatusCommitted:
 			o.committed++
-		case res.Status == api.StatusPending:
+		case res.Status == wire.StatusPending:
 			o.pending++
-		case res.Status == api.StatusRejected:
+		case res.Status == wire.StatusRejected:
 			o.rejected++
 		default:
 			o.itemErrors["batch_item_"+res.Status]++
@@ -610,7 +611,7 @@ func batchOutcome(body []byte, n int) outcome {
 // errorKind names a failed answer by its API error code, else by its status.
 func errorKind(status int, body []byte) string {
 	var e struct {
-		Error *api.ErrorBody `json:"error"`
+		Error *wire.ErrorBody `json:"error"`
 	}
 	if json.Unmarshal(body, &e) == nil && e.Error != nil && e.Error.Code != "" {
 		return e.Error.Code

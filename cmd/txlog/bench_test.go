@@ -16,7 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
 )
 
@@ -33,7 +33,7 @@ func TestParseBench(t *testing.T) {
 				t.Errorf("targets = %q, want %q", b.targets, want)
 			}
 			if b.clients != 16 || b.duration != 10*time.Second || b.valueSize != 256 || b.opsPerTx != 1 ||
-				b.ack != api.AckQuorum || b.batch != 1 || b.keys != benchDefaultKeys || b.timeout != api.DefaultTimeout || b.local {
+				b.ack != wire.AckQuorum || b.batch != 1 || b.keys != benchDefaultKeys || b.timeout != wire.DefaultTimeout || b.local {
 				t.Errorf("config = %+v, want the defaults", b)
 			}
 		}, ""},
@@ -44,7 +44,7 @@ func TestParseBench(t *testing.T) {
 		}, func(t *testing.T, b benchConfig) {
 			want := benchConfig{
 				targets: []string{"http://127.0.0.1:9001", "http://127.0.0.1:9002"}, clients: 3, duration: 2 * time.Second,
-				warmup: time.Second, valueSize: 10, opsPerTx: 4, ack: api.AckAll, batch: 50, keys: 7, timeout: time.Second, json: true,
+				warmup: time.Second, valueSize: 10, opsPerTx: 4, ack: wire.AckAll, batch: 50, keys: 7, timeout: time.Second, json: true,
 			}
 			if !slices.Equal(b.targets, want.targets) {
 				t.Errorf("targets = %q, want %q", b.targets, want.targets)
@@ -118,9 +118,9 @@ func TestWorkloadBody(t *testing.T) {
 			seen := map[string]bool{}
 			for range 3 {
 				body := w.body()
-				txs := []api.TxRequest{{}}
+				txs := []wire.TxRequest{{}}
 				if tt.batch > 1 {
-					var br api.BatchRequest
+					var br wire.BatchRequest
 					decodeStrictBytes(t, body, &br)
 					txs = br.Txs
 				} else {
@@ -138,7 +138,7 @@ func TestWorkloadBody(t *testing.T) {
 						t.Fatalf("%d ops, want %d", len(tx.Ops), tt.opsPerTx)
 					}
 					for _, op := range tx.Ops {
-						if op.Op != api.OpPut || len(op.Value) != tt.value || !strings.HasPrefix(op.Key, "bench/") || len(op.Key) != len("bench/00000000") {
+						if op.Op != wire.OpPut || len(op.Value) != tt.value || !strings.HasPrefix(op.Key, "bench/") || len(op.Key) != len("bench/00000000") {
 							t.Fatalf("op = %s %q %d-byte value, want a put of bench/NNNNNNNN with %d bytes", op.Op, op.Key, len(op.Value), tt.value)
 						}
 						if tt.keys == 1 && op.Key != "bench/00000000" {
@@ -242,17 +242,17 @@ func TestSummarizeLatency(t *testing.T) {
 // from a script, and checks what the summary counts.
 func TestBenchAgainstFake(t *testing.T) {
 	var calls atomic.Int64
-	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		switch calls.Add(1) % 4 {
 		case 1:
-			return api.TxResult{}, api.ErrNoLeader
+			return wire.TxResult{}, wire.ErrNoLeader
 		case 2:
-			return api.TxResult{TxID: 1, Status: api.StatusRejected, Conflict: &api.Conflict{Key: "k"}}, nil
+			return wire.TxResult{TxID: 1, Status: wire.StatusRejected, Conflict: &wire.Conflict{Key: "k"}}, nil
 		}
-		if opts.Ack != api.AckAll {
-			return api.TxResult{}, errors.New("ack not passed on")
+		if opts.Ack != wire.AckAll {
+			return wire.TxResult{}, errors.New("ack not passed on")
 		}
-		return api.TxResult{TxID: 1, Status: api.StatusCommitted}, nil
+		return wire.TxResult{TxID: 1, Status: wire.StatusCommitted}, nil
 	}}
 	url := serve(t, b)
 	for _, hc := range []string{benchHTTPRaw, benchHTTPStd} {
@@ -286,7 +286,7 @@ func BenchmarkBenchClient(b *testing.B) {
 		w.Write([]byte(`{"txid":"0AP81P6ZW0800","status":"committed"}`))
 	}))
 	defer srv.Close()
-	cfg := benchConfig{targets: []string{srv.URL}, clients: 1, valueSize: 256, opsPerTx: 1, ack: api.AckQuorum, batch: 1, keys: 1000, timeout: time.Second}
+	cfg := benchConfig{targets: []string{srv.URL}, clients: 1, valueSize: 256, opsPerTx: 1, ack: wire.AckQuorum, batch: 1, keys: 1000, timeout: time.Second}
 	urls := []string{srv.URL + "/v1/tx?ack=quorum&timeout=1s"}
 	for _, hc := range []string{benchHTTPRaw, benchHTTPStd} {
 		b.Run("http-client="+strings.ReplaceAll(hc, "/", ""), func(b *testing.B) {
@@ -353,12 +353,12 @@ func TestBenchAgainstCluster(t *testing.T) {
 		args   []string
 		status string // of every transaction
 	}{
-		{"single", []string{"--duration", "1s", "--clients", "4"}, api.StatusCommitted},
-		{"batch", []string{"--n", "200", "--batch", "50", "--ops-per-tx", "2", "--keys", "10"}, api.StatusCommitted},
-		{"accepted", []string{"--n", "30", "--ack", "accepted"}, api.StatusPending},
+		{"single", []string{"--duration", "1s", "--clients", "4"}, wire.StatusCommitted},
+		{"batch", []string{"--n", "200", "--batch", "50", "--ops-per-tx", "2", "--keys", "10"}, wire.StatusCommitted},
+		{"accepted", []string{"--n", "30", "--ack", "accepted"}, wire.StatusPending},
 		// --local measures the nodes' CPU in ticks of 10 ms: enough
 		// transactions that the window holds some.
-		{"local", []string{"--local", "--txlogd", bin, "--n", "500"}, api.StatusCommitted},
+		{"local", []string{"--local", "--txlogd", bin, "--n", "500"}, wire.StatusCommitted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -374,7 +374,7 @@ func TestBenchAgainstCluster(t *testing.T) {
 			if len(res.Errors) > 0 || res.Txs == 0 || res.TxPerSec <= 0 || res.Latency.P99 <= 0 {
 				t.Fatalf("summary = %+v, want transactions and no errors", res)
 			}
-			got := map[string]int64{api.StatusCommitted: res.Committed, api.StatusPending: res.Pending, api.StatusRejected: res.Rejected}
+			got := map[string]int64{wire.StatusCommitted: res.Committed, wire.StatusPending: res.Pending, wire.StatusRejected: res.Rejected}
 			if got[tt.status] != res.Txs {
 				t.Fatalf("summary = %+v, want every transaction %s", res, tt.status)
 			}

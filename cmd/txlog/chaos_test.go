@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -23,36 +23,36 @@ type kvFake struct {
 
 	mu   sync.Mutex
 	acks map[string]int // writes by the ack level they asked for
-	log  []api.LogEntry
-	kv   map[string]api.KV
+	log  []wire.LogEntry
+	kv   map[string]wire.KV
 	keys map[string]int
 }
 
-func (f *kvFake) submit(_ context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+func (f *kvFake) submit(_ context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.acks[opts.Ack]++
 	if i, ok := f.keys[tx.IdempotencyKey]; ok {
 		e := f.log[i]
-		return api.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions, Conflict: e.Conflict, Duplicate: true}, nil
+		return wire.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions, Conflict: e.Conflict, Duplicate: true}, nil
 	}
 	op := tx.Ops[0]
 	cur := f.kv[op.Key]
-	e := api.LogEntry{Index: uint64(len(f.log) + 1), TxID: txid.ID(len(f.log) + 100), IdempotencyKey: tx.IdempotencyKey, Ops: tx.Ops, Status: api.StatusCommitted}
+	e := wire.LogEntry{Index: uint64(len(f.log) + 1), TxID: txid.ID(len(f.log) + 100), IdempotencyKey: tx.IdempotencyKey, Ops: tx.Ops, Status: wire.StatusCommitted}
 	if op.IfVersion != nil && *op.IfVersion != cur.Version {
-		e.Status, e.Conflict = api.StatusRejected, &api.Conflict{Key: op.Key, Expected: *op.IfVersion, Actual: cur.Version}
+		e.Status, e.Conflict = wire.StatusRejected, &wire.Conflict{Key: op.Key, Expected: *op.IfVersion, Actual: cur.Version}
 	} else {
 		e.Versions = map[string]uint64{op.Key: cur.Version + 1}
 		if f.lose && len(f.log)%10 == 9 {
-			return api.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions}, nil
+			return wire.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions}, nil
 		}
-		f.kv[op.Key] = api.KV{Key: op.Key, Value: op.Value, Version: cur.Version + 1, Index: e.Index}
+		f.kv[op.Key] = wire.KV{Key: op.Key, Value: op.Value, Version: cur.Version + 1, Index: e.Index}
 	}
 	f.log = append(f.log, e)
 	f.keys[tx.IdempotencyKey] = len(f.log) - 1
-	res := api.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions, Conflict: e.Conflict}
-	if opts.Ack == api.AckAccepted {
-		res.Durability = api.AckAccepted // committed at once, so no 202
+	res := wire.TxResult{TxID: e.TxID, Status: e.Status, Index: e.Index, Versions: e.Versions, Conflict: e.Conflict}
+	if opts.Ack == wire.AckAccepted {
+		res.Durability = wire.AckAccepted // committed at once, so no 202
 	}
 	return res, nil
 }
@@ -60,26 +60,26 @@ func (f *kvFake) submit(_ context.Context, tx api.TxRequest, opts api.SubmitOpti
 func (f *kvFake) backend(id string) *fakeBackend {
 	return &fakeBackend{
 		SubmitFunc: f.submit,
-		GetFunc: func(_ context.Context, key string, _ api.ReadOptions) (api.KV, error) {
+		GetFunc: func(_ context.Context, key string, _ wire.ReadOptions) (wire.KV, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			kv, ok := f.kv[key]
 			if !ok {
-				return api.KV{}, api.ErrNotFound
+				return wire.KV{}, wire.ErrNotFound
 			}
 			return kv, nil
 		},
-		LogFunc: func(_ context.Context, from uint64, limit int) (api.LogPage, error) {
+		LogFunc: func(_ context.Context, from uint64, limit int) (wire.LogPage, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			page := api.LogPage{Next: from}
+			page := wire.LogPage{Next: from}
 			for i := int(from) - 1; i < len(f.log) && len(page.Entries) < limit; i++ {
 				page.Entries = append(page.Entries, f.log[i])
 				page.Next = f.log[i].Index + 1
 			}
 			return page, nil
 		},
-		ClusterFunc: func(context.Context) (api.ClusterStatus, error) {
+		ClusterFunc: func(context.Context) (wire.ClusterStatus, error) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			state := "follower"
@@ -87,7 +87,7 @@ func (f *kvFake) backend(id string) *fakeBackend {
 				state = "leader"
 			}
 			n := uint64(len(f.log))
-			return api.ClusterStatus{ID: id, State: state, LeaderID: "n1", Term: 1, CommitIndex: n, AppliedIndex: n}, nil
+			return wire.ClusterStatus{ID: id, State: state, LeaderID: "n1", Term: 1, CommitIndex: n, AppliedIndex: n}, nil
 		},
 	}
 }
@@ -96,7 +96,7 @@ func (f *kvFake) backend(id string) *fakeBackend {
 // follower kills whose command only logs the node's ID, and the flags extra.
 func chaosAgainstFake(t *testing.T, f *kvFake, extra ...string) (result, string) {
 	t.Helper()
-	f.kv, f.keys, f.acks = map[string]api.KV{}, map[string]int{}, map[string]int{}
+	f.kv, f.keys, f.acks = map[string]wire.KV{}, map[string]int{}, map[string]int{}
 	var urls []string
 	for _, id := range []string{"n1", "n2", "n3"} {
 		urls = append(urls, serve(t, f.backend(id)))
@@ -152,7 +152,7 @@ func TestChaosAcks(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.acks[api.AckAccepted] != 0 || f.acks[api.AckQuorum] < 2*f.acks[api.AckAll] || f.acks[api.AckAll] == 0 {
+	if f.acks[wire.AckAccepted] != 0 || f.acks[wire.AckQuorum] < 2*f.acks[wire.AckAll] || f.acks[wire.AckAll] == 0 {
 		t.Fatalf("writes by ack %v, want quorum and all about 3:1 and no accepted", f.acks)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -214,11 +215,11 @@ func TestSubmitArgsRequest(t *testing.T) {
 
 func TestSubmit(t *testing.T) {
 	ctx := testCtx(t)
-	var gotTx api.TxRequest
-	var gotOpts api.SubmitOptions
-	url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
+	var gotTx wire.TxRequest
+	var gotOpts wire.SubmitOptions
+	url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		gotTx, gotOpts = tx, opts
-		return api.TxResult{TxID: 12345, Status: api.StatusCommitted, Index: 7, IdempotencyKey: tx.IdempotencyKey}, nil
+		return wire.TxResult{TxID: 12345, Status: wire.StatusCommitted, Index: 7, IdempotencyKey: tx.IdempotencyKey}, nil
 	}})
 	// Flags may follow the arguments; the dead target first shows failover.
 	r := runCLI(t, ctx, nil, "submit", "--targets", deadURL(t)+","+url, "greeting", "<hello>", "--ack", "all", "--timeout", "2s", "--if-version", "0")
@@ -232,21 +233,21 @@ func TestSubmit(t *testing.T) {
 	if gotTx.IdempotencyKey == "" {
 		t.Error("server got no idempotency key; the client should make one")
 	}
-	if gotOpts.Ack != api.AckAll || gotOpts.Timeout != 2*time.Second {
+	if gotOpts.Ack != wire.AckAll || gotOpts.Timeout != 2*time.Second {
 		t.Errorf("server got options %+v, want ack all, timeout 2s", gotOpts)
 	}
-	var res api.TxResult
+	var res wire.TxResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatalf("stdout is not a TxResult: %v\n%s", err, r.stdout)
 	}
-	if res.Status != api.StatusCommitted || res.Index != 7 {
+	if res.Status != wire.StatusCommitted || res.Index != 7 {
 		t.Fatalf("printed %+v", res)
 	}
 }
 
 func TestSubmitRejectedIsNotAnError(t *testing.T) {
-	url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx api.TxRequest, opts api.SubmitOptions) (api.TxResult, error) {
-		return api.TxResult{TxID: 1, Status: api.StatusRejected, Conflict: &api.Conflict{Key: "k", Expected: 2, Actual: 3}}, nil
+	url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+		return wire.TxResult{TxID: 1, Status: wire.StatusRejected, Conflict: &wire.Conflict{Key: "k", Expected: 2, Actual: 3}}, nil
 	}})
 	r := runCLI(t, testCtx(t), map[string]string{targetsEnv: url}, "submit", "--if-version", "2", "k", "v")
 	if r.code != 0 || !strings.Contains(r.stdout, `"status": "rejected"`) {
@@ -265,13 +266,13 @@ func TestSubmitServerRefuses(t *testing.T) {
 
 func TestGet(t *testing.T) {
 	ctx := testCtx(t)
-	var gotOpts api.ReadOptions
-	url := serve(t, &fakeBackend{GetFunc: func(ctx context.Context, key string, opts api.ReadOptions) (api.KV, error) {
+	var gotOpts wire.ReadOptions
+	url := serve(t, &fakeBackend{GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 		gotOpts = opts
 		if key != "a/b c" {
-			return api.KV{}, api.ErrNotFound
+			return wire.KV{}, wire.ErrNotFound
 		}
-		return api.KV{Key: key, Value: json.RawMessage(`{"x":1}`), Version: 2, Index: 9}, nil
+		return wire.KV{Key: key, Value: json.RawMessage(`{"x":1}`), Version: 2, Index: 9}, nil
 	}})
 	env := map[string]string{targetsEnv: deadURL(t) + "," + url}
 
@@ -279,11 +280,11 @@ func TestGet(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
 	}
-	var kv api.KV
+	var kv wire.KV
 	if err := json.Unmarshal([]byte(r.stdout), &kv); err != nil || kv.Version != 2 || compact(t, kv.Value) != `{"x":1}` {
 		t.Fatalf("stdout %s: %+v, %v", r.stdout, kv, err)
 	}
-	if gotOpts.Consistency != api.ConsistencyStale {
+	if gotOpts.Consistency != wire.ConsistencyStale {
 		t.Errorf("consistency %q, want stale", gotOpts.Consistency)
 	}
 
@@ -293,9 +294,9 @@ func TestGet(t *testing.T) {
 	}
 }
 
-func clusterStatus(id, state, leader string, members ...api.Member) func(context.Context) (api.ClusterStatus, error) {
-	return func(context.Context) (api.ClusterStatus, error) {
-		return api.ClusterStatus{ID: id, State: state, LeaderID: leader, Term: 4, CommitIndex: 10, AppliedIndex: 9, Members: members}, nil
+func clusterStatus(id, state, leader string, members ...wire.Member) func(context.Context) (wire.ClusterStatus, error) {
+	return func(context.Context) (wire.ClusterStatus, error) {
+		return wire.ClusterStatus{ID: id, State: state, LeaderID: leader, Term: 4, CommitIndex: 10, AppliedIndex: 9, Members: members}, nil
 	}
 }
 
@@ -303,7 +304,7 @@ func TestStatus(t *testing.T) {
 	ctx := testCtx(t)
 	n3 := httptest.NewServer(api.NewServer(api.Config{}, &fakeBackend{ClusterFunc: clusterStatus("n3", "follower", "n1")}))
 	t.Cleanup(n3.Close)
-	members := []api.Member{
+	members := []wire.Member{
 		{ID: "n1", RaftAddr: "127.0.0.1:7101", Suffrage: "voter", Leader: true},
 		{ID: "n2", RaftAddr: "127.0.0.1:7102", Suffrage: "voter", LastContact: "12ms"},
 		{ID: "n3", RaftAddr: "127.0.0.1:7103", HTTPAddr: strings.TrimPrefix(n3.URL, "http://"), Suffrage: "voter"},
@@ -342,13 +343,13 @@ func TestStatus(t *testing.T) {
 
 // logBackend serves entries 1..n, at most limit at a time.
 func logBackend(n *int, mu *sync.Mutex) *fakeBackend {
-	return &fakeBackend{LogFunc: func(ctx context.Context, from uint64, limit int) (api.LogPage, error) {
+	return &fakeBackend{LogFunc: func(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		page := api.LogPage{Next: from}
+		page := wire.LogPage{Next: from}
 		for i := from; i <= uint64(*n) && len(page.Entries) < limit; i++ {
-			page.Entries = append(page.Entries, api.LogEntry{Index: i, Term: 1, TxID: txid.ID(1000 + i), Status: api.StatusCommitted,
-				Ops: []api.Op{{Op: "put", Key: "k", Value: json.RawMessage("1")}}})
+			page.Entries = append(page.Entries, wire.LogEntry{Index: i, Term: 1, TxID: txid.ID(1000 + i), Status: wire.StatusCommitted,
+				Ops: []wire.Op{{Op: "put", Key: "k", Value: json.RawMessage("1")}}})
 			page.Next = i + 1
 		}
 		return page, nil

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/lease"
 )
 
@@ -81,8 +81,8 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 		return usagef("lease %s takes one NAME, got %d arguments", sub, len(pos))
 	case token != nil && *token == 0:
 		return usagef("lease %s: --token is required", sub)
-	case ttl != nil && (*ttl < api.MinLeaseTTL || *ttl > api.MaxLeaseTTL):
-		return usagef("--ttl %v: want %v to %v", *ttl, api.MinLeaseTTL, api.MaxLeaseTTL)
+	case ttl != nil && (*ttl < wire.MinLeaseTTL || *ttl > wire.MaxLeaseTTL):
+		return usagef("--ttl %v: want %v to %v", *ttl, wire.MinLeaseTTL, wire.MaxLeaseTTL)
 	}
 	cl, err := newClient(*targets)
 	if err != nil {
@@ -101,9 +101,9 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 		return c.leaseAnswer(res, err)
 	case "release":
 		if err := cl.ReleaseLease(ctx, name, *holder, *token); err != nil {
-			return c.leaseAnswer(api.LeaseResult{}, err)
+			return c.leaseAnswer(wire.LeaseResult{}, err)
 		}
-		return printJSON(c.stdout, api.LeaseReleased{Name: name, Released: true})
+		return printJSON(c.stdout, wire.LeaseReleased{Name: name, Released: true})
 	case "get":
 		l, err := cl.Lease(ctx, name, *wait, *after)
 		if err != nil {
@@ -115,7 +115,7 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("list leases: %w", err)
 		}
-		return printJSON(c.stdout, api.LeaseList{Leases: ls})
+		return printJSON(c.stdout, wire.LeaseList{Leases: ls})
 	}
 	// watch
 	e, err := lease.New(lease.Config{Client: cl, Name: name, Holder: "watch"})
@@ -132,8 +132,8 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 
 // leaseAnswer prints a lease write's answer: the lease, or for a refusal the
 // lease as it is and the error.
-func (c *cli) leaseAnswer(res api.LeaseResult, err error) error {
-	if le, ok := errors.AsType[*api.LeaseError](err); ok {
+func (c *cli) leaseAnswer(res wire.LeaseResult, err error) error {
+	if le, ok := errors.AsType[*wire.LeaseError](err); ok {
 		if perr := printJSON(c.stdout, le.Lease); perr != nil {
 			return perr
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // fakeLeases is a fakeBackend with one lease table in memory: grants when
@@ -20,13 +21,13 @@ type fakeLeases struct {
 	mu            sync.Mutex
 	changed       chan struct{} // closed and replaced at each change
 	next          uint64
-	leases        map[string]api.Lease
+	leases        map[string]wire.Lease
 	fenceRenewals bool
 	renewals      int
 }
 
 func newFakeLeases() *fakeLeases {
-	return &fakeLeases{next: 10, leases: map[string]api.Lease{}, changed: make(chan struct{})}
+	return &fakeLeases{next: 10, leases: map[string]wire.Lease{}, changed: make(chan struct{})}
 }
 
 // change wakes the long polls; the caller holds f.mu.
@@ -35,28 +36,28 @@ func (f *fakeLeases) change() {
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeLeases) AcquireLease(_ context.Context, req api.LeaseRequest, _ bool) (api.LeaseResult, error) {
+func (f *fakeLeases) AcquireLease(_ context.Context, req wire.LeaseRequest, _ bool) (wire.LeaseResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l, held := f.leases[req.Name]
 	if req.Token != 0 {
 		f.renewals++
 		if !held || l.Token != req.Token || l.Holder != req.Holder || f.fenceRenewals {
-			return api.LeaseResult{}, &api.LeaseError{Code: api.CodeFenced, Message: "fenced", Lease: l}
+			return wire.LeaseResult{}, &wire.LeaseError{Code: wire.CodeFenced, Message: "fenced", Lease: l}
 		}
-		return api.LeaseResult{Lease: l}, nil
+		return wire.LeaseResult{Lease: l}, nil
 	}
 	switch {
 	case held && l.Holder == req.Holder:
-		return api.LeaseResult{Lease: l}, nil
+		return wire.LeaseResult{Lease: l}, nil
 	case held:
-		return api.LeaseResult{}, &api.LeaseError{Code: api.CodeLeaseHeld, Message: "held by " + l.Holder, Lease: l}
+		return wire.LeaseResult{}, &wire.LeaseError{Code: wire.CodeLeaseHeld, Message: "held by " + l.Holder, Lease: l}
 	}
 	f.next++
-	l = api.Lease{Name: req.Name, Holder: req.Holder, Token: f.next, TTL: req.TTL.String(), ExpiresIn: req.TTL.String()}
+	l = wire.Lease{Name: req.Name, Holder: req.Holder, Token: f.next, TTL: req.TTL.String(), ExpiresIn: req.TTL.String()}
 	f.leases[req.Name] = l
 	f.change()
-	return api.LeaseResult{Lease: l, Acquired: true}, nil
+	return wire.LeaseResult{Lease: l, Acquired: true}, nil
 }
 
 func (f *fakeLeases) ReleaseLease(_ context.Context, name, holder string, token uint64, _ bool) error {
@@ -64,7 +65,7 @@ func (f *fakeLeases) ReleaseLease(_ context.Context, name, holder string, token 
 	defer f.mu.Unlock()
 	l, held := f.leases[name]
 	if held && (l.Holder != holder || l.Token != token) {
-		return &api.LeaseError{Code: api.CodeFenced, Message: "fenced", Lease: l}
+		return &wire.LeaseError{Code: wire.CodeFenced, Message: "fenced", Lease: l}
 	}
 	delete(f.leases, name)
 	f.change()
@@ -73,7 +74,7 @@ func (f *fakeLeases) ReleaseLease(_ context.Context, name, holder string, token 
 
 // Lease long-polls as a node does: with wait, while the lease is free (after
 // 0) or held with a token up to after.
-func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (api.Lease, error) {
+func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
 	deadline := time.After(wait)
 	for {
 		f.mu.Lock()
@@ -86,21 +87,21 @@ func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration,
 			case <-changed:
 				continue
 			case <-ctx.Done():
-				return api.Lease{}, ctx.Err()
+				return wire.Lease{}, ctx.Err()
 			case <-deadline:
 			}
 		}
 		if !ok {
-			return api.Lease{}, api.ErrNotFound
+			return wire.Lease{}, wire.ErrNotFound
 		}
 		return l, nil
 	}
 }
 
-func (f *fakeLeases) Leases(context.Context) ([]api.Lease, error) {
+func (f *fakeLeases) Leases(context.Context) ([]wire.Lease, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []api.Lease
+	var out []wire.Lease
 	for _, l := range f.leases {
 		out = append(out, l)
 	}
@@ -154,21 +155,21 @@ func TestLeaseCommands(t *testing.T) {
 	env := map[string]string{targetsEnv: serveLeases(t, f)}
 	ctx := testCtx(t)
 	r := runCLI(t, ctx, env, "lease", "acquire", "--holder", "a", "--ttl", "5s", "jobs/settle")
-	res := decodeOut[api.LeaseResult](t, r)
+	res := decodeOut[wire.LeaseResult](t, r)
 	if r.code != 0 || !res.Acquired || res.Token != 11 || res.Holder != "a" {
 		t.Fatalf("acquire: exit %d %+v; stderr %s", r.code, res, r.stderr)
 	}
 	r = runCLI(t, ctx, env, "lease", "acquire", "--holder", "b", "jobs/settle")
-	if l := decodeOut[api.Lease](t, r); r.code != 1 || l.Holder != "a" || !strings.Contains(r.stderr, "lease_held") {
+	if l := decodeOut[wire.Lease](t, r); r.code != 1 || l.Holder != "a" || !strings.Contains(r.stderr, "lease_held") {
 		t.Fatalf("acquire by b: exit %d %+v; stderr %s", r.code, l, r.stderr)
 	}
 	if r = runCLI(t, ctx, env, "lease", "renew", "--holder", "a", "--token", "11", "jobs/settle"); r.code != 0 {
 		t.Fatalf("renew: exit %d; stderr %s", r.code, r.stderr)
 	}
-	if r = runCLI(t, ctx, env, "lease", "get", "jobs/settle"); r.code != 0 || decodeOut[api.Lease](t, r).Token != 11 {
+	if r = runCLI(t, ctx, env, "lease", "get", "jobs/settle"); r.code != 0 || decodeOut[wire.Lease](t, r).Token != 11 {
 		t.Fatalf("get: exit %d %s; stderr %s", r.code, r.stdout, r.stderr)
 	}
-	if r = runCLI(t, ctx, env, "lease", "list"); r.code != 0 || len(decodeOut[api.LeaseList](t, r).Leases) != 1 {
+	if r = runCLI(t, ctx, env, "lease", "list"); r.code != 0 || len(decodeOut[wire.LeaseList](t, r).Leases) != 1 {
 		t.Fatalf("list: exit %d %s; stderr %s", r.code, r.stdout, r.stderr)
 	}
 	if r = runCLI(t, ctx, env, "lease", "release", "--holder", "a", "--token", "10", "jobs/settle"); r.code != 1 || !strings.Contains(r.stderr, "fenced") {

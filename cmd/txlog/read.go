@@ -14,15 +14,16 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
-var consistencies = []string{api.ConsistencyLinearizable, api.ConsistencyLeader, api.ConsistencyStale}
+var consistencies = []string{wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale}
 
 func (c *cli) get(ctx context.Context, args []string) error {
 	cmd := c.command("get", "[flags] KEY")
 	targets := cmd.targets()
-	consistency := cmd.String("consistency", api.ConsistencyLinearizable, "linearizable, leader or stale")
+	consistency := cmd.String("consistency", wire.ConsistencyLinearizable, "linearizable, leader or stale")
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
@@ -37,7 +38,7 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	kv, err := cl.Get(ctx, pos[0], api.ReadOptions{Consistency: *consistency})
+	kv, err := cl.Get(ctx, pos[0], wire.ReadOptions{Consistency: *consistency})
 	if err != nil {
 		return fmt.Errorf("get %q: %w", pos[0], err)
 	}
@@ -49,9 +50,9 @@ const statusTimeout = 3 * time.Second
 
 // nodeView is one node's answer to GET /v1/cluster, or why there is none.
 type nodeView struct {
-	URL    string             `json:"url"`
-	Status *api.ClusterStatus `json:"status,omitempty"`
-	Err    string             `json:"error,omitempty"`
+	URL    string              `json:"url"`
+	Status *wire.ClusterStatus `json:"status,omitempty"`
+	Err    string              `json:"error,omitempty"`
 }
 
 func (c *cli) status(ctx context.Context, args []string) error {
@@ -123,7 +124,7 @@ func memberURL(addr string) string {
 }
 
 // askNodes asks every node in urls, in parallel, for its view of the cluster.
-func askNodes(ctx context.Context, cl *api.Client, urls []string) []nodeView {
+func askNodes(ctx context.Context, cl *client.Client, urls []string) []nodeView {
 	views := make([]nodeView, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
@@ -152,7 +153,7 @@ func printStatus(w io.Writer, views []nodeView) error {
 		header += "\tERROR"
 	}
 	fmt.Fprintln(tw, header)
-	var ref *api.ClusterStatus
+	var ref *wire.ClusterStatus
 	for _, v := range views {
 		s := v.Status
 		if s == nil {

@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/client"
 )
 
 // defaultTargets are the nodes of `txlog local` on its default ports.
@@ -153,9 +153,9 @@ func (cmd *command) targets() *string {
 	return cmd.String("targets", def, "comma-separated base URLs of the nodes (env "+targetsEnv+")")
 }
 
-// newClient returns an api.Client for the comma-separated targets. A target
+// newClient returns a client.Client for the comma-separated targets. A target
 // without a scheme gets http://.
-func newClient(targets string) (*api.Client, error) {
+func newClient(targets string) (*client.Client, error) {
 	var eps []string
 	for _, t := range strings.Split(targets, ",") {
 		t = strings.TrimSpace(t)
@@ -170,11 +170,11 @@ func newClient(targets string) (*api.Client, error) {
 	if len(eps) == 0 {
 		return nil, usagef("--targets: no URLs")
 	}
-	cfg := api.ClientConfig{Endpoints: eps}
+	cfg := client.ClientConfig{Endpoints: eps}
 	if err := cfg.Validate(); err != nil {
 		return nil, usagef("--targets: %v", err)
 	}
-	return api.NewClient(cfg), nil
+	return client.NewClient(cfg), nil
 }
 
 // printJSON writes v as indented JSON, with <, > and & as they are.

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 const submitSynopsis = `[flags] KEY VALUE
@@ -34,18 +34,18 @@ type submitArgs struct {
 
 // request builds the transaction the arguments describe. Every problem is a
 // *usageError.
-func (a submitArgs) request() (api.TxRequest, error) {
+func (a submitArgs) request() (wire.TxRequest, error) {
 	if a.tx != "" {
 		if a.key != "" || a.del || a.ifVersion != nil || len(a.pos) > 0 {
-			return api.TxRequest{}, usagef("--tx takes the whole transaction: no KEY, VALUE, --key, --delete or --if-version with it")
+			return wire.TxRequest{}, usagef("--tx takes the whole transaction: no KEY, VALUE, --key, --delete or --if-version with it")
 		}
-		var tx api.TxRequest
+		var tx wire.TxRequest
 		if err := decodeStrict(a.tx, &tx); err != nil {
-			return api.TxRequest{}, usagef("--tx: %v", err)
+			return wire.TxRequest{}, usagef("--tx: %v", err)
 		}
 		if a.idempotencyKey != "" {
 			if tx.IdempotencyKey != "" && tx.IdempotencyKey != a.idempotencyKey {
-				return api.TxRequest{}, usagef("--idempotency-key %q differs from the one in --tx, %q", a.idempotencyKey, tx.IdempotencyKey)
+				return wire.TxRequest{}, usagef("--idempotency-key %q differs from the one in --tx, %q", a.idempotencyKey, tx.IdempotencyKey)
 			}
 			tx.IdempotencyKey = a.idempotencyKey
 		}
@@ -56,24 +56,24 @@ func (a submitArgs) request() (api.TxRequest, error) {
 	key := a.key
 	if key == "" {
 		if len(pos) == 0 {
-			return api.TxRequest{}, usagef("no KEY given")
+			return wire.TxRequest{}, usagef("no KEY given")
 		}
 		key, pos = pos[0], pos[1:]
 	}
-	op := api.Op{Op: "put", Key: key, IfVersion: a.ifVersion}
+	op := wire.Op{Op: "put", Key: key, IfVersion: a.ifVersion}
 	switch {
 	case a.del && len(pos) > 0:
-		return api.TxRequest{}, usagef("--delete takes no VALUE, got %q", pos)
+		return wire.TxRequest{}, usagef("--delete takes no VALUE, got %q", pos)
 	case a.del:
 		op.Op = "delete"
 	case len(pos) == 0:
-		return api.TxRequest{}, usagef("no VALUE given for key %q", key)
+		return wire.TxRequest{}, usagef("no VALUE given for key %q", key)
 	case len(pos) > 1:
-		return api.TxRequest{}, usagef("too many arguments: %q (quote a VALUE with spaces)", pos[1:])
+		return wire.TxRequest{}, usagef("too many arguments: %q (quote a VALUE with spaces)", pos[1:])
 	default:
 		op.Value = parseValue(pos[0])
 	}
-	return api.TxRequest{IdempotencyKey: a.idempotencyKey, Ops: []api.Op{op}}, nil
+	return wire.TxRequest{IdempotencyKey: a.idempotencyKey, Ops: []wire.Op{op}}, nil
 }
 
 // parseValue returns s when it is JSON, else s as a JSON string.
@@ -120,7 +120,7 @@ func (f *versionFlag) Set(s string) error {
 	return nil
 }
 
-var acks = []string{api.AckQuorum, api.AckAll, api.AckAccepted}
+var acks = []string{wire.AckQuorum, wire.AckAll, wire.AckAccepted}
 
 func (c *cli) submit(ctx context.Context, args []string) error {
 	cmd := c.command("submit", submitSynopsis)
@@ -133,8 +133,8 @@ func (c *cli) submit(ctx context.Context, args []string) error {
 	cmd.BoolVar(&a.del, "delete", false, "delete the key")
 	cmd.StringVar(&a.tx, "tx", "", "a whole transaction as `JSON`, {\"ops\":[...]}")
 	cmd.StringVar(&a.tx, "json", "", "same as --tx")
-	ack := cmd.String("ack", api.AckQuorum, "acknowledgement level: quorum, all or accepted")
-	timeout := cmd.Duration("timeout", api.DefaultTimeout, "how long the cluster may take to commit")
+	ack := cmd.String("ack", wire.AckQuorum, "acknowledgement level: quorum, all or accepted")
+	timeout := cmd.Duration("timeout", wire.DefaultTimeout, "how long the cluster may take to commit")
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func (c *cli) submit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := cl.Submit(ctx, tx, api.SubmitOptions{Timeout: *timeout, Ack: *ack})
+	res, err := cl.Submit(ctx, tx, wire.SubmitOptions{Timeout: *timeout, Ack: *ack})
 	if err != nil && res.Status == "" {
 		return fmt.Errorf("submit: %w", err)
 	}

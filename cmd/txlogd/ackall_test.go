@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
 // TestAckAll checks ack=all against real nodes: a 200 with durability "all"
@@ -24,7 +25,7 @@ func TestAckAll(t *testing.T) {
 	// node knows every other's.
 	waitUntil(ctx, t, "every node knowing every HTTP address", func() bool {
 		for _, base := range c.HTTPAddrs() {
-			st, err := api.NewClient(api.ClientConfig{Endpoints: []string{base}}).ClusterFrom(ctx, base)
+			st, err := client.NewClient(client.ClientConfig{Endpoints: []string{base}}).ClusterFrom(ctx, base)
 			if err != nil || len(st.Members) != 3 {
 				return false
 			}
@@ -46,15 +47,15 @@ func TestAckAll(t *testing.T) {
 			other = p.ID()
 		}
 	}
-	put := func(i int) api.TxRequest {
-		return api.TxRequest{IdempotencyKey: fmt.Sprintf("all-%d", i), Ops: []api.Op{{Op: "put", Key: fmt.Sprintf("all/%d", i%5), Value: json.RawMessage(fmt.Sprint(i))}}}
+	put := func(i int) wire.TxRequest {
+		return wire.TxRequest{IdempotencyKey: fmt.Sprintf("all-%d", i), Ops: []wire.Op{{Op: "put", Key: fmt.Sprintf("all/%d", i%5), Value: json.RawMessage(fmt.Sprint(i))}}}
 	}
 	// appliedOn reports whether every node already has each transaction,
 	// asked without waiting.
-	appliedOn := func(rs []api.TxResult) {
+	appliedOn := func(rs []wire.TxResult) {
 		t.Helper()
 		for _, p := range c.Nodes() {
-			cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(p.ID())}})
+			cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(p.ID())}})
 			for _, r := range rs {
 				got, err := cl.Tx(ctx, r.TxID, 0)
 				if err != nil || got.Index != r.Index {
@@ -63,21 +64,21 @@ func TestAckAll(t *testing.T) {
 			}
 		}
 	}
-	all := api.SubmitOptions{Ack: api.AckAll, Timeout: 5 * time.Second}
+	all := wire.SubmitOptions{Ack: wire.AckAll, Timeout: 5 * time.Second}
 
 	for v, via := range []string{follower, leader} {
-		cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(via)}})
-		var single []api.TxResult
+		cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(via)}})
+		var single []wire.TxResult
 		for i := range 5 {
 			r, err := cl.Submit(ctx, put(v*1000+i), all)
-			if err != nil || r.Status != api.StatusCommitted || r.Durability != api.AckAll {
+			if err != nil || r.Status != wire.StatusCommitted || r.Durability != wire.AckAll {
 				t.Fatalf("Submit(ack=all) via %s = %+v, %v; want committed with durability all", via, r, err)
 			}
 			single = append(single, r)
 		}
 		appliedOn(single)
 
-		var batch []api.TxRequest
+		var batch []wire.TxRequest
 		for i := range 50 {
 			batch = append(batch, put(v*1000+100+i))
 		}
@@ -86,7 +87,7 @@ func TestAckAll(t *testing.T) {
 			t.Fatalf("SubmitBatch(ack=all) via %s = %v", via, err)
 		}
 		for i, r := range rs {
-			if r.Error != nil || r.Status != api.StatusCommitted || r.Durability != api.AckAll {
+			if r.Error != nil || r.Status != wire.StatusCommitted || r.Durability != wire.AckAll {
 				t.Fatalf("SubmitBatch(ack=all) via %s: result %d = %+v; want committed with durability all", via, i, r)
 			}
 		}
@@ -94,7 +95,7 @@ func TestAckAll(t *testing.T) {
 
 		// A resubmission answered from the store is held to ack=all too.
 		r, err := cl.Submit(ctx, put(v*1000), all)
-		if err != nil || !r.Duplicate || r.Durability != api.AckAll {
+		if err != nil || !r.Duplicate || r.Durability != wire.AckAll {
 			t.Fatalf("resubmission with ack=all via %s = %+v, %v; want a duplicate with durability all", via, r, err)
 		}
 	}
@@ -104,13 +105,13 @@ func TestAckAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Resume(other)
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(leader)}})
-	rs, err := cl.SubmitBatch(ctx, []api.TxRequest{put(9001), put(9002)}, api.SubmitOptions{Ack: api.AckAll, Timeout: 2 * time.Second})
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(leader)}})
+	rs, err := cl.SubmitBatch(ctx, []wire.TxRequest{put(9001), put(9002)}, wire.SubmitOptions{Ack: wire.AckAll, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatalf("SubmitBatch(ack=all) with %s frozen = %v", other, err)
 	}
 	for i, r := range rs {
-		if r.Status != api.StatusPending || r.Durability != api.AckQuorum {
+		if r.Status != wire.StatusPending || r.Durability != wire.AckQuorum {
 			t.Errorf("with %s frozen: result %d = %+v; want pending with durability quorum", other, i, r)
 		}
 	}
@@ -119,7 +120,7 @@ func TestAckAll(t *testing.T) {
 	}
 	for _, r := range rs {
 		got, err := cl.Tx(ctx, r.TxID, 10*time.Second)
-		if err != nil || got.Status != api.StatusCommitted {
+		if err != nil || got.Status != wire.StatusCommitted {
 			t.Errorf("Tx(%s) after the frozen voter's ack=all = %+v, %v; want committed", r.TxID, got, err)
 		}
 	}

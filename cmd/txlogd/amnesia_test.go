@@ -15,9 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
-	"github.com/txlog/txlog/chaos"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 )
 
 // TestAmnesiaLostRaftLog stops a follower of a cluster under load, deletes
@@ -96,7 +98,7 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 	urls := c.HTTPAddrs()
 	for w := range 4 {
 		eps := append(append([]string(nil), urls[w%3:]...), urls[:w%3]...)
-		cl := api.NewClient(api.ClientConfig{Endpoints: eps, Timeout: 10 * time.Second})
+		cl := client.NewClient(client.ClientConfig{Endpoints: eps, Timeout: 10 * time.Second})
 		wg.Go(func() {
 			for {
 				select {
@@ -132,11 +134,11 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 	// It refuses: /readyz and a write answer 503 raft_state_lost, saying what
 	// is missing and how to recover, and it keeps running.
 	code, body := httpDo(ctx, t, http.MethodGet, base+"/readyz", "")
-	wantRefusal(t, "GET /readyz", code, body, api.CodeNotReady, missing)
+	wantRefusal(t, "GET /readyz", code, body, wire.CodeNotReady, missing)
 	code, body = httpDo(ctx, t, http.MethodPost, base+"/v1/tx", `{"ops":[{"op":"put","key":"amnesia","value":1}]}`)
-	wantRefusal(t, "POST /v1/tx", code, body, api.CodeRaftStateLost, missing)
+	wantRefusal(t, "POST /v1/tx", code, body, wire.CodeRaftStateLost, missing)
 	code, body = httpDo(ctx, t, http.MethodPost, base+"/v1/tx/batch", `{"txs":[{"ops":[{"op":"put","key":"amnesia","value":1}]}]}`)
-	wantRefusal(t, "POST /v1/tx/batch", code, body, api.CodeRaftStateLost, missing)
+	wantRefusal(t, "POST /v1/tx/batch", code, body, wire.CodeRaftStateLost, missing)
 	if !c.Node(victim).Running() {
 		t.Fatalf("%s exited; want it to stay up and refuse", victim)
 	}
@@ -151,7 +153,7 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 	close(stop)
 	wg.Wait()
 	code, body = httpDo(ctx, t, http.MethodGet, base+"/readyz", "")
-	wantRefusal(t, "GET /readyz after the load", code, body, api.CodeNotReady, missing)
+	wantRefusal(t, "GET /readyz after the load", code, body, wire.CodeNotReady, missing)
 
 	checkSettledOn(ctx, t, c, healthy, results)
 	var acked int
@@ -165,7 +167,7 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 	// The recovery the refusal names: remove the member, empty its data
 	// directory (but for the intake WAL and the txid reservation, which
 	// carry its unresolved writes and its txids), and start it with --join.
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(healthy[0]), c.URL(healthy[1])}})
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(healthy[0]), c.URL(healthy[1])}})
 	if err := cl.Remove(ctx, victim); err != nil {
 		t.Fatalf("Remove(%s) = %v", victim, err)
 	}
@@ -223,7 +225,7 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 func wantRefusal(t *testing.T, what string, code int, body []byte, wantCode, missing string) {
 	t.Helper()
 	var e struct {
-		Error api.ErrorBody `json:"error"`
+		Error wire.ErrorBody `json:"error"`
 	}
 	if err := json.Unmarshal(body, &e); err != nil {
 		t.Fatalf("%s: %d %s: not a JSON error: %v", what, code, body, err)
@@ -265,7 +267,7 @@ func httpDo(ctx context.Context, t *testing.T, method, url, body string) (int, [
 // checks the logs and results with checkCluster.
 func checkSettledOn(ctx context.Context, t *testing.T, c *chaos.Cluster, ids []string, results []ack) {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var upTo uint64
 	for _, id := range ids {
 		waitUntil(ctx, t, id+" is ready", func() bool { return cl.Ready(ctx, c.URL(id)) == nil })
@@ -275,7 +277,7 @@ func checkSettledOn(ctx context.Context, t *testing.T, c *chaos.Cluster, ids []s
 		}
 		upTo = max(upTo, st.CommitIndex)
 	}
-	logs := make(map[string][]api.LogEntry)
+	logs := make(map[string][]wire.LogEntry)
 	for _, id := range ids {
 		logs[id] = readLog(ctx, t, c.URL(id), upTo)
 	}

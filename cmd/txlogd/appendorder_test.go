@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 )
 
 // TestMixedLeaderAppend runs a cluster in which n1 writes its Raft log before
@@ -31,11 +32,11 @@ func TestMixedLeaderAppend(t *testing.T) {
 	urls := c.HTTPAddrs()
 	load := startPutLoad(ctx, t, urls, 8)
 	committedSince := load.committedSince
-	admin := api.NewClient(api.ClientConfig{Endpoints: urls})
+	admin := client.NewClient(client.ClientConfig{Endpoints: urls})
 	lead := func(id string) {
 		t.Helper()
 		if mustLeaderID(ctx, t, c) != id {
-			res, err := admin.TransferLeadership(ctx, api.TransferRequest{ID: id})
+			res, err := admin.TransferLeadership(ctx, wire.TransferRequest{ID: id})
 			if err != nil || res.LeaderID != id {
 				t.Fatalf("TransferLeadership(%s) = %+v, %v", id, res, err)
 			}
@@ -78,7 +79,7 @@ func startPutLoad(ctx context.Context, t *testing.T, urls []string, clients int)
 	l := &putLoad{t: t, ctx: ctx}
 	for w := range clients {
 		eps := append(append([]string(nil), urls[w%len(urls):]...), urls[:w%len(urls)]...)
-		cl := api.NewClient(api.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
+		cl := client.NewClient(client.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
 		l.wg.Go(func() {
 			for !l.halt.Load() && ctx.Err() == nil {
 				a := blindPut(ctx, cl, l.next.Add(1))

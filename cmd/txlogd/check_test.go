@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -13,31 +13,31 @@ func u64(v uint64) *uint64 { return &v }
 // TestCheckClusterFails feeds the integration checker broken histories and
 // expects each to be caught.
 func TestCheckClusterFails(t *testing.T) {
-	put := func(index uint64, id txid.ID, key, k string, ifv *uint64, ver uint64) api.LogEntry {
-		return api.LogEntry{Index: index, TxID: id, IdempotencyKey: key, Status: api.StatusCommitted,
-			Ops: []api.Op{{Op: "put", Key: k, Value: []byte("1"), IfVersion: ifv}}, Versions: map[string]uint64{k: ver}}
+	put := func(index uint64, id txid.ID, key, k string, ifv *uint64, ver uint64) wire.LogEntry {
+		return wire.LogEntry{Index: index, TxID: id, IdempotencyKey: key, Status: wire.StatusCommitted,
+			Ops: []wire.Op{{Op: "put", Key: k, Value: []byte("1"), IfVersion: ifv}}, Versions: map[string]uint64{k: ver}}
 	}
-	good := []api.LogEntry{put(5, 101, "a", "x", nil, 1), put(6, 102, "b", "x", u64(1), 2)}
-	acked := []ack{{key: "a", res: api.TxResult{TxID: 101, Index: 5, Status: api.StatusCommitted}}}
-	clone := func(l []api.LogEntry) []api.LogEntry { return append([]api.LogEntry(nil), l...) }
+	good := []wire.LogEntry{put(5, 101, "a", "x", nil, 1), put(6, 102, "b", "x", u64(1), 2)}
+	acked := []ack{{key: "a", res: wire.TxResult{TxID: 101, Index: 5, Status: wire.StatusCommitted}}}
+	clone := func(l []wire.LogEntry) []wire.LogEntry { return append([]wire.LogEntry(nil), l...) }
 
 	tests := []struct {
 		name    string
 		results []ack
-		logs    map[string][]api.LogEntry
+		logs    map[string][]wire.LogEntry
 		want    string
 	}{
-		{"good history passes", acked, map[string][]api.LogEntry{"n1": good, "n2": clone(good)}, ""},
-		{"lost write", append(acked, ack{key: "z", res: api.TxResult{TxID: 999, Index: 9, Status: api.StatusCommitted}}),
-			map[string][]api.LogEntry{"n1": good, "n2": clone(good)}, "missing from the log"},
-		{"duplicate txid", acked, map[string][]api.LogEntry{"n1": append(clone(good), put(7, 101, "c", "y", nil, 1))}, "txid"},
-		{"duplicate idempotency key", acked, map[string][]api.LogEntry{"n1": append(clone(good), put(7, 103, "a", "y", nil, 1))}, "idempotency key a"},
-		{"divergent logs", acked, map[string][]api.LogEntry{"n1": good, "n2": {good[0], put(6, 104, "b", "x", u64(1), 2)}}, "diverge"},
-		{"missing entry on one node", acked, map[string][]api.LogEntry{"n1": good, "n2": good[:1]}, "entries"},
-		{"version gap", acked, map[string][]api.LogEntry{"n1": {good[0], put(6, 102, "b", "x", nil, 3)}}, "gap"},
-		{"stale compare-and-set", acked, map[string][]api.LogEntry{"n1": {good[0], put(6, 102, "b", "x", u64(0), 2)}}, "if_version"},
-		{"acknowledged differently", []ack{{key: "a", res: api.TxResult{TxID: 101, Index: 5, Status: api.StatusRejected}}},
-			map[string][]api.LogEntry{"n1": good}, "acknowledged"},
+		{"good history passes", acked, map[string][]wire.LogEntry{"n1": good, "n2": clone(good)}, ""},
+		{"lost write", append(acked, ack{key: "z", res: wire.TxResult{TxID: 999, Index: 9, Status: wire.StatusCommitted}}),
+			map[string][]wire.LogEntry{"n1": good, "n2": clone(good)}, "missing from the log"},
+		{"duplicate txid", acked, map[string][]wire.LogEntry{"n1": append(clone(good), put(7, 101, "c", "y", nil, 1))}, "txid"},
+		{"duplicate idempotency key", acked, map[string][]wire.LogEntry{"n1": append(clone(good), put(7, 103, "a", "y", nil, 1))}, "idempotency key a"},
+		{"divergent logs", acked, map[string][]wire.LogEntry{"n1": good, "n2": {good[0], put(6, 104, "b", "x", u64(1), 2)}}, "diverge"},
+		{"missing entry on one node", acked, map[string][]wire.LogEntry{"n1": good, "n2": good[:1]}, "entries"},
+		{"version gap", acked, map[string][]wire.LogEntry{"n1": {good[0], put(6, 102, "b", "x", nil, 3)}}, "gap"},
+		{"stale compare-and-set", acked, map[string][]wire.LogEntry{"n1": {good[0], put(6, 102, "b", "x", u64(0), 2)}}, "if_version"},
+		{"acknowledged differently", []ack{{key: "a", res: wire.TxResult{TxID: 101, Index: 5, Status: wire.StatusRejected}}},
+			map[string][]wire.LogEntry{"n1": good}, "acknowledged"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 )
 
 // txlogdBin is the txlogd binary built once for the tests of this package.
@@ -106,7 +107,7 @@ var hotKeys = []string{"hot/a", "hot/b", "hot/c", "hot/d"}
 // ack is what a client learned about one transaction it sent.
 type ack struct {
 	key    string // idempotency key
-	res    api.TxResult
+	res    wire.TxResult
 	err    error // non-nil: the outcome stayed unknown to the client
 	casKey string
 	at     time.Time // when the answer came (set by the failover load)
@@ -143,7 +144,7 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	for w := range clients {
 		// Each client prefers a different node, so writes enter through all three.
 		eps := append(append([]string(nil), urls[w%3:]...), urls[:w%3]...)
-		cl := api.NewClient(api.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
+		cl := client.NewClient(client.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
 		rng := rand.New(rand.NewPCG(uint64(w), 7))
 		wg.Go(func() {
 			for {
@@ -200,12 +201,12 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 	// Every node catches up with the same applied index.
 	logs := checkSettled(ctx, t, c, results)
 	// A linearizable read sees the last committed version of each hot key.
-	cl := api.NewClient(api.ClientConfig{Endpoints: urls})
+	cl := client.NewClient(client.ClientConfig{Endpoints: urls})
 	want := lastVersions(logs["n1"])
 	for _, k := range hotKeys {
-		kv, err := cl.Get(ctx, k, api.ReadOptions{})
+		kv, err := cl.Get(ctx, k, wire.ReadOptions{})
 		switch {
-		case errors.Is(err, api.ErrNotFound) && want[k] == 0:
+		case errors.Is(err, wire.ErrNotFound) && want[k] == 0:
 		case err != nil:
 			t.Fatalf("Get(%s) = %v", k, err)
 		case kv.Version != want[k]:
@@ -223,23 +224,23 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 
 // blindPut writes one key with an idempotency key; on an error it retries with
 // the same idempotency key until it learns the outcome or ctx ends.
-func blindPut(ctx context.Context, cl *api.Client, n int64) ack {
+func blindPut(ctx context.Context, cl *client.Client, n int64) ack {
 	key := fmt.Sprintf("put-%d", n)
-	tx := api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: fmt.Sprintf("k/%d", n), Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}}}
+	tx := wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: fmt.Sprintf("k/%d", n), Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}}}
 	return submit(ctx, cl, tx)
 }
 
 // casOnce reads a hot key and writes it back with if_version, once. A 409 is a
 // fine outcome: the chain has moved on.
-func casOnce(ctx context.Context, cl *api.Client, w int, n int64, k string) ack {
+func casOnce(ctx context.Context, cl *client.Client, w int, n int64, k string) ack {
 	var v uint64
-	kv, err := cl.Get(ctx, k, api.ReadOptions{})
+	kv, err := cl.Get(ctx, k, wire.ReadOptions{})
 	if err == nil {
 		v = kv.Version
-	} else if !errors.Is(err, api.ErrNotFound) {
+	} else if !errors.Is(err, wire.ErrNotFound) {
 		return ack{key: fmt.Sprintf("cas-%d", n), err: fmt.Errorf("read %s: %w", k, err), casKey: k}
 	}
-	tx := api.TxRequest{IdempotencyKey: fmt.Sprintf("cas-%d", n), Ops: []api.Op{{
+	tx := wire.TxRequest{IdempotencyKey: fmt.Sprintf("cas-%d", n), Ops: []wire.Op{{
 		Op: "put", Key: k, IfVersion: &v, Value: json.RawMessage(fmt.Sprintf(`{"w":%d,"n":%d,"prev":%d}`, w, n, v)),
 	}}}
 	a := submit(ctx, cl, tx)
@@ -247,15 +248,15 @@ func casOnce(ctx context.Context, cl *api.Client, w int, n int64, k string) ack 
 	return a
 }
 
-func submit(ctx context.Context, cl *api.Client, tx api.TxRequest) ack {
+func submit(ctx context.Context, cl *client.Client, tx wire.TxRequest) ack {
 	var err error
 	for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
-		var res api.TxResult
-		res, err = cl.Submit(ctx, tx, api.SubmitOptions{})
+		var res wire.TxResult
+		res, err = cl.Submit(ctx, tx, wire.SubmitOptions{})
 		if err == nil {
 			return ack{key: tx.IdempotencyKey, res: res}
 		}
-		var ae *api.Error
+		var ae *wire.Error
 		if errors.As(err, &ae) {
 			break // bad input is not worth retrying
 		}
@@ -267,7 +268,7 @@ func submit(ctx context.Context, cl *api.Client, tx api.TxRequest) ack {
 // node just restarted may not have heard of the leader's yet.
 func lastIndex(ctx context.Context, t *testing.T, c *chaos.Cluster) uint64 {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var last uint64
 	var errs []error
 	for _, base := range c.HTTPAddrs() {
@@ -285,9 +286,9 @@ func lastIndex(ctx context.Context, t *testing.T, c *chaos.Cluster) uint64 {
 }
 
 // readLog pages through one node's log, first waiting until it has applied upTo.
-func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []api.LogEntry {
+func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []wire.LogEntry {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{base}})
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		st, err := cl.ClusterFrom(ctx, base)
@@ -303,7 +304,7 @@ func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []api.
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	var all []api.LogEntry
+	var all []wire.LogEntry
 	from := uint64(1)
 	for {
 		page, err := cl.Log(ctx, from, 1000)
@@ -321,13 +322,13 @@ func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []api.
 // checkSettled waits until every node is ready, reads each node's log up to
 // the highest commit index and checks it and results with checkCluster. It
 // returns the logs by node.
-func checkSettled(ctx context.Context, t *testing.T, c *chaos.Cluster, results []ack) map[string][]api.LogEntry {
+func checkSettled(ctx context.Context, t *testing.T, c *chaos.Cluster, results []ack) map[string][]wire.LogEntry {
 	t.Helper()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady() = %v", err)
 	}
 	upTo := lastIndex(ctx, t, c)
-	logs := make(map[string][]api.LogEntry)
+	logs := make(map[string][]wire.LogEntry)
 	for _, p := range c.Nodes() {
 		logs[p.ID()] = readLog(ctx, t, c.URL(p.ID()), upTo)
 	}
@@ -338,7 +339,7 @@ func checkSettled(ctx context.Context, t *testing.T, c *chaos.Cluster, results [
 }
 
 // checkCluster checks the acknowledged results against every node's log.
-func checkCluster(results []ack, logs map[string][]api.LogEntry) error {
+func checkCluster(results []ack, logs map[string][]wire.LogEntry) error {
 	ids := make([]string, 0, len(logs))
 	for id := range logs {
 		ids = append(ids, id)
@@ -360,8 +361,8 @@ func checkCluster(results []ack, logs map[string][]api.LogEntry) error {
 		}
 	}
 	// No txid and no idempotency key appears twice.
-	byTx := map[string]api.LogEntry{}
-	byKey := map[string]api.LogEntry{}
+	byTx := map[string]wire.LogEntry{}
+	byKey := map[string]wire.LogEntry{}
 	for _, e := range ref {
 		tx := e.TxID.String()
 		if prev, dup := byTx[tx]; dup {
@@ -392,7 +393,7 @@ func checkCluster(results []ack, logs map[string][]api.LogEntry) error {
 	// version plus one, and a put with if_version N commits version N+1.
 	versions := map[string]uint64{}
 	for _, e := range ref {
-		if e.Status != api.StatusCommitted {
+		if e.Status != wire.StatusCommitted {
 			continue
 		}
 		for _, op := range e.Ops {
@@ -414,10 +415,10 @@ func checkCluster(results []ack, logs map[string][]api.LogEntry) error {
 }
 
 // lastVersions returns each key's version after the whole log.
-func lastVersions(log []api.LogEntry) map[string]uint64 {
+func lastVersions(log []wire.LogEntry) map[string]uint64 {
 	v := map[string]uint64{}
 	for _, e := range log {
-		if e.Status != api.StatusCommitted {
+		if e.Status != wire.StatusCommitted {
 			continue
 		}
 		for k, ver := range e.Versions {

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/node/parking/redistest"
 	"github.com/txlog/txlog/txid"
 )
@@ -34,10 +35,10 @@ func startLoad(c *chaos.Cluster, clients int) *load {
 	urls := c.HTTPAddrs()
 	for w := range clients {
 		eps := append(append([]string(nil), urls[w%len(urls):]...), urls[:w%len(urls)]...)
-		cl := api.NewClient(api.ClientConfig{Endpoints: eps, Timeout: 5 * time.Second, MaxBackoff: 200 * time.Millisecond})
-		ackLevel := api.AckQuorum
+		cl := client.NewClient(client.ClientConfig{Endpoints: eps, Timeout: 5 * time.Second, MaxBackoff: 200 * time.Millisecond})
+		ackLevel := wire.AckQuorum
 		if w%2 == 1 {
-			ackLevel = api.AckAccepted
+			ackLevel = wire.AckAccepted
 		}
 		l.wg.Go(func() {
 			for {
@@ -48,9 +49,9 @@ func startLoad(c *chaos.Cluster, clients int) *load {
 				}
 				n := l.seq.Add(1)
 				key := fmt.Sprintf("fo-%d", n)
-				tx := api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: fmt.Sprintf("fk/%d", n%50), Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}}}
+				tx := wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: fmt.Sprintf("fk/%d", n%50), Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}}}
 				ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
-				res, err := cl.Submit(ctx, tx, api.SubmitOptions{Timeout: time.Second, Ack: ackLevel})
+				res, err := cl.Submit(ctx, tx, wire.SubmitOptions{Timeout: time.Second, Ack: ackLevel})
 				cancel()
 				l.record(ack{key: key, res: res, err: err})
 			}
@@ -71,12 +72,12 @@ func (l *load) firstAfter(ctx context.Context, t time.Time) (ok, pending time.Du
 			}
 			d := a.at.Sub(t)
 			switch a.res.Status {
-			case api.StatusCommitted, api.StatusRejected:
+			case wire.StatusCommitted, wire.StatusRejected:
 				if ok < 0 || d < ok {
 					ok = d
 				}
-			case api.StatusPending:
-				if (pending < 0 || d < pending) && a.res.Durability == api.AckAccepted {
+			case wire.StatusPending:
+				if (pending < 0 || d < pending) && a.res.Durability == wire.AckAccepted {
 					pending = d
 				}
 			}
@@ -108,9 +109,9 @@ func (l *load) record(a ack) {
 	switch {
 	case a.err != nil:
 		l.counts[0]++
-	case a.res.Status == api.StatusPending:
+	case a.res.Status == wire.StatusPending:
 		l.counts[202]++
-	case a.res.Status == api.StatusRejected:
+	case a.res.Status == wire.StatusRejected:
 		l.counts[409]++
 	default:
 		l.counts[200]++
@@ -131,14 +132,14 @@ func (l *load) halt() []ack {
 }
 
 // waitResolved polls until every given 202 has resolved, through any live node.
-func waitResolved(ctx context.Context, t *testing.T, c *chaos.Cluster, ids []txid.ID) map[txid.ID]api.TxResult {
+func waitResolved(ctx context.Context, t *testing.T, c *chaos.Cluster, ids []txid.ID) map[txid.ID]wire.TxResult {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs(), MaxBackoff: 100 * time.Millisecond})
-	out := make(map[txid.ID]api.TxResult, len(ids))
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), MaxBackoff: 100 * time.Millisecond})
+	out := make(map[txid.ID]wire.TxResult, len(ids))
 	for _, id := range ids {
 		for {
 			res, err := cl.Tx(ctx, id, 2*time.Second)
-			if err == nil && (res.Status == api.StatusCommitted || res.Status == api.StatusRejected) {
+			if err == nil && (res.Status == wire.StatusCommitted || res.Status == wire.StatusRejected) {
 				out[id] = res
 				break
 			}
@@ -158,7 +159,7 @@ func waitResolved(ctx context.Context, t *testing.T, c *chaos.Cluster, ids []txi
 func pendingIDs(acks []ack) []txid.ID {
 	var ids []txid.ID
 	for _, a := range acks {
-		if a.err == nil && a.res.Status == api.StatusPending {
+		if a.err == nil && a.res.Status == wire.StatusPending {
 			ids = append(ids, a.res.TxID)
 		}
 	}
@@ -209,11 +210,11 @@ func TestFailoverLosesNothing(t *testing.T) {
 	// 2. Quorum loss: stop two nodes; the survivor keeps answering 202.
 	survivor, down := loseQuorum(t, c, newLeader("restarts"))
 	before := len(l.snapshot())
-	survivorClient := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
+	survivorClient := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(survivor)}})
 	var parkedOnSurvivor, walOnlyOnSurvivor []txid.ID
 	for i := range 20 {
-		res, err := survivorClient.Submit(ctx, api.TxRequest{IdempotencyKey: fmt.Sprintf("ql-%d", i), Ops: []api.Op{{Op: "put", Key: "quorum-loss", Value: json.RawMessage(fmt.Sprint(i))}}}, api.SubmitOptions{Timeout: 500 * time.Millisecond})
-		if err != nil || res.Status != api.StatusPending {
+		res, err := survivorClient.Submit(ctx, wire.TxRequest{IdempotencyKey: fmt.Sprintf("ql-%d", i), Ops: []wire.Op{{Op: "put", Key: "quorum-loss", Value: json.RawMessage(fmt.Sprint(i))}}}, wire.SubmitOptions{Timeout: 500 * time.Millisecond})
+		if err != nil || res.Status != wire.StatusPending {
 			t.Fatalf("submit to the survivor without quorum = %+v, %v; want 202 pending", res, err)
 		}
 		l.record(ack{key: fmt.Sprintf("ql-%d", i), res: res})
@@ -260,12 +261,12 @@ func TestFailoverLosesNothing(t *testing.T) {
 	// park in its WAL; when they come back, the survivor replays it.
 	redis.Stop()
 	survivor, down = loseQuorum(t, c, newLeader("survivor back"))
-	survivorClient = api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
+	survivorClient = client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(survivor)}})
 	var parkedNoRedis []txid.ID
 	for i := range 10 {
 		key := fmt.Sprintf("nr-%d", i)
-		res, err := survivorClient.Submit(ctx, api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: "no-redis", Value: json.RawMessage(fmt.Sprint(i))}}}, api.SubmitOptions{Timeout: 300 * time.Millisecond})
-		if err != nil || res.Status != api.StatusPending {
+		res, err := survivorClient.Submit(ctx, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: "no-redis", Value: json.RawMessage(fmt.Sprint(i))}}}, wire.SubmitOptions{Timeout: 300 * time.Millisecond})
+		if err != nil || res.Status != wire.StatusPending {
 			t.Fatalf("submit to the survivor without quorum or Redis = %+v, %v; want 202 pending", res, err)
 		}
 		l.record(ack{key: key, res: res})
@@ -290,7 +291,7 @@ func TestFailoverLosesNothing(t *testing.T) {
 	resolved := waitResolved(rctx, t, c, pendingIDs(acks))
 	rcancel()
 	for i, a := range acks {
-		if a.err == nil && a.res.Status == api.StatusPending {
+		if a.err == nil && a.res.Status == wire.StatusPending {
 			acks[i].res = resolved[a.res.TxID]
 		}
 	}
@@ -317,20 +318,20 @@ func TestIntakeWALModes(t *testing.T) {
 				args = append(args, "--store-commit-interval=0") // the fsync-everything configuration
 			}
 			c := startClusterWith(t, args...)
-			cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
-			put := func(cl *api.Client, key string, timeout time.Duration) api.TxResult {
+			cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
+			put := func(cl *client.Client, key string, timeout time.Duration) wire.TxResult {
 				t.Helper()
-				res, err := cl.Submit(ctx, api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: key, Value: json.RawMessage(`"v"`)}}}, api.SubmitOptions{Timeout: timeout})
+				res, err := cl.Submit(ctx, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(`"v"`)}}}, wire.SubmitOptions{Timeout: timeout})
 				if err != nil {
 					t.Fatalf("Submit(%s) = %v", key, err)
 				}
 				return res
 			}
-			if res := put(cl, "with-leader", 5*time.Second); res.Status != api.StatusCommitted {
+			if res := put(cl, "with-leader", 5*time.Second); res.Status != wire.StatusCommitted {
 				t.Fatalf("with a leader: %+v, want committed", res)
 			}
 			survivor, _ := loseQuorum(t, c, mustLeaderID(ctx, t, c))
-			sc := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}})
+			sc := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(survivor)}})
 			var parked []txid.ID
 			for i := range 5 {
 				timeout := 300 * time.Millisecond
@@ -338,7 +339,7 @@ func TestIntakeWALModes(t *testing.T) {
 					timeout = time.Microsecond
 				}
 				res := put(sc, fmt.Sprintf("parked-%d", i), timeout)
-				if res.Status != api.StatusPending {
+				if res.Status != wire.StatusPending {
 					t.Fatalf("without quorum: %+v, want pending", res)
 				}
 				parked = append(parked, res.TxID)
@@ -357,7 +358,7 @@ func TestIntakeWALModes(t *testing.T) {
 			defer rcancel()
 			resolved := waitResolved(rctx, t, c, parked)
 			for id, res := range resolved {
-				if res.Status != api.StatusCommitted || res.TxID != id {
+				if res.Status != wire.StatusCommitted || res.TxID != id {
 					t.Fatalf("parked %s resolved as %+v, want committed under its own txid", id, res)
 				}
 			}
@@ -412,19 +413,19 @@ func TestOverloaded(t *testing.T) {
 	defer cancel()
 	c := startClusterWith(t, fmt.Sprintf("--max-unresolved=%d", limit))
 	survivor, down := loseQuorum(t, c, mustLeaderID(ctx, t, c))
-	sc := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(survivor)}, Timeout: 2 * time.Second})
-	submit := func(i int) (api.TxResult, error) {
-		return sc.Submit(ctx, api.TxRequest{IdempotencyKey: fmt.Sprintf("ov-%d", i), Ops: []api.Op{{Op: "put", Key: "ov", Value: json.RawMessage(fmt.Sprint(i))}}}, api.SubmitOptions{Timeout: 200 * time.Millisecond, Ack: api.AckAccepted})
+	sc := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(survivor)}, Timeout: 2 * time.Second})
+	submit := func(i int) (wire.TxResult, error) {
+		return sc.Submit(ctx, wire.TxRequest{IdempotencyKey: fmt.Sprintf("ov-%d", i), Ops: []wire.Op{{Op: "put", Key: "ov", Value: json.RawMessage(fmt.Sprint(i))}}}, wire.SubmitOptions{Timeout: 200 * time.Millisecond, Ack: wire.AckAccepted})
 	}
 	var parked []txid.ID
 	for i := range limit {
 		res, err := submit(i)
-		if err != nil || res.Status != api.StatusPending {
+		if err != nil || res.Status != wire.StatusPending {
 			t.Fatalf("write %d = %+v, %v; want 202 pending", i, res, err)
 		}
 		parked = append(parked, res.TxID)
 	}
-	if res, err := submit(limit); !errors.Is(err, api.ErrOverloaded) {
+	if res, err := submit(limit); !errors.Is(err, wire.ErrOverloaded) {
 		t.Fatalf("write past the limit = %+v, %v; want ErrOverloaded", res, err)
 	}
 	for _, id := range down {

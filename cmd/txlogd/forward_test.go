@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -25,7 +26,7 @@ func TestForwardModes(t *testing.T) {
 			c := startClusterWith(t, "--forward="+mode)
 			leader := mustLeaderID(ctx, t, c)
 			via := aFollower(c, leader)
-			cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(via)}})
+			cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(via)}})
 			var (
 				mu     sync.Mutex
 				ids    = map[txid.ID]string{}
@@ -37,15 +38,15 @@ func TestForwardModes(t *testing.T) {
 				for i := range 20 {
 					wg.Go(func() {
 						key := fmt.Sprintf("%s-%d", name, i)
-						res, err := cl.Submit(ctx, api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}}, api.SubmitOptions{Timeout: 10 * time.Second})
-						ok := res.Status == api.StatusCommitted || (mayPark && res.Status == api.StatusPending)
+						res, err := cl.Submit(ctx, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{Timeout: 10 * time.Second})
+						ok := res.Status == wire.StatusCommitted || (mayPark && res.Status == wire.StatusPending)
 						if err != nil || !ok {
 							t.Errorf("%s through %s: %+v, %v; want committed", key, via, res, err)
 							return
 						}
 						mu.Lock()
 						ids[res.TxID] = key
-						if res.Status == api.StatusPending {
+						if res.Status == wire.StatusPending {
 							parked = append(parked, res.TxID)
 						}
 						mu.Unlock()
@@ -66,7 +67,7 @@ func TestForwardModes(t *testing.T) {
 				return
 			}
 			for id, res := range waitResolved(ctx, t, c, parked) {
-				if res.Status != api.StatusCommitted {
+				if res.Status != wire.StatusCommitted {
 					t.Errorf("parked %s resolved as %+v, want committed", id, res)
 				}
 			}

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/node/parking/redistest"
 	"github.com/txlog/txlog/txid"
 )
@@ -21,13 +22,13 @@ import (
 // wireAnswer is an answer to POST /v1/tx as it came over the wire.
 type wireAnswer struct {
 	status int
-	res    api.TxResult
-	err    *api.ErrorBody
+	res    wire.TxResult
+	err    *wire.ErrorBody
 }
 
 // postTx submits tx to the node at base over plain HTTP, so that the test sees
 // the status and the JSON the server wrote, not the client's reading of them.
-func postTx(ctx context.Context, t *testing.T, base string, tx api.TxRequest, timeout time.Duration) wireAnswer {
+func postTx(ctx context.Context, t *testing.T, base string, tx wire.TxRequest, timeout time.Duration) wireAnswer {
 	t.Helper()
 	body, err := json.Marshal(tx)
 	if err != nil {
@@ -56,20 +57,20 @@ func postTx(ctx context.Context, t *testing.T, base string, tx api.TxRequest, ti
 }
 
 // lookupKey asks the node at base for the transaction under key (wait 0).
-func lookupKey(ctx context.Context, t *testing.T, base, key string) (api.TxResult, error) {
+func lookupKey(ctx context.Context, t *testing.T, base, key string) (wire.TxResult, error) {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{base}, Timeout: 5 * time.Second})
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}, Timeout: 5 * time.Second})
 	return cl.TxByIdempotencyKey(ctx, key, 0)
 }
 
-func putTx(key, value string) api.TxRequest {
-	return api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: "idem/" + key, Value: json.RawMessage(value)}}}
+func putTx(key, value string) wire.TxRequest {
+	return wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: "idem/" + key, Value: json.RawMessage(value)}}}
 }
 
 // wantReused fails unless a is 422 idempotency_key_reused naming orig.
 func wantReused(t *testing.T, what string, a wireAnswer, orig txid.ID) {
 	t.Helper()
-	if a.status != http.StatusUnprocessableEntity || a.err == nil || a.err.Code != api.CodeIdempotencyKeyReused || a.err.TxID != orig {
+	if a.status != http.StatusUnprocessableEntity || a.err == nil || a.err.Code != wire.CodeIdempotencyKeyReused || a.err.TxID != orig {
 		t.Fatalf("%s: %d %+v (error %+v), want 422 idempotency_key_reused naming txid %s", what, a.status, a.res, a.err, orig)
 	}
 }
@@ -98,7 +99,7 @@ func TestIdempotencyKeys(t *testing.T) {
 			base := c.URL(at.id)
 			key := "on-" + at.name
 			first := postTx(ctx, t, base, putTx(key, `1`), 5*time.Second)
-			if first.status != http.StatusOK || first.res.Status != api.StatusCommitted {
+			if first.status != http.StatusOK || first.res.Status != wire.StatusCommitted {
 				t.Fatalf("first submission: %d %+v", first.status, first.res)
 			}
 			again := postTx(ctx, t, base, putTx(key, `1`), 5*time.Second)
@@ -110,13 +111,13 @@ func TestIdempotencyKeys(t *testing.T) {
 			other.Ops[0].IfVersion = new(uint64)
 			wantReused(t, "an if_version added under the key", postTx(ctx, t, base, other, 5*time.Second), first.res.TxID)
 			// The Go client gives back the txid too.
-			cl := api.NewClient(api.ClientConfig{Endpoints: []string{base}})
-			_, err := cl.Submit(ctx, putTx(key, `3`), api.SubmitOptions{})
-			if e, ok := errors.AsType[*api.KeyReusedError](err); !ok || e.TxID != first.res.TxID {
+			cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
+			_, err := cl.Submit(ctx, putTx(key, `3`), wire.SubmitOptions{})
+			if e, ok := errors.AsType[*wire.KeyReusedError](err); !ok || e.TxID != first.res.TxID {
 				t.Fatalf("Client.Submit of another value = %v, want a KeyReusedError naming %s", err, first.res.TxID)
 			}
 			res, err := lookupKey(ctx, t, base, key)
-			if err != nil || res.TxID != first.res.TxID || res.Status != api.StatusCommitted {
+			if err != nil || res.TxID != first.res.TxID || res.Status != wire.StatusCommitted {
 				t.Fatalf("lookup by key = %+v, %v; want the original committed", res, err)
 			}
 		})
@@ -127,21 +128,21 @@ func TestIdempotencyKeys(t *testing.T) {
 		base := c.URL(survivor)
 		const key = "parked"
 		first := postTx(ctx, t, base, putTx(key, `1`), 300*time.Millisecond)
-		if first.status != http.StatusAccepted || first.res.Status != api.StatusPending || first.res.TxID == 0 ||
-			!slices.Equal(first.res.HeldBy, []string{api.HeldByWAL, api.HeldByRedis}) {
+		if first.status != http.StatusAccepted || first.res.Status != wire.StatusPending || first.res.TxID == 0 ||
+			!slices.Equal(first.res.HeldBy, []string{wire.HeldByWAL, wire.HeldByRedis}) {
 			t.Fatalf("without quorum: %d %+v, want 202 pending held by the wal and redis", first.status, first.res)
 		}
 		parked := first.res.TxID
 		res, err := lookupKey(ctx, t, base, key)
-		if err != nil || res.Status != api.StatusPending || res.TxID != parked {
+		if err != nil || res.Status != wire.StatusPending || res.TxID != parked {
 			t.Fatalf("lookup by key of the parked write = %+v, %v; want pending %s", res, err, parked)
 		}
 		again := postTx(ctx, t, base, putTx(key, `1`), 300*time.Millisecond)
-		if again.status != http.StatusAccepted || again.res.TxID != parked || again.res.Status != api.StatusPending {
+		if again.status != http.StatusAccepted || again.res.TxID != parked || again.res.Status != wire.StatusPending {
 			t.Fatalf("same transaction again: %d %+v, want 202 pending %s", again.status, again.res, parked)
 		}
 		wantReused(t, "another value under the parked key", postTx(ctx, t, base, putTx(key, `2`), 300*time.Millisecond), parked)
-		st, err := api.NewClient(api.ClientConfig{}).ClusterFrom(ctx, base)
+		st, err := client.NewClient(client.ClientConfig{}).ClusterFrom(ctx, base)
 		if err != nil || st.Extra["intake_unresolved"] != "1" {
 			t.Fatalf("survivor's intake: %+v, %v; want 1 unresolved: resubmissions park nothing new", st.Extra, err)
 		}
@@ -159,14 +160,14 @@ func TestIdempotencyKeys(t *testing.T) {
 		}
 		newLeader := mustLeaderID(ctx, t, c)
 		theirs := postTx(ctx, t, c.URL(newLeader), putTx(key, `2`), 10*time.Second)
-		if theirs.status != http.StatusOK || theirs.res.Status != api.StatusCommitted {
+		if theirs.status != http.StatusOK || theirs.res.Status != wire.StatusCommitted {
 			t.Fatalf("another transaction under the key, elsewhere: %d %+v, want 200", theirs.status, theirs.res)
 		}
 		if err := c.Restart(ctx, survivor); err != nil {
 			t.Fatal(err)
 		}
 		waitUntil(ctx, t, "the survivor's replay of the parked write", func() bool {
-			st, err := api.NewClient(api.ClientConfig{}).ClusterFrom(ctx, base)
+			st, err := client.NewClient(client.ClientConfig{}).ClusterFrom(ctx, base)
 			return err == nil && st.Extra["intake_unresolved"] == "0"
 		})
 		if err := c.WaitReady(ctx); err != nil {
@@ -174,11 +175,11 @@ func TestIdempotencyKeys(t *testing.T) {
 		}
 		for _, p := range c.Nodes() {
 			res, err := lookupKey(ctx, t, c.URL(p.ID()), key)
-			if err != nil || res.TxID != theirs.res.TxID || res.Status != api.StatusCommitted {
+			if err != nil || res.TxID != theirs.res.TxID || res.Status != wire.StatusCommitted {
 				t.Fatalf("%s: lookup by key = %+v, %v; want %s committed", p.ID(), res, err, theirs.res.TxID)
 			}
-			cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(p.ID())}})
-			if res, err := cl.Tx(ctx, parked, 0); !errors.Is(err, api.ErrNotFound) {
+			cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(p.ID())}})
+			if res, err := cl.Tx(ctx, parked, 0); !errors.Is(err, wire.ErrNotFound) {
 				t.Fatalf("%s: the refused parked write %s = %+v, %v; want not found, never the other transaction's outcome", p.ID(), parked, res, err)
 			}
 		}
@@ -192,7 +193,7 @@ func TestIdempotencyKeys(t *testing.T) {
 func checkKeyOnce(ctx context.Context, t *testing.T, c *chaos.Cluster, key string) {
 	t.Helper()
 	top := lastIndex(ctx, t, c)
-	var first []api.LogEntry
+	var first []wire.LogEntry
 	for i, p := range c.Nodes() {
 		log := readLog(ctx, t, c.URL(p.ID()), top)
 		n := 0
@@ -226,7 +227,7 @@ func TestIdempotencyKeyElsewhere(t *testing.T) {
 	cut := aFollower(c, leader)
 	net.Isolate(cut)
 	waitUntil(ctx, t, cut+" to lose the leader", func() bool {
-		st, err := api.NewClient(api.ClientConfig{}).ClusterFrom(ctx, c.URL(cut))
+		st, err := client.NewClient(client.ClientConfig{}).ClusterFrom(ctx, c.URL(cut))
 		return err == nil && st.LeaderID == ""
 	})
 	const key = "elsewhere"
@@ -236,14 +237,14 @@ func TestIdempotencyKeyElsewhere(t *testing.T) {
 	}
 	for _, p := range c.Nodes() {
 		res, err := lookupKey(ctx, t, c.URL(p.ID()), key)
-		if err != nil || res.Status != api.StatusPending || res.TxID != first.res.TxID {
+		if err != nil || res.Status != wire.StatusPending || res.TxID != first.res.TxID {
 			t.Fatalf("%s: lookup by key = %+v, %v; want pending %s (parked on %s)", p.ID(), res, err, first.res.TxID, cut)
 		}
 	}
 	net.Heal()
 	waitUntil(ctx, t, "the parked write to commit", func() bool {
 		res, err := lookupKey(ctx, t, c.URL(leader), key)
-		return err == nil && res.Status == api.StatusCommitted
+		return err == nil && res.Status == wire.StatusCommitted
 	})
 	res, err := lookupKey(ctx, t, c.URL(leader), key)
 	if err != nil || res.TxID != first.res.TxID {

@@ -19,8 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/lease"
 )
 
@@ -72,7 +73,7 @@ func runLeaseHolder() int {
 		b, _ := json.Marshal(e)
 		f.Write(append(b, '\n'))
 	}
-	cl := api.NewClient(api.ClientConfig{Endpoints: endpoints, Timeout: ttl})
+	cl := client.NewClient(client.ClientConfig{Endpoints: endpoints, Timeout: ttl})
 	if os.Getenv(holderMode) == "elector" {
 		return runElectorHolder(cl, name, holder, ttl, emit)
 	}
@@ -110,7 +111,7 @@ func runLeaseHolder() int {
 // runElectorHolder leads with a lease.Elector until SIGTERM: it reports
 // "leading" with its token once its function runs, and "stopped" with Run's
 // error once Run returned, which is after it resigned.
-func runElectorHolder(cl *api.Client, name, holder string, ttl time.Duration, emit func(holderEvent)) int {
+func runElectorHolder(cl *client.Client, name, holder string, ttl time.Duration, emit func(holderEvent)) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	e, err := lease.New(lease.Config{Client: cl, Name: name, Holder: holder, TTL: ttl})
@@ -250,12 +251,12 @@ func TestLeaseHolderPaused(t *testing.T) {
 	// The standby talks to a follower only, which passes its lease writes
 	// on to the leader.
 	follower := aFollower(c, mustLeaderID(ctx, t, c))
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL(follower)}, Timeout: 10 * time.Second})
-	var standby api.LeaseResult
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(follower)}, Timeout: 10 * time.Second})
+	var standby wire.LeaseResult
 	var held int
 	waitUntil(ctx, t, "the standby's grant", func() bool {
 		res, err := cl.AcquireLease(ctx, lease, "standby-b", ttl)
-		if errors.Is(err, api.ErrLeaseHeld) {
+		if errors.Is(err, wire.ErrLeaseHeld) {
 			held++
 			return false
 		}
@@ -276,9 +277,9 @@ func TestLeaseHolderPaused(t *testing.T) {
 	if took > ttl+3*time.Second {
 		t.Fatalf("the standby waited %v for a %v lease", took, ttl)
 	}
-	mine, err := cl.Submit(ctx, api.TxRequest{Fence: &api.Fence{Lease: lease, Token: standby.Token},
-		Ops: []api.Op{{Op: api.OpPut, Key: holderWriteKey, Value: json.RawMessage(`{"holder":"standby-b"}`)}}}, api.SubmitOptions{})
-	if err != nil || mine.Status != api.StatusCommitted {
+	mine, err := cl.Submit(ctx, wire.TxRequest{Fence: &wire.Fence{Lease: lease, Token: standby.Token},
+		Ops: []wire.Op{{Op: wire.OpPut, Key: holderWriteKey, Value: json.RawMessage(`{"holder":"standby-b"}`)}}}, wire.SubmitOptions{})
+	if err != nil || mine.Status != wire.StatusCommitted {
 		t.Fatalf("standby's fenced write = %+v, %v", mine, err)
 	}
 
@@ -293,21 +294,21 @@ func TestLeaseHolderPaused(t *testing.T) {
 	// The first may have been on its way to the leader when the holder
 	// stopped; every later one is its own, stale, write.
 	for _, w := range after[1:] {
-		var res api.TxResult
+		var res wire.TxResult
 		if err := json.Unmarshal(w.Body, &res); w.Status != http.StatusConflict || err != nil {
 			t.Fatalf("stale write %d = %d %s (%v), want 409", w.Seq, w.Status, w.Body, err)
 		}
-		want := api.Conflict{Fence: lease, Expected: token, Actual: standby.Token}
-		if res.Status != api.StatusRejected || res.Conflict == nil || *res.Conflict != want {
+		want := wire.Conflict{Fence: lease, Expected: token, Actual: standby.Token}
+		if res.Status != wire.StatusRejected || res.Conflict == nil || *res.Conflict != want {
 			t.Fatalf("stale write %d = %s, want rejected with %+v", w.Seq, w.Body, want)
 		}
 	}
 	for _, e := range readEvents(t, out) {
-		if e.Event == "renew" && e.Seq > after[0].Seq && !strings.Contains(e.Err, api.CodeFenced) {
+		if e.Event == "renew" && e.Seq > after[0].Seq && !strings.Contains(e.Err, wire.CodeFenced) {
 			t.Fatalf("renewal %d of the resumed holder = %q, want fenced", e.Seq, e.Err)
 		}
 	}
-	kv, err := cl.Get(ctx, holderWriteKey, api.ReadOptions{})
+	kv, err := cl.Get(ctx, holderWriteKey, wire.ReadOptions{})
 	if err != nil || !strings.Contains(string(kv.Value), "standby-b") {
 		t.Fatalf("%s = %s, %v; want the standby's write", holderWriteKey, kv.Value, err)
 	}
@@ -325,7 +326,7 @@ func TestLeaseSurvivesFailovers(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: ttl})
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: ttl})
 	first, err := cl.AcquireLease(ctx, lease, "holder-a", ttl)
 	if err != nil || !first.Acquired {
 		t.Fatalf("AcquireLease() = %+v, %v", first, err)
@@ -380,14 +381,14 @@ func TestLeaseSurvivesFailovers(t *testing.T) {
 	})
 	var refusals atomic.Int64
 	wg.Go(func() { // the standby
-		scl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: ttl})
+		scl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: ttl})
 		for rctx.Err() == nil {
 			res, err := scl.AcquireLease(rctx, lease, "standby-b", ttl)
 			switch {
 			case err == nil:
 				fail(fmt.Errorf("the standby got the lease: %+v", res))
 				return
-			case errors.Is(err, api.ErrLeaseHeld):
+			case errors.Is(err, wire.ErrLeaseHeld):
 				refusals.Add(1)
 			}
 			select {
@@ -464,8 +465,8 @@ func TestLeaseResignOnSIGTERM(t *testing.T) {
 		}
 		return token != 0
 	})
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: 10 * time.Second})
-	if _, err := cl.AcquireLease(ctx, name, "standby-b", ttl); !errors.Is(err, api.ErrLeaseHeld) {
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: 10 * time.Second})
+	if _, err := cl.AcquireLease(ctx, name, "standby-b", ttl); !errors.Is(err, wire.ErrLeaseHeld) {
 		t.Fatalf("standby's acquire while a leads = %v, want lease_held", err)
 	}
 	start := time.Now()
@@ -473,7 +474,7 @@ func TestLeaseResignOnSIGTERM(t *testing.T) {
 		t.Fatalf("SIGTERM to the holder: %v", err)
 	}
 	exited := time.Since(start)
-	var res api.LeaseResult
+	var res wire.LeaseResult
 	waitUntil(ctx, t, "the standby's grant", func() bool {
 		var err error
 		res, err = cl.AcquireLease(ctx, name, "standby-b", ttl)

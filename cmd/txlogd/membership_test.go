@@ -17,8 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -29,9 +30,9 @@ func TestMembership(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := startCluster(t)
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	for i := range 20 {
-		if _, err := cl.Submit(ctx, api.TxRequest{Ops: []api.Op{{Op: "put", Key: "m/" + strconv.Itoa(i), Value: json.RawMessage(`1`)}}}, api.SubmitOptions{}); err != nil {
+		if _, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "m/" + strconv.Itoa(i), Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{}); err != nil {
 			t.Fatalf("Submit() = %v", err)
 		}
 	}
@@ -80,7 +81,7 @@ func TestMembership(t *testing.T) {
 		}
 		return false
 	})
-	kv, err := cl.GetFrom(ctx, n4URL, "m/19", api.ReadOptions{Consistency: api.ConsistencyStale})
+	kv, err := cl.GetFrom(ctx, n4URL, "m/19", wire.ReadOptions{Consistency: wire.ConsistencyStale})
 	if err != nil || string(kv.Value) != "1" {
 		t.Fatalf("stale read of m/19 on n4 = %+v, %v", kv, err)
 	}
@@ -110,10 +111,10 @@ func TestMembership(t *testing.T) {
 	// n4 finds out, refuses writes, and exits after its shutdown timeout.
 	waitUntil(ctx, t, "n4 answers writes with 503 removed", func() bool {
 		a := call(ctx, t, http.MethodPost, n4URL+"/v1/tx", `{"ops":[{"op":"put","key":"after-removal","value":1}]}`)
-		if a.status != http.StatusOK && a.code != api.CodeRemoved {
+		if a.status != http.StatusOK && a.code != wire.CodeRemoved {
 			t.Fatalf("write to n4 after its removal: %d %s; want 200 until it knows, then 503 removed", a.status, a.body)
 		}
-		return a.code == api.CodeRemoved
+		return a.code == wire.CodeRemoved
 	})
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer wcancel()
@@ -129,7 +130,7 @@ func TestMembership(t *testing.T) {
 			target = p.ID()
 		}
 	}
-	res, err := cl.TransferLeadership(ctx, api.TransferRequest{ID: target})
+	res, err := cl.TransferLeadership(ctx, wire.TransferRequest{ID: target})
 	if err != nil || res.LeaderID != target {
 		t.Fatalf("TransferLeadership(%s) = %+v, %v", target, res, err)
 	}
@@ -220,7 +221,7 @@ func joinNode(ctx context.Context, t *testing.T, c *chaos.Cluster, dir, id, via 
 	t.Helper()
 	p := newNode(t, dir, id, append([]string{"--raft-addr=" + freeAddr(t), "--join=" + via}, args...)...)
 	base := startNode(ctx, t, p)
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	want := lastIndex(ctx, t, c)
 	waitUntil(ctx, t, id+" is a voter and caught up", func() bool {
 		st, err := cl.ClusterFrom(ctx, base)
@@ -263,7 +264,7 @@ func call(ctx context.Context, t *testing.T, method, url, body string) httpAnswe
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var e struct {
-		Error api.ErrorBody `json:"error"`
+		Error wire.ErrorBody `json:"error"`
 	}
 	_ = json.Unmarshal(b, &e)
 	return httpAnswer{status: resp.StatusCode, code: e.Error.Code, body: string(b)}
@@ -273,9 +274,9 @@ func call(ctx context.Context, t *testing.T, method, url, body string) httpAnswe
 // node number of the txid it issued.
 func numberOf(ctx context.Context, t *testing.T, base string) uint16 {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{base}})
-	res, err := cl.Submit(ctx, api.TxRequest{Ops: []api.Op{{Op: "put", Key: "num/" + base, Value: json.RawMessage(`1`)}}}, api.SubmitOptions{})
-	if err != nil || res.Status != api.StatusCommitted {
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
+	res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "num/" + base, Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{})
+	if err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("write to %s = %+v, %v; want committed", base, res, err)
 	}
 	return res.TxID.Node()
@@ -284,7 +285,7 @@ func numberOf(ctx context.Context, t *testing.T, base string) uint16 {
 // waitReady polls GET /readyz of each base until it answers 200.
 func waitReady(ctx context.Context, t *testing.T, bases ...string) {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{})
+	cl := client.NewClient(client.ClientConfig{})
 	for _, b := range bases {
 		waitUntil(ctx, t, b+" ready", func() bool { return cl.Ready(ctx, b) == nil })
 	}
@@ -328,11 +329,11 @@ func TestNodeNumbersBootstrap(t *testing.T) {
 			seen[num] = id
 			nums[id] = num
 		}
-		var st api.ClusterStatus
+		var st wire.ClusterStatus
 		waitUntil(ctx, t, "every member registered", func() bool {
 			var err error
-			st, err = api.NewClient(api.ClientConfig{}).ClusterFrom(ctx, bases[0])
-			return err == nil && !slices.ContainsFunc(st.Members, func(m api.Member) bool { return m.NodeNumber == 0 })
+			st, err = client.NewClient(client.ClientConfig{}).ClusterFrom(ctx, bases[0])
+			return err == nil && !slices.ContainsFunc(st.Members, func(m wire.Member) bool { return m.NodeNumber == 0 })
 		})
 		for _, m := range st.Members {
 			if m.NodeNumber != int(nums[m.ID]) {
@@ -441,7 +442,7 @@ func TestNodeNumbersJoin(t *testing.T) {
 	const clients, batches, size = 4, 20, 5
 	type sent struct {
 		key string
-		res api.TxResult
+		res wire.TxResult
 	}
 	var mu sync.Mutex
 	var all []sent
@@ -451,15 +452,15 @@ func TestNodeNumbersJoin(t *testing.T) {
 		if w%2 == 1 {
 			base = m4
 		}
-		cl := api.NewClient(api.ClientConfig{Endpoints: []string{base}})
+		cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
 		wg.Go(func() {
 			for b := range batches {
-				var txs []api.TxRequest
+				var txs []wire.TxRequest
 				for i := range size {
 					key := fmt.Sprintf("join-%d-%d-%d", w, b, i)
-					txs = append(txs, api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}})
+					txs = append(txs, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}})
 				}
-				res, err := cl.SubmitBatch(ctx, txs, api.SubmitOptions{})
+				res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{})
 				if err != nil {
 					t.Errorf("SubmitBatch via %s = %v", base, err)
 					return
@@ -475,7 +476,7 @@ func TestNodeNumbersJoin(t *testing.T) {
 	wg.Wait()
 	seen := map[txid.ID]string{}
 	for _, s := range all {
-		if s.res.Status != api.StatusCommitted || s.res.IdempotencyKey != s.key || s.res.Duplicate {
+		if s.res.Status != wire.StatusCommitted || s.res.IdempotencyKey != s.key || s.res.Duplicate {
 			t.Fatalf("write %s answered %+v; want committed with its own key, not a duplicate", s.key, s.res)
 		}
 		if other, ok := seen[s.res.TxID]; ok {
@@ -492,7 +493,7 @@ func TestNodeNumbersJoin(t *testing.T) {
 		}
 	}
 	a := call(ctx, t, http.MethodPost, via+"/v1/cluster/join", fmt.Sprintf(`{"id":"x9","raft_addr":%q,"node_number":%d}`, freeAddr(t), num))
-	if a.status != http.StatusConflict || a.code != api.CodeNodeNumberTaken || !strings.Contains(a.body, "member "+holder) {
+	if a.status != http.StatusConflict || a.code != wire.CodeNodeNumberTaken || !strings.Contains(a.body, "member "+holder) {
 		t.Fatalf("join asking for %s's number %d: %d %s; want 409 node_number_taken naming %s", holder, num, a.status, a.body, holder)
 	}
 	x := newNode(t, dir, "x5", "--raft-addr="+freeAddr(t), "--join="+via, fmt.Sprintf("--node-number=%d", num))
@@ -505,7 +506,7 @@ func TestNodeNumbersJoin(t *testing.T) {
 	if tail := x.LogTail(10); !strings.Contains(tail, "node_number_taken") || !strings.Contains(tail, "member "+holder) {
 		t.Fatalf("x5's log does not say why it stopped:\n%s", tail)
 	}
-	st, err := api.NewClient(api.ClientConfig{}).ClusterFrom(ctx, via)
+	st, err := client.NewClient(client.ClientConfig{}).ClusterFrom(ctx, via)
 	if err != nil || len(st.Members) != 5 {
 		t.Fatalf("members after the refused joins: %+v, %v; want the 5 of before", st.Members, err)
 	}
@@ -514,10 +515,10 @@ func TestNodeNumbersJoin(t *testing.T) {
 	raftAddr := freeAddr(t)
 	p4 := newNode(t, dir, "p4", "--raft-addr="+raftAddr)
 	p4URL := startNode(ctx, t, p4)
-	if a := call(ctx, t, http.MethodPost, p4URL+"/v1/tx", `{"ops":[{"op":"put","key":"early","value":1}]}`); a.status != http.StatusServiceUnavailable || a.code != api.CodeNotReady {
+	if a := call(ctx, t, http.MethodPost, p4URL+"/v1/tx", `{"ops":[{"op":"put","key":"early","value":1}]}`); a.status != http.StatusServiceUnavailable || a.code != wire.CodeNotReady {
 		t.Fatalf("write to p4 before its join: %d %s; want 503 not_ready", a.status, a.body)
 	}
-	res, err := api.NewClient(api.ClientConfig{}).JoinVia(ctx, via, api.JoinRequest{ID: "p4", RaftAddr: raftAddr, HTTPAddr: strings.TrimPrefix(p4URL, "http://")})
+	res, err := client.NewClient(client.ClientConfig{}).JoinVia(ctx, via, wire.JoinRequest{ID: "p4", RaftAddr: raftAddr, HTTPAddr: strings.TrimPrefix(p4URL, "http://")})
 	if err != nil || res.NodeNumber == 0 {
 		t.Fatalf("JoinVia(p4) = %+v, %v", res, err)
 	}
@@ -562,13 +563,13 @@ func TestNodeNumberClash(t *testing.T) {
 	for _, id := range []string{"n1", "n2"} {
 		waitUntil(ctx, t, id+"'s /readyz names the clash", func() bool {
 			a := call(ctx, t, http.MethodGet, c.URL(id)+"/readyz", "")
-			return a.status == http.StatusServiceUnavailable && a.code == api.CodeNodeNumberClash
+			return a.status == http.StatusServiceUnavailable && a.code == wire.CodeNodeNumberClash
 		})
 	}
 	for _, id := range []string{"n1", "n2"} {
 		for _, q := range []string{"", "?ack=accepted"} {
 			a := call(ctx, t, http.MethodPost, c.URL(id)+"/v1/tx"+q, `{"ops":[{"op":"put","key":"clash","value":1}]}`)
-			if a.status != http.StatusServiceUnavailable || a.code != api.CodeNodeNumberClash {
+			if a.status != http.StatusServiceUnavailable || a.code != wire.CodeNodeNumberClash {
 				t.Fatalf("write%s to %s: %d %s; want 503 node_number_clash", q, id, a.status, a.body)
 			}
 		}
@@ -576,7 +577,7 @@ func TestNodeNumberClash(t *testing.T) {
 	if a := call(ctx, t, http.MethodPost, c.URL("n3")+"/v1/tx", `{"ops":[{"op":"put","key":"clash","value":3}]}`); a.status != http.StatusOK {
 		t.Fatalf("write to n3: %d %s; want 200", a.status, a.body)
 	}
-	if err := api.NewClient(api.ClientConfig{Endpoints: []string{c.URL("n3")}}).Remove(ctx, "n2"); err != nil {
+	if err := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL("n3")}}).Remove(ctx, "n2"); err != nil {
 		t.Fatalf("Remove(n2) = %v", err)
 	}
 	waitUntil(ctx, t, "n1 takes writes again", func() bool {
@@ -608,7 +609,7 @@ func TestRemovedMember(t *testing.T) {
 		return call(ctx, t, http.MethodPost, base+"/v1/tx?ack=accepted&timeout=2s", fmt.Sprintf(`{"idempotency_key":"held-%d","ops":[{"op":"put","key":"held/%d","value":%d}]}`, i, i, i))
 	}
 	hold := func(a httpAnswer) {
-		var res api.TxResult
+		var res wire.TxResult
 		if err := json.Unmarshal([]byte(a.body), &res); err != nil || res.TxID == 0 {
 			t.Fatalf("202 without a txid: %s", a.body)
 		}
@@ -629,7 +630,7 @@ func TestRemovedMember(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	if err := cl.Remove(ctx, "n4"); err != nil {
 		t.Fatalf("Remove(n4) = %v", err)
 	}
@@ -649,12 +650,12 @@ func TestRemovedMember(t *testing.T) {
 			hold(a)
 			continue
 		}
-		if a.status != http.StatusServiceUnavailable || a.code != api.CodeRemoved {
+		if a.status != http.StatusServiceUnavailable || a.code != wire.CodeRemoved {
 			t.Fatalf("write %d to the removed n4: %d %s; want 202 until it knows, then 503 removed", i, a.status, a.body)
 		}
 		break
 	}
-	if a := call(ctx, t, http.MethodGet, base+"/readyz", ""); a.status != http.StatusServiceUnavailable || a.code != api.CodeRemoved {
+	if a := call(ctx, t, http.MethodGet, base+"/readyz", ""); a.status != http.StatusServiceUnavailable || a.code != wire.CodeRemoved {
 		t.Fatalf("GET /readyz on the removed n4: %d %s; want 503 removed", a.status, a.body)
 	}
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
@@ -666,7 +667,7 @@ func TestRemovedMember(t *testing.T) {
 	// Each held write is committed once, under its own txid.
 	resolved := waitResolved(ctx, t, c, held)
 	for id, res := range resolved {
-		if res.Status != api.StatusCommitted || res.TxID != id {
+		if res.Status != wire.StatusCommitted || res.TxID != id {
 			t.Fatalf("held %s resolved as %+v, want committed under its own txid", id, res)
 		}
 	}
@@ -691,11 +692,11 @@ func TestRemovedLeader(t *testing.T) {
 	c := startCluster(t)
 	dir := t.TempDir()
 	n4, base := joinNode(ctx, t, c, dir, "n4", c.URL(mustLeaderID(ctx, t, c)), "--shutdown-timeout=3s")
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
-	if res, err := cl.TransferLeadership(ctx, api.TransferRequest{ID: "n4"}); err != nil || res.LeaderID != "n4" {
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
+	if res, err := cl.TransferLeadership(ctx, wire.TransferRequest{ID: "n4"}); err != nil || res.LeaderID != "n4" {
 		t.Fatalf("TransferLeadership(n4) = %+v, %v", res, err)
 	}
-	if err := api.NewClient(api.ClientConfig{Endpoints: []string{base}}).Remove(ctx, "n4"); err != nil {
+	if err := client.NewClient(client.ClientConfig{Endpoints: []string{base}}).Remove(ctx, "n4"); err != nil {
 		t.Fatalf("Remove(n4) through n4 = %v", err)
 	}
 	waitUntil(ctx, t, "n4 answers writes with 503 removed", func() bool {
@@ -703,14 +704,14 @@ func TestRemovedLeader(t *testing.T) {
 		if a.status == 0 {
 			t.Fatalf("n4 stopped before it answered 503 removed: %s", a.body)
 		}
-		return a.code == api.CodeRemoved
+		return a.code == wire.CodeRemoved
 	})
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer wcancel()
 	if err := n4.Wait(wctx); err != nil {
 		t.Fatalf("removed n4 did not exit cleanly: %v", err)
 	}
-	if res, err := cl.Submit(ctx, api.TxRequest{Ops: []api.Op{{Op: "put", Key: "after", Value: json.RawMessage(`1`)}}}, api.SubmitOptions{}); err != nil || res.Status != api.StatusCommitted {
+	if res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "after", Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{}); err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("write to the rest = %+v, %v", res, err)
 	}
 }

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
 // TestStoreLosesOpenEntries kills a follower whose store holds applied entries
@@ -21,12 +22,12 @@ func TestStoreLosesOpenEntries(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := startClusterWith(t, "--store-commit-interval=1h")
-	cl := api.NewClient(api.ClientConfig{Endpoints: c.HTTPAddrs()})
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var acks []ack
 	submit := func(from, to int) {
 		for i := from; i < to; i++ {
 			key := fmt.Sprintf("sc-%d", i)
-			res, err := cl.Submit(ctx, api.TxRequest{IdempotencyKey: key, Ops: []api.Op{{Op: "put", Key: fmt.Sprintf("k/%d", i%7), Value: json.RawMessage(fmt.Sprint(i))}}}, api.SubmitOptions{})
+			res, err := cl.Submit(ctx, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: fmt.Sprintf("k/%d", i%7), Value: json.RawMessage(fmt.Sprint(i))}}}, wire.SubmitOptions{})
 			if err != nil {
 				t.Fatalf("Submit(%s) = %v", key, err)
 			}
@@ -72,7 +73,7 @@ func TestStoreLosesOpenEntries(t *testing.T) {
 	logs := checkSettled(ctx, t, c, acks)
 	want := lastVersions(logs[leader])
 	for k, v := range want {
-		kv, err := cl.GetFrom(ctx, c.URL(victim), k, api.ReadOptions{Consistency: api.ConsistencyStale})
+		kv, err := cl.GetFrom(ctx, c.URL(victim), k, wire.ReadOptions{Consistency: wire.ConsistencyStale})
 		if err != nil || kv.Version != v {
 			t.Fatalf("stale read of %s on the restarted %s = %+v, %v; want version %d", k, victim, kv, err, v)
 		}

@@ -53,7 +53,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/lease"
 )
 
@@ -118,7 +119,7 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	cl := api.NewClient(api.ClientConfig{Endpoints: cfg.targets, Timeout: cfg.ttl})
+	cl := client.NewClient(client.ClientConfig{Endpoints: cfg.targets, Timeout: cfg.ttl})
 	el, err := lease.New(lease.Config{Client: cl, Name: cfg.lease, Holder: cfg.id, TTL: cfg.ttl, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "scheduler:", err)
@@ -148,7 +149,7 @@ var errFenced = errors.New("run refused: the lease has a newer token")
 // one goroutine at a time (Run's function, then main after Run returned).
 type scheduler struct {
 	cfg    config
-	client *api.Client
+	client *client.Client
 	log    *slog.Logger
 
 	committed, duplicate, rejected, failed int
@@ -184,10 +185,10 @@ func (s *scheduler) settle(ctx context.Context, token uint64, n int64) error {
 	s.log.Info("run started", "period", n, "token", token)
 	time.Sleep(s.cfg.work) // the settlement's computation; a pause may fall here
 	value, _ := json.Marshal(map[string]any{"period": n, "instance": s.cfg.id, "token": token})
-	tx := api.TxRequest{
+	tx := wire.TxRequest{
 		IdempotencyKey: "settle/" + strconv.FormatInt(n, 10),
-		Fence:          &api.Fence{Lease: s.cfg.lease, Token: token},
-		Ops:            []api.Op{{Op: api.OpPut, Key: "settlements/" + strconv.FormatInt(n, 10), Value: value}},
+		Fence:          &wire.Fence{Lease: s.cfg.lease, Token: token},
+		Ops:            []wire.Op{{Op: wire.OpPut, Key: "settlements/" + strconv.FormatInt(n, 10), Value: value}},
 	}
 	// Not ctx: the write goes out even if the lease was lost during the
 	// work, and the fence decides (see the package doc). An unknown outcome
@@ -196,15 +197,15 @@ func (s *scheduler) settle(ctx context.Context, token uint64, n int64) error {
 	for {
 		res, err := s.submit(wctx, tx)
 		switch {
-		case err == nil && res.Status == api.StatusCommitted && res.Duplicate:
+		case err == nil && res.Status == wire.StatusCommitted && res.Duplicate:
 			s.duplicate++
 			s.log.Info("run duplicate", "period", n, "token", token, "index", res.Index)
 			return nil
-		case err == nil && res.Status == api.StatusCommitted:
+		case err == nil && res.Status == wire.StatusCommitted:
 			s.committed++
 			s.log.Info("run committed", "period", n, "token", token, "index", res.Index)
 			return nil
-		case err == nil && res.Status == api.StatusRejected && res.Conflict != nil && res.Conflict.Fence != "":
+		case err == nil && res.Status == wire.StatusRejected && res.Conflict != nil && res.Conflict.Fence != "":
 			s.rejected++
 			s.log.Warn("run rejected", "period", n, "token", token, "fence", res.Conflict.Fence,
 				"expected", res.Conflict.Expected, "actual", res.Conflict.Actual, "duplicate", res.Duplicate)
@@ -213,7 +214,7 @@ func (s *scheduler) settle(ctx context.Context, token uint64, n int64) error {
 			s.failed++
 			s.log.Warn("run failed", "period", n, "token", token, "status", res.Status)
 			return nil
-		case errors.Is(err, api.ErrIdempotencyKeyReused):
+		case errors.Is(err, wire.ErrIdempotencyKeyReused):
 			// Another token's run of this period is recorded under the
 			// key (a fenced transaction names its token): the period has
 			// had its one run, or a refused stale one took its key.
@@ -232,22 +233,22 @@ func (s *scheduler) settle(ctx context.Context, token uint64, n int64) error {
 
 // permanent reports whether err is bad input, which no retry mends.
 func permanent(err error) bool {
-	ae, ok := errors.AsType[*api.Error](err)
+	ae, ok := errors.AsType[*wire.Error](err)
 	if !ok {
 		return false
 	}
 	switch ae.Code {
-	case api.CodeBadRequest, api.CodeInvalidJSON, api.CodeInvalidTx, api.CodeInvalidParam, api.CodePayloadTooLarge:
+	case wire.CodeBadRequest, wire.CodeInvalidJSON, wire.CodeInvalidTx, wire.CodeInvalidParam, wire.CodePayloadTooLarge:
 		return true
 	}
 	return false
 }
 
 // submit sends tx once, with a deadline of one TTL.
-func (s *scheduler) submit(ctx context.Context, tx api.TxRequest) (api.TxResult, error) {
+func (s *scheduler) submit(ctx context.Context, tx wire.TxRequest) (wire.TxResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ttl)
 	defer cancel()
-	return s.client.Submit(ctx, tx, api.SubmitOptions{})
+	return s.client.Submit(ctx, tx, wire.SubmitOptions{})
 }
 
 // sleep waits d or until ctx ends, and reports whether ctx is still live.

@@ -19,8 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 )
 
 // The timing of TestSchedulerFailovers.
@@ -70,7 +71,7 @@ type runSummary struct {
 //   - no gaps past the takeover allowance: between two periods that ran, the
 //     periods skipped are none while one token (holder) ran both, and at
 //     most maxSkip where the token changed.
-func checkRuns(entries []api.LogEntry, leaseName string, maxSkip int) (runSummary, error) {
+func checkRuns(entries []wire.LogEntry, leaseName string, maxSkip int) (runSummary, error) {
 	sum := runSummary{tokens: make(map[int64]uint64)}
 	var cur uint64 // the largest token the log has shown current
 	for _, e := range entries {
@@ -86,13 +87,13 @@ func checkRuns(entries []api.LogEntry, leaseName string, maxSkip int) (runSummar
 			return sum, fmt.Errorf("index %d: period %d has fence %+v, want one of lease %q", e.Index, period, e.Fence, leaseName)
 		}
 		switch e.Status {
-		case api.StatusRejected:
+		case wire.StatusRejected:
 			if e.Conflict != nil && e.Conflict.Fence == leaseName {
 				sum.stale++
 				cur = max(cur, e.Conflict.Actual)
 			}
 			continue
-		case api.StatusCommitted:
+		case wire.StatusCommitted:
 		default:
 			continue
 		}
@@ -129,31 +130,31 @@ func checkRuns(entries []api.LogEntry, leaseName string, maxSkip int) (runSummar
 
 // TestCheckRunsFails feeds checkRuns doctored histories it must refuse.
 func TestCheckRunsFails(t *testing.T) {
-	run := func(index uint64, period int64, token uint64) api.LogEntry {
-		return api.LogEntry{Index: index, IdempotencyKey: fmt.Sprintf("settle/%d", period), Status: api.StatusCommitted,
-			Fence: &api.Fence{Lease: testLease, Token: token}}
+	run := func(index uint64, period int64, token uint64) wire.LogEntry {
+		return wire.LogEntry{Index: index, IdempotencyKey: fmt.Sprintf("settle/%d", period), Status: wire.StatusCommitted,
+			Fence: &wire.Fence{Lease: testLease, Token: token}}
 	}
-	rejected := func(index uint64, period int64, token, actual uint64) api.LogEntry {
+	rejected := func(index uint64, period int64, token, actual uint64) wire.LogEntry {
 		e := run(index, period, token)
-		e.Status = api.StatusRejected
-		e.Conflict = &api.Conflict{Fence: testLease, Expected: token, Actual: actual}
+		e.Status = wire.StatusRejected
+		e.Conflict = &wire.Conflict{Fence: testLease, Expected: token, Actual: actual}
 		return e
 	}
-	good := []api.LogEntry{run(10, 100, 5), run(11, 101, 5), rejected(30, 102, 5, 20), run(31, 103, 20), run(32, 104, 20)}
+	good := []wire.LogEntry{run(10, 100, 5), run(11, 101, 5), rejected(30, 102, 5, 20), run(31, 103, 20), run(32, 104, 20)}
 	if sum, err := checkRuns(good, testLease, 2); err != nil || sum.stale != 1 || !slices.Equal(sum.skipped, []int64{102}) {
 		t.Fatalf("checkRuns(good) = %+v, %v; want no error, one stale write and period 102 skipped", sum, err)
 	}
 	for _, tc := range []struct {
 		name    string
-		entries []api.LogEntry
+		entries []wire.LogEntry
 	}{
-		{"duplicate period", []api.LogEntry{run(10, 100, 5), run(11, 101, 5), run(30, 101, 20)}},
-		{"stale token applied after a newer one", []api.LogEntry{run(10, 100, 5), run(31, 101, 20), run(32, 102, 5)}},
-		{"stale token applied after a rejection showed a newer one", []api.LogEntry{run(10, 100, 5), rejected(30, 101, 5, 20), run(32, 102, 5)}},
-		{"tokens went back across periods", []api.LogEntry{run(10, 101, 20), run(11, 100, 21), run(12, 99, 22)}},
-		{"gap within one holder", []api.LogEntry{run(10, 100, 5), run(11, 102, 5)}},
-		{"gap past the takeover allowance", []api.LogEntry{run(10, 100, 5), run(30, 104, 20)}},
-		{"run without a fence", []api.LogEntry{{Index: 10, IdempotencyKey: "settle/100", Status: api.StatusCommitted}}},
+		{"duplicate period", []wire.LogEntry{run(10, 100, 5), run(11, 101, 5), run(30, 101, 20)}},
+		{"stale token applied after a newer one", []wire.LogEntry{run(10, 100, 5), run(31, 101, 20), run(32, 102, 5)}},
+		{"stale token applied after a rejection showed a newer one", []wire.LogEntry{run(10, 100, 5), rejected(30, 101, 5, 20), run(32, 102, 5)}},
+		{"tokens went back across periods", []wire.LogEntry{run(10, 101, 20), run(11, 100, 21), run(12, 99, 22)}},
+		{"gap within one holder", []wire.LogEntry{run(10, 100, 5), run(11, 102, 5)}},
+		{"gap past the takeover allowance", []wire.LogEntry{run(10, 100, 5), run(30, 104, 20)}},
+		{"run without a fence", []wire.LogEntry{{Index: 10, IdempotencyKey: "settle/100", Status: wire.StatusCommitted}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if sum, err := checkRuns(tc.entries, testLease, 2); err == nil {
@@ -320,10 +321,10 @@ func holder(t *testing.T, ps []*chaos.Process) (*chaos.Process, uint64) {
 }
 
 // readClusterLog pages through the log of the node at base.
-func readClusterLog(ctx context.Context, t *testing.T, base string) []api.LogEntry {
+func readClusterLog(ctx context.Context, t *testing.T, base string) []wire.LogEntry {
 	t.Helper()
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{base}})
-	var all []api.LogEntry
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
+	var all []wire.LogEntry
 	for from := uint64(1); ; {
 		page, err := cl.Log(ctx, from, 1000)
 		if err != nil {
@@ -489,7 +490,7 @@ func TestSchedulerFailovers(t *testing.T) {
 			base = c.URL(p.ID())
 		}
 	}
-	cl := api.NewClient(api.ClientConfig{Endpoints: []string{base}})
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
 	var want uint64
 	for _, p := range c.Nodes() {
 		if p.ID() != leader {
@@ -515,9 +516,9 @@ func TestSchedulerFailovers(t *testing.T) {
 	}
 	// The same history with its last run applied once more, as a period run
 	// twice would show, must fail the check.
-	var lastRun api.LogEntry
+	var lastRun wire.LogEntry
 	for _, e := range entries {
-		if e.Status == api.StatusCommitted && strings.HasPrefix(e.IdempotencyKey, "settle/") {
+		if e.Status == wire.StatusCommitted && strings.HasPrefix(e.IdempotencyKey, "settle/") {
 			lastRun = e
 		}
 	}

@@ -35,4 +35,7 @@
 // The subpackage redistest starts real redis-server processes for tests.
 //
 // parking imports nothing from txlog, and nothing outside node imports it.
+//
+// Must not import: github.com/txlog/txlog/...
+// Sole importer of: github.com/redis/go-redis/...
 package parking

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/chaos/procstat"
+	"github.com/txlog/txlog/client"
 )
 
 // Timeouts of the harness's own requests and of the cluster's life.
@@ -58,7 +59,7 @@ type scaler struct {
 	cfg    config
 	dir    string // the run's directory; the cluster is in a directory below it
 	cl     *chaos.Cluster
-	client *api.Client
+	client *client.Client
 	out    io.Writer // the tables
 	log    io.Writer // progress
 }
@@ -79,7 +80,7 @@ func startScaler(ctx context.Context, cfg config, dir, sub string, out, log io.W
 		cfg:    cfg,
 		dir:    dir,
 		cl:     cl,
-		client: api.NewClient(api.ClientConfig{AttemptTimeout: requestTimeout}),
+		client: client.NewClient(client.ClientConfig{AttemptTimeout: requestTimeout}),
 		out:    out,
 		log:    log,
 	}
@@ -112,23 +113,23 @@ func (s *scaler) settle(ctx context.Context, timeout time.Duration) error {
 }
 
 // status asks node id for GET /v1/cluster, once.
-func (s *scaler) status(ctx context.Context, id string) (api.ClusterStatus, error) {
+func (s *scaler) status(ctx context.Context, id string) (wire.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	return s.client.ClusterFrom(ctx, s.cl.URL(id))
 }
 
 // leader waits for the agreed leader and returns its ID and status.
-func (s *scaler) leader(ctx context.Context) (string, api.ClusterStatus, error) {
+func (s *scaler) leader(ctx context.Context) (string, wire.ClusterStatus, error) {
 	lctx, cancel := context.WithTimeout(ctx, s.cfg.catchUpTimeout)
 	defer cancel()
 	id, err := s.cl.Leader(lctx)
 	if err != nil {
-		return "", api.ClusterStatus{}, err
+		return "", wire.ClusterStatus{}, err
 	}
 	st, err := s.status(ctx, id)
 	if err != nil {
-		return "", api.ClusterStatus{}, fmt.Errorf("status of leader: %w", err)
+		return "", wire.ClusterStatus{}, fmt.Errorf("status of leader: %w", err)
 	}
 	return id, st, nil
 }

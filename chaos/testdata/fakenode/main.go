@@ -30,7 +30,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 type member struct{ id, raftAddr string }
@@ -111,12 +111,12 @@ func run(log *slog.Logger, id, dataDir, httpAddr, raftAddr, cluster string) erro
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
-		s := api.ClusterStatus{ID: id, State: "follower", Term: starts}
+		s := wire.ClusterStatus{ID: id, State: "follower", Term: starts}
 		for _, m := range members {
 			if s.LeaderID == "" && (m.id == id || reachable(m.raftAddr)) {
 				s.LeaderID = m.id
 			}
-			s.Members = append(s.Members, api.Member{ID: m.id, RaftAddr: m.raftAddr, Suffrage: "voter", Leader: m.id == s.LeaderID})
+			s.Members = append(s.Members, wire.Member{ID: m.id, RaftAddr: m.raftAddr, Suffrage: "voter", Leader: m.id == s.LeaderID})
 		}
 		if s.LeaderID == id {
 			s.State = "leader"

@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"context"
@@ -143,11 +143,11 @@ var sentinelCodes = func() []string {
 	return out
 }()
 
-// errorBody maps err to its HTTP status and wire body through the code table:
+// ErrorStatus maps err to its HTTP status and wire body through the code table:
 // an *Error keeps its code, a *KeyReusedError puts its txid in the body, a
 // wrapped sentinel gets the code of the sentinel, a context error becomes
 // timeout, and anything else is internal.
-func errorBody(err error) (int, ErrorBody) {
+func ErrorStatus(err error) (int, ErrorBody) {
 	if e, ok := errors.AsType[*Error](err); ok {
 		if c, ok := codes[e.Code]; ok {
 			return c.status, ErrorBody{Code: e.Code, Message: e.Message}
@@ -186,10 +186,10 @@ func codeError(b ErrorBody) error {
 	return fmt.Errorf("%w: %s", c.sentinel, b.Message)
 }
 
-// retryableCode reports whether an answer with code means that the request was
+// RetryableCode reports whether an answer with code means that the request was
 // not carried out and that another node, or the same one a little later, may
 // carry it out.
-func retryableCode(code string) bool {
+func RetryableCode(code string) bool {
 	switch code {
 	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash:
 		return true
@@ -201,7 +201,7 @@ func retryableCode(code string) bool {
 // handlers write it: for example the Error of one failed transaction in a
 // batch result.
 func NewErrorBody(err error) *ErrorBody {
-	_, b := errorBody(err)
+	_, b := ErrorStatus(err)
 	return &b
 }
 
@@ -209,3 +209,13 @@ func NewErrorBody(err error) *ErrorBody {
 // Client does: the sentinel of the code (wrapped with the message; check with
 // errors.Is), or an *Error for a code without a sentinel.
 func (b *ErrorBody) Err() error { return codeError(*b) }
+
+// Sentinel returns the sentinel of a wire code, nil when it has none.
+func Sentinel(code string) error { return codes[code].sentinel }
+
+// Status returns the HTTP status of a wire code; false for a code the table
+// does not hold.
+func Status(code string) (int, bool) {
+	c, ok := codes[code]
+	return c.status, ok
+}

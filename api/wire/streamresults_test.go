@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ var sampleResults = []TxResult{
 // jsonRoundTrip is what the results become over POST /v1/internal/propose.
 func jsonRoundTrip(t *testing.T, rs []TxResult) []TxResult {
 	t.Helper()
-	b, err := marshalJSON(BatchResponse{Results: rs})
+	b, err := MarshalJSON(BatchResponse{Results: rs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func jsonRoundTrip(t *testing.T, rs []TxResult) []TxResult {
 // HTTP path decodes to.
 func TestResultsRoundTrip(t *testing.T) {
 	for _, rs := range [][]TxResult{sampleResults, nil, {{Versions: map[string]uint64{}}}} {
-		got, err := decodeResults(appendResults(nil, rs))
+		got, err := DecodeResults(AppendResults(nil, rs))
 		if err != nil {
 			t.Fatalf("decode: %v", err)
 		}
@@ -71,45 +71,45 @@ func TestResultsFields(t *testing.T) {
 // TestDecodeResultsBad: every cut of a valid form, trailing bytes, unknown
 // flags and unsorted version keys are refused.
 func TestDecodeResultsBad(t *testing.T) {
-	b := appendResults(nil, sampleResults)
+	b := AppendResults(nil, sampleResults)
 	for n := range len(b) {
-		if _, err := decodeResults(b[:n]); !errors.Is(err, errStreamMessage) {
+		if _, err := DecodeResults(b[:n]); !errors.Is(err, ErrStreamMessage) {
 			t.Fatalf("the first %d of %d bytes: %v, want errStreamMessage", n, len(b), err)
 		}
 	}
-	if _, err := decodeResults(append(bytes.Clone(b), 0)); err == nil {
+	if _, err := DecodeResults(append(bytes.Clone(b), 0)); err == nil {
 		t.Error("trailing byte accepted")
 	}
-	one := appendResults(nil, []TxResult{{TxID: txid.ID(3)}})
+	one := AppendResults(nil, []TxResult{{TxID: txid.ID(3)}})
 	bad := bytes.Clone(one)
 	bad[1] |= 1 << 5 // flags of the first result
-	if _, err := decodeResults(bad); err == nil {
+	if _, err := DecodeResults(bad); err == nil {
 		t.Error("unknown flag accepted")
 	}
 	unsorted := []byte{1, 0, 0, 0, 0, 0, 0, 2, 1, 'b', 1, 1, 'a', 1, 0}
-	if _, err := decodeResults(unsorted); err == nil {
+	if _, err := DecodeResults(unsorted); err == nil {
 		t.Error("version keys out of order accepted")
 	}
 	sorted := []byte{1, 0, 0, 0, 0, 0, 0, 2, 1, 'a', 1, 1, 'b', 1, 0}
-	if _, err := decodeResults(sorted); err != nil {
+	if _, err := DecodeResults(sorted); err != nil {
 		t.Errorf("the same keys in order: %v", err)
 	}
 }
 
 func FuzzDecodeResults(f *testing.F) {
-	f.Add(appendResults(nil, sampleResults))
-	f.Add(appendResults(nil, nil))
+	f.Add(AppendResults(nil, sampleResults))
+	f.Add(AppendResults(nil, nil))
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 2, 1, 'a', 1, 1, 'b', 1, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rs, err := decodeResults(data)
+		rs, err := DecodeResults(data)
 		if err != nil {
-			if !errors.Is(err, errStreamMessage) {
+			if !errors.Is(err, ErrStreamMessage) {
 				t.Fatalf("error %v is not errStreamMessage", err)
 			}
 			return
 		}
-		if back := appendResults(nil, rs); !bytes.Equal(back, data) {
+		if back := AppendResults(nil, rs); !bytes.Equal(back, data) {
 			t.Fatalf("decodeResults(%q) re-encodes as %q", data, back)
 		}
 	})

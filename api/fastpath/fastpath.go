@@ -1,4 +1,4 @@
-package api
+package fastpath
 
 import (
 	"bufio"
@@ -19,6 +19,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // The fast path serves the two write endpoints, POST /v1/tx and POST
@@ -28,7 +31,7 @@ import (
 // each connection once a body is read) was about a tenth of a node's CPU at 64
 // clients (docs/performance.md, "The fast path for writes"). The handlers and
 // answers are the Server's, unchanged; the two routes are picked without the
-// router (fastHandler), and a connection keeps its answer writer and remote
+// router (Server.FastHandler), and a connection keeps its answer writer and remote
 // address from one request to the next, so that a request allocates neither.
 //
 // FastListener reads each connection's requests itself as long as they are
@@ -60,7 +63,8 @@ type FastConfig struct {
 // Close stops accepting; Shutdown also waits for the requests in progress.
 type FastListener struct {
 	ln       net.Listener
-	s        *Server
+	s        *api.Server
+	scfg     api.Config // s's, with its defaults
 	cfg      FastConfig
 	handoff  chan net.Conn
 	done     chan struct{} // closed by Close
@@ -81,15 +85,15 @@ type fastConn struct {
 	idle atomic.Bool // waiting for a request
 }
 
-// FastListener returns a FastListener on ln whose fast path runs s.
-func (s *Server) FastListener(ln net.Listener, cfg FastConfig) *FastListener {
+// NewFastListener returns a FastListener on ln whose fast path runs s.
+func NewFastListener(s *api.Server, ln net.Listener, cfg FastConfig) *FastListener {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 2 * time.Minute
 	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = 10 * time.Second
 	}
-	l := &FastListener{ln: ln, s: s, cfg: cfg, handoff: make(chan net.Conn),
+	l := &FastListener{ln: ln, s: s, scfg: s.Config(), cfg: cfg, handoff: make(chan net.Conn),
 		done: make(chan struct{}), conns: map[*fastConn]struct{}{}}
 	return l
 }
@@ -274,7 +278,7 @@ func (l *FastListener) serve(fc *fastConn) {
 		if !l.setIdle(fc, false) {
 			return
 		}
-		req, n, ok := parseFastRequest(br, l.s.cfg.MaxBodyBytes, func() {
+		req, n, ok := parseFastRequest(br, l.scfg.MaxBodyBytes, func() {
 			c.SetReadDeadline(time.Now().Add(l.cfg.ReadHeaderTimeout))
 		})
 		if !ok {
@@ -288,14 +292,14 @@ func (l *FastListener) serve(fc *fastConn) {
 		}
 		br.Discard(n)
 		if int64(br.Buffered()) < req.ContentLength {
-			c.SetReadDeadline(time.Now().Add(l.s.cfg.BodyTimeout))
+			c.SetReadDeadline(time.Now().Add(l.scfg.BodyTimeout))
 		}
 		body := make([]byte, req.ContentLength)
 		if _, err := io.ReadFull(br, body); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				// As readBody answers a body that takes too long.
 				w := newFastWriter()
-				l.s.writeError(w, &Error{Code: CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", l.s.cfg.BodyTimeout)})
+				l.s.WriteError(w, &wire.Error{Code: wire.CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", l.scfg.BodyTimeout)})
 				w.closeAfter = true
 				w.writeTo(bw)
 				bw.Flush()
@@ -323,25 +327,12 @@ func (l *FastListener) serve(fc *fastConn) {
 func (l *FastListener) call(w *fastWriter, req *http.Request) (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			l.s.log.Error("http: panic serving", "remote", req.RemoteAddr, "panic", v, "stack", string(debug.Stack()))
+			l.s.Logger().Error("http: panic serving", "remote", req.RemoteAddr, "panic", v, "stack", string(debug.Stack()))
 			ok = false
 		}
 	}()
-	l.s.serve(w, req, l.s.fastHandler(req.URL.Path))
+	l.s.Serve(w, req, l.s.FastHandler(req.URL.Path))
 	return true
-}
-
-// fastHandler returns the handler the router picks for a POST to path, one of
-// fastTarget's (so with no path variables): without the router's matching
-// and the two request copies it makes to carry the route and its variables.
-func (s *Server) fastHandler(path string) http.Handler {
-	switch path {
-	case "/v1/tx":
-		return http.HandlerFunc(s.handleSubmit)
-	case "/v1/tx/batch":
-		return http.HandlerFunc(s.handleSubmitBatch)
-	}
-	return s.router
 }
 
 // parseFastRequest parses the header of the next request in br without

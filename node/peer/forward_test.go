@@ -1,4 +1,4 @@
-package node
+package peer
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
 // fakeLeader is an api.Server whose Propose answers each frame, an 8-byte
@@ -33,17 +35,17 @@ type fakeLeader struct {
 // tests call nothing else.
 type proposeOnly struct {
 	api.Backend
-	propose func(ctx context.Context, payloads [][]byte, opts api.SubmitOptions) ([]api.TxResult, error)
+	propose func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error)
 }
 
-func (b proposeOnly) Propose(ctx context.Context, payloads [][]byte, opts api.SubmitOptions) ([]api.TxResult, error) {
+func (b proposeOnly) Propose(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	return b.propose(ctx, payloads, opts)
 }
 
 func newFakeLeader(t *testing.T, gate chan struct{}) *fakeLeader {
 	t.Helper()
 	l := &fakeLeader{gate: gate, started: make(chan struct{}, 1024)}
-	as := api.NewServer(api.Config{}, proposeOnly{propose: l.propose})
+	as := api.NewServer(api.Config{Streams: NewStreamServer(nil)}, proposeOnly{propose: l.propose})
 	l.srv = httptest.NewServer(as)
 	t.Cleanup(func() {
 		l.srv.Close()
@@ -52,7 +54,7 @@ func newFakeLeader(t *testing.T, gate chan struct{}) *fakeLeader {
 	return l
 }
 
-func (l *fakeLeader) propose(ctx context.Context, frames [][]byte, _ api.SubmitOptions) ([]api.TxResult, error) {
+func (l *fakeLeader) propose(ctx context.Context, frames [][]byte, _ wire.SubmitOptions) ([]wire.TxResult, error) {
 	nth := l.requests.Add(1)
 	l.frames.Add(int64(len(frames)))
 	l.mu.Lock()
@@ -69,33 +71,43 @@ func (l *fakeLeader) propose(ctx context.Context, frames [][]byte, _ api.SubmitO
 	case l.gate != nil:
 		<-l.gate
 	}
-	var results []api.TxResult
+	var results []wire.TxResult
 	for _, f := range frames {
-		results = append(results, api.TxResult{Status: api.StatusCommitted, Index: binary.BigEndian.Uint64(f)})
+		results = append(results, wire.TxResult{Status: wire.StatusCommitted, Index: binary.BigEndian.Uint64(f)})
 	}
 	return results, nil
 }
 
 func frameOf(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// forwardNode returns a follower that forwards in mode (ForwardStream or
-// ForwardHTTP).
-func forwardNode(t *testing.T, mode string) *Node {
-	c := api.NewClient(api.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
-	n := &Node{cfg: Config{Forward: mode}, client: c, streams: api.NewStreams(c)}
-	t.Cleanup(func() { n.streams.Close() })
-	return n
+// forwardNode returns a follower's Forwarder that forwards in mode
+// (modeStream or modeHTTP, as node's --forward).
+func forwardNode(t *testing.T, mode string) *Forwarder {
+	c := client.NewClient(client.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	streams := NewStreams(c)
+	t.Cleanup(func() { streams.Close() })
+	propose := streams.Propose
+	if mode == modeHTTP {
+		propose = c.ProposeTo
+	}
+	return NewForwarder(propose)
 }
+
+// The forwarding modes of node's --forward.
+const (
+	modeStream = "stream"
+	modeHTTP   = "http"
+)
 
 // eachForward runs test once per forwarding mode.
 func eachForward(t *testing.T, test func(t *testing.T, mode string)) {
-	for _, mode := range []string{ForwardStream, ForwardHTTP} {
+	for _, mode := range []string{modeStream, modeHTTP} {
 		t.Run(mode, func(t *testing.T) { test(t, mode) })
 	}
 }
 
 // checkResults fails unless results answer frames first..first+n-1 in order.
-func checkResults(t *testing.T, results []api.TxResult, err error, first uint64, n int) {
+func checkResults(t *testing.T, results []wire.TxResult, err error, first uint64, n int) {
 	t.Helper()
 	if err != nil {
 		t.Errorf("forward %d: %v", first, err)
@@ -120,24 +132,24 @@ func TestForwardAlone(t *testing.T) {
 		defer cancel()
 		for i := range 5 {
 			v := uint64(100 * (i + 1))
-			res, err := n.forward(ctx, l.srv.URL, [][]byte{frameOf(v), frameOf(v + 1)}, api.SubmitOptions{})
+			res, err := n.Forward(ctx, l.srv.URL, [][]byte{frameOf(v), frameOf(v + 1)}, wire.SubmitOptions{})
 			checkResults(t, res, err, v, 2)
 		}
 		if got := l.requests.Load(); got != 5 {
 			t.Errorf("%d requests for 5 forwards one after another, want 5", got)
 		}
-		if len(n.fwd.queues) != 0 {
-			t.Errorf("%d queues left after the forwards", len(n.fwd.queues))
+		if len(n.queues) != 0 {
+			t.Errorf("%d queues left after the forwards", len(n.queues))
 		}
 	})
 }
 
-// fwdHarness is a follower node forwarding to a fake leader whose exchanges
+// fwdHarness is a follower's Forwarder forwarding to a fake leader whose exchanges
 // wait for gate, with the callers it starts.
 type fwdHarness struct {
 	t    *testing.T
 	l    *fakeLeader
-	n    *Node
+	n    *Forwarder
 	gate chan struct{}
 	ctx  context.Context
 	wg   sync.WaitGroup
@@ -160,7 +172,7 @@ func (h *fwdHarness) call(v uint64, frames int) {
 		for i := range fs {
 			fs[i] = frameOf(v + uint64(i))
 		}
-		res, err := h.n.forward(h.ctx, h.l.srv.URL, fs, api.SubmitOptions{})
+		res, err := h.n.Forward(h.ctx, h.l.srv.URL, fs, wire.SubmitOptions{})
 		checkResults(h.t, res, err, v, frames)
 	})
 }
@@ -179,9 +191,9 @@ func (h *fwdHarness) takePlaces(base uint64) {
 // waitQueued waits until k callers wait in the queue.
 func (h *fwdHarness) waitQueued(k int) {
 	waitFor(h.t, func() bool {
-		h.n.fwd.mu.Lock()
-		defer h.n.fwd.mu.Unlock()
-		q := h.n.fwd.queues[h.l.srv.URL]
+		h.n.mu.Lock()
+		defer h.n.mu.Unlock()
+		q := h.n.queues[h.l.srv.URL]
 		return q != nil && len(q.calls) == k
 	})
 }
@@ -210,8 +222,8 @@ func TestForwardGroups(t *testing.T) {
 		if got := l.requests.Load(); got != forwarders+1 {
 			t.Errorf("%d exchanges, want %d (one per place, then the queue as one group); sizes %v", got, forwarders+1, l.sizes)
 		}
-		if len(n.fwd.queues) != 0 {
-			t.Errorf("%d queues left after the forwards", len(n.fwd.queues))
+		if len(n.queues) != 0 {
+			t.Errorf("%d queues left after the forwards", len(n.queues))
 		}
 	})
 }
@@ -254,7 +266,7 @@ func TestForwardGiveUp(t *testing.T) {
 		short, cancelShort := context.WithCancel(h.ctx)
 		gaveUp := make(chan error, 1)
 		go func() {
-			_, err := h.n.forward(short, h.l.srv.URL, [][]byte{frameOf(7)}, api.SubmitOptions{})
+			_, err := h.n.Forward(short, h.l.srv.URL, [][]byte{frameOf(7)}, wire.SubmitOptions{})
 			gaveUp <- err
 		}()
 		h.waitQueued(1)
@@ -290,7 +302,7 @@ func TestForwardDeadline(t *testing.T) {
 		shortDone, longDone := make(chan outcome, 1), make(chan outcome, 1)
 		start := time.Now()
 		forward := func(ctx context.Context, v uint64, done chan<- outcome) {
-			_, err := h.n.forward(ctx, h.l.srv.URL, [][]byte{frameOf(v)}, api.SubmitOptions{})
+			_, err := h.n.Forward(ctx, h.l.srv.URL, [][]byte{frameOf(v)}, wire.SubmitOptions{})
 			done <- outcome{err, time.Since(start)}
 		}
 		go forward(short, 1, shortDone)

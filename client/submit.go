@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -23,8 +24,8 @@ func newIdempotencyKey() string { return rand.Text() }
 // the Client's own deadline leaves its outcome open.
 const answerMargin = 50 * time.Millisecond
 
-// errNoTimeLeft ends a call that has too little time left for another attempt.
-var errNoTimeLeft = fmt.Errorf("too little time left: %w", context.DeadlineExceeded)
+// ErrNoTimeLeft ends a call that has too little time left for another attempt.
+var ErrNoTimeLeft = fmt.Errorf("too little time left: %w", context.DeadlineExceeded)
 
 // fit returns d, shortened so that a server working for that long answers a
 // margin before ctx ends; false when too little time is left to try at all.
@@ -44,14 +45,14 @@ func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
 // writeQuery returns the query of a write and the time it asks the server for:
 // opts.Timeout (none: the server's default), fitted to ctx; false when too
 // little time is left to try.
-func writeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Duration, bool) {
+func writeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, time.Duration, bool) {
 	q := url.Values{}
 	if opts.Ack != "" {
 		q.Set("ack", opts.Ack)
 	}
 	want := opts.Timeout
 	if want <= 0 {
-		want = DefaultTimeout
+		want = wire.DefaultTimeout
 	}
 	d, ok := fit(ctx, want)
 	if !ok {
@@ -63,8 +64,8 @@ func writeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Durat
 	return q, d, true
 }
 
-// proposeQuery is writeQuery for an internal proposal.
-func proposeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Duration, bool) {
+// ProposeQuery is writeQuery for an internal proposal.
+func ProposeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, time.Duration, bool) {
 	q, d, ok := writeQuery(ctx, opts)
 	if ok && opts.Fresh {
 		q.Set("fresh", "true")
@@ -73,11 +74,11 @@ func proposeQuery(ctx context.Context, opts SubmitOptions) (url.Values, time.Dur
 }
 
 // serverTimeout is the timeout a write asks the server for at most.
-func serverTimeout(opts SubmitOptions) time.Duration {
+func serverTimeout(opts wire.SubmitOptions) time.Duration {
 	if opts.Timeout > 0 {
 		return opts.Timeout
 	}
-	return DefaultTimeout
+	return wire.DefaultTimeout
 }
 
 // Submit runs one transaction on any node and returns its result: committed,
@@ -93,20 +94,20 @@ func serverTimeout(opts SubmitOptions) time.Duration {
 // the outcome still open, the error wraps ErrUnknownOutcome and the result has
 // Status StatusUnknown, the idempotency key, and the txid when known: look it
 // up later with Tx or TxByIdempotencyKey.
-func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+func (c *Client) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 	if tx.IdempotencyKey == "" {
 		tx.IdempotencyKey = newIdempotencyKey()
 	}
-	body, err := marshalJSON(tx)
+	body, err := wire.MarshalJSON(tx)
 	if err != nil {
-		return TxResult{}, fmt.Errorf("encode transaction: %w", err)
+		return wire.TxResult{}, fmt.Errorf("encode transaction: %w", err)
 	}
 	req := request{method: http.MethodPost, path: "/v1/tx", body: body}
 	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
 	defer cancel()
 	base, err := c.first()
 	if err != nil {
-		return TxResult{}, err
+		return wire.TxResult{}, err
 	}
 	s := submission{key: tx.IdempotencyKey}
 	for attempt := 0; ; attempt++ {
@@ -125,7 +126,7 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 			case err != nil:
 				s.last, base = err, c.next(base)
 				continue
-			case found && (res.Status == StatusCommitted || res.Status == StatusRejected):
+			case found && (res.Status == wire.StatusCommitted || res.Status == wire.StatusRejected):
 				c.prefer(base)
 				return res, nil
 			case found:
@@ -139,10 +140,10 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 		}
 		var ok bool
 		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
-			return s.giveUp(errNoTimeLeft)
+			return s.giveUp(ErrNoTimeLeft)
 		}
 		a, err := c.roundTrip(ctx, base, req)
-		if te, ok := errors.AsType[*transportError](err); ok {
+		if te, ok := errors.AsType[*TransportError](err); ok {
 			s.ambiguous = s.ambiguous || te.sent
 			if ctx.Err() != nil {
 				return s.giveUp(ctx.Err())
@@ -151,23 +152,23 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 			continue
 		}
 		if err != nil {
-			return TxResult{}, err
+			return wire.TxResult{}, err
 		}
 		switch a.status {
 		case http.StatusOK, http.StatusAccepted, http.StatusConflict:
-			var res TxResult
+			var res wire.TxResult
 			if err := decodeAnswer(a, &res); err != nil {
-				return TxResult{}, err
+				return wire.TxResult{}, err
 			}
-			if a.status != http.StatusConflict || res.Status == StatusRejected {
+			if a.status != http.StatusConflict || res.Status == wire.StatusRejected {
 				c.prefer(base)
 				return res, nil
 			}
 		}
 		code, aerr := classify(a)
 		switch {
-		case code == CodeUnknownOutcome:
-			var res TxResult
+		case code == wire.CodeUnknownOutcome:
+			var res wire.TxResult
 			if json.Unmarshal(a.body, &res) == nil && res.TxID != 0 {
 				s.id = res.TxID
 			}
@@ -177,7 +178,7 @@ func (c *Client) Submit(ctx context.Context, tx TxRequest, opts SubmitOptions) (
 		case refused(code):
 			s.last, base = aerr, c.afterRefusal(ctx, base, code)
 		default:
-			return TxResult{}, aerr
+			return wire.TxResult{}, aerr
 		}
 	}
 }
@@ -192,12 +193,12 @@ type submission struct {
 }
 
 // giveUp is Submit's answer when its time ran out.
-func (s *submission) giveUp(ctxErr error) (TxResult, error) {
+func (s *submission) giveUp(ctxErr error) (wire.TxResult, error) {
 	if !s.ambiguous {
-		return TxResult{}, giveUp(s.last, ctxErr)
+		return wire.TxResult{}, giveUp(s.last, ctxErr)
 	}
-	res := TxResult{TxID: s.id, Status: StatusUnknown, IdempotencyKey: s.key}
-	return res, fmt.Errorf("%w: idempotency key %q%s: %w", ErrUnknownOutcome, s.key, lastError(s.last), ctxErr)
+	res := wire.TxResult{TxID: s.id, Status: wire.StatusUnknown, IdempotencyKey: s.key}
+	return res, fmt.Errorf("%w: idempotency key %q%s: %w", wire.ErrUnknownOutcome, s.key, lastError(s.last), ctxErr)
 }
 
 // lastError describes the last failure of an ambiguous call for its error
@@ -213,15 +214,15 @@ func lastError(err error) string {
 // retryable reports whether err, from a request that changes nothing, may go
 // away on another node or later.
 func retryable(err error) bool {
-	if _, ok := errors.AsType[*transportError](err); ok {
+	if _, ok := errors.AsType[*TransportError](err); ok {
 		return true
 	}
-	for _, code := range []string{CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeOverloaded, CodeTimeout} {
-		if errors.Is(err, codes[code].sentinel) {
+	for _, code := range []string{wire.CodeNoLeader, wire.CodeNotLeader, wire.CodeShuttingDown, wire.CodeOverloaded, wire.CodeTimeout} {
+		if errors.Is(err, wire.Sentinel(code)) {
 			return true
 		}
 	}
-	if e, ok := errors.AsType[*Error](err); ok {
+	if e, ok := errors.AsType[*wire.Error](err); ok {
 		return refused(e.Code) || ambiguousCode(e.Code)
 	}
 	return false
@@ -230,10 +231,10 @@ func retryable(err error) bool {
 // resolve looks up at base a transaction whose outcome is open: by id when it
 // is not zero, else by idempotency key. found is false when base does not know
 // it.
-func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key string) (res TxResult, found bool, err error) {
+func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key string) (res wire.TxResult, found bool, err error) {
 	wait, ok := fit(ctx, c.cfg.LookupWait)
 	if !ok {
-		return TxResult{}, false, errNoTimeLeft
+		return wire.TxResult{}, false, ErrNoTimeLeft
 	}
 	req := request{method: http.MethodGet, query: waitQuery(wait), serverTime: wait}
 	if id != 0 {
@@ -243,8 +244,8 @@ func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key strin
 		req.query.Set("idempotency_key", key)
 	}
 	err = c.callAt(ctx, base, req, &res)
-	if errors.Is(err, ErrNotFound) {
-		return TxResult{}, false, nil
+	if errors.Is(err, wire.ErrNotFound) {
+		return wire.TxResult{}, false, nil
 	}
 	return res, err == nil, err
 }
@@ -256,14 +257,14 @@ func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key strin
 // an attempt that may have been carried out, the error wraps
 // ErrUnknownOutcome and each result has Status StatusUnknown and the
 // transaction's idempotency key.
-func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
+func (c *Client) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	txs = slices.Clone(txs)
 	for i := range txs {
 		if txs[i].IdempotencyKey == "" {
 			txs[i].IdempotencyKey = newIdempotencyKey()
 		}
 	}
-	body, err := marshalJSON(BatchRequest{Txs: txs})
+	body, err := wire.MarshalJSON(wire.BatchRequest{Txs: txs})
 	if err != nil {
 		return nil, fmt.Errorf("encode batch: %w", err)
 	}
@@ -278,15 +279,15 @@ func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOp
 		ambiguous bool
 		last      error
 	)
-	unknown := func(ctxErr error) ([]TxResult, error) {
+	unknown := func(ctxErr error) ([]wire.TxResult, error) {
 		if !ambiguous {
 			return nil, giveUp(last, ctxErr)
 		}
-		res := make([]TxResult, len(txs))
+		res := make([]wire.TxResult, len(txs))
 		for i, tx := range txs {
-			res[i] = TxResult{Status: StatusUnknown, IdempotencyKey: tx.IdempotencyKey}
+			res[i] = wire.TxResult{Status: wire.StatusUnknown, IdempotencyKey: tx.IdempotencyKey}
 		}
-		return res, fmt.Errorf("%w: batch of %d%s: %w", ErrUnknownOutcome, len(txs), lastError(last), ctxErr)
+		return res, fmt.Errorf("%w: batch of %d%s: %w", wire.ErrUnknownOutcome, len(txs), lastError(last), ctxErr)
 	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -296,10 +297,10 @@ func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOp
 		}
 		var ok bool
 		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
-			return unknown(errNoTimeLeft)
+			return unknown(ErrNoTimeLeft)
 		}
 		a, err := c.roundTrip(ctx, base, req)
-		if te, ok := errors.AsType[*transportError](err); ok {
+		if te, ok := errors.AsType[*TransportError](err); ok {
 			ambiguous = ambiguous || te.sent
 			if ctx.Err() != nil {
 				return unknown(ctx.Err())
@@ -311,7 +312,7 @@ func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOp
 			return nil, err
 		}
 		if a.status == http.StatusOK {
-			var br BatchResponse
+			var br wire.BatchResponse
 			if err := decodeAnswer(a, &br); err != nil {
 				return nil, err
 			}
@@ -323,7 +324,7 @@ func (c *Client) SubmitBatch(ctx context.Context, txs []TxRequest, opts SubmitOp
 		}
 		code, aerr := classify(a)
 		switch {
-		case ambiguousCode(code) || code == CodeUnknownOutcome:
+		case ambiguousCode(code) || code == wire.CodeUnknownOutcome:
 			ambiguous, last, base = true, aerr, c.next(base)
 		case refused(code):
 			last, base = aerr, c.afterRefusal(ctx, base, code)

@@ -1,4 +1,4 @@
-package api
+package peer
 
 import (
 	"bufio"
@@ -17,23 +17,40 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
-// streamServer is an httptest server of a Server over b that counts the
-// connections made to it.
+var _ api.Streams = (*StreamServer)(nil)
+
+// streamServer is an httptest server of a Server over b, with a StreamServer,
+// that counts the connections made to it and keeps those its propose streams
+// hijacked.
 type streamServer struct {
 	*httptest.Server
-	api   *Server
+	api   *api.Server
 	conns atomic.Int64
+
+	mu       sync.Mutex
+	hijacked []net.Conn
 }
 
-func newStreamServer(t *testing.T, b Backend) *streamServer {
+func newStreamServer(t *testing.T, b api.Backend) *streamServer {
 	t.Helper()
-	s := &streamServer{api: NewServer(testConfig, b)}
+	cfg := testConfig
+	cfg.Streams = NewStreamServer(nil)
+	s := &streamServer{api: api.NewServer(cfg, b)}
 	s.Server = httptest.NewUnstartedServer(s.api)
-	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
+	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
 			s.conns.Add(1)
+		case http.StateHijacked:
+			s.mu.Lock()
+			s.hijacked = append(s.hijacked, c)
+			s.mu.Unlock()
 		}
 	}
 	s.Start()
@@ -45,22 +62,22 @@ func newStreamServer(t *testing.T, b Backend) *streamServer {
 }
 
 func newTestStreams(t *testing.T) *Streams {
-	p := NewStreams(NewClient(ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+	p := NewStreams(client.NewClient(client.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
 	t.Cleanup(func() { p.Close() })
 	return p
 }
 
 // echoPropose answers each frame with a result whose idempotency key is the
 // frame's text.
-func echoPropose(_ context.Context, payloads [][]byte, _ SubmitOptions) ([]TxResult, error) {
-	out := make([]TxResult, len(payloads))
+func echoPropose(_ context.Context, payloads [][]byte, _ wire.SubmitOptions) ([]wire.TxResult, error) {
+	out := make([]wire.TxResult, len(payloads))
 	for i, p := range payloads {
-		out[i] = TxResult{Status: StatusCommitted, IdempotencyKey: string(p), Index: uint64(i + 1)}
+		out[i] = wire.TxResult{Status: wire.StatusCommitted, IdempotencyKey: string(p), Index: uint64(i + 1)}
 	}
 	return out, nil
 }
 
-func checkEcho(t *testing.T, payloads [][]byte, res []TxResult, err error) {
+func checkEcho(t *testing.T, payloads [][]byte, res []wire.TxResult, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("Propose: %v", err)
@@ -69,7 +86,7 @@ func checkEcho(t *testing.T, payloads [][]byte, res []TxResult, err error) {
 		t.Fatalf("%d results for %d payloads", len(res), len(payloads))
 	}
 	for i, r := range res {
-		if r.IdempotencyKey != string(payloads[i]) || r.Status != StatusCommitted {
+		if r.IdempotencyKey != string(payloads[i]) || r.Status != wire.StatusCommitted {
 			t.Errorf("result %d = %+v, want the echo of %q", i, r, payloads[i])
 		}
 	}
@@ -79,8 +96,8 @@ func checkEcho(t *testing.T, payloads [][]byte, res []TxResult, err error) {
 // its options, and each gets its own results.
 func TestStreamPropose(t *testing.T) {
 	var mu sync.Mutex
-	seen := map[string]SubmitOptions{}
-	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+	seen := map[string]wire.SubmitOptions{}
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 		mu.Lock()
 		seen[string(payloads[0])] = opts
 		mu.Unlock()
@@ -93,7 +110,7 @@ func TestStreamPropose(t *testing.T) {
 	for i := range 50 {
 		wg.Go(func() {
 			payloads := [][]byte{fmt.Appendf(nil, "p%d", i), []byte("x")}
-			opts := SubmitOptions{Ack: AckAll, Fresh: i%2 == 0, Timeout: time.Duration(i+1) * 100 * time.Millisecond}
+			opts := wire.SubmitOptions{Ack: wire.AckAll, Fresh: i%2 == 0, Timeout: time.Duration(i+1) * 100 * time.Millisecond}
 			res, err := p.Propose(ctx, s.URL, payloads, opts)
 			checkEcho(t, payloads, res, err)
 		})
@@ -104,7 +121,7 @@ func TestStreamPropose(t *testing.T) {
 	}
 	for i := range 50 {
 		o := seen[fmt.Sprintf("p%d", i)]
-		if o.Ack != AckAll || o.Fresh != (i%2 == 0) || o.Timeout != time.Duration(i+1)*100*time.Millisecond {
+		if o.Ack != wire.AckAll || o.Fresh != (i%2 == 0) || o.Timeout != time.Duration(i+1)*100*time.Millisecond {
 			t.Errorf("proposal %d arrived with %+v", i, o)
 		}
 	}
@@ -113,25 +130,25 @@ func TestStreamPropose(t *testing.T) {
 // TestStreamErrors: an error answer on the stream is the error ProposeTo
 // returns for the same answer over HTTP.
 func TestStreamErrors(t *testing.T) {
-	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(_ context.Context, payloads [][]byte, _ SubmitOptions) ([]TxResult, error) {
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(_ context.Context, payloads [][]byte, _ wire.SubmitOptions) ([]wire.TxResult, error) {
 		switch string(payloads[0]) {
 		case "not-leader":
-			return nil, ErrNotLeader
+			return nil, wire.ErrNotLeader
 		case "short":
-			return []TxResult{{Status: StatusCommitted}}, nil
+			return []wire.TxResult{{Status: wire.StatusCommitted}}, nil
 		}
 		return nil, errors.New("boom")
 	}})
-	p, c := newTestStreams(t), NewClient(ClientConfig{})
+	p, c := newTestStreams(t), client.NewClient(client.ClientConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// codeOf is the wire code err stands for.
 	codeOf := func(err error) string {
-		if e, ok := errors.AsType[*Error](err); ok {
+		if e, ok := errors.AsType[*wire.Error](err); ok {
 			return e.Code
 		}
-		if errors.Is(err, ErrNotLeader) {
-			return CodeNotLeader
+		if errors.Is(err, wire.ErrNotLeader) {
+			return wire.CodeNotLeader
 		}
 		return fmt.Sprint(err)
 	}
@@ -140,18 +157,18 @@ func TestStreamErrors(t *testing.T) {
 		payloads [][]byte
 		want     string
 	}{
-		{"not leader", [][]byte{[]byte("not-leader")}, CodeNotLeader},
-		{"empty frame", [][]byte{[]byte("a"), {}}, CodeBadRequest},
-		{"too many frames", [][]byte{[]byte("a"), []byte("b"), []byte("c")}, CodeBadRequest},
-		{"results missing", [][]byte{[]byte("short"), []byte("b")}, CodeInternal},
-		{"internal", [][]byte{[]byte("boom")}, CodeInternal},
+		{"not leader", [][]byte{[]byte("not-leader")}, wire.CodeNotLeader},
+		{"empty frame", [][]byte{[]byte("a"), {}}, wire.CodeBadRequest},
+		{"too many frames", [][]byte{[]byte("a"), []byte("b"), []byte("c")}, wire.CodeBadRequest},
+		{"results missing", [][]byte{[]byte("short"), []byte("b")}, wire.CodeInternal},
+		{"internal", [][]byte{[]byte("boom")}, wire.CodeInternal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := p.Propose(ctx, s.URL, tc.payloads, SubmitOptions{})
+			_, err := p.Propose(ctx, s.URL, tc.payloads, wire.SubmitOptions{})
 			if got := codeOf(err); got != tc.want {
 				t.Errorf("stream: %v (code %s), want code %s", err, got, tc.want)
 			}
-			_, herr := c.ProposeTo(ctx, s.URL, tc.payloads, SubmitOptions{})
+			_, herr := c.ProposeTo(ctx, s.URL, tc.payloads, wire.SubmitOptions{})
 			if fmt.Sprint(err) != fmt.Sprint(herr) {
 				t.Errorf("stream error %q, HTTP error %q: want the same", err, herr)
 			}
@@ -165,10 +182,10 @@ func TestStreamErrors(t *testing.T) {
 // TestStreamFallback: a node that does not serve streams (404 on the upgrade)
 // gets POST /v1/internal/propose, and is not asked for a stream again at once.
 func TestStreamFallback(t *testing.T) {
-	inner := NewServer(testConfig, &fakeBackend{ProposeFunc: echoPropose})
+	inner := api.NewServer(testConfig, &fakeBackend{ProposeFunc: echoPropose})
 	var upgrades, posts atomic.Int64
 	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == StreamPath {
+		if r.URL.Path == wire.StreamPath {
 			upgrades.Add(1)
 			http.NotFound(w, r)
 			return
@@ -182,7 +199,7 @@ func TestStreamFallback(t *testing.T) {
 	defer cancel()
 	for i := range 3 {
 		payloads := [][]byte{fmt.Appendf(nil, "f%d", i)}
-		res, err := p.Propose(ctx, old.URL, payloads, SubmitOptions{})
+		res, err := p.Propose(ctx, old.URL, payloads, wire.SubmitOptions{})
 		checkEcho(t, payloads, res, err)
 	}
 	if upgrades.Load() != 1 || posts.Load() != 3 {
@@ -194,8 +211,8 @@ func TestStreamFallback(t *testing.T) {
 // that one signals entered (when not nil) and waits for release, or also for
 // its context when honourCtx (a live but slow peer; without it, a paused peer
 // that does not answer even at the timeout).
-func hangingPropose(release <-chan struct{}, entered chan<- struct{}, honourCtx bool) func(context.Context, [][]byte, SubmitOptions) ([]TxResult, error) {
-	return func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+func hangingPropose(release <-chan struct{}, entered chan<- struct{}, honourCtx bool) func(context.Context, [][]byte, wire.SubmitOptions) ([]wire.TxResult, error) {
+	return func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 		if string(payloads[0]) != "hang" {
 			return echoPropose(ctx, payloads, opts)
 		}
@@ -219,7 +236,7 @@ func hangingPropose(release <-chan struct{}, entered chan<- struct{}, honourCtx 
 func proposeHanging(ctx context.Context, p *Streams, url string, entered <-chan struct{}) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Propose(ctx, url, [][]byte{[]byte("hang")}, SubmitOptions{})
+		_, err := p.Propose(ctx, url, [][]byte{[]byte("hang")}, wire.SubmitOptions{})
 		done <- err
 	}()
 	<-entered
@@ -238,17 +255,17 @@ func TestStreamReopens(t *testing.T) {
 	defer cancel()
 	failed := proposeHanging(ctx, p, s.URL, entered)
 	s.CloseClientConnections() // the hijacked stream is not among them
-	s.api.streams.mu.Lock()
-	for st := range s.api.streams.conns {
-		st.conn.Close()
+	s.mu.Lock()                // the server's ends of its streams
+	for _, c := range s.hijacked {
+		c.Close()
 	}
-	s.api.streams.mu.Unlock()
+	s.mu.Unlock()
 	err := <-failed
-	if _, ok := errors.AsType[*transportError](err); !ok {
+	if _, ok := errors.AsType[*client.TransportError](err); !ok {
 		t.Fatalf("call on a dead stream: %v, want a transport error", err)
 	}
 	payloads := [][]byte{[]byte("after")}
-	res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+	res, err := p.Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
 	checkEcho(t, payloads, res, err)
 	if got := s.conns.Load(); got != 2 {
 		t.Errorf("%d connections, want 2", got)
@@ -277,7 +294,7 @@ func TestStreamSlowCommit(t *testing.T) {
 	next := func(name string) {
 		t.Helper()
 		payloads := [][]byte{[]byte(name)}
-		res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+		res, err := p.Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
 		checkEcho(t, payloads, res, err)
 		if got := s.conns.Load(); got != 1 {
 			t.Errorf("%s: %d connections, want 1", name, got)
@@ -287,7 +304,7 @@ func TestStreamSlowCommit(t *testing.T) {
 	for _, wait := range []time.Duration{150 * time.Millisecond, time.Second} {
 		short, cancelShort := context.WithTimeout(ctx, wait)
 		start := time.Now()
-		_, err := p.Propose(short, s.URL, [][]byte{[]byte("hang")}, SubmitOptions{})
+		_, err := p.Propose(short, s.URL, [][]byte{[]byte("hang")}, wire.SubmitOptions{})
 		cancelShort()
 		if err == nil {
 			t.Fatal("a call whose answer never came succeeded")
@@ -325,18 +342,18 @@ func fakePeer(t *testing.T, answer func(id uint64) (status int, body []byte, ok 
 				if _, err := http.ReadRequest(br); err != nil {
 					return
 				}
-				fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", StreamProtocol)
+				fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", wire.StreamProtocol)
 				for {
-					msg, err := readStreamMessage(br, 1<<20)
+					msg, err := wire.ReadStreamMessage(br, 1<<20)
 					if err != nil {
 						return
 					}
-					id, _, _, err := decodeStreamRequest(msg)
+					id, _, _, err := wire.DecodeStreamRequest(msg)
 					if err != nil {
 						return
 					}
 					if status, body, ok := answer(id); ok {
-						conn.Write(encodeStreamAnswer(id, status, body))
+						conn.Write(wire.EncodeStreamAnswer(id, status, body))
 					}
 				}
 			})
@@ -356,10 +373,10 @@ func TestStreamDeadPeer(t *testing.T) {
 	for i := int64(1); i <= 2; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		start := time.Now()
-		_, err := p.Propose(ctx, url, [][]byte{[]byte("x")}, SubmitOptions{})
+		_, err := p.Propose(ctx, url, [][]byte{[]byte("x")}, wire.SubmitOptions{})
 		took := time.Since(start)
 		cancel()
-		if _, ok := errors.AsType[*transportError](err); !ok {
+		if _, ok := errors.AsType[*client.TransportError](err); !ok {
 			t.Fatalf("call %d on a dead peer: %v, want a transport error", i, err)
 		}
 		if took > 3*time.Second {
@@ -387,7 +404,7 @@ func TestStreamPingOldPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := p.Propose(ctx, url, [][]byte{[]byte("x")}, SubmitOptions{}); err == nil {
+	if _, err := p.Propose(ctx, url, [][]byte{[]byte("x")}, wire.SubmitOptions{}); err == nil {
 		t.Fatal("a call whose answer never came succeeded")
 	}
 	if took := time.Since(start); took < 780*time.Millisecond {
@@ -410,7 +427,7 @@ func rawStream(t *testing.T, url string) (net.Conn, *bufio.Reader) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: %s\r\n\r\n", StreamPath, StreamProtocol)
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: %s\r\n\r\n", wire.StreamPath, wire.StreamProtocol)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -433,17 +450,17 @@ func TestStreamBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	answer := func() (uint64, int, ErrorBody) {
+	answer := func() (uint64, int, wire.ErrorBody) {
 		t.Helper()
-		msg, err := readStreamMessage(br, 1<<20)
+		msg, err := wire.ReadStreamMessage(br, 1<<20)
 		if err != nil {
 			t.Fatalf("read answer: %v", err)
 		}
-		id, status, body, err := decodeStreamAnswer(msg)
+		id, status, body, err := wire.DecodeStreamAnswer(msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var e struct{ Error ErrorBody }
+		var e struct{ Error wire.ErrorBody }
 		_ = json.Unmarshal(body, &e)
 		return id, status, e.Error
 	}
@@ -453,49 +470,49 @@ func TestStreamBadInput(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"timout=1s", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
-		{"ack=most", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
-		{"fresh=yes", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
-		{"timeout=2h", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
-		{"%zz", EncodeFrames([][]byte{[]byte("a")}), 400, CodeInvalidParam},
-		{"", []byte{0x05, 'a'}, 400, CodeBadRequest},
-		{"", nil, 400, CodeBadRequest},
+		{"timout=1s", wire.EncodeFrames([][]byte{[]byte("a")}), 400, wire.CodeInvalidParam},
+		{"ack=most", wire.EncodeFrames([][]byte{[]byte("a")}), 400, wire.CodeInvalidParam},
+		{"fresh=yes", wire.EncodeFrames([][]byte{[]byte("a")}), 400, wire.CodeInvalidParam},
+		{"timeout=2h", wire.EncodeFrames([][]byte{[]byte("a")}), 400, wire.CodeInvalidParam},
+		{"%zz", wire.EncodeFrames([][]byte{[]byte("a")}), 400, wire.CodeInvalidParam},
+		{"", []byte{0x05, 'a'}, 400, wire.CodeBadRequest},
+		{"", nil, 400, wire.CodeBadRequest},
 	} {
-		send(encodeStreamRequest(7, tc.q, tc.frames))
+		send(wire.EncodeStreamRequest(7, tc.q, tc.frames))
 		id, status, e := answer()
 		if id != 7 || status != tc.status || e.Code != tc.code {
 			t.Errorf("query %q, frames %q: answer %d %d %+v, want 7 %d %s", tc.q, tc.frames, id, status, e, tc.status, tc.code)
 		}
 	}
 	// The stream still serves.
-	send(encodeStreamRequest(8, "", EncodeFrames([][]byte{[]byte("ok")})))
+	send(wire.EncodeStreamRequest(8, "", wire.EncodeFrames([][]byte{[]byte("ok")})))
 	if id, status, _ := answer(); id != 8 || status != 200 {
 		t.Errorf("answer %d %d after bad requests, want 8 200", id, status)
 	}
 	// A message too long for the server, then an envelope without a query
 	// length: each ends its stream.
 	for _, msg := range [][]byte{
-		binary.AppendUvarint(nil, uint64(testConfig.MaxInternalBodyBytes+maxStreamHeadBytes+1)),
-		appendStreamMessage(nil, []byte{9}, nil),
+		binary.AppendUvarint(nil, uint64(testConfig.MaxInternalBodyBytes+wire.MaxStreamHeadBytes+1)),
+		wire.AppendStreamMessage(nil, []byte{9}, nil),
 	} {
 		c, r := rawStream(t, s.URL)
 		c.Write(msg)
-		if _, err := readStreamMessage(r, 1<<20); !errors.Is(err, io.EOF) {
+		if _, err := wire.ReadStreamMessage(r, 1<<20); !errors.Is(err, io.EOF) {
 			t.Errorf("after message %q the stream gave %v, want EOF", msg[:min(len(msg), 8)], err)
 		}
 	}
 	// Others are not affected.
 	payloads := [][]byte{[]byte("still")}
-	res, err := newTestStreams(t).Propose(context.Background(), s.URL, payloads, SubmitOptions{})
+	res, err := newTestStreams(t).Propose(context.Background(), s.URL, payloads, wire.SubmitOptions{})
 	checkEcho(t, payloads, res, err)
 	// Without the upgrade headers: a 400 JSON error.
-	resp, err := http.Get(s.URL + StreamPath)
+	resp, err := http.Get(s.URL + wire.StreamPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" {
-		t.Errorf("GET %s without upgrade: %d %s, want 400 JSON", StreamPath, resp.StatusCode, resp.Header.Get("Content-Type"))
+		t.Errorf("GET %s without upgrade: %d %s, want 400 JSON", wire.StreamPath, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
 
@@ -504,7 +521,7 @@ func TestStreamBadInput(t *testing.T) {
 func TestCloseStreams(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 		entered <- struct{}{}
 		<-release
 		return echoPropose(ctx, payloads, opts)
@@ -515,7 +532,7 @@ func TestCloseStreams(t *testing.T) {
 	payloads := [][]byte{[]byte("inflight")}
 	got := make(chan error, 1)
 	go func() {
-		res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+		res, err := p.Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
 		if err == nil && (len(res) != 1 || res[0].IdempotencyKey != "inflight") {
 			err = fmt.Errorf("results %+v", res)
 		}
@@ -531,17 +548,17 @@ func TestCloseStreams(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Errorf("CloseStreams: %v", err)
 	}
-	_, err := NewStreams(NewClient(ClientConfig{})).Propose(ctx, s.URL, payloads, SubmitOptions{})
-	if !errors.Is(err, ErrShuttingDown) {
+	_, err := NewStreams(client.NewClient(client.ClientConfig{})).Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
+	if !errors.Is(err, wire.ErrShuttingDown) {
 		t.Errorf("a stream opened after CloseStreams: %v, want shutting_down", err)
 	}
 }
 
 func FuzzDecodeStream(f *testing.F) {
 	for _, b := range [][]byte{
-		encodeStreamRequest(1, "timeout=5s&ack=all&fresh=true", EncodeFrames([][]byte{[]byte("abc"), []byte("d")})),
-		encodeStreamAnswer(300, 200, []byte(`{"results":[]}`)),
-		encodeStreamAnswer(2, 503, []byte(`{"error":{"code":"not_leader","message":"x"}}`)),
+		wire.EncodeStreamRequest(1, "timeout=5s&ack=all&fresh=true", wire.EncodeFrames([][]byte{[]byte("abc"), []byte("d")})),
+		wire.EncodeStreamAnswer(300, 200, []byte(`{"results":[]}`)),
+		wire.EncodeStreamAnswer(2, 503, []byte(`{"error":{"code":"not_leader","message":"x"}}`)),
 		{0x80}, {0x01, 0x80, 0x00}, {0x00, 0x03, 'a'}, {},
 	} {
 		f.Add(b)
@@ -551,23 +568,23 @@ func FuzzDecodeStream(f *testing.F) {
 		// panics, and what decodes encodes back to the same bytes.
 		br := bufio.NewReader(bytes.NewReader(data))
 		for {
-			body, err := readStreamMessage(br, 1<<16)
+			body, err := wire.ReadStreamMessage(br, 1<<16)
 			if err != nil {
 				break
 			}
-			if id, q, frames, err := decodeStreamRequest(body); err == nil {
-				if back := encodeStreamRequest(id, q, frames); !bytes.Equal(back[len(back)-len(body):], body) {
+			if id, q, frames, err := wire.DecodeStreamRequest(body); err == nil {
+				if back := wire.EncodeStreamRequest(id, q, frames); !bytes.Equal(back[len(back)-len(body):], body) {
 					t.Fatalf("request %q re-encodes as %q", body, back)
 				}
-			} else if !errors.Is(err, errStreamMessage) {
-				t.Fatalf("request error %v is not errStreamMessage", err)
+			} else if !errors.Is(err, wire.ErrStreamMessage) {
+				t.Fatalf("request error %v is not wire.ErrStreamMessage", err)
 			}
-			if id, status, rest, err := decodeStreamAnswer(body); err == nil {
-				if back := encodeStreamAnswer(id, status, rest); !bytes.Equal(back[len(back)-len(body):], body) {
+			if id, status, rest, err := wire.DecodeStreamAnswer(body); err == nil {
+				if back := wire.EncodeStreamAnswer(id, status, rest); !bytes.Equal(back[len(back)-len(body):], body) {
 					t.Fatalf("answer %q re-encodes as %q", body, back)
 				}
-			} else if !errors.Is(err, errStreamMessage) {
-				t.Fatalf("answer error %v is not errStreamMessage", err)
+			} else if !errors.Is(err, wire.ErrStreamMessage) {
+				t.Fatalf("answer error %v is not wire.ErrStreamMessage", err)
 			}
 		}
 	})
@@ -591,19 +608,19 @@ func TestStreamShortDeadline(t *testing.T) {
 	late, cancelLate := context.WithDeadline(ctx, time.Now().Add(-time.Millisecond))
 	defer cancelLate()
 	id := cs.nextID()
-	if _, err := cs.call(late, id, encodeStreamRequest(id, "", EncodeFrames([][]byte{[]byte("late")}))); err == nil {
+	if _, err := cs.call(late, id, wire.EncodeStreamRequest(id, "", wire.EncodeFrames([][]byte{[]byte("late")}))); err == nil {
 		t.Fatal("a call past its deadline succeeded")
 	}
 	close(release)
 	// Released, hangingPropose answers with no results: what matters is that an
 	// answer comes, not a transport error.
 	if err := <-inFlight; err != nil {
-		if _, ok := errors.AsType[*transportError](err); ok {
+		if _, ok := errors.AsType[*client.TransportError](err); ok {
 			t.Fatalf("the call in flight failed with the stream: %v", err)
 		}
 	}
 	payloads := [][]byte{[]byte("after")}
-	res, err := p.Propose(ctx, s.URL, payloads, SubmitOptions{})
+	res, err := p.Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
 	checkEcho(t, payloads, res, err)
 	if got := s.conns.Load(); got != 1 {
 		t.Errorf("%d connections, want 1: the stream failed", got)

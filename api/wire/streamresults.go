@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"encoding/binary"
@@ -50,8 +50,8 @@ func versionKeys(keys []string, versions map[string]uint64) []string {
 	return keys
 }
 
-// appendResults appends the binary form of rs to b.
-func appendResults(b []byte, rs []TxResult) []byte {
+// AppendResults appends the binary form of rs to b.
+func AppendResults(b []byte, rs []TxResult) []byte {
 	b = binary.AppendUvarint(b, uint64(len(rs)))
 	var keys []string
 	for _, r := range rs {
@@ -112,7 +112,7 @@ type resultReader struct {
 
 func (r *resultReader) fail(what string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: results: %s at %d bytes from the end", errStreamMessage, what, len(r.b))
+		r.err = fmt.Errorf("%w: results: %s at %d bytes from the end", ErrStreamMessage, what, len(r.b))
 	}
 }
 
@@ -143,8 +143,8 @@ func (r *resultReader) string(what string) string {
 	return s
 }
 
-// decodeResults decodes the binary form of results, all of b.
-func decodeResults(b []byte) ([]TxResult, error) {
+// DecodeResults decodes the binary form of results, all of b.
+func DecodeResults(b []byte) ([]TxResult, error) {
 	r := &resultReader{b: b}
 	n := r.uvarint("count")
 	if n > uint64(len(r.b)) { // every result takes bytes

@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"bytes"
@@ -14,10 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/txlog/txlog/api/wire"
 )
 
-// maxAnswerBytes bounds the body of an answer the Client reads.
-const maxAnswerBytes = 256 << 20
+// MaxAnswerBytes bounds the body of an answer the Client reads.
+const MaxAnswerBytes = 256 << 20
 
 // request is one HTTP request the Client sends, maybe several times.
 type request struct {
@@ -37,8 +39,8 @@ type answer struct {
 	body   []byte
 }
 
-// transportError is an HTTP exchange that got no answer.
-type transportError struct {
+// TransportError is an HTTP exchange that got no answer.
+type TransportError struct {
 	endpoint string
 	err      error
 	// sent is false only when the request certainly did not reach the server
@@ -46,9 +48,9 @@ type transportError struct {
 	sent bool
 }
 
-func (e *transportError) Error() string { return e.endpoint + ": " + e.err.Error() }
+func (e *TransportError) Error() string { return e.endpoint + ": " + e.err.Error() }
 
-func (e *transportError) Unwrap() error { return e.err }
+func (e *TransportError) Unwrap() error { return e.err }
 
 // roundTrip sends req to base once and reads the whole answer.
 func (c *Client) roundTrip(ctx context.Context, base string, req request) (answer, error) {
@@ -75,15 +77,15 @@ func (c *Client) roundTrip(ctx context.Context, base string, req request) (answe
 	hr.Header.Set("Accept", "application/json")
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return answer{}, &transportError{endpoint: base, err: err, sent: !dialFailed(err)}
+		return answer{}, &TransportError{endpoint: base, err: err, sent: !dialFailed(err)}
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 	if err != nil {
-		return answer{}, &transportError{endpoint: base, err: fmt.Errorf("read answer: %w", err), sent: true}
+		return answer{}, &TransportError{endpoint: base, err: fmt.Errorf("read answer: %w", err), sent: true}
 	}
-	if len(b) > maxAnswerBytes {
-		return answer{}, &transportError{endpoint: base, err: fmt.Errorf("answer longer than %d bytes", maxAnswerBytes), sent: true}
+	if len(b) > MaxAnswerBytes {
+		return answer{}, &TransportError{endpoint: base, err: fmt.Errorf("answer longer than %d bytes", MaxAnswerBytes), sent: true}
 	}
 	return answer{status: resp.StatusCode, body: b}, nil
 }
@@ -94,17 +96,32 @@ func dialFailed(err error) bool {
 	return ok && oe.Op == "dial"
 }
 
+// NewTransportError is the *TransportError of a request to endpoint that got
+// no answer: err says why, sent whether the request may have reached it (its
+// outcome is then open). node/peer's propose streams fail their calls with it.
+func NewTransportError(endpoint string, err error, sent bool) error {
+	return &TransportError{endpoint: endpoint, err: err, sent: sent}
+}
+
+// AnswerError is the error of an answer that is not a 2xx, as the Client's
+// calls return it: the code's sentinel or *Error, through the code table.
+// node/peer uses it for the answers of propose streams.
+func AnswerError(status int, body []byte) error {
+	_, err := classify(answer{status: status, body: body})
+	return err
+}
+
 // classify turns a non-2xx answer into its wire code and error. An answer
 // without an error object (from a proxy, say) gets the code "http_<status>".
 func classify(a answer) (string, error) {
 	var body struct {
-		Error *ErrorBody `json:"error"`
+		Error *wire.ErrorBody `json:"error"`
 	}
 	if json.Unmarshal(a.body, &body) == nil && body.Error != nil && body.Error.Code != "" {
 		if le, ok := leaseError(body.Error.Code, a.body); ok {
 			return body.Error.Code, le
 		}
-		return body.Error.Code, codeError(*body.Error)
+		return body.Error.Code, body.Error.Err()
 	}
 	code := "http_" + strconv.Itoa(a.status)
 	msg := strings.TrimSpace(string(a.body))
@@ -114,19 +131,19 @@ func classify(a answer) (string, error) {
 	if msg == "" {
 		msg = http.StatusText(a.status)
 	}
-	return code, &Error{Code: code, Message: msg}
+	return code, &wire.Error{Code: code, Message: msg}
 }
 
 // refused reports whether code says the request was not carried out and may be
 // carried out by another node or later.
 func refused(code string) bool {
-	return retryableCode(code) || code == "http_503"
+	return wire.RetryableCode(code) || code == "http_503"
 }
 
 // ambiguousCode reports whether code leaves open whether the request was
 // carried out.
 func ambiguousCode(code string) bool {
-	return code == CodeTimeout || code == "http_502" || code == "http_504"
+	return code == wire.CodeTimeout || code == "http_502" || code == "http_504"
 }
 
 // decodeAnswer decodes the JSON body of a 2xx answer into out.
@@ -176,7 +193,7 @@ func giveUp(last, ctxErr error) error {
 // afterRefusal picks the endpoint to try after base refused with code: the
 // leader base names when code is not_leader and base knows one, else the next.
 func (c *Client) afterRefusal(ctx context.Context, base, code string) string {
-	if code == CodeNotLeader {
+	if code == wire.CodeNotLeader {
 		if leader, ok := c.learnLeader(ctx, base); ok {
 			return leader
 		}
@@ -186,7 +203,7 @@ func (c *Client) afterRefusal(ctx context.Context, base, code string) string {
 
 // learnLeader asks base for the leader's HTTP address and prefers it.
 func (c *Client) learnLeader(ctx context.Context, base string) (string, bool) {
-	var st ClusterStatus
+	var st wire.ClusterStatus
 	if err := c.callAt(ctx, base, request{method: http.MethodGet, path: "/v1/cluster"}, &st); err != nil {
 		return "", false
 	}
@@ -205,7 +222,7 @@ func leaderURL(from, addr string) (string, bool) {
 		return "", false
 	}
 	if strings.Contains(addr, "://") {
-		u, err := normalizeBaseURL(addr)
+		u, err := NormalizeBaseURL(addr)
 		return u, err == nil
 	}
 	host, _, err := net.SplitHostPort(addr)
@@ -240,7 +257,7 @@ func (c *Client) call(ctx context.Context, req request, idempotent bool, out any
 			}
 		}
 		a, err := c.roundTrip(ctx, base, req)
-		if te, ok := errors.AsType[*transportError](err); ok {
+		if te, ok := errors.AsType[*TransportError](err); ok {
 			if ctx.Err() != nil {
 				return giveUp(last, ctx.Err())
 			}
@@ -271,7 +288,7 @@ func (c *Client) call(ctx context.Context, req request, idempotent bool, out any
 
 // callAt sends req to base once and decodes a 2xx answer into out.
 func (c *Client) callAt(ctx context.Context, base string, req request, out any) error {
-	b, err := normalizeBaseURL(base)
+	b, err := NormalizeBaseURL(base)
 	if err != nil {
 		return fmt.Errorf("api client: base URL: %w", err)
 	}
@@ -284,16 +301,4 @@ func (c *Client) callAt(ctx context.Context, base string, req request, out any) 
 	}
 	_, aerr := classify(a)
 	return aerr
-}
-
-// marshalJSON encodes v without escaping <, > and &, so that a value goes
-// over the wire, and into the log, as the caller wrote it.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

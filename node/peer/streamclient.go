@@ -1,4 +1,4 @@
-package api
+package peer
 
 import (
 	"bufio"
@@ -11,16 +11,19 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
-// Streams sends internal proposals over propose streams (stream.go), one
+// Streams sends internal proposals over propose streams (wire/stream.go), one
 // persistent connection per node, opened on first use and opened again after
 // it fails. A node that does not serve streams (it answers the upgrade with
 // 404 or 405: an older version) gets POST /v1/internal/propose through the
 // Client instead, and is asked again after streamRefusalTTL. Safe for
 // concurrent use.
 type Streams struct {
-	client *Client
+	client *client.Client
 	dialer net.Dialer
 
 	mu      sync.Mutex
@@ -49,7 +52,7 @@ var (
 var errNoStream = errors.New("no propose stream")
 
 // NewStreams returns Streams that fall back to c.
-func NewStreams(c *Client) *Streams {
+func NewStreams(c *client.Client) *Streams {
 	return &Streams{client: c, conns: map[string]*clientStream{}, refused: map[string]time.Time{}}
 }
 
@@ -57,10 +60,10 @@ func NewStreams(c *Client) *Streams {
 // baseURL and returns one result per payload. Errors are those of ProposeTo: a
 // code's sentinel for an error answer, or a transport error when no answer
 // came (the proposal may still have been carried out).
-func (p *Streams) Propose(ctx context.Context, baseURL string, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
-	q, _, ok := proposeQuery(ctx, opts)
+func (p *Streams) Propose(ctx context.Context, baseURL string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+	q, _, ok := client.ProposeQuery(ctx, opts)
 	if !ok {
-		return nil, fmt.Errorf("propose to %s: %w", baseURL, errNoTimeLeft)
+		return nil, fmt.Errorf("propose to %s: %w", baseURL, client.ErrNoTimeLeft)
 	}
 	cs, err := p.stream(ctx, baseURL)
 	if errors.Is(err, errNoStream) {
@@ -70,15 +73,15 @@ func (p *Streams) Propose(ctx context.Context, baseURL string, payloads [][]byte
 		return nil, err
 	}
 	id := cs.nextID()
-	a, err := cs.call(ctx, id, encodeStreamRequest(id, q.Encode(), EncodeFrames(payloads)))
+	a, err := cs.call(ctx, id, wire.EncodeStreamRequest(id, q.Encode(), wire.EncodeFrames(payloads)))
 	if err != nil {
 		return nil, err
 	}
 	if a.status/100 != 2 {
-		_, aerr := classify(a)
+		aerr := client.AnswerError(a.status, a.body)
 		return nil, aerr
 	}
-	results, err := decodeResults(a.body)
+	results, err := wire.DecodeResults(a.body)
 	if err != nil {
 		return nil, fmt.Errorf("propose answer from %s: %w", baseURL, err)
 	}
@@ -125,7 +128,7 @@ func (p *Streams) stream(ctx context.Context, base string) (*clientStream, error
 		select {
 		case <-cs.ready:
 		case <-ctx.Done():
-			return nil, &transportError{endpoint: base, err: fmt.Errorf("open propose stream: %w", ctx.Err())}
+			return nil, client.NewTransportError(base, fmt.Errorf("open propose stream: %w", ctx.Err()), false)
 		}
 		if cs.openErr != nil {
 			return nil, cs.openErr
@@ -170,7 +173,7 @@ func (p *Streams) drop(cs *clientStream) {
 
 // open dials cs.base and upgrades the connection to a propose stream.
 func (p *Streams) open(ctx context.Context, cs *clientStream) error {
-	b, err := normalizeBaseURL(cs.base)
+	b, err := client.NormalizeBaseURL(cs.base)
 	if err != nil {
 		return fmt.Errorf("api client: base URL: %w", err)
 	}
@@ -180,14 +183,14 @@ func (p *Streams) open(ctx context.Context, cs *clientStream) error {
 	}
 	conn, err := p.dialer.DialContext(ctx, "tcp", u.Host)
 	if err != nil {
-		return &transportError{endpoint: cs.base, err: err}
+		return client.NewTransportError(cs.base, err, false)
 	}
 	dl, ok := ctx.Deadline()
 	if !ok {
-		dl = time.Now().Add(DefaultTimeout)
+		dl = time.Now().Add(wire.DefaultTimeout)
 	}
 	_ = conn.SetDeadline(dl)
-	req := "GET " + StreamPath + " HTTP/1.1\r\nHost: " + u.Host + "\r\nConnection: Upgrade\r\nUpgrade: " + StreamProtocol + "\r\n\r\n"
+	req := "GET " + wire.StreamPath + " HTTP/1.1\r\nHost: " + u.Host + "\r\nConnection: Upgrade\r\nUpgrade: " + wire.StreamProtocol + "\r\n\r\n"
 	br := bufio.NewReaderSize(conn, 64<<10)
 	var resp *http.Response
 	if _, err = io.WriteString(conn, req); err == nil {
@@ -195,16 +198,16 @@ func (p *Streams) open(ctx context.Context, cs *clientStream) error {
 	}
 	if err != nil {
 		conn.Close()
-		return &transportError{endpoint: cs.base, err: fmt.Errorf("open propose stream: %w", err), sent: true}
+		return client.NewTransportError(cs.base, fmt.Errorf("open propose stream: %w", err), true)
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Upgrade") != StreamProtocol {
+	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Upgrade") != wire.StreamProtocol {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 		resp.Body.Close()
 		conn.Close()
 		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
 			return fmt.Errorf("%s: %w (status %d)", cs.base, errNoStream, resp.StatusCode)
 		}
-		_, aerr := classify(answer{status: resp.StatusCode, body: body})
+		aerr := client.AnswerError(resp.StatusCode, body)
 		return fmt.Errorf("open propose stream to %s: %w", cs.base, aerr)
 	}
 	_ = conn.SetDeadline(time.Time{})
@@ -236,6 +239,12 @@ type clientStream struct {
 	pinged    time.Time // when the ping not answered yet went out; zero if none
 }
 
+// answer is the status and body of an answer on a stream.
+type answer struct {
+	status int
+	body   []byte
+}
+
 type streamReply struct {
 	a   answer
 	err error
@@ -253,14 +262,14 @@ func (cs *clientStream) nextID() uint64 {
 // there is watch's to tell.
 func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer, error) {
 	if err := ctx.Err(); err != nil {
-		return answer{}, &transportError{endpoint: cs.base, err: fmt.Errorf("propose stream: %w", err)} // not sent
+		return answer{}, client.NewTransportError(cs.base, fmt.Errorf("propose stream: %w", err), false) // not sent
 	}
 	ch := make(chan streamReply, 1)
 	cs.mu.Lock()
 	if cs.err != nil {
 		err := cs.err
 		cs.mu.Unlock()
-		return answer{}, &transportError{endpoint: cs.base, err: err}
+		return answer{}, client.NewTransportError(cs.base, err, false)
 	}
 	if len(cs.pending) == 0 {
 		cs.busySince = time.Now()
@@ -277,7 +286,7 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	// that reads nothing is given that long anyway (watch).
 	dl, ok := ctx.Deadline()
 	if !ok {
-		dl = time.Now().Add(DefaultTimeout)
+		dl = time.Now().Add(wire.DefaultTimeout)
 	}
 	if least := time.Now().Add(cs.deadAfter); dl.Before(least) {
 		dl = least
@@ -300,7 +309,7 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	cs.mu.Lock()
 	delete(cs.pending, id)
 	cs.mu.Unlock()
-	return answer{}, &transportError{endpoint: cs.base, err: fmt.Errorf("propose stream: %w", ctx.Err()), sent: true}
+	return answer{}, client.NewTransportError(cs.base, fmt.Errorf("propose stream: %w", ctx.Err()), true)
 }
 
 // watch pings the stream when calls have waited streamPingAfter with nothing
@@ -348,7 +357,7 @@ func (cs *clientStream) watch() {
 			// pings, or it times out and fails the stream.
 			if cs.wmu.TryLock() {
 				_ = cs.conn.SetWriteDeadline(now.Add(cs.deadAfter))
-				_, err := cs.conn.Write(encodeStreamRequest(pingID, "", nil))
+				_, err := cs.conn.Write(wire.EncodeStreamRequest(wire.PingID, "", nil))
 				cs.wmu.Unlock()
 				if err != nil {
 					cs.fail(fmt.Errorf("write ping: %w", err))
@@ -366,12 +375,12 @@ func (cs *clientStream) watch() {
 // read delivers answers to their calls until the stream fails.
 func (cs *clientStream) read() {
 	for {
-		msg, err := readStreamMessage(cs.br, maxAnswerBytes)
+		msg, err := wire.ReadStreamMessage(cs.br, client.MaxAnswerBytes)
 		if err != nil {
 			cs.fail(fmt.Errorf("read: %w", err))
 			return
 		}
-		id, status, body, err := decodeStreamAnswer(msg)
+		id, status, body, err := wire.DecodeStreamAnswer(msg)
 		if err != nil {
 			cs.fail(err)
 			return
@@ -402,6 +411,6 @@ func (cs *clientStream) fail(err error) {
 	cs.drop()
 	cs.conn.Close()
 	for _, ch := range pending {
-		ch <- streamReply{err: &transportError{endpoint: cs.base, err: fmt.Errorf("propose stream: %w", err), sent: true}}
+		ch <- streamReply{err: client.NewTransportError(cs.base, fmt.Errorf("propose stream: %w", err), true)}
 	}
 }

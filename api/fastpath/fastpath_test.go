@@ -1,4 +1,4 @@
-package api
+package fastpath
 
 import (
 	"bufio"
@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // fastPair serves one Server twice: through net/http alone, and through a
@@ -23,9 +26,9 @@ type fastPair struct {
 	fl          *FastListener
 }
 
-func newFastPair(t testing.TB, cfg Config, fcfg FastConfig, b Backend) *fastPair {
+func newFastPair(t testing.TB, cfg api.Config, fcfg FastConfig, b api.Backend) *fastPair {
 	t.Helper()
-	s := NewServer(cfg, b)
+	s := api.NewServer(cfg, b)
 	plainLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +37,7 @@ func newFastPair(t testing.TB, cfg Config, fcfg FastConfig, b Backend) *fastPair
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := s.FastListener(fastLn, fcfg)
+	fl := NewFastListener(s, fastLn, fcfg)
 	plain, fast := &http.Server{Handler: s}, &http.Server{Handler: s}
 	go plain.Serve(plainLn)
 	go fast.Serve(fl)
@@ -78,18 +81,18 @@ func exchange(t *testing.T, addr, raw string, n int) (answers []*http.Response, 
 
 func okBackend() *fakeBackend {
 	return &fakeBackend{
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
-			return TxResult{TxID: 12345, Status: "committed", Index: 7, Term: 2, Versions: map[string]uint64{tx.Ops[0].Key: 1}}, nil
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+			return wire.TxResult{TxID: 12345, Status: "committed", Index: 7, Term: 2, Versions: map[string]uint64{tx.Ops[0].Key: 1}}, nil
 		},
-		SubmitBatchFunc: func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
-			out := make([]TxResult, len(txs))
+		SubmitBatchFunc: func(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+			out := make([]wire.TxResult, len(txs))
 			for i := range out {
-				out[i] = TxResult{TxID: 12345, Status: "committed", Index: uint64(7 + i), Term: 2}
+				out[i] = wire.TxResult{TxID: 12345, Status: "committed", Index: uint64(7 + i), Term: 2}
 			}
 			return out, nil
 		},
-		GetFunc: func(ctx context.Context, key string, opts ReadOptions) (KV, error) {
-			return KV{Key: key, Value: []byte(`"v"`), Version: 3, Index: 9}, nil
+		GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
+			return wire.KV{Key: key, Value: []byte(`"v"`), Version: 3, Index: 9}, nil
 		},
 	}
 }
@@ -194,9 +197,9 @@ func TestFastPathKeepAliveAndHandoff(t *testing.T) {
 func TestFastPathReusedWriter(t *testing.T) {
 	b := okBackend()
 	ok := b.SubmitFunc
-	b.SubmitFunc = func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	b.SubmitFunc = func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		if tx.Ops[0].Key == "busy" {
-			return TxResult{}, ErrNoLeader
+			return wire.TxResult{}, wire.ErrNoLeader
 		}
 		return ok(ctx, tx, opts)
 	}
@@ -248,10 +251,10 @@ func TestFastPathShutdown(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
 	b := okBackend()
-	b.SubmitFunc = func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	b.SubmitFunc = func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		started <- struct{}{}
 		<-release
-		return TxResult{TxID: 12345, Status: "committed", Index: 1, Term: 1}, nil
+		return wire.TxResult{TxID: 12345, Status: "committed", Index: 1, Term: 1}, nil
 	}
 	p := newFastPair(t, testConfig, FastConfig{}, b)
 	idle, err := net.Dial("tcp", p.fast)
@@ -309,11 +312,11 @@ func TestFastPathShutdown(t *testing.T) {
 func TestFastPathPanic(t *testing.T) {
 	var calls atomic.Int32
 	b := okBackend()
-	b.SubmitFunc = func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	b.SubmitFunc = func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		if calls.Add(1) == 1 {
 			panic("boom")
 		}
-		return TxResult{TxID: 12345, Status: "committed", Index: 1, Term: 1}, nil
+		return wire.TxResult{TxID: 12345, Status: "committed", Index: 1, Term: 1}, nil
 	}
 	p := newFastPair(t, testConfig, FastConfig{}, b)
 	c, err := net.Dial("tcp", p.fast)
@@ -363,8 +366,8 @@ func TestFastPathTimeouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusRequestTimeout || !bytes.Contains(body, []byte(CodeRequestTimeout)) {
-			t.Errorf("%s: %d %s, want 408 %s", addr, resp.StatusCode, body, CodeRequestTimeout)
+		if resp.StatusCode != http.StatusRequestTimeout || !bytes.Contains(body, []byte(wire.CodeRequestTimeout)) {
+			t.Errorf("%s: %d %s, want 408 %s", addr, resp.StatusCode, body, wire.CodeRequestTimeout)
 		}
 		c.Close()
 	}
@@ -412,12 +415,12 @@ func FuzzParseFastRequest(f *testing.F) {
 // idle fast connection closes, Serve returns ErrServerClosed, and closing the
 // listener again fails nothing.
 func TestFastPathShutdownBesideServer(t *testing.T) {
-	s := NewServer(testConfig, okBackend())
+	s := api.NewServer(testConfig, okBackend())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fl := s.FastListener(ln, FastConfig{})
+	fl := NewFastListener(s, ln, FastConfig{})
 	srv := &http.Server{Handler: s}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(fl) }()

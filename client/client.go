@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -54,7 +55,7 @@ const (
 func (c ClientConfig) Validate() error {
 	var errs []error
 	for i, e := range c.Endpoints {
-		if _, err := normalizeBaseURL(e); err != nil {
+		if _, err := NormalizeBaseURL(e); err != nil {
 			errs = append(errs, fmt.Errorf("Endpoints[%d]: %w", i, err))
 		}
 	}
@@ -69,9 +70,9 @@ func (c ClientConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// normalizeBaseURL checks that s is an http or https URL with a host and no
+// NormalizeBaseURL checks that s is an http or https URL with a host and no
 // query, and returns it without a trailing slash.
-func normalizeBaseURL(s string) (string, error) {
+func NormalizeBaseURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
@@ -136,7 +137,7 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	c := &Client{cfg: cfg, hc: hc}
 	for _, e := range cfg.Endpoints {
-		if n, err := normalizeBaseURL(e); err == nil {
+		if n, err := NormalizeBaseURL(e); err == nil {
 			e = n
 		}
 		if !slices.Contains(c.endpoints, e) {
@@ -200,18 +201,18 @@ func waitQuery(wait time.Duration) url.Values {
 // Tx looks a transaction up by its ID on any node. With wait > 0 the server
 // waits up to wait for a pending transaction to be resolved. An unknown ID
 // gives ErrNotFound.
-func (c *Client) Tx(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error) {
-	var res TxResult
+func (c *Client) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+	var res wire.TxResult
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/tx/" + id.String(), query: waitQuery(wait), serverTime: wait}, true, &res)
 	return res, err
 }
 
 // TxByIdempotencyKey looks a transaction up by its idempotency key on any node;
 // wait as for Tx.
-func (c *Client) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (TxResult, error) {
+func (c *Client) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
 	q := waitQuery(wait)
 	q.Set("idempotency_key", key)
-	var res TxResult
+	var res wire.TxResult
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/tx", query: q, serverTime: wait}, true, &res)
 	return res, err
 }
@@ -219,28 +220,28 @@ func (c *Client) TxByIdempotencyKey(ctx context.Context, key string, wait time.D
 // PendingKeyFrom asks the node at baseURL, as a node asks another (header
 // X-Txlog-Forwarded), for the transaction under key that it accepted and has
 // not resolved: pending with its txid, or ErrNotFound.
-func (c *Client) PendingKeyFrom(ctx context.Context, baseURL, key string) (TxResult, error) {
-	req := request{method: http.MethodGet, path: "/v1/tx", query: url.Values{"idempotency_key": {key}}, header: http.Header{HeaderForwarded: {"1"}}}
-	var res TxResult
+func (c *Client) PendingKeyFrom(ctx context.Context, baseURL, key string) (wire.TxResult, error) {
+	req := request{method: http.MethodGet, path: "/v1/tx", query: url.Values{"idempotency_key": {key}}, header: http.Header{wire.HeaderForwarded: {"1"}}}
+	var res wire.TxResult
 	err := c.callAt(ctx, baseURL, req, &res)
 	return res, err
 }
 
 // getRequest is the request of GET /v1/kv/{key}.
-func getRequest(key string, opts ReadOptions) request {
+func getRequest(key string, opts wire.ReadOptions) request {
 	req := request{method: http.MethodGet, path: "/v1/kv/" + url.PathEscape(key)}
 	if opts.Consistency != "" {
 		req.query = url.Values{"consistency": {opts.Consistency}}
 	}
 	if opts.Forwarded {
-		req.header = http.Header{HeaderForwarded: {"1"}}
+		req.header = http.Header{wire.HeaderForwarded: {"1"}}
 	}
 	return req
 }
 
 // Get reads key from any node. A missing key gives ErrNotFound.
-func (c *Client) Get(ctx context.Context, key string, opts ReadOptions) (KV, error) {
-	var kv KV
+func (c *Client) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
+	var kv wire.KV
 	err := c.call(ctx, getRequest(key, opts), true, &kv)
 	return kv, err
 }
@@ -248,16 +249,16 @@ func (c *Client) Get(ctx context.Context, key string, opts ReadOptions) (KV, err
 // GetFrom reads key from the node at baseURL only, once, marked as forwarded
 // (header X-Txlog-Forwarded: 1) so that node does not forward it again. A node
 // uses it to pass a read on to the leader.
-func (c *Client) GetFrom(ctx context.Context, baseURL, key string, opts ReadOptions) (KV, error) {
+func (c *Client) GetFrom(ctx context.Context, baseURL, key string, opts wire.ReadOptions) (wire.KV, error) {
 	opts.Forwarded = true
-	var kv KV
+	var kv wire.KV
 	err := c.callAt(ctx, baseURL, getRequest(key, opts), &kv)
 	return kv, err
 }
 
 // Log reads up to limit committed transactions from index from on, from any
 // node. from 0 and limit 0 leave the server's defaults (1 and 100).
-func (c *Client) Log(ctx context.Context, from uint64, limit int) (LogPage, error) {
+func (c *Client) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
 	q := url.Values{}
 	if from > 0 {
 		q.Set("from", strconv.FormatUint(from, 10))
@@ -265,27 +266,27 @@ func (c *Client) Log(ctx context.Context, from uint64, limit int) (LogPage, erro
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
 	}
-	var page LogPage
+	var page wire.LogPage
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/log", query: q}, true, &page)
 	return page, err
 }
 
 // Cluster describes the cluster as any node sees it.
-func (c *Client) Cluster(ctx context.Context) (ClusterStatus, error) {
-	var st ClusterStatus
+func (c *Client) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
+	var st wire.ClusterStatus
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster"}, true, &st)
 	return st, err
 }
 
 // ClusterFrom describes the cluster as the node at baseURL sees it.
-func (c *Client) ClusterFrom(ctx context.Context, baseURL string) (ClusterStatus, error) {
-	var st ClusterStatus
+func (c *Client) ClusterFrom(ctx context.Context, baseURL string) (wire.ClusterStatus, error) {
+	var st wire.ClusterStatus
 	err := c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/v1/cluster"}, &st)
 	return st, err
 }
 
-func joinRequest(req JoinRequest) (request, error) {
-	body, err := marshalJSON(req)
+func joinRequest(req wire.JoinRequest) (request, error) {
+	body, err := wire.MarshalJSON(req)
 	if err != nil {
 		return request{}, fmt.Errorf("encode join request: %w", err)
 	}
@@ -296,8 +297,8 @@ func joinRequest(req JoinRequest) (request, error) {
 // node number it holds there. It is retried only while no node has carried it
 // out. A number another member holds gives an *Error with code
 // CodeNodeNumberTaken.
-func (c *Client) Join(ctx context.Context, req JoinRequest) (JoinResult, error) {
-	var res JoinResult
+func (c *Client) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
+	var res wire.JoinResult
 	r, err := joinRequest(req)
 	if err != nil {
 		return res, err
@@ -307,8 +308,8 @@ func (c *Client) Join(ctx context.Context, req JoinRequest) (JoinResult, error) 
 }
 
 // JoinVia asks the node at baseURL, once, to add a server.
-func (c *Client) JoinVia(ctx context.Context, baseURL string, req JoinRequest) (JoinResult, error) {
-	var res JoinResult
+func (c *Client) JoinVia(ctx context.Context, baseURL string, req wire.JoinRequest) (wire.JoinResult, error) {
+	var res wire.JoinResult
 	r, err := joinRequest(req)
 	if err != nil {
 		return res, err
@@ -332,8 +333,8 @@ func (c *Client) RemoveVia(ctx context.Context, baseURL, id string) error {
 	return c.callAt(ctx, baseURL, removeRequest(id), nil)
 }
 
-func transferRequest(req TransferRequest) (request, error) {
-	body, err := marshalJSON(req)
+func transferRequest(req wire.TransferRequest) (request, error) {
+	body, err := wire.MarshalJSON(req)
 	if err != nil {
 		return request{}, fmt.Errorf("encode transfer request: %w", err)
 	}
@@ -342,23 +343,23 @@ func transferRequest(req TransferRequest) (request, error) {
 
 // TransferLeadership hands leadership to req.ID, or to a server Raft chooses,
 // through any node.
-func (c *Client) TransferLeadership(ctx context.Context, req TransferRequest) (TransferResult, error) {
+func (c *Client) TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
 	r, err := transferRequest(req)
 	if err != nil {
-		return TransferResult{}, err
+		return wire.TransferResult{}, err
 	}
-	var res TransferResult
+	var res wire.TransferResult
 	err = c.call(ctx, r, false, &res)
 	return res, err
 }
 
 // TransferLeadershipVia asks the node at baseURL, once, to hand leadership over.
-func (c *Client) TransferLeadershipVia(ctx context.Context, baseURL string, req TransferRequest) (TransferResult, error) {
+func (c *Client) TransferLeadershipVia(ctx context.Context, baseURL string, req wire.TransferRequest) (wire.TransferResult, error) {
 	r, err := transferRequest(req)
 	if err != nil {
-		return TransferResult{}, err
+		return wire.TransferResult{}, err
 	}
-	var res TransferResult
+	var res wire.TransferResult
 	err = c.callAt(ctx, baseURL, r, &res)
 	return res, err
 }
@@ -367,20 +368,20 @@ func (c *Client) TransferLeadershipVia(ctx context.Context, baseURL string, req 
 // frames of POST /v1/internal/propose, and returns one result per payload. A
 // node uses it to forward what it accepted to the leader; a node that is not
 // the leader answers ErrNotLeader.
-func (c *Client) ProposeTo(ctx context.Context, baseURL string, payloads [][]byte, opts SubmitOptions) ([]TxResult, error) {
-	q, serverTime, ok := proposeQuery(ctx, opts)
+func (c *Client) ProposeTo(ctx context.Context, baseURL string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+	q, serverTime, ok := ProposeQuery(ctx, opts)
 	if !ok {
-		return nil, fmt.Errorf("propose to %s: %w", baseURL, errNoTimeLeft)
+		return nil, fmt.Errorf("propose to %s: %w", baseURL, ErrNoTimeLeft)
 	}
 	req := request{
 		method:     http.MethodPost,
 		path:       "/v1/internal/propose",
 		query:      q,
 		header:     http.Header{"Content-Type": {"application/octet-stream"}},
-		body:       EncodeFrames(payloads),
+		body:       wire.EncodeFrames(payloads),
 		serverTime: serverTime,
 	}
-	var br BatchResponse
+	var br wire.BatchResponse
 	if err := c.callAt(ctx, baseURL, req, &br); err != nil {
 		return nil, err
 	}

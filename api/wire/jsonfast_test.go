@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"bytes"
@@ -16,30 +16,30 @@ var jsonCases = append(append([]TxResult(nil), sampleResults...),
 	TxResult{Status: StatusRejected, Conflict: &Conflict{Key: "k", Fence: "f\"<", Expected: 1, Actual: 2}},
 )
 
-// TestTxResultJSON: the hand encoder writes what marshalJSON writes, for a
+// TestTxResultJSON: the hand encoder writes what MarshalJSON writes, for a
 // result alone and for a batch (empty and nil included).
 func TestTxResultJSON(t *testing.T) {
 	for i, r := range jsonCases {
-		want, err := marshalJSON(r)
+		want, err := MarshalJSON(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendTxResultJSON(nil, &r); !bytes.Equal(got, want) {
+		if got := AppendTxResultJSON(nil, &r); !bytes.Equal(got, want) {
 			t.Errorf("result %d:\n got %s\nwant %s", i, got, want)
 		}
 	}
 	for _, rs := range [][]TxResult{jsonCases, {}, nil} {
-		want, err := marshalJSON(BatchResponse{Results: rs})
+		want, err := MarshalJSON(BatchResponse{Results: rs})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendBatchJSON(nil, rs); !bytes.Equal(got, want) {
+		if got := AppendBatchJSON(nil, rs); !bytes.Equal(got, want) {
 			t.Errorf("batch of %d:\n got %s\nwant %s", len(rs), got, want)
 		}
 	}
 }
 
-// FuzzTxResultJSON compares the hand encoder with marshalJSON on arbitrary
+// FuzzTxResultJSON compares the hand encoder with MarshalJSON on arbitrary
 // strings and numbers.
 func FuzzTxResultJSON(f *testing.F) {
 	for _, r := range jsonCases {
@@ -67,11 +67,11 @@ func FuzzTxResultJSON(f *testing.F) {
 		if code != "" {
 			r.Error = &ErrorBody{Code: code, Message: msg, TxID: txid.ID(n)}
 		}
-		want, err := marshalJSON(r)
+		want, err := MarshalJSON(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendTxResultJSON(nil, &r); !bytes.Equal(got, want) {
+		if got := AppendTxResultJSON(nil, &r); !bytes.Equal(got, want) {
 			t.Fatalf("\n got %s\nwant %s", got, want)
 		}
 	})
@@ -82,7 +82,7 @@ func BenchmarkTxResultJSON(b *testing.B) {
 	b.Run("marshalJSON", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := marshalJSON(r); err != nil {
+			if _, err := MarshalJSON(r); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -90,7 +90,7 @@ func BenchmarkTxResultJSON(b *testing.B) {
 	b.Run("append", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			appendTxResultJSON(make([]byte, 0, 256), &r)
+			AppendTxResultJSON(make([]byte, 0, 256), &r)
 		}
 	})
 }

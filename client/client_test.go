@@ -1,4 +1,4 @@
-package api
+package client
 
 import (
 	"context"
@@ -12,13 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
 
 // testNode serves b over HTTP until the test ends.
-func testNode(t *testing.T, b Backend) *httptest.Server {
+func testNode(t *testing.T, b api.Backend) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(NewServer(Config{}, b))
+	srv := httptest.NewServer(api.NewServer(api.Config{}, b))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -52,24 +54,24 @@ func (l *keyLog) all() []string {
 	return append([]string(nil), l.keys...)
 }
 
-var putK = TxRequest{Ops: []Op{{Op: OpPut, Key: "k", Value: []byte(`"<v>"`)}}}
+var putK = wire.TxRequest{Ops: []wire.Op{{Op: wire.OpPut, Key: "k", Value: []byte(`"<v>"`)}}}
 
 func TestClientFailsOverOn503WithTheSameKey(t *testing.T) {
 	var seen keyLog
-	down := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	down := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		seen.add(tx.IdempotencyKey)
-		return TxResult{}, ErrNoLeader
+		return wire.TxResult{}, wire.ErrNoLeader
 	}})
-	up := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	up := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		seen.add(tx.IdempotencyKey)
 		if string(tx.Ops[0].Value) != `"<v>"` {
 			t.Errorf("value = %s, want it as sent", tx.Ops[0].Value)
 		}
-		return TxResult{TxID: testID, Status: StatusCommitted}, nil
+		return wire.TxResult{TxID: testID, Status: wire.StatusCommitted}, nil
 	}})
 	c := testClient(down.URL, up.URL)
-	res, err := c.Submit(t.Context(), putK, SubmitOptions{})
-	if err != nil || res.Status != StatusCommitted || res.TxID != testID {
+	res, err := c.Submit(t.Context(), putK, wire.SubmitOptions{})
+	if err != nil || res.Status != wire.StatusCommitted || res.TxID != testID {
 		t.Fatalf("Submit() = %+v, %v; want committed", res, err)
 	}
 	keys := seen.all()
@@ -85,14 +87,14 @@ func TestClientSkipsDeadEndpoint(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
 	var calls atomic.Int32
-	up := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+	up := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 		calls.Add(1)
-		return TxResult{TxID: testID, Status: StatusCommitted}, nil
+		return wire.TxResult{TxID: testID, Status: wire.StatusCommitted}, nil
 	}})
 	// A refused connection never carried the request, so the client submits
 	// without looking anything up (the fake has no lookup methods).
-	res, err := testClient(dead.URL, up.URL).Submit(t.Context(), putK, SubmitOptions{Timeout: time.Second, Ack: AckAll})
-	if err != nil || res.Status != StatusCommitted || calls.Load() != 1 {
+	res, err := testClient(dead.URL, up.URL).Submit(t.Context(), putK, wire.SubmitOptions{Timeout: time.Second, Ack: wire.AckAll})
+	if err != nil || res.Status != wire.StatusCommitted || calls.Load() != 1 {
 		t.Fatalf("Submit() = %+v, %v after %d calls; want committed after 1", res, err, calls.Load())
 	}
 }
@@ -100,21 +102,23 @@ func TestClientSkipsDeadEndpoint(t *testing.T) {
 func TestClientReturns4xxAtOnce(t *testing.T) {
 	var requests atomic.Int32
 	b := &fakeBackend{
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 			if tx.Ops[0].Key == "bad" {
-				return TxResult{}, &Error{Code: CodeInvalidParam, Message: "ack=all: not available"}
+				return wire.TxResult{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "ack=all: not available"}
 			}
-			return TxResult{TxID: testID, Status: StatusRejected, Conflict: &Conflict{Key: "k", Expected: 0, Actual: 4}}, nil
+			return wire.TxResult{TxID: testID, Status: wire.StatusRejected, Conflict: &wire.Conflict{Key: "k", Expected: 0, Actual: 4}}, nil
 		},
-		GetFunc: func(ctx context.Context, key string, opts ReadOptions) (KV, error) { return KV{}, ErrNotFound },
-		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error) {
-			return TxResult{}, ErrNotFound
+		GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
+			return wire.KV{}, wire.ErrNotFound
 		},
-		RemoveFunc: func(ctx context.Context, id string) error { return ErrNotFound },
+		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+			return wire.TxResult{}, wire.ErrNotFound
+		},
+		RemoveFunc: func(ctx context.Context, id string) error { return wire.ErrNotFound },
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
-		NewServer(Config{}, b).ServeHTTP(w, r)
+		api.NewServer(api.Config{}, b).ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	other := testNode(t, &fakeBackend{}) // would answer 500 to anything
@@ -128,30 +132,30 @@ func TestClientReturns4xxAtOnce(t *testing.T) {
 		code     string // of the *Error
 	}{
 		{"invalid transaction", func() error {
-			_, err := c.Submit(ctx, TxRequest{}, SubmitOptions{})
+			_, err := c.Submit(ctx, wire.TxRequest{}, wire.SubmitOptions{})
 			return err
-		}, nil, CodeInvalidTx},
+		}, nil, wire.CodeInvalidTx},
 		{"bad key", func() error {
-			_, err := c.Submit(ctx, TxRequest{Ops: []Op{{Op: OpDelete, Key: strings.Repeat("k", 2000)}}}, SubmitOptions{})
+			_, err := c.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: wire.OpDelete, Key: strings.Repeat("k", 2000)}}}, wire.SubmitOptions{})
 			return err
-		}, nil, CodeInvalidTx},
+		}, nil, wire.CodeInvalidTx},
 		{"bad parameter from backend", func() error {
-			_, err := c.Submit(ctx, TxRequest{Ops: []Op{{Op: OpDelete, Key: "bad"}}}, SubmitOptions{})
+			_, err := c.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: wire.OpDelete, Key: "bad"}}}, wire.SubmitOptions{})
 			return err
-		}, nil, CodeInvalidParam},
+		}, nil, wire.CodeInvalidParam},
 		{"bad ack", func() error {
-			_, err := c.Submit(ctx, putK, SubmitOptions{Ack: "most"})
+			_, err := c.Submit(ctx, putK, wire.SubmitOptions{Ack: "most"})
 			return err
-		}, nil, CodeInvalidParam},
+		}, nil, wire.CodeInvalidParam},
 		{"get not found", func() error {
-			_, err := c.Get(ctx, "k", ReadOptions{})
+			_, err := c.Get(ctx, "k", wire.ReadOptions{})
 			return err
-		}, ErrNotFound, ""},
+		}, wire.ErrNotFound, ""},
 		{"tx not found", func() error {
 			_, err := c.Tx(ctx, testID, 0)
 			return err
-		}, ErrNotFound, ""},
-		{"remove not found", func() error { return c.Remove(ctx, "n9") }, ErrNotFound, ""},
+		}, wire.ErrNotFound, ""},
+		{"remove not found", func() error { return c.Remove(ctx, "n9") }, wire.ErrNotFound, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,7 +170,7 @@ func TestClientReturns4xxAtOnce(t *testing.T) {
 				}
 				return
 			}
-			e, ok := errors.AsType[*Error](err)
+			e, ok := errors.AsType[*wire.Error](err)
 			if !ok || e.Code != tt.code {
 				t.Errorf("error = %v (%T), want *Error with code %s", err, err, tt.code)
 			}
@@ -174,8 +178,8 @@ func TestClientReturns4xxAtOnce(t *testing.T) {
 	}
 
 	t.Run("rejected is not an error", func(t *testing.T) {
-		res, err := c.Submit(ctx, putK, SubmitOptions{})
-		if err != nil || res.Status != StatusRejected || res.Conflict == nil || res.Conflict.Actual != 4 {
+		res, err := c.Submit(ctx, putK, wire.SubmitOptions{})
+		if err != nil || res.Status != wire.StatusRejected || res.Conflict == nil || res.Conflict.Actual != 4 {
 			t.Errorf("Submit() = %+v, %v; want rejected with conflict", res, err)
 		}
 	})
@@ -185,17 +189,17 @@ func TestClientResolvesUnknownOutcome(t *testing.T) {
 	var submits atomic.Int32
 	var looked atomic.Value
 	b := &fakeBackend{
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 			submits.Add(1)
-			return TxResult{TxID: testID}, ErrUnknownOutcome
+			return wire.TxResult{TxID: testID}, wire.ErrUnknownOutcome
 		},
-		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error) {
+		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
 			looked.Store(id)
-			return TxResult{TxID: id, Status: StatusCommitted, Index: 12}, nil
+			return wire.TxResult{TxID: id, Status: wire.StatusCommitted, Index: 12}, nil
 		},
 	}
-	res, err := testClient(testNode(t, b).URL).Submit(t.Context(), putK, SubmitOptions{})
-	if err != nil || res.Status != StatusCommitted || res.Index != 12 {
+	res, err := testClient(testNode(t, b).URL).Submit(t.Context(), putK, wire.SubmitOptions{})
+	if err != nil || res.Status != wire.StatusCommitted || res.Index != 12 {
 		t.Fatalf("Submit() = %+v, %v; want committed", res, err)
 	}
 	if submits.Load() != 1 || looked.Load() != testID {
@@ -207,19 +211,19 @@ func TestClientResubmitsWhenUnknownTxIsNotFound(t *testing.T) {
 	var seen keyLog
 	var submits atomic.Int32
 	b := &fakeBackend{
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 			seen.add(tx.IdempotencyKey)
 			if submits.Add(1) == 1 {
-				return TxResult{TxID: testID}, ErrUnknownOutcome
+				return wire.TxResult{TxID: testID}, wire.ErrUnknownOutcome
 			}
-			return TxResult{TxID: testID + 1, Status: StatusCommitted}, nil
+			return wire.TxResult{TxID: testID + 1, Status: wire.StatusCommitted}, nil
 		},
-		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error) {
-			return TxResult{}, ErrNotFound
+		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+			return wire.TxResult{}, wire.ErrNotFound
 		},
 	}
-	res, err := testClient(testNode(t, b).URL).Submit(t.Context(), TxRequest{IdempotencyKey: "mine", Ops: putK.Ops}, SubmitOptions{})
-	if err != nil || res.Status != StatusCommitted {
+	res, err := testClient(testNode(t, b).URL).Submit(t.Context(), wire.TxRequest{IdempotencyKey: "mine", Ops: putK.Ops}, wire.SubmitOptions{})
+	if err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("Submit() = %+v, %v; want committed", res, err)
 	}
 	if keys := seen.all(); len(keys) != 2 || keys[0] != "mine" || keys[1] != "mine" {
@@ -230,16 +234,16 @@ func TestClientResubmitsWhenUnknownTxIsNotFound(t *testing.T) {
 func TestClientLooksUpAfterLostConnection(t *testing.T) {
 	var seen, lookedUp keyLog
 	b := &fakeBackend{
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 			seen.add(tx.IdempotencyKey)
-			return TxResult{TxID: testID, Status: StatusCommitted}, nil
+			return wire.TxResult{TxID: testID, Status: wire.StatusCommitted}, nil
 		},
-		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (TxResult, error) {
+		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
 			lookedUp.add(key)
-			return TxResult{}, ErrNotFound
+			return wire.TxResult{}, wire.ErrNotFound
 		},
 	}
-	api := NewServer(Config{}, b)
+	api := api.NewServer(api.Config{}, b)
 	var dropped atomic.Bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/tx" && r.Method == http.MethodPost && dropped.CompareAndSwap(false, true) {
@@ -258,8 +262,8 @@ func TestClientLooksUpAfterLostConnection(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	res, err := testClient(srv.URL).Submit(t.Context(), putK, SubmitOptions{})
-	if err != nil || res.Status != StatusCommitted {
+	res, err := testClient(srv.URL).Submit(t.Context(), putK, wire.SubmitOptions{})
+	if err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("Submit() = %+v, %v; want committed", res, err)
 	}
 	keys, looked := seen.all(), lookedUp.all()
@@ -273,20 +277,20 @@ func TestClientLooksUpAfterLostConnection(t *testing.T) {
 
 func TestClientGivesUpWithUnknownOutcome(t *testing.T) {
 	b := &fakeBackend{
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
-			return TxResult{TxID: testID}, ErrUnknownOutcome
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+			return wire.TxResult{TxID: testID}, wire.ErrUnknownOutcome
 		},
-		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (TxResult, error) {
-			return TxResult{TxID: id, Status: StatusPending}, nil
+		TxFunc: func(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+			return wire.TxResult{TxID: id, Status: wire.StatusPending}, nil
 		},
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
-	res, err := testClient(testNode(t, b).URL).Submit(ctx, TxRequest{IdempotencyKey: "k7", Ops: putK.Ops}, SubmitOptions{})
-	if !errors.Is(err, ErrUnknownOutcome) || !errors.Is(err, context.DeadlineExceeded) {
+	res, err := testClient(testNode(t, b).URL).Submit(ctx, wire.TxRequest{IdempotencyKey: "k7", Ops: putK.Ops}, wire.SubmitOptions{})
+	if !errors.Is(err, wire.ErrUnknownOutcome) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Submit() error = %v, want ErrUnknownOutcome and the deadline", err)
 	}
-	if res.Status != StatusUnknown || res.TxID != testID || res.IdempotencyKey != "k7" {
+	if res.Status != wire.StatusUnknown || res.TxID != testID || res.IdempotencyKey != "k7" {
 		t.Errorf("Submit() = %+v, want status unknown with txid and key", res)
 	}
 }
@@ -294,11 +298,13 @@ func TestClientGivesUpWithUnknownOutcome(t *testing.T) {
 func TestClientGivesUpWithoutLeader(t *testing.T) {
 	b := &fakeBackend{
 		// Like a node, wait for a leader until the request's time is up.
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 			<-ctx.Done()
-			return TxResult{}, ErrNoLeader
+			return wire.TxResult{}, wire.ErrNoLeader
 		},
-		GetFunc: func(ctx context.Context, key string, opts ReadOptions) (KV, error) { return KV{}, ErrNoLeader },
+		GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
+			return wire.KV{}, wire.ErrNoLeader
+		},
 	}
 	c := testClient(testNode(t, b).URL, testNode(t, b).URL)
 	// The client asks the server for a timeout that ends before its own
@@ -306,31 +312,31 @@ func TestClientGivesUpWithoutLeader(t *testing.T) {
 	// known: nothing was done.
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
-	if _, err := c.Submit(ctx, putK, SubmitOptions{}); !errors.Is(err, ErrNoLeader) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrUnknownOutcome) {
+	if _, err := c.Submit(ctx, putK, wire.SubmitOptions{}); !errors.Is(err, wire.ErrNoLeader) || !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, wire.ErrUnknownOutcome) {
 		t.Errorf("Submit() error = %v, want ErrNoLeader and the deadline", err)
 	}
 	ctx, cancel = context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := c.Get(ctx, "k", ReadOptions{}); !errors.Is(err, ErrNoLeader) {
+	if _, err := c.Get(ctx, "k", wire.ReadOptions{}); !errors.Is(err, wire.ErrNoLeader) {
 		t.Errorf("Get() error = %v, want ErrNoLeader", err)
 	}
 }
 
 func TestClientLearnsLeader(t *testing.T) {
-	leader := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
-		return TxResult{TxID: testID, Status: StatusCommitted}, nil
+	leader := testNode(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+		return wire.TxResult{TxID: testID, Status: wire.StatusCommitted}, nil
 	}})
 	follower := testNode(t, &fakeBackend{
-		SubmitFunc: func(ctx context.Context, tx TxRequest, opts SubmitOptions) (TxResult, error) {
-			return TxResult{}, ErrNotLeader
+		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+			return wire.TxResult{}, wire.ErrNotLeader
 		},
-		ClusterFunc: func(ctx context.Context) (ClusterStatus, error) {
-			return ClusterStatus{ID: "n2", LeaderID: "n1", LeaderHTTPAddr: strings.TrimPrefix(leader.URL, "http://")}, nil
+		ClusterFunc: func(ctx context.Context) (wire.ClusterStatus, error) {
+			return wire.ClusterStatus{ID: "n2", LeaderID: "n1", LeaderHTTPAddr: strings.TrimPrefix(leader.URL, "http://")}, nil
 		},
 	})
 	c := testClient(follower.URL)
-	res, err := c.Submit(t.Context(), putK, SubmitOptions{})
-	if err != nil || res.Status != StatusCommitted {
+	res, err := c.Submit(t.Context(), putK, wire.SubmitOptions{})
+	if err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("Submit() = %+v, %v; want committed", res, err)
 	}
 	if eps := c.Endpoints(); len(eps) != 2 || eps[0] != leader.URL {
@@ -340,23 +346,23 @@ func TestClientLearnsLeader(t *testing.T) {
 
 func TestClientSubmitBatch(t *testing.T) {
 	var seen keyLog
-	down := testNode(t, &fakeBackend{SubmitBatchFunc: func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
+	down := testNode(t, &fakeBackend{SubmitBatchFunc: func(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 		for _, tx := range txs {
 			seen.add(tx.IdempotencyKey)
 		}
-		return nil, ErrShuttingDown
+		return nil, wire.ErrShuttingDown
 	}})
-	up := testNode(t, &fakeBackend{SubmitBatchFunc: func(ctx context.Context, txs []TxRequest, opts SubmitOptions) ([]TxResult, error) {
-		res := make([]TxResult, len(txs))
+	up := testNode(t, &fakeBackend{SubmitBatchFunc: func(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+		res := make([]wire.TxResult, len(txs))
 		for i, tx := range txs {
 			seen.add(tx.IdempotencyKey)
-			res[i] = TxResult{TxID: testID + txid.ID(i), Status: StatusCommitted}
+			res[i] = wire.TxResult{TxID: testID + txid.ID(i), Status: wire.StatusCommitted}
 		}
 		return res, nil
 	}})
-	txs := []TxRequest{putK, {IdempotencyKey: "given", Ops: putK.Ops}}
-	res, err := testClient(down.URL, up.URL).SubmitBatch(t.Context(), txs, SubmitOptions{})
-	if err != nil || len(res) != 2 || res[1].Status != StatusCommitted {
+	txs := []wire.TxRequest{putK, {IdempotencyKey: "given", Ops: putK.Ops}}
+	res, err := testClient(down.URL, up.URL).SubmitBatch(t.Context(), txs, wire.SubmitOptions{})
+	if err != nil || len(res) != 2 || res[1].Status != wire.StatusCommitted {
 		t.Fatalf("SubmitBatch() = %+v, %v", res, err)
 	}
 	keys := seen.all()
@@ -371,48 +377,50 @@ func TestClientSubmitBatch(t *testing.T) {
 func TestClientReadsAndAdmin(t *testing.T) {
 	var mu sync.Mutex
 	var gotKey string
-	var gotOpts ReadOptions
+	var gotOpts wire.ReadOptions
 	var payloads [][]byte
 	b := &fakeBackend{
-		GetFunc: func(ctx context.Context, key string, opts ReadOptions) (KV, error) {
+		GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			gotKey, gotOpts = key, opts
-			return KV{Key: key, Value: []byte(`[1]`), Version: 2}, nil
+			return wire.KV{Key: key, Value: []byte(`[1]`), Version: 2}, nil
 		},
-		ProposeFunc: func(ctx context.Context, p [][]byte, opts SubmitOptions) ([]TxResult, error) {
+		ProposeFunc: func(ctx context.Context, p [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			payloads = p
-			return make([]TxResult, len(p)), nil
+			return make([]wire.TxResult, len(p)), nil
 		},
-		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (TxResult, error) {
-			return TxResult{TxID: testID, Status: StatusCommitted, IdempotencyKey: key}, nil
+		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
+			return wire.TxResult{TxID: testID, Status: wire.StatusCommitted, IdempotencyKey: key}, nil
 		},
-		LogFunc: func(ctx context.Context, from uint64, limit int) (LogPage, error) {
-			return LogPage{Entries: []LogEntry{{Index: from, TxID: testID, Status: StatusCommitted}}, Next: from + 1}, nil
+		LogFunc: func(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
+			return wire.LogPage{Entries: []wire.LogEntry{{Index: from, TxID: testID, Status: wire.StatusCommitted}}, Next: from + 1}, nil
 		},
-		ClusterFunc: func(ctx context.Context) (ClusterStatus, error) { return ClusterStatus{ID: "n1"}, nil },
-		JoinFunc:    func(ctx context.Context, req JoinRequest) (JoinResult, error) { return JoinResult{NodeNumber: 7}, nil },
-		RemoveFunc:  func(ctx context.Context, id string) error { return nil },
-		TransferLeadershipFunc: func(ctx context.Context, req TransferRequest) (TransferResult, error) {
-			return TransferResult{LeaderID: req.ID}, nil
+		ClusterFunc: func(ctx context.Context) (wire.ClusterStatus, error) { return wire.ClusterStatus{ID: "n1"}, nil },
+		JoinFunc: func(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
+			return wire.JoinResult{NodeNumber: 7}, nil
 		},
-		ReadyFunc: func(ctx context.Context) error { return &Error{Code: CodeNotReady, Message: "catching up"} },
+		RemoveFunc: func(ctx context.Context, id string) error { return nil },
+		TransferLeadershipFunc: func(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
+			return wire.TransferResult{LeaderID: req.ID}, nil
+		},
+		ReadyFunc: func(ctx context.Context) error { return &wire.Error{Code: wire.CodeNotReady, Message: "catching up"} },
 	}
 	srv := testNode(t, b)
 	c := testClient(srv.URL)
 	ctx := t.Context()
 
 	key := "dir/a b%c?d#e"
-	if kv, err := c.Get(ctx, key, ReadOptions{Consistency: ConsistencyStale}); err != nil || kv.Key != key || gotKey != key || gotOpts.Forwarded {
+	if kv, err := c.Get(ctx, key, wire.ReadOptions{Consistency: wire.ConsistencyStale}); err != nil || kv.Key != key || gotKey != key || gotOpts.Forwarded {
 		t.Errorf("Get(%q) = %+v, %v; backend got %q %+v", key, kv, err, gotKey, gotOpts)
 	}
-	if _, err := c.GetFrom(ctx, srv.URL+"/", "k", ReadOptions{Consistency: ConsistencyLeader}); err != nil || gotOpts != (ReadOptions{Consistency: ConsistencyLeader, Forwarded: true}) {
+	if _, err := c.GetFrom(ctx, srv.URL+"/", "k", wire.ReadOptions{Consistency: wire.ConsistencyLeader}); err != nil || gotOpts != (wire.ReadOptions{Consistency: wire.ConsistencyLeader, Forwarded: true}) {
 		t.Errorf("GetFrom() error %v; backend got %+v, want forwarded", err, gotOpts)
 	}
 	in := [][]byte{[]byte("a"), []byte("bc")}
-	if res, err := c.ProposeTo(ctx, srv.URL, in, SubmitOptions{Timeout: time.Second}); err != nil || len(res) != 2 || string(payloads[1]) != "bc" {
+	if res, err := c.ProposeTo(ctx, srv.URL, in, wire.SubmitOptions{Timeout: time.Second}); err != nil || len(res) != 2 || string(payloads[1]) != "bc" {
 		t.Errorf("ProposeTo() = %+v, %v; backend got %q", res, err, payloads)
 	}
 	if res, err := c.TxByIdempotencyKey(ctx, "a&b=c", time.Second); err != nil || res.IdempotencyKey != "a&b=c" {
@@ -427,25 +435,25 @@ func TestClientReadsAndAdmin(t *testing.T) {
 	if st, err := c.ClusterFrom(ctx, srv.URL); err != nil || st.ID != "n1" {
 		t.Errorf("ClusterFrom() = %+v, %v", st, err)
 	}
-	if res, err := c.Join(ctx, JoinRequest{ID: "n2", RaftAddr: "h:1"}); err != nil || res.NodeNumber != 7 {
+	if res, err := c.Join(ctx, wire.JoinRequest{ID: "n2", RaftAddr: "h:1"}); err != nil || res.NodeNumber != 7 {
 		t.Errorf("Join() = %+v, %v, want node number 7", res, err)
 	}
-	if _, err := c.JoinVia(ctx, srv.URL, JoinRequest{ID: "n2"}); !isCode(err, CodeBadRequest) {
+	if _, err := c.JoinVia(ctx, srv.URL, wire.JoinRequest{ID: "n2"}); !isCode(err, wire.CodeBadRequest) {
 		t.Errorf("JoinVia() without raft_addr = %v, want bad_request", err)
 	}
 	if err := c.RemoveVia(ctx, srv.URL, "n2"); err != nil {
 		t.Errorf("RemoveVia() = %v", err)
 	}
-	if res, err := c.TransferLeadership(ctx, TransferRequest{ID: "n3"}); err != nil || res.LeaderID != "n3" {
+	if res, err := c.TransferLeadership(ctx, wire.TransferRequest{ID: "n3"}); err != nil || res.LeaderID != "n3" {
 		t.Errorf("TransferLeadership() = %+v, %v", res, err)
 	}
-	if res, err := c.TransferLeadershipVia(ctx, srv.URL, TransferRequest{}); err != nil || res.LeaderID != "" {
+	if res, err := c.TransferLeadershipVia(ctx, srv.URL, wire.TransferRequest{}); err != nil || res.LeaderID != "" {
 		t.Errorf("TransferLeadershipVia() = %+v, %v", res, err)
 	}
 	if err := c.Health(ctx, srv.URL); err != nil {
 		t.Errorf("Health() = %v", err)
 	}
-	if err := c.Ready(ctx, srv.URL); !isCode(err, CodeNotReady) || !strings.Contains(err.Error(), "catching up") {
+	if err := c.Ready(ctx, srv.URL); !isCode(err, wire.CodeNotReady) || !strings.Contains(err.Error(), "catching up") {
 		t.Errorf("Ready() = %v, want not_ready", err)
 	}
 	if err := c.Health(ctx, "localhost:1"); err == nil {
@@ -457,7 +465,7 @@ func TestClientReadsAndAdmin(t *testing.T) {
 }
 
 func isCode(err error, code string) bool {
-	e, ok := errors.AsType[*Error](err)
+	e, ok := errors.AsType[*wire.Error](err)
 	return ok && e.Code == code
 }
 

@@ -1,4 +1,4 @@
-package api
+package wire
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestErrorTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, body := errorBody(tt.err)
+			status, body := ErrorStatus(tt.err)
 			if status != tt.status || body.Code != tt.code {
 				t.Errorf("errorBody(%v) = %d %q, want %d %q", tt.err, status, body.Code, tt.status, tt.code)
 			}
@@ -60,7 +60,7 @@ func TestErrorRoundTrip(t *testing.T) {
 			t.Errorf("code %s: Err() = %v, want *Error with the code", code, err)
 		}
 		// And back to the wire again.
-		if status, body := errorBody(err); status != c.status || body.Code != code {
+		if status, body := ErrorStatus(err); status != c.status || body.Code != code {
 			t.Errorf("code %s: back to the wire as %d %s", code, status, body.Code)
 		}
 	}
@@ -69,7 +69,7 @@ func TestErrorRoundTrip(t *testing.T) {
 // TestKeyReusedRoundTrip: the txid of the transaction a reused key names goes
 // over the wire and comes back in a *KeyReusedError.
 func TestKeyReusedRoundTrip(t *testing.T) {
-	status, body := errorBody(fmt.Errorf("submit: %w", &KeyReusedError{Key: "k", TxID: txid.ID(77)}))
+	status, body := ErrorStatus(fmt.Errorf("submit: %w", &KeyReusedError{Key: "k", TxID: txid.ID(77)}))
 	if status != http.StatusUnprocessableEntity || body.Code != CodeIdempotencyKeyReused || body.TxID != 77 || !strings.Contains(body.Message, `"k"`) {
 		t.Fatalf("errorBody = %d %+v, want 422 idempotency_key_reused naming txid 77 and the key", status, body)
 	}
@@ -78,7 +78,7 @@ func TestKeyReusedRoundTrip(t *testing.T) {
 	if !ok || e.TxID != 77 || !errors.Is(err, ErrIdempotencyKeyReused) || err.Error() != body.Message {
 		t.Fatalf("Err() = %#v, want a *KeyReusedError naming txid 77 with the message", err)
 	}
-	if retryableCode(body.Code) {
+	if RetryableCode(body.Code) {
 		t.Fatal("idempotency_key_reused is retryable; a retry can never succeed")
 	}
 }

@@ -1,0 +1,24 @@
+// Package fastpath is the HTTP API's second server: FastListener, a
+// net.Listener for the node's http.Server that reads and answers plain
+// POST /v1/tx and /v1/tx/batch requests on keep-alive connections itself,
+// through the api.Server's own handlers, and hands every other connection to
+// net/http with the bytes already read.
+//
+// # What it owns
+//
+//   - fastpath.go: FastListener and FastConfig, the request parser of the fast
+//     path (parseFastRequest) and its reused answer writer.
+//
+// The write bodies it reads are decoded by the api.Server's handlers, one-pass
+// decoder first (api/decode_fast.go), and answered with wire's hand-written
+// JSON (wire/jsonfast.go): both serve the net/http path as well, so they stay
+// with the package every path goes through.
+//
+// # What it must not import
+//
+// fastpath imports api (the Server whose handlers it runs: Serve,
+// FastHandler, Config, WriteError, Logger) and wire. Nothing but the node that
+// serves it imports fastpath, and it imports nothing of the node's.
+//
+// Must not import: github.com/txlog/txlog/client, github.com/txlog/txlog/node/..., github.com/txlog/txlog/replication, github.com/txlog/txlog/store, github.com/txlog/txlog/wal
+package fastpath

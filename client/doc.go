@@ -1,0 +1,24 @@
+// Package client is txlog's Go client: Client talks to any node of a cluster,
+// fails over with backoff, and makes retried writes safe. Tools that see txlog
+// only from the outside (cmd/txlog, chaos, lease, tools/scale) and nodes, to
+// reach one another, use it.
+//
+// # What it owns
+//
+//   - client.go: Client, ClientConfig and its defaults, reads and the
+//     membership calls, and ProposeTo, the POST /v1/internal/propose a node
+//     forwards proposals with (node/peer drives it).
+//   - exchange.go: one HTTP exchange, its classification through wire's code
+//     table, and failover with backoff between endpoints; TransportError for a
+//     request that got no answer.
+//   - submit.go: Submit and SubmitBatch, retried writes made safe with
+//     idempotency keys and lookups of open outcomes.
+//   - leases.go: the lease calls (docs/leases.md).
+//
+// # What it must not import
+//
+// client imports wire and txid: importing it must not compile the server, the
+// fast path, gorilla/mux or a node. Its tests run it against a real api.Server.
+//
+// Must not import: github.com/txlog/txlog/api, github.com/txlog/txlog/api/fastpath, github.com/txlog/txlog/node/..., github.com/txlog/txlog/store, github.com/txlog/txlog/replication, github.com/txlog/txlog/wal, github.com/gorilla/mux, github.com/prometheus/...
+package client
