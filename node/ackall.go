@@ -3,11 +3,13 @@ package node
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -21,6 +23,66 @@ import (
 // request is out wait for the next round, so no answer is older than the
 // check it settles. Under load this is one request per voter and round
 // instead of one per request and voter.
+
+// ackAll confirms committed answers for ack=all (state.confirm): it asks
+// the other voters, in the coalesced rounds above, whether they applied them.
+type ackAll struct {
+	self   string // this node's ID
+	raft   *replication.Raft
+	peers  *peers
+	checks sync.Map // voter base URL → *voterChecks
+}
+
+// await upgrades committed results to durability "all" once every voter has
+// applied them; if one has not by the timeout, the answer is 202 pending with
+// durability "quorum" (the transaction is committed by the quorum regardless).
+func (a *ackAll) await(ctx context.Context, ps []*pending) {
+	// A voter applies entries in log order: once it has applied the batch's
+	// highest index it has applied them all, so one wait per voter covers the
+	// whole batch.
+	var committed []*pending
+	var top *pending
+	for _, p := range ps {
+		if !p.st.committed() {
+			continue
+		}
+		committed = append(committed, p)
+		if top == nil || p.st.res.Index > top.st.res.Index {
+			top = p
+		}
+	}
+	if len(committed) == 0 {
+		return
+	}
+	// This node is a voter too: a follower has the outcome from the leader,
+	// and may not have applied it yet itself.
+	here := a.raft.WaitApplied(ctx, top.st.res.Index) == nil
+	voters, err := a.otherVoters(ctx)
+	everywhere := here && err == nil && a.appliedEverywhere(ctx, voters, top.st.res.Index, top.st.res.TxID)
+	for _, p := range committed {
+		p.st.confirm(everywhere)
+	}
+}
+
+// otherVoters returns the HTTP base URLs of the voters other than this node.
+func (a *ackAll) otherVoters(ctx context.Context) ([]string, error) {
+	members, err := a.raft.Members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, m := range members {
+		if m.ID == a.self || m.Suffrage != "voter" {
+			continue
+		}
+		info, ok := a.peers.lookup(m.ID)
+		if !ok || info.HTTPAddr == "" {
+			return nil, fmt.Errorf("voter %s: HTTP address unknown", m.ID)
+		}
+		urls = append(urls, a.peers.URL(info.HTTPAddr))
+	}
+	return urls, nil
+}
 
 // voterChecks is the checks waiting for one voter, and whether a goroutine
 // runs its rounds.
@@ -46,7 +108,7 @@ const checkMargin = 50 * time.Millisecond
 
 // appliedEverywhere asks each voter, in parallel, whether it has applied the
 // transaction id committed at index, waiting within ctx.
-func (n *Node) appliedEverywhere(ctx context.Context, voters []string, index uint64, id txid.ID) bool {
+func (a *ackAll) appliedEverywhere(ctx context.Context, voters []string, index uint64, id txid.ID) bool {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Second + checkMargin)
@@ -57,7 +119,7 @@ func (n *Node) appliedEverywhere(ctx context.Context, voters []string, index uin
 	checks := make([]*appliedCheck, len(voters))
 	for i, base := range voters {
 		checks[i] = &appliedCheck{index: index, id: id, deadline: deadline, done: make(chan bool, 1)}
-		n.enqueueCheck(base, checks[i])
+		a.enqueue(base, checks[i])
 	}
 	for _, c := range checks {
 		select {
@@ -72,12 +134,12 @@ func (n *Node) appliedEverywhere(ctx context.Context, voters []string, index uin
 	return true
 }
 
-// enqueueCheck adds c to the checks waiting for the voter at base, and starts
+// enqueue adds c to the checks waiting for the voter at base, and starts
 // the voter's rounds if none run.
-func (n *Node) enqueueCheck(base string, c *appliedCheck) {
-	v, ok := n.voterChecks.Load(base)
+func (a *ackAll) enqueue(base string, c *appliedCheck) {
+	v, ok := a.checks.Load(base)
 	if !ok {
-		v, _ = n.voterChecks.LoadOrStore(base, &voterChecks{})
+		v, _ = a.checks.LoadOrStore(base, &voterChecks{})
 	}
 	vc := v.(*voterChecks)
 	vc.mu.Lock()
@@ -86,13 +148,13 @@ func (n *Node) enqueueCheck(base string, c *appliedCheck) {
 	vc.running = true
 	vc.mu.Unlock()
 	if start {
-		go n.runChecks(base, vc)
+		go a.run(base, vc)
 	}
 }
 
-// runChecks runs rounds of the checks waiting for the voter at base until
+// run runs rounds of the checks waiting for the voter at base until
 // none wait.
-func (n *Node) runChecks(base string, vc *voterChecks) {
+func (a *ackAll) run(base string, vc *voterChecks) {
 	for {
 		vc.mu.Lock()
 		round := vc.waiting
@@ -103,17 +165,17 @@ func (n *Node) runChecks(base string, vc *voterChecks) {
 			return
 		}
 		vc.mu.Unlock()
-		ok := n.checkRound(base, round)
+		ok := a.round(base, round)
 		for _, c := range round {
 			c.done <- ok
 		}
 	}
 }
 
-// checkRound asks the voter at base about the check of round with the
+// round asks the voter at base about the check of round with the
 // highest index, waiting up to the latest deadline of the round (a check
 // whose own deadline comes first gives up on its own).
-func (n *Node) checkRound(base string, round []*appliedCheck) bool {
+func (a *ackAll) round(base string, round []*appliedCheck) bool {
 	top := slices.MaxFunc(round, func(a, b *appliedCheck) int { return cmp.Compare(a.index, b.index) })
 	deadline := top.deadline
 	for _, c := range round {
@@ -127,6 +189,6 @@ func (n *Node) checkRound(base string, round []*appliedCheck) bool {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	res, err := n.peerClient(base).Tx(ctx, top.id, wait)
+	res, err := a.peers.clientFor(base).Tx(ctx, top.id, wait)
 	return err == nil && (res.Status == wire.StatusCommitted || res.Status == wire.StatusRejected)
 }

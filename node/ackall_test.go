@@ -56,7 +56,7 @@ func newFakeVoter(t *testing.T) *fakeVoter {
 // transaction, and each voter gets a few requests, not one per check.
 func TestAppliedEverywhereCoalesces(t *testing.T) {
 	voters := []*fakeVoter{newFakeVoter(t), newFakeVoter(t)}
-	n := forwardNode(t, ForwardStream)
+	a := &ackAll{peers: &peers{}}
 	const checks = 60
 	var wg sync.WaitGroup
 	var yes atomic.Int64
@@ -64,7 +64,7 @@ func TestAppliedEverywhereCoalesces(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if n.appliedEverywhere(ctx, []string{voters[0].srv.URL, voters[1].srv.URL}, uint64(i), txid.ID(i)) {
+			if a.appliedEverywhere(ctx, []string{voters[0].srv.URL, voters[1].srv.URL}, uint64(i), txid.ID(i)) {
 				yes.Add(1)
 			}
 		})
@@ -90,11 +90,11 @@ func TestAppliedEverywhereCoalesces(t *testing.T) {
 // a voter that applied the lower index of two checks in one round does not
 // pass the higher one.
 func TestAppliedEverywhereLagging(t *testing.T) {
-	n := forwardNode(t, ForwardStream)
+	a := &ackAll{peers: &peers{}}
 	check := func(base string, index uint64, d time.Duration) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
-		return n.appliedEverywhere(ctx, []string{base}, index, txid.ID(index))
+		return a.appliedEverywhere(ctx, []string{base}, index, txid.ID(index))
 	}
 	v := newFakeVoter(t)
 	v.applied.Store(10)

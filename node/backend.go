@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -35,15 +34,15 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOpt
 		ps = append(ps, p)
 		slot = append(slot, i)
 	}
-	n.proposeLocal(ctx, ps)
+	n.props.proposeLocal(ctx, ps)
 	for j, p := range ps {
-		r := p.res
+		r := p.st.res
 		switch {
-		case p.done && p.err != nil:
-			r.Error = wire.NewErrorBody(p.err)
-		case !p.done && p.sent:
+		case p.st.isDone() && p.st.err != nil:
+			r.Error = wire.NewErrorBody(p.st.err)
+		case p.st.isSent():
 			r = wire.TxResult{TxID: p.id, Status: wire.StatusUnknown, Error: wire.NewErrorBody(wire.ErrUnknownOutcome)}
-		case !p.done:
+		case !p.st.isDone():
 			r = wire.TxResult{TxID: p.id, Error: wire.NewErrorBody(wire.ErrNotLeader)}
 		}
 		results[slot[j]] = r
@@ -51,7 +50,8 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOpt
 	return results, nil
 }
 
-// decodeFrame decodes a forwarded command and checks its payload. sent says
+// decodeFrame decodes a forwarded command and checks its payload, learning a
+// transaction's txid. sent says
 // whether the forwarding node may have sent it to a leader before; then it is
 // looked up in the log before it is proposed.
 func decodeFrame(f []byte, sent bool) (*pending, error) {
@@ -59,14 +59,18 @@ func decodeFrame(f []byte, sent bool) (*pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pending{kind: c.Kind, payload: c.Payload, sent: sent}
+	p := &pending{kind: c.Kind, payload: c.Payload}
+	if sent {
+		p.st.send()
+	}
 	switch c.Kind {
 	case store.KindTx:
-		tx, err := store.DecodeTx(c.Payload)
+		// Checked, not decoded: Apply decodes it, once (store.CheckTx).
+		id, err := store.CheckTx(c.Payload)
 		if err != nil {
 			return nil, err
 		}
-		p.id = tx.ID
+		p.id = id
 	case store.KindRegisterNode:
 		if _, err := store.DecodeNode(c.Payload); err != nil {
 			return nil, err
@@ -77,226 +81,63 @@ func decodeFrame(f []byte, sent bool) (*pending, error) {
 	return p, nil
 }
 
+// Submit implements api.Backend.
+func (n *Node) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+	results, err := n.SubmitBatch(ctx, []wire.TxRequest{tx}, opts)
+	if err != nil {
+		return wire.TxResult{}, err
+	}
+	r := results[0]
+	if r.Error != nil {
+		err := r.Error.Err()
+		r.Error = nil
+		return r, err
+	}
+	return r, nil
+}
+
+// SubmitBatch implements api.Backend: see writer.submit.
+func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+	return n.writes.submit(ctx, txs, opts)
+}
+
 // Tx implements api.Backend.
 func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
-	return n.lookup(ctx, wait, id, func() (store.Outcome, error) { return n.db.Tx(id) },
-		func(ctx context.Context) (wire.TxResult, bool) { return n.pendingAnywhere(ctx, id) })
+	return n.look.tx(ctx, id, wait)
 }
 
-// TxByIdempotencyKey implements api.Backend. A key that is not in the store
-// but unresolved in a node's intake (in flight or parked) is "pending", with
-// the txid that node gave it: this node's intake, else every other node's,
-// which it asks (forwarded, so that they ask no further). A key names no node,
-// as a txid does, hence the asking of all.
+// TxByIdempotencyKey implements api.Backend: see lookups.byKey.
 func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
-	if forwarded {
-		// The store is the same on every node: what the asking node did not
-		// find there, only an intake may hold.
-		if res, ok := n.pendingKeyHere(key); ok {
-			return res, nil
-		}
-		return wire.TxResult{}, wire.ErrNotFound
-	}
-	return n.lookup(ctx, wait, 0, func() (store.Outcome, error) { return n.db.TxByIdempotencyKey(key) },
-		func(ctx context.Context) (wire.TxResult, bool) {
-			if res, ok := n.pendingKeyHere(key); ok {
-				return res, true
-			}
-			return n.pendingKeyElsewhere(ctx, key)
-		})
-}
-
-// pendingKeyHere returns the pending result of the transaction under key that
-// this node accepted and has not resolved, if there is one.
-func (n *Node) pendingKeyHere(key string) (wire.TxResult, bool) {
-	id, heldBy, ok := n.intake.pendingKey(key)
-	return wire.TxResult{TxID: id, Status: wire.StatusPending, IdempotencyKey: key, HeldBy: heldBy}, ok
-}
-
-// pendingKeyElsewhere asks every other node with a known HTTP address, at
-// once and for up to a second, whether it holds key unresolved; the first to
-// say pending answers.
-func (n *Node) pendingKeyElsewhere(ctx context.Context, key string) (wire.TxResult, bool) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	found := make(chan wire.TxResult, 1)
-	var wg sync.WaitGroup
-	for _, info := range n.peers.all() {
-		if info.ID == n.cfg.ID || info.HTTPAddr == "" {
-			continue
-		}
-		base := "http://" + info.HTTPAddr
-		wg.Go(func() {
-			res, err := n.peerClient(base).PendingKeyFrom(ctx, base, key)
-			if err == nil && res.Status == wire.StatusPending && res.TxID != 0 {
-				select {
-				case found <- res:
-					cancel()
-				default:
-				}
-			}
-		})
-	}
-	wg.Wait()
-	select {
-	case res := <-found:
-		return res, true
-	default:
-		return wire.TxResult{}, false
-	}
-}
-
-// lookup finds a transaction's outcome after catching up with the leader's
-// commit index, waiting up to wait for it to appear. A transaction that
-// pending finds accepted and not resolved yet is "pending".
-func (n *Node) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error), pending func(context.Context) (wire.TxResult, bool)) (wire.TxResult, error) {
-	n.catchUp(ctx)
-	deadline := time.Now().Add(wait)
-	for {
-		o, err := find()
-		if err == nil {
-			// Found under another txid: this one was a resubmission of it.
-			return n.result(o, id != 0 && o.TxID != id), nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return wire.TxResult{}, err
-		}
-		if time.Now().After(deadline) {
-			if res, ok := pending(ctx); ok {
-				return res, nil
-			}
-			return wire.TxResult{}, wire.ErrNotFound
-		}
-		wctx, cancel := context.WithDeadline(ctx, deadline)
-		err = n.raft.WaitApplied(wctx, n.db.AppliedIndex()+1)
-		cancel()
-		if ctx.Err() != nil {
-			return wire.TxResult{}, ctx.Err()
-		}
-	}
-}
-
-// pendingAnywhere reports whether a transaction is accepted and unresolved: here,
-// or on the node that issued its txid (the txid names it), which it asks. The
-// answer is the pending result, with where it is held when that is known.
-func (n *Node) pendingAnywhere(ctx context.Context, id txid.ID) (wire.TxResult, bool) {
-	if heldBy, ok := n.intake.pendingTx(id); ok {
-		return wire.TxResult{TxID: id, Status: wire.StatusPending, HeldBy: heldBy}, true
-	}
-	if int(id.Node()) == n.nodeNumber() {
-		return wire.TxResult{}, false
-	}
-	for _, info := range n.peers.all() {
-		if info.TxIDNode != id.Node() || info.ID == n.cfg.ID || info.HTTPAddr == "" {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		res, err := n.peerClient("http://"+info.HTTPAddr).Tx(ctx, id, 0)
-		if err != nil || res.Status != wire.StatusPending {
-			return wire.TxResult{}, false
-		}
-		return wire.TxResult{TxID: id, Status: wire.StatusPending, HeldBy: res.HeldBy}, true
-	}
-	return wire.TxResult{}, false
-}
-
-// catchUp waits briefly until this node has applied what it knows is committed:
-// on the leader through a ReadIndex, elsewhere up to the commit index the leader
-// last told it.
-func (n *Node) catchUp(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	if n.raft.IsLeader() {
-		if _, err := n.raft.ReadIndex(ctx); err == nil {
-			return
-		}
-	}
-	_ = n.raft.WaitCurrent(ctx, n.raft.Status().CommitIndex)
+	return n.look.byKey(ctx, key, wait, forwarded)
 }
 
 // Get implements api.Backend.
 func (n *Node) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 	switch opts.Consistency {
 	case wire.ConsistencyStale:
-		return n.localGet(key)
+		return n.look.get(key)
 	case wire.ConsistencyLeader, wire.ConsistencyLinearizable, "":
 	default:
 		return wire.KV{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
 	}
 	var kv wire.KV
-	err := n.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
+	err := n.peers.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
 		if opts.Consistency != wire.ConsistencyLeader {
 			if _, err := n.raft.ReadIndex(ctx); err != nil {
 				return translate(err)
 			}
 		}
 		var err error
-		kv, err = n.localGet(key)
+		kv, err = n.look.get(key)
 		return err
 	}, func(ctx context.Context, base string) error {
 		fwd := opts
 		fwd.Forwarded = true
 		var err error
-		kv, err = n.client.GetFrom(ctx, base, key, fwd)
+		kv, err = n.peers.client.GetFrom(ctx, base, key, fwd)
 		return err
 	})
 	return kv, err
-}
-
-func (n *Node) localGet(key string) (wire.KV, error) {
-	kv, err := n.db.Get(key)
-	if err != nil {
-		return wire.KV{}, translate(err)
-	}
-	return fromKV(kv), nil
-}
-
-// viaLeader runs local on the leader, or remote against the leader's HTTP base
-// URL, retrying across leader changes until ctx ends. A request forwarded to this
-// node is never forwarded again.
-func (n *Node) viaLeader(ctx context.Context, forwarded bool, local func(context.Context) error, remote func(context.Context, string) error) error {
-	backoff := minBackoff
-	for {
-		leader, _ := n.raft.Leader()
-		var err error
-		switch {
-		case leader == n.cfg.ID:
-			err = local(ctx)
-		case forwarded:
-			return wire.ErrNotLeader
-		case leader == "":
-			err = wire.ErrNoLeader
-		default:
-			info, ok := n.peers.lookup(leader)
-			if !ok || info.HTTPAddr == "" {
-				err = wire.ErrNoLeader
-			} else {
-				err = remote(ctx, "http://"+info.HTTPAddr)
-			}
-		}
-		if !retryable(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxBackoff)
-	}
-}
-
-// retryable reports whether an error may go away once a leader is found.
-func retryable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var ae *wire.Error
-	if errors.As(err, &ae) || errors.Is(err, wire.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	return true
 }
 
 // Log implements api.Backend. It reads this node's applied log.
@@ -350,13 +191,13 @@ func (n *Node) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 // Join implements api.Backend: on the leader, joinLocal (register.go).
 func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
 	var res wire.JoinResult
-	err := n.viaLeader(ctx, false, func(ctx context.Context) error {
+	err := n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		var err error
-		res, err = n.joinLocal(ctx, req)
+		res, err = n.mem.joinLocal(ctx, req)
 		return err
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.client.JoinVia(ctx, base, req)
+		res, err = n.peers.client.JoinVia(ctx, base, req)
 		return err
 	})
 	return res, err
@@ -364,21 +205,21 @@ func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult,
 
 // Remove implements api.Backend.
 func (n *Node) Remove(ctx context.Context, id string) error {
-	return n.viaLeader(ctx, false, func(ctx context.Context) error {
+	return n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		err := n.raft.Remove(ctx, id)
 		if errors.Is(err, replication.ErrUnknownServer) {
 			return wire.ErrNotFound
 		}
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
-		return n.client.RemoveVia(ctx, base, id)
+		return n.peers.client.RemoveVia(ctx, base, id)
 	})
 }
 
 // TransferLeadership implements api.Backend.
 func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
 	var res wire.TransferResult
-	err := n.viaLeader(ctx, false, func(ctx context.Context) error {
+	err := n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		id, err := n.raft.TransferLeadership(ctx, req.ID)
 		if errors.Is(err, replication.ErrUnknownServer) {
 			return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("id %q: not a member", req.ID)}
@@ -387,7 +228,7 @@ func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest)
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.client.TransferLeadershipVia(ctx, base, req)
+		res, err = n.peers.client.TransferLeadershipVia(ctx, base, req)
 		return err
 	})
 	return res, err

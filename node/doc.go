@@ -8,6 +8,14 @@
 // it proposes again, through the leader of the moment, the writes it accepted and
 // parked (after a restart, every intake WAL record not marked done).
 //
+// Node composes the parts it runs, each a type of its own (the list is on
+// Node): the write path (writer, write.go) over the intake (intake.go), the
+// proposer (propose.go) and ack=all's checks (ackall.go); the replayer
+// (replay.go); lookups (lookup.go); peers, the one place that builds peer URLs
+// and HTTP clients (peers.go); and membership, the txid node number, registry
+// entry and join (number.go, register.go), with removal (removed.go). A
+// pending command's state, and every path a write takes, is in state.go.
+//
 // node imports api, api/fastpath, api/wire, client, node/peer, replication,
 // store, wal, txid, dirsync and node/parking. It does not import
 // hashicorp/raft, bbolt or the Redis client directly: replication, store and

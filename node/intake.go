@@ -2,14 +2,11 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -348,7 +345,7 @@ func (f *walFuture) whenDone(fn func()) {
 // writer, which writes it without an fsync within the WAL's LazyDelay, with the
 // others queued meanwhile (see durable); the others run in a goroutine of their
 // own and wait for their fsync.
-func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
+func (in *intake) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 	f := &walFuture{done: make(chan struct{}), lazy: lazy}
 	payloads := make([][]byte, len(es))
 	for i, e := range es {
@@ -356,9 +353,9 @@ func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 	}
 	if lazy {
 		// The payloads are EncodeTx bytes that nothing modifies.
-		err := n.intake.wal.AppendBatchLazyFunc(payloads, func(seqs []uint64, err error) {
+		err := in.wal.AppendBatchLazyFunc(payloads, func(seqs []uint64, err error) {
 			if err == nil {
-				n.intake.appended(es, seqs)
+				in.appended(es, seqs)
 			}
 			f.complete(seqs, err)
 		})
@@ -370,9 +367,9 @@ func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
 		defer cancel()
-		seqs, err := n.intake.wal.AppendBatch(ctx, payloads)
+		seqs, err := in.wal.AppendBatch(ctx, payloads)
 		if err == nil {
-			n.intake.appended(es, seqs)
+			in.appended(es, seqs)
 		}
 		f.complete(seqs, err)
 	}()
@@ -385,7 +382,7 @@ func (n *Node) appendAsync(es []*intakeEntry, lazy bool) *walFuture {
 // request gave up puts the transaction in the WAL all the same, and a restart
 // would replay it, so the only true answer then is 202 pending, not "unknown"
 // or "no leader" (which says it was not carried out).
-func (n *Node) durable(f *walFuture) bool {
+func (in *intake) durable(f *walFuture) bool {
 	if !f.lazy {
 		<-f.done
 		return f.err == nil
@@ -393,7 +390,7 @@ func (n *Node) durable(f *walFuture) bool {
 	// The record is queued or written: Sync writes it now if it is not, and
 	// fsyncs it.
 	sctx, cancel := context.WithTimeout(context.Background(), walAppendTimeout)
-	serr := n.intake.wal.Sync(sctx)
+	serr := in.wal.Sync(sctx)
 	cancel()
 	<-f.done
 	if f.err != nil {
@@ -408,365 +405,3 @@ func (n *Node) durable(f *walFuture) bool {
 
 // walAppendTimeout bounds one intake WAL append (a group commit: one fsync).
 const walAppendTimeout = 30 * time.Second
-
-// Submit implements api.Backend.
-func (n *Node) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
-	results, err := n.SubmitBatch(ctx, []wire.TxRequest{tx}, opts)
-	if err != nil {
-		return wire.TxResult{}, err
-	}
-	r := results[0]
-	if r.Error != nil {
-		err := r.Error.Err()
-		r.Error = nil
-		return r, err
-	}
-	return r, nil
-}
-
-// SubmitBatch implements api.Backend. Each transaction gets its txid here, on the
-// receiving node, and goes into the intake WAL. Then, by acknowledgement level:
-//
-//   - quorum (default), all: it is proposed through the leader while the WAL append
-//     runs beside it (the Raft commit is the durability point, so the WAL fsync is
-//     not on this path's latency). If no leader commits it within the timeout, the
-//     node waits for the WAL append, parks it in Redis and answers 202 pending.
-//   - accepted: the node waits for the WAL fsync (and parks it in Redis when
-//     configured), answers 202, and the replayer commits it in the background.
-func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
-	if err := n.mem.writeErr(); err != nil {
-		return nil, err // removed, a node number clash, or none yet (number.go)
-	}
-	if opts.Ack == "" {
-		opts.Ack = wire.AckQuorum
-	}
-	if n.intake.size()+len(txs) > n.cfg.MaxUnresolved {
-		return nil, wire.ErrOverloaded
-	}
-	results := make([]wire.TxResult, len(txs))
-	ps := make([]*pending, 0, len(txs))
-	slot := make([]int, 0, len(txs))
-	var known []*pending // resubmissions answered from the store or the intake
-	var knownSlot []int
-	for i, req := range txs {
-		id := n.ids.Next()
-		tx, err := toStoreTx(id, req)
-		if err != nil {
-			return nil, err
-		}
-		p := &pending{kind: store.KindTx, payload: store.EncodeTx(tx), id: id, key: req.IdempotencyKey}
-		if req.IdempotencyKey != "" && n.recorded(p, req.IdempotencyKey) {
-			// Fast path: a resubmission this node already knows about.
-			known = append(known, p)
-			knownSlot = append(knownSlot, i)
-			continue
-		}
-		ps = append(ps, p)
-		slot = append(slot, i)
-	}
-	defer func() {
-		for j, p := range known {
-			r := p.res
-			if p.err != nil {
-				r.Error = wire.NewErrorBody(p.err)
-			}
-			results[knownSlot[j]] = r
-		}
-	}()
-	// A key unresolved here answers as its entry does: the transactions are
-	// not added again.
-	es, held := n.intake.add(ps)
-	var heldPs []*pending
-	var heldEs []*intakeEntry
-	for j := range held {
-		if held[j] != nil {
-			heldPs, heldEs = append(heldPs, ps[j]), append(heldEs, held[j])
-			known, knownSlot = append(known, ps[j]), append(knownSlot, slot[j])
-		}
-	}
-	if len(heldPs) > 0 {
-		ps, slot, es = keep(ps, held), keep(slot, held), keep(es, held)
-	}
-	if len(ps) == 0 {
-		n.resubmitted(ctx, heldPs, heldEs)
-		if opts.Ack == wire.AckAll {
-			n.awaitAll(ctx, known)
-		}
-		return results, nil
-	}
-	var walf *walFuture
-	switch {
-	case opts.Ack == wire.AckAccepted:
-		walf = n.appendAsync(es, false)
-	case n.cfg.IntakeWAL == IntakeParallel:
-		// The Raft commit is this answer's durability point: the record need not
-		// be fsynced unless the transaction ends up parked.
-		walf = n.appendAsync(es, true)
-	case n.cfg.IntakeWAL == IntakeSync:
-		walf = n.appendAsync(es, false)
-		select {
-		case <-walf.done:
-		case <-ctx.Done():
-		}
-	}
-	if opts.Ack != wire.AckAccepted {
-		pctx, cancel := withReserve(ctx)
-		n.propose(pctx, ps, opts)
-		cancel()
-	}
-	n.parkOrSettle(ctx, ps, es, walf)
-	n.resubmitted(ctx, heldPs, heldEs)
-	if opts.Ack == wire.AckAll {
-		n.awaitAll(ctx, append(slices.Clip(ps), known...))
-	}
-	for j, p := range ps {
-		r := p.res
-		if p.err != nil {
-			r.Error = wire.NewErrorBody(p.err)
-		}
-		results[slot[j]] = r
-	}
-	return results, nil
-}
-
-// keep returns the elements of xs whose held is nil.
-func keep[T any](xs []T, held []*intakeEntry) []T {
-	out := xs[:0:0]
-	for i, x := range xs {
-		if held[i] == nil {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// recorded resolves p, a transaction submitted with idempotency key, if the
-// store has a transaction under the key: with its outcome, as a duplicate, if
-// it is the same transaction (store.SameTx), else with a *wire.KeyReusedError
-// naming it. It reports whether it resolved p; a store that cannot answer
-// leaves p to the proposal, which the store's Apply decides the same way.
-func (n *Node) recorded(p *pending, key string) bool {
-	o, err := n.db.TxByIdempotencyKeyFor(key, p.payload)
-	if e, ok := errors.AsType[*store.KeyReusedError](err); ok {
-		p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: key, TxID: e.TxID})
-		return true
-	}
-	if err != nil {
-		return false
-	}
-	p.resolve(n.result(o, true), nil)
-	return true
-}
-
-// resubmitted answers ps, transactions whose idempotency key the unresolved
-// entries es[i] hold, as those entries are answered, and adds nothing: another
-// transaction under the key is refused (*wire.KeyReusedError naming the
-// entry); the same one waits until the entry is resolved or parked, then
-// answers as the entry's request did (an outcome as a duplicate, or its
-// refusal), or 202 pending with the entry's txid and where it is held. An
-// entry neither resolved nor parked by ctx's end, or forgotten without an
-// answer (its request failed), answers unknown with the entry's txid: the
-// client looks it up, or submits again.
-func (n *Node) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry) {
-	for i, p := range ps {
-		e := es[i]
-		if !store.SameTx(e.payload, p.payload) {
-			p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: e.key, TxID: e.id})
-			continue
-		}
-		select {
-		case <-n.intake.settledChan(e):
-		case <-ctx.Done():
-		}
-		res, err, answered, heldBy, open := n.intake.state(e)
-		if answered {
-			if err == nil {
-				res.Duplicate = true
-			}
-			p.resolve(res, err)
-			continue
-		}
-		if !open {
-			if o, err := n.db.Tx(e.id); err == nil {
-				p.resolve(n.result(o, true), nil)
-				continue
-			}
-		}
-		if heldBy != nil {
-			p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusPending, Durability: wire.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
-			continue
-		}
-		p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusUnknown}, wire.ErrUnknownOutcome)
-	}
-}
-
-// parkOrSettle finishes the intake side of a request. Resolved transactions are
-// forgotten once their WAL append is through (in the background, off the answer's
-// path). Open ones are parked: they answer 202 pending once the WAL has them, and
-// the replayer owns them from then on. If the WAL append failed, an open one is
-// settled the old way: looked up, else 503.
-func (n *Node) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntry, walf *walFuture) {
-	var open []int
-	for i, p := range ps {
-		if !p.done || (p.err != nil && !isClientError(p.err)) {
-			open = append(open, i)
-			continue
-		}
-		n.intake.resolved(es[i], p.res, p.err)
-	}
-	if walf == nil {
-		// --intake-wal=off: only what has to be parked goes into the WAL.
-		var openPs []*pending
-		var openEs, doneEs []*intakeEntry
-		for i, e := range es {
-			if slices.Contains(open, i) {
-				openPs, openEs = append(openPs, ps[i]), append(openEs, e)
-			} else {
-				doneEs = append(doneEs, e)
-			}
-		}
-		n.intake.finish(doneEs...)
-		if len(openEs) == 0 {
-			return
-		}
-		ps, es, open = openPs, openEs, nil
-		for i := range ps {
-			open = append(open, i)
-		}
-		walf = n.appendAsync(es, false)
-	}
-	if len(open) == 0 {
-		// Resolved: forgotten now, as a lookup expects; their records are
-		// marked done once written (on the WAL's writer, for a lazy append).
-		n.intake.drop(es...)
-		walf.whenDone(func() { n.intake.finish(es...) })
-		return
-	}
-	walOK := n.durable(walf)
-	var parked []*intakeEntry
-	var heldBy [][]string
-	var settled []*pending
-	for i, p := range ps {
-		if !slices.Contains(open, i) {
-			continue
-		}
-		if !walOK {
-			// A failed append may or may not be on disk (docs/wal.md: an fsync
-			// that failed after the write), and a restart would replay what is:
-			// never answer that it was not carried out.
-			p.done, p.err, p.sent = false, nil, true
-			settled = append(settled, p)
-			continue
-		}
-		held := []string{wire.HeldByWAL}
-		if n.park != nil {
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTimeout)
-			if err := n.park.Park(pctx, uint64(p.id), p.payload); err != nil {
-				n.log.Warn("park in redis failed; the wal has it", "txid", p.id, "err", err)
-			} else {
-				held = append(held, wire.HeldByRedis)
-			}
-			cancel()
-		}
-		p.resolve(wire.TxResult{TxID: p.id, Status: wire.StatusPending, Durability: wire.AckAccepted, HeldBy: held}, nil)
-		parked = append(parked, es[i])
-		heldBy = append(heldBy, held)
-	}
-	n.intake.parked(parked, heldBy)
-	if !walOK {
-		n.log.Warn("intake wal append failed", "err", walf.err)
-		n.settle(ctx, settled)
-	}
-	n.wg.Go(func() {
-		<-walf.done
-		var done, failed []*intakeEntry
-		for i, e := range es {
-			switch {
-			case slices.Contains(open, i) && walf.err == nil:
-			case walf.err != nil:
-				failed = append(failed, e)
-			default:
-				done = append(done, e)
-			}
-		}
-		n.intake.finish(done...)
-		n.intake.drop(failed...)
-		n.intake.release(parked...)
-	})
-}
-
-// parkTimeout bounds parking one transaction in Redis; the breaker keeps a down
-// Redis from costing even that.
-const parkTimeout = 250 * time.Millisecond
-
-// isClientError reports whether err is about the transaction itself (a 4xx),
-// so retrying it can never succeed.
-func isClientError(err error) bool {
-	var ae *wire.Error
-	return errors.As(err, &ae) || errors.Is(err, wire.ErrIdempotencyKeyReused)
-}
-
-// awaitAll upgrades committed results to durability "all" once every voter has
-// applied them; if one has not by the timeout, the answer is 202 pending with
-// durability "quorum" (the transaction is committed by the quorum regardless).
-func (n *Node) awaitAll(ctx context.Context, ps []*pending) {
-	// A voter applies entries in log order: once it has applied the batch's
-	// highest index it has applied them all, so one wait per voter covers the
-	// whole batch.
-	var committed []*pending
-	var top *pending
-	for _, p := range ps {
-		if !p.done || p.err != nil || p.res.Status == wire.StatusPending || p.res.Index == 0 {
-			continue
-		}
-		committed = append(committed, p)
-		if top == nil || p.res.Index > top.res.Index {
-			top = p
-		}
-	}
-	if len(committed) == 0 {
-		return
-	}
-	// This node is a voter too: a follower has the outcome from the leader,
-	// and may not have applied it yet itself.
-	here := n.raft.WaitApplied(ctx, top.res.Index) == nil
-	voters, err := n.otherVoters(ctx)
-	everywhere := here && err == nil && n.appliedEverywhere(ctx, voters, top.res.Index, top.res.TxID)
-	for _, p := range committed {
-		if everywhere {
-			p.res.Durability = wire.AckAll
-			continue
-		}
-		p.res.Status = wire.StatusPending
-		p.res.Durability = wire.AckQuorum
-	}
-}
-
-// otherVoters returns the HTTP base URLs of the voters other than this node.
-func (n *Node) otherVoters(ctx context.Context) ([]string, error) {
-	members, err := n.raft.Members(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var urls []string
-	for _, m := range members {
-		if m.ID == n.cfg.ID || m.Suffrage != "voter" {
-			continue
-		}
-		info, ok := n.peers.lookup(m.ID)
-		if !ok || info.HTTPAddr == "" {
-			return nil, fmt.Errorf("voter %s: HTTP address unknown", m.ID)
-		}
-		urls = append(urls, "http://"+info.HTTPAddr)
-	}
-	return urls, nil
-}
-
-// peerClient returns a client bound to one node, cached.
-func (n *Node) peerClient(base string) *client.Client {
-	if c, ok := n.peerClients.Load(base); ok {
-		return c.(*client.Client)
-	}
-	c, _ := n.peerClients.LoadOrStore(base, client.NewClient(client.ClientConfig{Endpoints: []string{base}, MaxBackoff: 50 * time.Millisecond}))
-	return c.(*client.Client)
-}

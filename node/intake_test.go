@@ -245,7 +245,7 @@ func TestProposeReusedKey(t *testing.T) {
 		tx := store.Tx{ID: id, IdempotencyKey: "k", Ops: []store.Op{{Kind: store.OpPut, Key: "a", Value: []byte(value)}}}
 		return store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
 	}
-	other, same := n.ids.Next(), n.ids.Next()
+	other, same := n.mem.ids.Next(), n.mem.ids.Next()
 	res, err := n.Propose(ctx, [][]byte{frame(other, `2`), frame(same, `1`)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
 	if err != nil {
 		t.Fatalf("Propose() = %v", err)

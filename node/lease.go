@@ -26,7 +26,7 @@ const LeaseClockSkew = 500 * time.Millisecond
 // lease it holds, a renewal renews again, a release of a free lease is a
 // release.
 func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarded bool) (wire.LeaseResult, error) {
-	if err := n.leaseWriteErr(); err != nil {
+	if err := n.mem.leaseWriteErr(); err != nil {
 		return wire.LeaseResult{}, err
 	}
 	lc := store.LeaseCommand{Op: store.LeaseAcquire, Name: req.Name, Holder: req.Holder, TTL: req.TTL, Token: req.Token, Skew: LeaseClockSkew}
@@ -34,8 +34,8 @@ func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarde
 		lc.Op = store.LeaseRenew
 	}
 	var res wire.LeaseResult
-	err := n.viaLeader(ctx, forwarded, func(ctx context.Context) error {
-		out, err := n.applyLease(ctx, lc)
+	err := n.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := n.props.applyLease(ctx, lc)
 		if err != nil {
 			return err
 		}
@@ -43,7 +43,7 @@ func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarde
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.client.AcquireLeaseVia(ctx, base, req)
+		res, err = n.peers.client.AcquireLeaseVia(ctx, base, req)
 		return err
 	})
 	return res, err
@@ -51,26 +51,26 @@ func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarde
 
 // ReleaseLease implements api.LeaseBackend.
 func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint64, forwarded bool) error {
-	if err := n.leaseWriteErr(); err != nil {
+	if err := n.mem.leaseWriteErr(); err != nil {
 		return err
 	}
 	lc := store.LeaseCommand{Op: store.LeaseRelease, Name: name, Holder: holder, Token: token, Skew: LeaseClockSkew}
-	return n.viaLeader(ctx, forwarded, func(ctx context.Context) error {
-		out, err := n.applyLease(ctx, lc)
+	return n.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := n.props.applyLease(ctx, lc)
 		if err != nil {
 			return err
 		}
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
-		return n.client.ReleaseLeaseVia(ctx, base, name, holder, token)
+		return n.peers.client.ReleaseLeaseVia(ctx, base, name, holder, token)
 	})
 }
 
 // leaseWriteErr refuses lease writes on a removed node. They issue no txid,
 // so the node-number checks that hold up other writes (number.go) do not
 // apply to them.
-func (n *Node) leaseWriteErr() error {
-	if n.mem.removed.Load() {
+func (m *membership) leaseWriteErr() error {
+	if m.removed.Load() {
 		return fmt.Errorf("%w: this node is no longer a member and is stopping; send lease writes to another node", wire.ErrRemoved)
 	}
 	return nil
@@ -78,9 +78,9 @@ func (n *Node) leaseWriteErr() error {
 
 // applyLease proposes a lease command on this node, the leader, stamped with
 // its clock, and returns what the store did.
-func (n *Node) applyLease(ctx context.Context, lc store.LeaseCommand) (store.LeaseOutcome, error) {
+func (pr *proposer) applyLease(ctx context.Context, lc store.LeaseCommand) (store.LeaseOutcome, error) {
 	data := store.EncodeCommand(store.Command{Kind: store.KindLease, Time: time.Now().UnixNano(), Payload: store.EncodeLeaseCommand(lc)})
-	a := n.raft.ApplyMany(ctx, [][]byte{data})[0]
+	a := pr.raft.ApplyMany(ctx, [][]byte{data})[0]
 	switch {
 	case a.Err != nil:
 		return store.LeaseOutcome{}, translate(a.Err)
@@ -120,9 +120,9 @@ func fromLease(l store.Lease, now int64) wire.Lease {
 // leaseNow is the time this node judges a lease's expiry by for reads: its
 // clock, or the largest leader time applied when that is later (a follower
 // whose clock runs behind still sees what the store decides).
-func (n *Node) leaseNow() int64 {
+func leaseNow(db *store.DB) int64 {
 	now := time.Now().UnixNano()
-	if t, err := n.db.MaxTime(); err == nil && t > now {
+	if t, err := db.MaxTime(); err == nil && t > now {
 		now = t
 	}
 	return now
@@ -132,14 +132,14 @@ func (n *Node) leaseNow() int64 {
 // after catching up with the leader's commit index, as a lookup does; the
 // long poll wakes on each applied entry and at the lease's expiry.
 func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
-	n.catchUp(ctx)
+	n.look.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
 		l, err := n.db.Lease(name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return wire.Lease{}, err
 		}
-		now := n.leaseNow()
+		now := leaseNow(n.db)
 		live := err == nil && l.LiveAt(now)
 		done := wait <= 0 || !time.Now().Before(deadline) ||
 			(after == 0 && live) || (after > 0 && !(live && l.Token <= after))
@@ -169,12 +169,12 @@ func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after
 // Leases implements api.LeaseBackend: the live leases in this node's
 // applied state.
 func (n *Node) Leases(ctx context.Context) ([]wire.Lease, error) {
-	n.catchUp(ctx)
+	n.look.catchUp(ctx)
 	ls, err := n.db.Leases()
 	if err != nil {
 		return nil, err
 	}
-	now := n.leaseNow()
+	now := leaseNow(n.db)
 	out := make([]wire.Lease, 0, len(ls))
 	for _, l := range ls {
 		if l.LiveAt(now) {

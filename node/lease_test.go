@@ -91,7 +91,7 @@ func TestLeaseFenceThroughNode(t *testing.T) {
 	}
 	// The same through the leader's side of forwarding: the fence rides in
 	// the encoded transaction.
-	tx := store.Tx{ID: n.ids.Next(), Fence: &store.Fence{Lease: "jobs/settle", Token: a.Token}, Ops: []store.Op{{Kind: store.OpPut, Key: "run", Value: []byte(`3`)}}}
+	tx := store.Tx{ID: n.mem.ids.Next(), Fence: &store.Fence{Lease: "jobs/settle", Token: a.Token}, Ops: []store.Op{{Kind: store.OpPut, Key: "run", Value: []byte(`3`)}}}
 	frame := store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
 	res, err := n.Propose(ctx, [][]byte{frame}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
 	if err != nil || res[0].Status != wire.StatusRejected || res[0].Conflict == nil || *res[0].Conflict != want {

@@ -20,7 +20,7 @@ func TestEveryStopsAtClose(t *testing.T) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		n.every(time.Millisecond, nil, func() bool {
+		every(n.life, time.Millisecond, nil, func() bool {
 			if rounds.Add(1) == 1 {
 				close(started)
 			}

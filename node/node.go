@@ -15,26 +15,34 @@ import (
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
-	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
 )
 
-// Node is one running txlog node.
+// Node is one running txlog node. It opens, runs and closes the parts it is
+// made of, and answers the API (backend.go, lease.go) by handing each call to
+// the part that does it:
+//
+//   - writes (write.go): the write path, SubmitBatch, with the intake
+//     (intake.go) of accepted, unresolved transactions and its WAL; a pending
+//     command's state is in state.go.
+//   - props (propose.go): proposals, here when this node leads, else through
+//     the leader (forward.go, node/peer); acks (ackall.go): ack=all's checks.
+//   - replay (replay.go): the parked transactions, and Redis's.
+//   - look (lookup.go): lookups of transactions.
+//   - peers (peers.go): the node registry, peer URLs and HTTP clients.
+//   - mem (number.go, register.go): the txid node number, registration, join;
+//     rm (removed.go): removal.
 type Node struct {
-	cfg     Config
-	log     *slog.Logger
-	ids     *txid.Generator
-	db      *store.DB
-	raft    *replication.Raft
-	client  *client.Client // forwards to the leader over persistent connections
-	streams *peer.Streams  // forwards proposals to the leader over propose streams
-	api     *api.Server
+	cfg  Config
+	log  *slog.Logger
+	db   *store.DB
+	raft *replication.Raft
+	api  *api.Server
 
 	ln       net.Listener
 	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
@@ -42,18 +50,22 @@ type Node struct {
 	httpAddr string       // advertised HTTP address, host:port
 	debug    *debugServer // nil without Config.DebugAddr (debug.go)
 
-	peers       *peerBook
-	peerClients sync.Map // base URL → *client.Client, for ack=all
-	voterChecks sync.Map // base URL → *voterChecks, ack=all's coalesced checks (ackall.go)
-	intake      *intake
-	park        parker // nil without --redis-addr
+	peers  *peers
+	intake *intake
+	park   parker // nil without --redis-addr
 	// refused is set when replication refused to start Raft because its
 	// directory holds less than the store applied (refused.go); raft is nil
 	// then, and the node serves only refusals.
 	refused *replication.AmnesiaError
 
-	fwd *peer.Forwarder // grouped forwarding to the leader (node/peer/forward.go)
-	mem membership      // node number, clash and removal (number.go, removed.go)
+	writes *writer
+	props  *proposer
+	acks   *ackAll
+	replay *replayer
+	look   *lookups
+	mem    *membership
+	rm     *removal
+
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
 	// instead of running out their own timeouts.
@@ -105,7 +117,8 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	if err := n.openNumber(); err != nil { // the txid generator, once the number is known (number.go)
+	n.mem = &membership{cfg: cfg, log: n.log, db: n.db, life: n.life}
+	if err := n.mem.openNumber(); err != nil { // the txid generator, once the number is known (number.go)
 		return nil, err
 	}
 	w, err := wal.Open(filepath.Join(cfg.DataDir, "wal"), wal.Config{SegmentBytes: cfg.IntakeWALSegmentBytes, Logger: cfg.Logger, Metrics: cfg.Metrics})
@@ -153,7 +166,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if err := syncDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	n.peers = newPeerBook(n.db)
+	n.peers = newPeers(cfg.ID, n.db, n.raft)
 
 	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -166,17 +179,15 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if n.debug, err = openDebug(cfg); err != nil {
 		return nil, err
 	}
-	n.client = client.NewClient(client.ClientConfig{})
-	n.streams = peer.NewStreams(n.client)
-	n.fwd = newForwarder(n.cfg, n.client, n.streams)
+	n.wire()
 	var backend api.Backend = n
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
 	n.api = api.NewServer(api.Config{
 		MaxBodyBytes: cfg.MaxBodyBytes,
-		Streams:      peer.NewStreamServer(cfg.Logger),
 		Logger:       cfg.Logger,
+		Streams:      peer.NewStreamServer(cfg.Logger),
 	}, backend)
 	n.srv = &http.Server{
 		Handler:           n.api,
@@ -191,6 +202,19 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	}
 	ok = true
 	return n, nil
+}
+
+// wire builds the parts that run on the open ones (see Node).
+func (n *Node) wire() {
+	cfg := n.cfg
+	fwd := newForwarder(cfg, n.peers.client, n.peers.streams)
+	n.props = &proposer{self: cfg.ID, dedupWindow: cfg.DedupWindow, db: n.db, raft: n.raft, peers: n.peers, log: n.log, fwd: fwd}
+	n.acks = &ackAll{self: cfg.ID, raft: n.raft, peers: n.peers}
+	n.writes = &writer{maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
+	n.replay = &replayer{raft: n.raft, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
+	n.look = &lookups{self: cfg.ID, db: n.db, raft: n.raft, intake: n.intake, peers: n.peers, mem: n.mem}
+	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr = n.raft, n.peers, n.props, n.httpAddr
+	n.rm = &removal{raft: n.raft, mem: n.mem, peers: n.peers, intake: n.intake, replay: n.replay, log: n.log, httpAddr: n.httpAddr, shutdownTimeout: cfg.ShutdownTimeout, life: n.life}
 }
 
 // dialer returns the Raft address override for --raft-dial, or nil without one.
@@ -234,7 +258,19 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	n.log.Info("http listening", "addr", n.ln.Addr().String(), "raft_addr", n.cfg.RaftAddr, "data_dir", n.cfg.DataDir)
 	if n.refused == nil {
-		n.runLoops()
+		// The background loops of a node that runs Raft.
+		n.wg.Go(n.mem.registerLoop)
+		n.wg.Go(n.replay.loop)
+		n.wg.Go(func() { releaseLoop(n.life, n.db, n.log) })
+		if n.park != nil {
+			n.wg.Go(n.replay.drainLoop)
+		} else {
+			n.log.Info("no redis configured: parking uses the intake wal alone")
+		}
+		if n.cfg.Join != "" {
+			n.wg.Go(n.mem.joinLoop)
+		}
+		n.wg.Go(n.rm.loop)
 	}
 
 	var err error
@@ -252,22 +288,6 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(err, n.Close())
-}
-
-// runLoops starts the background loops of a node that runs Raft.
-func (n *Node) runLoops() {
-	n.wg.Go(n.registerLoop)
-	n.wg.Go(n.replayLoop)
-	n.wg.Go(n.releaseLoop)
-	if n.park != nil {
-		n.wg.Go(n.drainLoop)
-	} else {
-		n.log.Info("no redis configured: parking uses the intake wal alone")
-	}
-	if n.cfg.Join != "" {
-		n.wg.Go(n.joinLoop)
-	}
-	n.wg.Go(n.removalLoop)
 }
 
 // Close shuts the node down: it hands leadership over if it is the leader, stops
@@ -309,7 +329,7 @@ func (n *Node) Close() error {
 				n.log.Warn("propose streams shutdown", "err", err)
 			}
 			cancel()
-			n.streams.Close()
+			n.peers.streams.Close()
 		}
 		n.wg.Wait()
 		n.closeErr = n.closeParts()
@@ -353,8 +373,8 @@ func (n *Node) closeParts() error {
 			errs = append(errs, fmt.Errorf("close redis: %w", err))
 		}
 	}
-	if n.ids != nil {
-		if err := n.ids.Close(); err != nil {
+	if n.mem != nil && n.mem.ids != nil {
+		if err := n.mem.ids.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close txid generator: %w", err))
 		}
 	}

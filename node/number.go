@@ -1,8 +1,10 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
 )
@@ -46,11 +49,23 @@ const numberFile = "node.number"
 // data directory has issued txids.
 const hwmFile = "txid.hwm"
 
-// membership is this node's standing in the cluster as far as writes are
-// concerned: whether it has a txid node number yet, whether another member
-// holds the same one, and whether it was removed. The write path reads it
-// with atomics only.
+// membership is this node's standing in the cluster: its txid node number
+// (this file), its entry in the node registry and its join (register.go).
+// Whether it may take a write (writeErr) the write path reads with atomics
+// only.
 type membership struct {
+	cfg      Config
+	log      *slog.Logger
+	db       *store.DB
+	raft     *replication.Raft // nil until Open has opened Raft
+	peers    *peers
+	props    *proposer
+	httpAddr string          // advertised HTTP address
+	life     context.Context // the node's: ends when Close begins
+
+	// ids issues this node's txids; set once, with number (setNumber).
+	ids *txid.Generator
+
 	number  atomic.Int32           // 0 until known; then fixed
 	clash   atomic.Pointer[string] // the member that holds our number too; nil: none
 	removed atomic.Bool            // set once; never cleared
@@ -85,23 +100,23 @@ func (m *membership) writeErr() error {
 }
 
 // nodeNumber returns this node's txid node number, 0 while it has none.
-func (n *Node) nodeNumber() int { return int(n.mem.number.Load()) }
+func (m *membership) nodeNumber() int { return int(m.number.Load()) }
 
 // openNumber decides this node's txid node number from its data directory and
 // config, persists it, and opens the txid generator with it. A member that
 // will join without a number of its own opens the generator later, in
-// assignNumber. Called by Open once the store is open.
-func (n *Node) openNumber() error {
-	n.mem.stop = make(chan error, 1)
-	num, err := n.resolveNumber()
+// setNumber (from adoptNumber or joined). Called by Open once the store is open.
+func (m *membership) openNumber() error {
+	m.stop = make(chan error, 1)
+	num, err := m.resolveNumber()
 	if err != nil {
 		return err
 	}
 	if num == 0 {
-		n.log.Info("no txid node number yet: the cluster assigns one at join")
+		m.log.Info("no txid node number yet: the cluster assigns one at join")
 		return nil
 	}
-	return n.setNumber(num, n.byConstruction(num))
+	return m.setNumber(num, m.byConstruction(num))
 }
 
 // byConstruction reports whether num is the number the --cluster list gives
@@ -109,24 +124,24 @@ func (n *Node) openNumber() error {
 // takes: such a node need not wait for its registration before it takes
 // writes (membership.registered). A number from this node's --node-number
 // alone is not: another member may have given itself the same.
-func (n *Node) byConstruction(num int) bool {
-	for _, p := range n.cfg.Cluster {
-		if p.ID == n.cfg.ID && p.NodeNumber != 0 {
+func (m *membership) byConstruction(num int) bool {
+	for _, p := range m.cfg.Cluster {
+		if p.ID == m.cfg.ID && p.NodeNumber != 0 {
 			return p.NodeNumber == num
 		}
 	}
-	if len(n.cfg.Cluster) == 0 || n.cfg.NodeNumber != 0 {
+	if len(m.cfg.Cluster) == 0 || m.cfg.NodeNumber != 0 {
 		return false
 	}
-	nums, err := bootstrapNumbers(n.cfg.Cluster, n.cfg.ID, 0)
-	return err == nil && nums[n.cfg.ID] == num
+	nums, err := bootstrapNumbers(m.cfg.Cluster, m.cfg.ID, 0)
+	return err == nil && nums[m.cfg.ID] == num
 }
 
 // resolveNumber returns the data directory's txid node number, or 0 when a
 // member joining through cfg.Join without a number of its own leaves the
 // choice to the leader.
-func (n *Node) resolveNumber() (int, error) {
-	cfg := n.cfg
+func (m *membership) resolveNumber() (int, error) {
+	cfg := m.cfg
 	path := filepath.Join(cfg.DataDir, numberFile)
 	have, err := readNumber(path)
 	if err != nil {
@@ -144,11 +159,11 @@ func (n *Node) resolveNumber() (int, error) {
 		}
 		return have, nil
 	}
-	if num, src, ok := n.inferNumber(); ok {
+	if num, src, ok := m.inferNumber(); ok {
 		if want != 0 && want != num {
 			return 0, fmt.Errorf("node number: data dir %s used txid node number %d (%s), and %d was asked for; a data dir keeps its number", cfg.DataDir, num, src, want)
 		}
-		n.log.Info("txid node number of an existing data dir", "node_number", num, "from", src)
+		m.log.Info("txid node number of an existing data dir", "node_number", num, "from", src)
 		return num, nil
 	}
 	switch {
@@ -175,7 +190,7 @@ func (n *Node) resolveNumber() (int, error) {
 	// Neither --cluster nor --join: a node an operator adds by hand (POST
 	// /v1/cluster/join) takes the number the leader registers it with, from
 	// the log (adoptNumber).
-	n.log.Warn("no txid node number: waiting to be joined to a cluster (POST /v1/cluster/join), which assigns one")
+	m.log.Warn("no txid node number: waiting to be joined to a cluster (POST /v1/cluster/join), which assigns one")
 	return 0, nil
 }
 
@@ -183,30 +198,30 @@ func (n *Node) resolveNumber() (int, error) {
 // node.number used: its registry entry, else what that version's default
 // gave it. It reports false for a data directory that never issued a txid
 // and holds no state (a new one).
-func (n *Node) inferNumber() (int, string, bool) {
-	if info, ok := n.ownEntry(); ok && info.TxIDNode != 0 {
+func (m *membership) inferNumber() (int, string, bool) {
+	if info, ok := m.ownEntry(); ok && info.TxIDNode != 0 {
 		return int(info.TxIDNode), "its entry in the node registry", true
 	}
-	if _, err := os.Stat(filepath.Join(n.cfg.DataDir, hwmFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(m.cfg.DataDir, hwmFile)); err != nil {
 		return 0, "", false
 	}
-	if n.cfg.NodeNumber != 0 {
-		return n.cfg.NodeNumber, "--node-number", true
+	if m.cfg.NodeNumber != 0 {
+		return m.cfg.NodeNumber, "--node-number", true
 	}
-	if num := legacyNodeNumber(n.cfg.ID, n.cfg.Cluster); num != 0 {
+	if num := legacyNodeNumber(m.cfg.ID, m.cfg.Cluster); num != 0 {
 		return num, "the trailing digits of its id, or its place in --cluster", true
 	}
 	return 0, "", false
 }
 
 // ownEntry returns this node's entry in the registry of the local store.
-func (n *Node) ownEntry() (store.NodeInfo, bool) {
-	nodes, err := n.db.Nodes()
+func (m *membership) ownEntry() (store.NodeInfo, bool) {
+	nodes, err := m.db.Nodes()
 	if err != nil {
 		return store.NodeInfo{}, false
 	}
 	for _, info := range nodes {
-		if info.ID == n.cfg.ID {
+		if info.ID == m.cfg.ID {
 			return info, true
 		}
 	}
@@ -218,23 +233,23 @@ func (n *Node) ownEntry() (store.NodeInfo, bool) {
 // has applied what it knows is committed: the registration precedes the
 // configuration change, so an older entry of the same id, replayed while the
 // node catches up, is never taken. Called by registerLoop.
-func (n *Node) adoptNumber() {
-	if listed, _ := n.listed(); !listed {
+func (m *membership) adoptNumber() {
+	if listed, _ := m.listed(); !listed {
 		return
 	}
-	if st := n.raft.Status(); st.AppliedIndex < st.CommitIndex || st.CommitIndex == 0 {
+	if st := m.raft.Status(); st.AppliedIndex < st.CommitIndex || st.CommitIndex == 0 {
 		return
 	}
-	info, ok := n.ownEntry()
+	info, ok := m.ownEntry()
 	if !ok || info.TxIDNode == 0 {
 		return
 	}
-	if want := n.cfg.NodeNumber; want != 0 && want != int(info.TxIDNode) {
-		n.stopWith(fmt.Errorf("node number: the cluster registered this node with txid node number %d, --node-number says %d", info.TxIDNode, want))
+	if want := m.cfg.NodeNumber; want != 0 && want != int(info.TxIDNode) {
+		m.stopWith(fmt.Errorf("node number: the cluster registered this node with txid node number %d, --node-number says %d", info.TxIDNode, want))
 		return
 	}
-	if err := n.setNumber(int(info.TxIDNode), true); err != nil {
-		n.stopWith(err)
+	if err := m.setNumber(int(info.TxIDNode), true); err != nil {
+		m.stopWith(err)
 	}
 }
 
@@ -243,28 +258,28 @@ func (n *Node) adoptNumber() {
 // set, setting the same one again does nothing and another is an error.
 // registered says that num is known to be free of clashes (by construction,
 // or registered by the leader), so writes need not wait for checkClash.
-func (n *Node) setNumber(num int, registered bool) error {
-	n.mem.setMu.Lock()
-	defer n.mem.setMu.Unlock()
-	if have := n.nodeNumber(); have != 0 {
+func (m *membership) setNumber(num int, registered bool) error {
+	m.setMu.Lock()
+	defer m.setMu.Unlock()
+	if have := m.nodeNumber(); have != 0 {
 		if have != num {
 			return fmt.Errorf("node number: this node holds txid node number %d, not %d", have, num)
 		}
 		return nil
 	}
-	if err := writeNumber(filepath.Join(n.cfg.DataDir, numberFile), num); err != nil {
+	if err := writeNumber(filepath.Join(m.cfg.DataDir, numberFile), num); err != nil {
 		return err
 	}
-	ids, err := txid.OpenGenerator(filepath.Join(n.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num), Logger: n.cfg.Logger})
+	ids, err := txid.OpenGenerator(filepath.Join(m.cfg.DataDir, hwmFile), txid.Config{Node: uint16(num), Logger: m.cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("open txid generator: %w", err)
 	}
-	n.ids = ids
+	m.ids = ids
 	if registered {
-		n.mem.registered.Store(true)
+		m.registered.Store(true)
 	}
-	n.mem.number.Store(int32(num)) // after n.ids: the write path reads n.ids only once it sees a number
-	n.log.Info("txid node number", "node_number", num)
+	m.number.Store(int32(num)) // after m.ids: the write path reads m.ids only once it sees a number
+	m.log.Info("txid node number", "node_number", num)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/txlog/txlog/store"
 )
 
-func peers(spec ...any) []Peer {
+func clusterOf(spec ...any) []Peer {
 	var ps []Peer
 	for i := 0; i < len(spec); i += 2 {
 		ps = append(ps, Peer{ID: spec[i].(string), RaftAddr: "127.0.0.1:1", NodeNumber: spec[i+1].(int)})
@@ -29,24 +29,24 @@ func TestBootstrapNumbers(t *testing.T) {
 		want     map[string]int
 		wantErr  string
 	}{
-		{name: "trailing digits when they are distinct", cluster: peers("n1", 0, "n2", 0, "n3", 0), self: "n1",
+		{name: "trailing digits when they are distinct", cluster: clusterOf("n1", 0, "n2", 0, "n3", 0), self: "n1",
 			want: map[string]int{"n1": 1, "n2": 2, "n3": 3}},
-		{name: "trailing digits collide: place in the sorted list", cluster: peers("c1", 0, "a1", 0, "b1", 0), self: "a1",
+		{name: "trailing digits collide: place in the sorted list", cluster: clusterOf("c1", 0, "a1", 0, "b1", 0), self: "a1",
 			want: map[string]int{"a1": 1, "b1": 2, "c1": 3}},
-		{name: "n4 and m4", cluster: peers("n4", 0, "m4", 0), self: "n4",
+		{name: "n4 and m4", cluster: clusterOf("n4", 0, "m4", 0), self: "n4",
 			want: map[string]int{"m4": 1, "n4": 2}},
-		{name: "an id without digits", cluster: peers("n1", 0, "n2", 0, "x", 0), self: "x",
+		{name: "an id without digits", cluster: clusterOf("n1", 0, "n2", 0, "x", 0), self: "x",
 			want: map[string]int{"n1": 1, "n2": 2, "x": 3}},
-		{name: "digits out of range", cluster: peers("n1", 0, "n2000", 0), self: "n1",
+		{name: "digits out of range", cluster: clusterOf("n1", 0, "n2000", 0), self: "n1",
 			want: map[string]int{"n1": 1, "n2000": 2}},
-		{name: "given numbers are kept and skipped", cluster: peers("a1", 1, "b1", 0, "c1", 0), self: "b1",
+		{name: "given numbers are kept and skipped", cluster: clusterOf("a1", 1, "b1", 0, "c1", 0), self: "b1",
 			want: map[string]int{"a1": 1, "b1": 2, "c1": 3}},
-		{name: "digits that a given number takes", cluster: peers("n1", 2, "n2", 0, "n3", 0), self: "n3",
+		{name: "digits that a given number takes", cluster: clusterOf("n1", 2, "n2", 0, "n3", 0), self: "n3",
 			want: map[string]int{"n1": 2, "n2": 1, "n3": 3}},
-		{name: "self's --node-number counts as given", cluster: peers("n1", 0, "n2", 0), self: "n2", selfWant: 9,
+		{name: "self's --node-number counts as given", cluster: clusterOf("n1", 0, "n2", 0), self: "n2", selfWant: 9,
 			want: map[string]int{"n1": 1, "n2": 9}},
-		{name: "the same number given twice", cluster: peers("a", 3, "b", 3), self: "a", wantErr: "3 given to both a and b"},
-		{name: "--node-number against the list", cluster: peers("a", 3, "b", 0), self: "a", selfWant: 4, wantErr: "gives a number 3, --node-number 4"},
+		{name: "the same number given twice", cluster: clusterOf("a", 3, "b", 3), self: "a", wantErr: "3 given to both a and b"},
+		{name: "--node-number against the list", cluster: clusterOf("a", 3, "b", 0), self: "a", selfWant: 4, wantErr: "gives a number 3, --node-number 4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

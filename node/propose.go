@@ -3,13 +3,31 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
 )
+
+// proposer gets commands into the log: on this node when it leads, else
+// through the leader's HTTP API (forward), retrying across leader changes.
+// Every write goes through it: a client's transactions, the replayer's, a
+// node's registration and a join's.
+type proposer struct {
+	self        string        // this node's ID
+	dedupWindow time.Duration // stamped on each command (Config.DedupWindow)
+	db          *store.DB
+	raft        *replication.Raft
+	peers       *peers
+	log         *slog.Logger
+	// fwd sends frames to the leader at a base URL, grouped with other
+	// callers' (forward.go).
+	fwd *peer.Forwarder
+}
 
 // pending is one command on its way into the log.
 //
@@ -22,12 +40,15 @@ type pending struct {
 	id      txid.ID // zero for non-transaction commands
 	key     string  // the transaction's idempotency key, when the intake needs it
 
-	// sent is true once the command may have reached a leader: from then on its
-	// outcome is unknown until it is found in the log.
-	sent bool
-	done bool
-	res  wire.TxResult
-	err  error
+	st state // where it is; changed only by its transitions (state.go)
+}
+
+// sentTx returns a pending transaction that may have reached a leader
+// before: the replayer's, whose proposal looks it up in the log first.
+func sentTx(id txid.ID, payload []byte) *pending {
+	p := &pending{kind: store.KindTx, payload: payload, id: id}
+	p.st.send()
+	return p
 }
 
 // frame returns the bytes forwarded to the leader: the command without a time,
@@ -42,7 +63,7 @@ func (p *pending) resolve(res wire.TxResult, err error) {
 		// of somebody else's transaction.
 		res.Duplicate = false
 	}
-	p.res, p.err, p.done = res, err, true
+	p.st.resolve(res, err)
 }
 
 // Retry pacing while no leader is reachable.
@@ -54,21 +75,21 @@ const (
 // propose gets every pending command into the log through whichever node leads,
 // retrying across leader changes, until each has an outcome or ctx ends. What is
 // still open then is left for the caller: see settle and park.
-func (n *Node) propose(ctx context.Context, ps []*pending, opts wire.SubmitOptions) {
+func (pr *proposer) propose(ctx context.Context, ps []*pending, opts wire.SubmitOptions) {
 	backoff := minBackoff
 	for {
 		todo := unresolved(ps)
 		if len(todo) == 0 || ctx.Err() != nil {
 			return
 		}
-		leader, _ := n.raft.Leader()
+		leader, _ := pr.raft.Leader()
 		switch {
 		case leader == "":
-		case leader == n.cfg.ID:
-			n.proposeLocal(ctx, todo)
+		case leader == pr.self:
+			pr.proposeLocal(ctx, todo)
 		default:
-			if info, ok := n.peers.lookup(leader); ok && info.HTTPAddr != "" {
-				n.proposeRemote(ctx, "http://"+info.HTTPAddr, todo, opts)
+			if base, ok := pr.peers.leaderURL(leader); ok {
+				pr.proposeRemote(ctx, base, todo, opts)
 			}
 		}
 		if len(unresolved(ps)) == 0 {
@@ -97,7 +118,7 @@ func withReserve(ctx context.Context) (context.Context, context.CancelFunc) {
 func unresolved(ps []*pending) []*pending {
 	var out []*pending
 	for _, p := range ps {
-		if !p.done {
+		if !p.st.isDone() {
 			out = append(out, p)
 		}
 	}
@@ -107,21 +128,21 @@ func unresolved(ps []*pending) []*pending {
 // settle resolves commands left open when time ran out: one that never reached a
 // leader failed with ErrNoLeader; one that may have is looked up in the log, and
 // is reported with ErrUnknownOutcome when it is not (yet) there.
-func (n *Node) settle(ctx context.Context, ps []*pending) {
+func (pr *proposer) settle(ctx context.Context, ps []*pending) {
 	if len(ps) == 0 {
 		return
 	}
 	// Catch up with what the leader has committed, as far as this node knows.
-	_ = n.raft.WaitCurrent(ctx, n.raft.Status().CommitIndex)
+	_ = pr.raft.WaitCurrent(ctx, pr.raft.Status().CommitIndex)
 	for _, p := range ps {
-		if p.id != 0 && p.sent {
-			if o, err := n.db.Tx(p.id); err == nil {
-				p.resolve(n.result(o, false), nil)
+		if p.id != 0 && p.st.isSent() {
+			if o, err := pr.db.Tx(p.id); err == nil {
+				p.resolve(result(o, false), nil)
 				continue
 			}
 		}
 		res := wire.TxResult{TxID: p.id, Status: wire.StatusUnknown}
-		if !p.sent {
+		if !p.st.isSent() {
 			p.resolve(res, wire.ErrNoLeader)
 			continue
 		}
@@ -131,14 +152,14 @@ func (n *Node) settle(ctx context.Context, ps []*pending) {
 
 // proposeLocal proposes commands on this node, which believes it leads, in the
 // order given: Raft writes them in shared batches and keeps their order.
-func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
+func (pr *proposer) proposeLocal(ctx context.Context, ps []*pending) {
 	var todo []*pending
 	for _, p := range ps {
-		if p.id != 0 && p.sent {
+		if p.id != 0 && p.st.isSent() {
 			// Already in the log (an earlier, ambiguous attempt that did commit)?
 			// A transaction never proposed before cannot be; skip the read.
-			if o, err := n.db.Tx(p.id); err == nil {
-				p.resolve(n.result(o, false), nil)
+			if o, err := pr.db.Tx(p.id); err == nil {
+				p.resolve(result(o, false), nil)
 				continue
 			}
 		}
@@ -151,9 +172,9 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 	datas := make([][]byte, len(todo))
 	for i, p := range todo {
 		// The leader stamps its time and the dedup window on each command.
-		datas[i] = store.EncodeCommand(store.Command{Kind: p.kind, Time: now, DedupWindow: n.cfg.DedupWindow, Payload: p.payload})
+		datas[i] = store.EncodeCommand(store.Command{Kind: p.kind, Time: now, DedupWindow: pr.dedupWindow, Payload: p.payload})
 	}
-	for i, a := range n.raft.ApplyMany(ctx, datas) {
+	for i, a := range pr.raft.ApplyMany(ctx, datas) {
 		p := todo[i]
 		switch terr := translate(a.Err); {
 		case a.Err == nil:
@@ -167,36 +188,38 @@ func (n *Node) proposeLocal(ctx context.Context, ps []*pending) {
 				p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
 				continue
 			}
-			p.resolve(n.result(a.Result.Outcome, a.Result.Duplicate), nil)
+			p.resolve(result(a.Result.Outcome, a.Result.Duplicate), nil)
 		case errors.Is(terr, wire.ErrNotLeader), errors.Is(a.Err, context.DeadlineExceeded) && !errors.Is(a.Err, replication.ErrTimeout):
 			// Not proposed: try again through the current leader.
 		default:
 			// Leadership lost, timed out or shutting down after the entry may have
 			// been appended: its fate is unknown.
-			p.sent = true
+			p.st.send()
 		}
 	}
 }
 
 // proposeRemote forwards commands to the leader at base in one request.
-func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, opts wire.SubmitOptions) {
+func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pending, opts wire.SubmitOptions) {
 	frames := make([][]byte, len(ps))
 	wasSent := make([]bool, len(ps))
 	opts.Fresh = true
 	for i, p := range ps {
 		frames[i] = p.frame()
-		wasSent[i] = p.sent
-		opts.Fresh = opts.Fresh && !p.sent
-		p.sent = true // the request may reach the leader whatever comes back
+		wasSent[i] = p.st.isSent()
+		opts.Fresh = opts.Fresh && !wasSent[i]
+		p.st.send() // the request may reach the leader whatever comes back
 	}
-	results, err := n.fwd.Forward(ctx, base, frames, opts)
+	results, err := pr.fwd.Forward(ctx, base, frames, opts)
 	if err != nil {
 		if errors.Is(err, wire.ErrNotLeader) {
 			for i, p := range ps {
-				p.sent = wasSent[i]
+				if !wasSent[i] {
+					p.st.unsend()
+				}
 			}
 		}
-		n.log.Debug("forward to leader", "leader", base, "err", err)
+		pr.log.Debug("forward to leader", "leader", base, "err", err)
 		return
 	}
 	for i, p := range ps {
@@ -212,7 +235,9 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 		case wire.CodeIdempotencyKeyReused:
 			p.resolve(wire.TxResult{}, r.Error.Err())
 		case wire.CodeNotLeader:
-			p.sent = wasSent[i]
+			if !wasSent[i] {
+				p.st.unsend()
+			}
 		case wire.CodeUnknownOutcome, wire.CodeNoLeader, wire.CodeShuttingDown, wire.CodeTimeout:
 			// Try again; the txid makes that safe.
 		default:
@@ -222,7 +247,7 @@ func (n *Node) proposeRemote(ctx context.Context, base string, ps []*pending, op
 }
 
 // result converts an outcome read from the store or returned by Apply.
-func (n *Node) result(o store.Outcome, duplicate bool) wire.TxResult {
+func result(o store.Outcome, duplicate bool) wire.TxResult {
 	r := fromOutcome(o)
 	r.Duplicate = duplicate
 	r.Durability = wire.AckQuorum

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/store"
 )
 
@@ -26,43 +25,43 @@ const registerRetry = 5 * time.Second
 // joining node without a number yet publishes nothing: the leader registers it
 // at join, and the node takes its number from the join's answer or from that
 // registration (adoptNumber).
-func (n *Node) registerLoop() {
+func (m *membership) registerLoop() {
 	t := time.NewTicker(registerInterval)
 	defer t.Stop()
 	var sent time.Time // when this node last proposed its info
 	for {
-		n.checkClash()
+		m.checkClash()
 		select {
-		case <-n.life.Done():
+		case <-m.life.Done():
 			return
 		case <-t.C:
 		}
-		if n.life.Err() != nil {
+		if m.life.Err() != nil {
 			return // a tick that won the select against life.Done()
 		}
-		num := n.nodeNumber()
+		num := m.nodeNumber()
 		if num == 0 {
-			n.adoptNumber()
+			m.adoptNumber()
 			continue
 		}
-		if n.mem.removed.Load() {
+		if m.removed.Load() {
 			continue
 		}
-		me := store.NodeInfo{ID: n.cfg.ID, HTTPAddr: n.httpAddr, RaftAddr: n.cfg.RaftAddr, TxIDNode: uint16(num)}
-		if info, _ := n.peers.lookup(me.ID); info == me || time.Since(sent) < registerRetry {
+		me := store.NodeInfo{ID: m.cfg.ID, HTTPAddr: m.httpAddr, RaftAddr: m.cfg.RaftAddr, TxIDNode: uint16(num)}
+		if info, _ := m.peers.lookup(me.ID); info == me || time.Since(sent) < registerRetry {
 			// Current, or proposed a moment ago and not applied here yet.
 			continue
 		}
-		if leader, _ := n.raft.Leader(); leader == "" {
+		if leader, _ := m.raft.Leader(); leader == "" {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(n.life, 2*time.Second)
+		ctx, cancel := context.WithTimeout(m.life, 2*time.Second)
 		p := &pending{kind: store.KindRegisterNode, payload: store.EncodeNode(me)}
-		n.propose(ctx, []*pending{p}, wire.SubmitOptions{})
+		m.props.propose(ctx, []*pending{p}, wire.SubmitOptions{})
 		cancel()
-		if p.err == nil && p.done {
+		if p.st.err == nil && p.st.isDone() {
 			sent = time.Now()
-			n.log.Info("node registered", "http_addr", me.HTTPAddr, "node_number", num)
+			m.log.Info("node registered", "http_addr", me.HTTPAddr, "node_number", num)
 		}
 	}
 }
@@ -71,13 +70,13 @@ func (n *Node) registerLoop() {
 // another member of the configuration registered with this node's txid node
 // number. The first time it finds this node's own entry it also lets the node
 // take writes (membership.registered).
-func (n *Node) checkClash() {
-	num := n.nodeNumber()
+func (m *membership) checkClash() {
+	num := m.nodeNumber()
 	if num == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(n.life, time.Second)
-	members, err := n.raft.Members(ctx)
+	ctx, cancel := context.WithTimeout(m.life, time.Second)
+	members, err := m.raft.Members(ctx)
 	cancel()
 	if err != nil {
 		return // shutting down, or timed out: keep what was known
@@ -86,25 +85,25 @@ func (n *Node) checkClash() {
 	for i, m := range members {
 		ids[i] = m.ID
 	}
-	nodes, err := n.db.Nodes()
+	nodes, err := m.db.Nodes()
 	if err != nil {
 		return
 	}
-	holder := clashWith(n.cfg.ID, num, ids, nodes)
-	own := slices.ContainsFunc(nodes, func(e store.NodeInfo) bool { return e.ID == n.cfg.ID && int(e.TxIDNode) == num })
+	holder := clashWith(m.cfg.ID, num, ids, nodes)
+	own := slices.ContainsFunc(nodes, func(e store.NodeInfo) bool { return e.ID == m.cfg.ID && int(e.TxIDNode) == num })
 	defer func() {
 		if own {
-			n.mem.registered.Store(true) // after the clash is stored
+			m.registered.Store(true) // after the clash is stored
 		}
 	}()
-	prev := n.mem.clash.Load()
+	prev := m.clash.Load()
 	switch {
 	case holder != "" && (prev == nil || *prev != holder):
-		n.mem.clash.Store(&holder)
-		n.log.Error("txid node number held by another member; refusing writes until one of the two is removed", "peer", holder, "node_number", num)
+		m.clash.Store(&holder)
+		m.log.Error("txid node number held by another member; refusing writes until one of the two is removed", "peer", holder, "node_number", num)
 	case holder == "" && prev != nil:
-		n.mem.clash.Store(nil)
-		n.log.Info("txid node number no longer held by another member; taking writes", "peer", *prev, "node_number", num)
+		m.clash.Store(nil)
+		m.log.Info("txid node number no longer held by another member; taking writes", "peer", *prev, "node_number", num)
 	}
 }
 
@@ -113,38 +112,38 @@ func (n *Node) checkClash() {
 // --node-number asks for one); the answer carries the number it holds, which a
 // node without one persists before it takes a write. A refusal of the number
 // (node_number_taken) stops the node: asking again cannot succeed.
-func (n *Node) joinLoop() {
-	c := client.NewClient(client.ClientConfig{Endpoints: []string{n.cfg.Join}})
+func (m *membership) joinLoop() {
+	c := m.peers.joinClient(m.cfg.Join)
 	backoff := 100 * time.Millisecond
 	for {
-		if n.removedWhileAway() {
-			n.log.Warn("not joining again: this member was removed from the cluster", "via", n.cfg.Join)
-			return // removalLoop finds the same and stops the node
+		if m.removedWhileAway() {
+			m.log.Warn("not joining again: this member was removed from the cluster", "via", m.cfg.Join)
+			return // removal.loop finds the same and stops the node
 		}
-		want := n.nodeNumber()
+		want := m.nodeNumber()
 		if want == 0 {
-			want = n.cfg.NodeNumber
+			want = m.cfg.NodeNumber
 		}
-		req := wire.JoinRequest{ID: n.cfg.ID, RaftAddr: n.cfg.RaftAddr, HTTPAddr: n.httpAddr, NodeNumber: want}
-		ctx, cancel := context.WithTimeout(n.life, 10*time.Second)
+		req := wire.JoinRequest{ID: m.cfg.ID, RaftAddr: m.cfg.RaftAddr, HTTPAddr: m.httpAddr, NodeNumber: want}
+		ctx, cancel := context.WithTimeout(m.life, 10*time.Second)
 		res, err := c.Join(ctx, req)
 		cancel()
 		if err == nil {
-			err = n.joined(res)
+			err = m.joined(res)
 			if err == nil {
-				n.log.Info("joined cluster", "via", n.cfg.Join, "node_number", res.NodeNumber)
+				m.log.Info("joined cluster", "via", m.cfg.Join, "node_number", res.NodeNumber)
 				return
 			}
-			n.stopWith(err)
+			m.stopWith(err)
 			return
 		}
 		if ae, ok := errors.AsType[*wire.Error](err); ok && ae.Code == wire.CodeNodeNumberTaken {
-			n.stopWith(fmt.Errorf("join via %s refused: %w", n.cfg.Join, err))
+			m.stopWith(fmt.Errorf("join via %s refused: %w", m.cfg.Join, err))
 			return
 		}
-		n.log.Warn("join failed", "via", n.cfg.Join, "err", err)
+		m.log.Warn("join failed", "via", m.cfg.Join, "err", err)
 		select {
-		case <-n.life.Done():
+		case <-m.life.Done():
 			return
 		case <-time.After(backoff):
 		}
@@ -158,33 +157,33 @@ func (n *Node) joinLoop() {
 // the removal. A node that never received a configuration (a new one) and one
 // the leader lists (a restart; a join whose answer was lost) join as usual;
 // so does one that finds no leader to ask, which the leader decides on.
-func (n *Node) removedWhileAway() bool {
-	if _, known := n.listed(); !known {
+func (m *membership) removedWhileAway() bool {
+	if _, known := m.listed(); !known {
 		return false
 	}
-	_, removed := n.askLeader()
+	_, removed := m.peers.askLeader(m.life, m.httpAddr)
 	return removed
 }
 
 // joined takes the node number of a successful join: it persists and uses it
 // if this node had none, and checks it otherwise.
-func (n *Node) joined(res wire.JoinResult) error {
-	have := n.nodeNumber()
+func (m *membership) joined(res wire.JoinResult) error {
+	have := m.nodeNumber()
 	switch {
 	case have == 0 && res.NodeNumber == 0:
-		return fmt.Errorf("join via %s: the answer assigns no txid node number (an older leader?); give --node-number", n.cfg.Join)
+		return fmt.Errorf("join via %s: the answer assigns no txid node number (an older leader?); give --node-number", m.cfg.Join)
 	case have == 0:
-		return n.setNumber(res.NodeNumber, true) // the leader registered it, clash-free
+		return m.setNumber(res.NodeNumber, true) // the leader registered it, clash-free
 	case have != res.NodeNumber:
-		return fmt.Errorf("join via %s: the cluster says this node holds txid node number %d, its data dir says %d", n.cfg.Join, res.NodeNumber, have)
+		return fmt.Errorf("join via %s: the cluster says this node holds txid node number %d, its data dir says %d", m.cfg.Join, res.NodeNumber, have)
 	}
 	return nil
 }
 
 // stopWith makes Run stop the node and return err.
-func (n *Node) stopWith(err error) {
+func (m *membership) stopWith(err error) {
 	select {
-	case n.mem.stop <- err:
+	case m.stop <- err:
 	default:
 	}
 }
@@ -195,13 +194,13 @@ func (n *Node) stopWith(err error) {
 // server is a member, and a second join cannot get it; then it changes the
 // configuration. joinMu serializes the choice; the barrier makes the registry
 // read here include everything committed.
-func (n *Node) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
-	n.mem.joinMu.Lock()
-	defer n.mem.joinMu.Unlock()
-	if _, err := n.raft.ReadIndex(ctx); err != nil {
+func (m *membership) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
+	m.joinMu.Lock()
+	defer m.joinMu.Unlock()
+	if _, err := m.raft.ReadIndex(ctx); err != nil {
 		return wire.JoinResult{}, translate(err)
 	}
-	members, err := n.raft.Members(ctx)
+	members, err := m.raft.Members(ctx)
 	if err != nil {
 		return wire.JoinResult{}, translate(err)
 	}
@@ -209,7 +208,7 @@ func (n *Node) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.JoinRe
 	for i, m := range members {
 		ids[i] = m.ID
 	}
-	registry, err := n.db.Nodes()
+	registry, err := m.db.Nodes()
 	if err != nil {
 		return wire.JoinResult{}, err
 	}
@@ -224,19 +223,19 @@ func (n *Node) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.JoinRe
 	}
 	if !registered {
 		p := &pending{kind: store.KindRegisterNode, payload: store.EncodeNode(info)}
-		n.proposeLocal(ctx, []*pending{p})
+		m.props.proposeLocal(ctx, []*pending{p})
 		switch {
-		case p.done && p.err != nil:
-			return wire.JoinResult{}, p.err
-		case !p.done && p.sent:
+		case p.st.isDone() && p.st.err != nil:
+			return wire.JoinResult{}, p.st.err
+		case p.st.isSent():
 			return wire.JoinResult{}, wire.ErrUnknownOutcome
-		case !p.done:
+		case !p.st.isDone():
 			return wire.JoinResult{}, wire.ErrNotLeader
 		}
-		n.log.Info("joining server registered", "peer", req.ID, "node_number", num)
+		m.log.Info("joining server registered", "peer", req.ID, "node_number", num)
 	}
 	voter := req.Voter == nil || *req.Voter
-	if err := translate(n.raft.Join(ctx, req.ID, req.RaftAddr, voter)); err != nil {
+	if err := translate(m.raft.Join(ctx, req.ID, req.RaftAddr, voter)); err != nil {
 		return wire.JoinResult{}, err
 	}
 	return wire.JoinResult{NodeNumber: num}, nil

@@ -2,12 +2,12 @@ package node
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
-	"github.com/txlog/txlog/store"
 )
 
 // A removed member stops taking writes, hands what it still holds to the
@@ -28,24 +28,38 @@ const (
 	handOffRetry    = 250 * time.Millisecond
 )
 
-// removalLoop watches for this node's removal from the cluster, and then
+// removal watches for this node's removal from the cluster (loop), and then
+// leaves (leave).
+type removal struct {
+	raft            *replication.Raft
+	mem             *membership
+	peers           *peers
+	intake          *intake
+	replay          *replayer
+	log             *slog.Logger
+	httpAddr        string          // advertised HTTP address
+	shutdownTimeout time.Duration   // Config.ShutdownTimeout
+	life            context.Context // the node's: ends when Close begins
+}
+
+// loop watches for this node's removal from the cluster, and then
 // leaves (see leave).
-func (n *Node) removalLoop() {
+func (rm *removal) loop() {
 	t := time.NewTicker(removalInterval)
 	defer t.Stop()
 	wasMember := false
 	lastLeader := time.Now()
 	for {
 		select {
-		case <-n.life.Done():
+		case <-rm.life.Done():
 			return
 		case <-t.C:
 		}
-		st := n.raft.Status()
+		st := rm.raft.Status()
 		if st.LeaderID != "" {
 			lastLeader = time.Now()
 		}
-		listed, known := n.listed()
+		listed, known := rm.mem.listed()
 		wasMember = wasMember || listed
 		suspect := st.State == "shutdown" ||
 			(known && !listed) ||
@@ -53,9 +67,9 @@ func (n *Node) removalLoop() {
 		if !suspect {
 			continue
 		}
-		base, removed := n.askLeader()
+		base, removed := rm.peers.askLeader(rm.life, rm.httpAddr)
 		if removed {
-			n.leave(base)
+			rm.leave(base)
 			return
 		}
 	}
@@ -64,55 +78,14 @@ func (n *Node) removalLoop() {
 // listed reports whether this node's latest configuration lists it; known is
 // false when the configuration is empty (a node not joined yet) or cannot be
 // read.
-func (n *Node) listed() (listed, known bool) {
-	ctx, cancel := context.WithTimeout(n.life, askTimeout)
+func (m *membership) listed() (listed, known bool) {
+	ctx, cancel := context.WithTimeout(m.life, askTimeout)
 	defer cancel()
-	members, err := n.raft.Members(ctx)
+	members, err := m.raft.Members(ctx)
 	if err != nil || len(members) == 0 {
 		return false, false
 	}
-	return slices.ContainsFunc(members, func(m replication.Member) bool { return m.ID == n.cfg.ID }), true
-}
-
-// askLeader asks the registered nodes for the leader, following their leader
-// hints, and reports the leader's HTTP base URL and whether its configuration
-// lacks this node. It reports "", false when no leader answered, or only one
-// whose commit index is below this node's.
-func (n *Node) askLeader() (base string, removed bool) {
-	var queue []string
-	for id, info := range n.peers.all() {
-		if id != n.cfg.ID && info.HTTPAddr != "" {
-			queue = append(queue, info.HTTPAddr)
-		}
-	}
-	slices.Sort(queue)
-	asked := map[string]bool{}
-	for len(queue) > 0 && n.life.Err() == nil {
-		addr := queue[0]
-		queue = queue[1:]
-		if asked[addr] || addr == n.httpAddr {
-			continue
-		}
-		asked[addr] = true
-		ctx, cancel := context.WithTimeout(n.life, askTimeout)
-		st, err := n.client.ClusterFrom(ctx, "http://"+addr)
-		cancel()
-		if err != nil {
-			continue
-		}
-		if st.State == "leader" && st.ID == st.LeaderID {
-			// A leader behind what this node knows is committed is a deposed
-			// one that has not noticed yet: its configuration may be old.
-			if st.CommitIndex < n.raft.Status().CommitIndex {
-				continue
-			}
-			return "http://" + addr, !slices.ContainsFunc(st.Members, func(m wire.Member) bool { return m.ID == n.cfg.ID })
-		}
-		if st.LeaderHTTPAddr != "" {
-			queue = append([]string{st.LeaderHTTPAddr}, queue...)
-		}
-	}
-	return "", false
+	return slices.ContainsFunc(members, func(mb replication.Member) bool { return mb.ID == m.cfg.ID }), true
 }
 
 // leave is what a removed node does: it answers writes (and /readyz) with 503
@@ -122,53 +95,32 @@ func (n *Node) askLeader() (base string, removed bool) {
 // ShutdownTimeout after it learned of its removal, makes Run stop the node.
 // It gives up only when the node is closed; what is unresolved then stays in
 // its intake WAL, and the next start hands it off again.
-func (n *Node) leave(base string) {
+func (rm *removal) leave(base string) {
 	start := time.Now()
-	n.mem.removed.Store(true)
-	n.log.Warn("removed from the cluster: taking no more writes, handing unresolved transactions to the leader",
-		"leader", base, "unresolved", n.intake.size())
-	for n.life.Err() == nil && n.intake.size() > 0 {
-		if n.handOff(base) {
+	rm.mem.removed.Store(true)
+	rm.log.Warn("removed from the cluster: taking no more writes, handing unresolved transactions to the leader",
+		"leader", base, "unresolved", rm.intake.size())
+	for rm.life.Err() == nil && rm.intake.size() > 0 {
+		if rm.replay.handOff(base) {
 			continue
 		}
 		select {
-		case <-n.life.Done():
+		case <-rm.life.Done():
 			return
 		case <-time.After(handOffRetry):
 		}
-		if b, removed := n.askLeader(); removed && b != "" {
+		if b, removed := rm.peers.askLeader(rm.life, rm.httpAddr); removed && b != "" {
 			base = b // the leader may have changed
 		}
 	}
-	if n.life.Err() != nil {
+	if rm.life.Err() != nil {
 		return
 	}
-	n.log.Info("unresolved transactions handed off; stopping after the shutdown timeout", "after", n.cfg.ShutdownTimeout-time.Since(start))
+	rm.log.Info("unresolved transactions handed off; stopping after the shutdown timeout", "after", rm.shutdownTimeout-time.Since(start))
 	select {
-	case <-n.life.Done():
+	case <-rm.life.Done():
 		return
-	case <-time.After(n.cfg.ShutdownTimeout - time.Since(start)):
+	case <-time.After(rm.shutdownTimeout - time.Since(start)):
 	}
-	n.stopWith(wire.ErrRemoved)
-}
-
-// handOff proposes one batch of unresolved transactions through the leader at
-// base. It reports whether it resolved any.
-func (n *Node) handOff(base string) bool {
-	es := n.intake.take(replayBatch)
-	if len(es) == 0 {
-		return false // all busy in requests still under way: they come back parked or resolved
-	}
-	ps := make([]*pending, len(es))
-	for i, e := range es {
-		ps[i] = &pending{kind: store.KindTx, payload: e.payload, id: e.id, sent: true}
-	}
-	ctx, cancel := context.WithTimeout(n.life, replayTimeout)
-	n.proposeRemote(ctx, base, ps, wire.SubmitOptions{})
-	cancel()
-	done := n.finishReplayed(es, ps)
-	if done > 0 {
-		n.log.Info("unresolved transactions handed off", "count", done, "open", len(es)-done)
-	}
-	return done > 0
+	rm.mem.stopWith(wire.ErrRemoved)
 }

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,13 +48,14 @@ const (
 	releaseAbove    = 64 << 20
 )
 
-func (n *Node) releaseLoop() {
-	n.every(releaseInterval, nil, func() bool {
+// releaseLoop runs until life ends (see releaseInterval).
+func releaseLoop(life context.Context, db *store.DB, log *slog.Logger) {
+	every(life, releaseInterval, nil, func() bool {
 		if rss, ok := fileRSS(); ok && rss < releaseAbove {
 			return false
 		}
-		if err := n.db.ReleaseMemory(); err != nil && !errors.Is(err, store.ErrClosed) {
-			n.log.Warn("release store memory", "err", err)
+		if err := db.ReleaseMemory(); err != nil && !errors.Is(err, store.ErrClosed) {
+			log.Warn("release store memory", "err", err)
 		}
 		return false
 	})

@@ -119,17 +119,35 @@ func SameTx(a, b []byte) bool {
 // delete's is.
 func DecodeTx(b []byte) (Tx, error) {
 	b = bytes.Clone(b) // one copy that the op values alias, and the kv overlay keeps (applier.write)
+	return decodeTx(b, true)
+}
+
+// CheckTx checks EncodeTx bytes as DecodeTx does, with the same errors, and
+// returns their txid, without building the Tx: it copies and allocates
+// nothing. A leader checks a transaction another node forwards with it, and
+// decodes it once, in Apply.
+func CheckTx(b []byte) (txid.ID, error) {
+	tx, err := decodeTx(b, false)
+	return tx.ID, err
+}
+
+// decodeTx is DecodeTx without the copy; with build false it only checks b,
+// and the Tx it returns has the txid alone.
+func decodeTx(b []byte, build bool) (Tx, error) {
 	d := decoder{what: "tx", b: b}
-	tx, ver := decodeTxHeader(&d)
+	tx, ver := decodeTxHeader(&d, build)
 	if ver == txVersionFence {
-		f := &Fence{Lease: string(d.bytes("fence lease", MaxKeyBytes))}
-		if d.err == nil && f.Lease == "" {
+		lease := d.bytes("fence lease", MaxKeyBytes)
+		if d.err == nil && len(lease) == 0 {
 			d.fail("empty fence lease")
 		}
-		if f.Token = d.uvarint("fence token"); d.err == nil && f.Token == 0 {
+		token := d.uvarint("fence token")
+		if d.err == nil && token == 0 {
 			d.fail("zero fence token")
 		}
-		tx.Fence = f
+		if build {
+			tx.Fence = &Fence{Lease: string(lease), Token: token}
+		}
 	}
 	n := d.uvarint("op count")
 	if d.err == nil && n > MaxOps {
@@ -141,11 +159,14 @@ func DecodeTx(b []byte) (Tx, error) {
 	if d.err != nil {
 		return Tx{}, d.err
 	}
-	if n > 0 {
+	if n > 0 && build {
 		tx.Ops = make([]Op, 0, n)
 	}
 	for i := uint64(0); i < n && d.err == nil; i++ {
-		tx.Ops = append(tx.Ops, decodeOp(&d))
+		op := decodeOp(&d, build)
+		if build {
+			tx.Ops = append(tx.Ops, op)
+		}
 	}
 	if err := d.finish(); err != nil {
 		return Tx{}, err
@@ -154,8 +175,9 @@ func DecodeTx(b []byte) (Tx, error) {
 }
 
 // decodeTxHeader decodes the version, txid and idempotency key of a Tx; what
-// follows depends on the version it returns (1 or txVersionFence).
-func decodeTxHeader(d *decoder) (Tx, byte) {
+// follows depends on the version it returns (1 or txVersionFence). With build
+// false it checks the idempotency key and leaves it out.
+func decodeTxHeader(d *decoder, build bool) (Tx, byte) {
 	ver := d.u8("version")
 	if d.err == nil && ver != codecVersion && ver != txVersionFence {
 		d.fail("unknown version %d", ver)
@@ -164,11 +186,16 @@ func decodeTxHeader(d *decoder) (Tx, byte) {
 	if d.err == nil && id == 0 {
 		d.fail("zero txid")
 	}
-	idem := string(d.bytes("idempotency key", MaxIdempotencyKeyBytes))
-	return Tx{ID: id, IdempotencyKey: idem}, ver
+	idem := d.bytes("idempotency key", MaxIdempotencyKeyBytes)
+	if !build {
+		return Tx{ID: id}, ver
+	}
+	return Tx{ID: id, IdempotencyKey: string(idem)}, ver
 }
 
-func decodeOp(d *decoder) Op {
+// decodeOp decodes one op; with build false it checks it and returns only its
+// kind.
+func decodeOp(d *decoder, build bool) Op {
 	var op Op
 	op.Kind = OpKind(d.u8("op kind"))
 	flags := d.u8("op flags")
@@ -187,7 +214,9 @@ func decodeOp(d *decoder) Op {
 	if d.err == nil && len(key) == 0 {
 		d.fail("empty key")
 	}
-	op.Key = string(key)
+	if build {
+		op.Key = string(key)
+	}
 	if flags&opFlagIfVersion != 0 {
 		op.HasIfVersion = true
 		op.IfVersion = d.uvarint("if_version")

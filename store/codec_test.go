@@ -113,10 +113,33 @@ func TestDecodeTxRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tx, err := DecodeTx(tt.b); !errors.Is(err, ErrCorrupt) {
+			tx, err := DecodeTx(tt.b)
+			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("DecodeTx(%x) = %+v, %v; want ErrCorrupt", tt.b, tx, err)
 			}
+			if id, cerr := CheckTx(tt.b); cerr == nil || cerr.Error() != err.Error() {
+				t.Fatalf("CheckTx(%x) = %v, %v; want DecodeTx's %v", tt.b, id, cerr, err)
+			}
 		})
+	}
+}
+
+// TestCheckTx checks that CheckTx accepts what DecodeTx does, gives its
+// txid, and allocates nothing, with and without a fence.
+func TestCheckTx(t *testing.T) {
+	for _, tx := range []Tx{
+		{ID: 1},
+		{ID: 42, IdempotencyKey: "order-1", Ops: []Op{put("a", `{"n":1}`), ifv(del("b"), 2)}},
+		{ID: 7, IdempotencyKey: "run-1", Fence: &Fence{Lease: "consumer/billing", Token: 1 << 33}, Ops: []Op{put("a", "1")}},
+	} {
+		b := EncodeTx(tx)
+		id, err := CheckTx(b)
+		if err != nil || id != tx.ID {
+			t.Fatalf("CheckTx(%+v) = %v, %v; want %v", tx, id, err, tx.ID)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { _, _ = CheckTx(b) }); allocs != 0 {
+			t.Fatalf("CheckTx(%+v) allocates %v times, want 0", tx, allocs)
+		}
 	}
 }
 

@@ -27,6 +27,10 @@ func FuzzDecodeTx(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0xff, 0xff, 0x03})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tx, err := DecodeTx(b)
+		// CheckTx agrees with DecodeTx: the same error, or the same txid.
+		if id, cerr := CheckTx(b); (cerr == nil) != (err == nil) || cerr != nil && cerr.Error() != err.Error() || err == nil && id != tx.ID {
+			t.Fatalf("CheckTx() = %v, %v; DecodeTx() = %v, %v", id, cerr, tx.ID, err)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("DecodeTx() = %v, want ErrCorrupt", err)

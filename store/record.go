@@ -397,7 +397,7 @@ func decodeLogRecord(index uint64, v []byte, withOps bool) (LogRecord, []byte, e
 		return r, txBytes, nil
 	}
 	hd := decoder{what: fmt.Sprintf("log record %d tx", index), b: txBytes}
-	tx, _ := decodeTxHeader(&hd)
+	tx, _ := decodeTxHeader(&hd, true)
 	if hd.err != nil {
 		return LogRecord{}, nil, hd.err
 	}

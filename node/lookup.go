@@ -1,0 +1,173 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/replication"
+	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/txid"
+)
+
+// lookups answers reads of transactions and keys from this node's applied
+// state, after catching up with the leader's commit index, and finds a
+// transaction accepted and not resolved yet (pending) in an intake: this
+// node's, or that of the node that holds it, which it asks.
+type lookups struct {
+	self   string // this node's ID
+	db     *store.DB
+	raft   *replication.Raft
+	intake *intake
+	peers  *peers
+	mem    *membership
+}
+
+// tx is Tx: a transaction by its txid.
+func (l *lookups) tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+	return l.lookup(ctx, wait, id, func() (store.Outcome, error) { return l.db.Tx(id) },
+		func(ctx context.Context) (wire.TxResult, bool) { return l.pendingAnywhere(ctx, id) })
+}
+
+// byKey is TxByIdempotencyKey. A key that is not in the store
+// but unresolved in a node's intake (in flight or parked) is "pending", with
+// the txid that node gave it: this node's intake, else every other node's,
+// which it asks (forwarded, so that they ask no further). A key names no node,
+// as a txid does, hence the asking of all.
+func (l *lookups) byKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
+	if forwarded {
+		// The store is the same on every node: what the asking node did not
+		// find there, only an intake may hold.
+		if res, ok := l.pendingKeyHere(key); ok {
+			return res, nil
+		}
+		return wire.TxResult{}, wire.ErrNotFound
+	}
+	return l.lookup(ctx, wait, 0, func() (store.Outcome, error) { return l.db.TxByIdempotencyKey(key) },
+		func(ctx context.Context) (wire.TxResult, bool) {
+			if res, ok := l.pendingKeyHere(key); ok {
+				return res, true
+			}
+			return l.pendingKeyElsewhere(ctx, key)
+		})
+}
+
+// pendingKeyHere returns the pending result of the transaction under key that
+// this node accepted and has not resolved, if there is one.
+func (l *lookups) pendingKeyHere(key string) (wire.TxResult, bool) {
+	id, heldBy, ok := l.intake.pendingKey(key)
+	return wire.TxResult{TxID: id, Status: wire.StatusPending, IdempotencyKey: key, HeldBy: heldBy}, ok
+}
+
+// pendingKeyElsewhere asks every other node with a known HTTP address, at
+// once and for up to a second, whether it holds key unresolved; the first to
+// say pending answers.
+func (l *lookups) pendingKeyElsewhere(ctx context.Context, key string) (wire.TxResult, bool) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	found := make(chan wire.TxResult, 1)
+	var wg sync.WaitGroup
+	for _, info := range l.peers.all() {
+		if info.ID == l.self || info.HTTPAddr == "" {
+			continue
+		}
+		base := l.peers.URL(info.HTTPAddr)
+		wg.Go(func() {
+			res, err := l.peers.clientFor(base).PendingKeyFrom(ctx, base, key)
+			if err == nil && res.Status == wire.StatusPending && res.TxID != 0 {
+				select {
+				case found <- res:
+					cancel()
+				default:
+				}
+			}
+		})
+	}
+	wg.Wait()
+	select {
+	case res := <-found:
+		return res, true
+	default:
+		return wire.TxResult{}, false
+	}
+}
+
+// lookup finds a transaction's outcome after catching up with the leader's
+// commit index, waiting up to wait for it to appear. A transaction that
+// pending finds accepted and not resolved yet is "pending".
+func (l *lookups) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error), pending func(context.Context) (wire.TxResult, bool)) (wire.TxResult, error) {
+	l.catchUp(ctx)
+	deadline := time.Now().Add(wait)
+	for {
+		o, err := find()
+		if err == nil {
+			// Found under another txid: this one was a resubmission of it.
+			return result(o, id != 0 && o.TxID != id), nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return wire.TxResult{}, err
+		}
+		if time.Now().After(deadline) {
+			if res, ok := pending(ctx); ok {
+				return res, nil
+			}
+			return wire.TxResult{}, wire.ErrNotFound
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		err = l.raft.WaitApplied(wctx, l.db.AppliedIndex()+1)
+		cancel()
+		if ctx.Err() != nil {
+			return wire.TxResult{}, ctx.Err()
+		}
+	}
+}
+
+// pendingAnywhere reports whether a transaction is accepted and unresolved: here,
+// or on the node that issued its txid (the txid names it), which it asks. The
+// answer is the pending result, with where it is held when that is known.
+func (l *lookups) pendingAnywhere(ctx context.Context, id txid.ID) (wire.TxResult, bool) {
+	if heldBy, ok := l.intake.pendingTx(id); ok {
+		return wire.TxResult{TxID: id, Status: wire.StatusPending, HeldBy: heldBy}, true
+	}
+	if int(id.Node()) == l.mem.nodeNumber() {
+		return wire.TxResult{}, false
+	}
+	for _, info := range l.peers.all() {
+		if info.TxIDNode != id.Node() || info.ID == l.self || info.HTTPAddr == "" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		res, err := l.peers.clientFor(l.peers.URL(info.HTTPAddr)).Tx(ctx, id, 0)
+		if err != nil || res.Status != wire.StatusPending {
+			return wire.TxResult{}, false
+		}
+		return wire.TxResult{TxID: id, Status: wire.StatusPending, HeldBy: res.HeldBy}, true
+	}
+	return wire.TxResult{}, false
+}
+
+// catchUp waits briefly until this node has applied what it knows is committed:
+// on the leader through a ReadIndex, elsewhere up to the commit index the leader
+// last told it.
+func (l *lookups) catchUp(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if l.raft.IsLeader() {
+		if _, err := l.raft.ReadIndex(ctx); err == nil {
+			return
+		}
+	}
+	_ = l.raft.WaitCurrent(ctx, l.raft.Status().CommitIndex)
+}
+
+// get reads key from this node's applied state.
+func (l *lookups) get(key string) (wire.KV, error) {
+	kv, err := l.db.Get(key)
+	if err != nil {
+		return wire.KV{}, translate(err)
+	}
+	return fromKV(kv), nil
+}
