@@ -1,64 +1,31 @@
 // Package chaos runs txlog the way a user does: as txlogd processes on this machine,
-// driven by signals and HTTP. It owns the process launcher used by `txlog local`, by
-// the integration tests of other packages and by the chaos verifier.
+// driven by signals and HTTP, and checks what the clients saw. Its checkers are also
+// what the process-level tests (systemtest) check their histories with.
 //
 // # The verifier
 //
 // [Run] is `txlog chaos` (docs/chaos.md): it launches a local cluster (with
-// [StartCluster], a [Redis] and a [Network] of fault proxies on the Raft links) or
+// launcher.StartCluster, a launcher.Redis and a [Network] of fault proxies on the Raft links) or
 // drives an existing one through command templates ([Commands]), runs clients that
 // record every operation in a [History], injects faults on a seeded [Schedule], and
 // then runs the checkers: [CheckNoLostWrites], [CheckPendingResolved],
 // [CheckNoDuplicates], [CheckLogsIdentical], [CheckLinearizable] (porcupine),
-// [CheckAvailability] and [CheckRestarts]. Each checker is a pure function of the
+// [CheckAvailability] and [CheckRestarts] ([CheckVersionChains] is for the
+// process-level tests' logs). Each checker is a pure function of the
 // history and the logs (or the faults), so its tests feed it broken histories. The
 // result is a [Report], written as text, JSON and HTML. The powerloss fault serves
 // each local node's data dir through chaos/lazyfs (powerloss.go).
 //
-// A [Process] is one node's program across its runs: Start launches it in its own
-// process group with stdout and stderr appended to <LogDir>/<ID>.log, and Kill, Stop,
-// Pause, Resume, Wait and HTTPAddr act on the current run. A [Cluster] is N such
-// processes bootstrapped together with --cluster:
-//
-//	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: txlogd, Dir: t.TempDir()})
-//	if err != nil { ... }
-//	defer c.Close(context.Background())
-//	leader, err := c.Leader(ctx)
-//	c.Kill(leader)
-//	c.Restart(ctx, leader)
-//
-// StartCluster reserves free loopback ports for Raft (or takes ClusterConfig's base
-// ports), lets each node bind HTTP port 0 and reads the bound address back from
-// <data dir>/http.addr, which txlogd writes once it listens. A cluster whose killed
-// nodes must come back on the same ports takes an address of its own in 127.0.0.0/8
-// (ClusterConfig.Host from PrivateLoopback): a killed node's port is then not free
-// for other programs on 127.0.0.1 to take, as it was when a chaos run in CI lost a
-// node that could not bind its port again. BuildBinaries builds txlogd for tests and
-// for `txlog local`.
-//
-// Everything that waits polls with a deadline taken from its ctx; nothing sleeps for a
-// fixed time.
-//
-// # Children and an abruptly dying parent
-//
-// Children run in their own process group, so a Ctrl-C on the terminal reaches only
-// the parent, which then decides how to stop them (Cluster.Close). On Linux each child
-// also gets SIGKILL when its parent dies (PR_SET_PDEATHSIG), so a crashed or killed
-// test binary or `txlog local` leaves no nodes behind. Two limits:
-//   - Linux ties that signal to the OS thread that forked the child, not to the
-//     process. Go keeps its threads alive, except that a goroutine locked with
-//     runtime.LockOSThread that returns without unlocking takes its thread down. Do not
-//     call Process.Start from such a goroutine, or its children die with it.
-//   - On other Unix systems there is no such signal: children of a parent that dies
-//     without running Close keep running and keep their ports.
-//
-// The package builds on Unix only (it needs SIGSTOP and SIGCONT).
+// The processes come from the launcher package (launcher.StartCluster,
+// launcher.StartRedis), which chaos uses as `txlog local` and the process-level
+// tests do. Everything that waits polls with a deadline taken from its ctx;
+// nothing sleeps for a fixed time. The package builds on Unix only.
 //
 // # Imports
 //
-// chaos imports only client, api/wire, txid and its own chaos/procstat (what
-// /proc says of a process) and chaos/lazyfs (the FUSE file system of the
-// powerloss fault, which serves each node's data dir from
+// chaos imports only client, api/wire, txid, launcher and its own
+// chaos/procstat (what /proc says of a process) and chaos/lazyfs (the FUSE
+// file system of the powerloss fault, which serves each node's data dir from
 // <dir>/cluster/nN.disk) from txlog. It never imports the server (api,
 // api/fastpath), node, replication, store or wal: it must see txlog only
 // through processes, signals and HTTP.

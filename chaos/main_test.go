@@ -6,29 +6,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/launcher"
 )
 
-// fakeBin is the fakenode binary (testdata/fakenode) that TestMain builds.
+// fakeBin is the fakenode binary (launcher/testdata/fakenode, a stand-in for
+// txlogd) that TestMain builds.
 var fakeBin string
 
-// helperEnv makes the test binary act as a parent that starts a node and then
-// blocks, for TestParentDeathKillsChild. Its value is the fakenode binary.
-const helperEnv = "CHAOS_TEST_ORPHAN_HELPER"
-
 func TestMain(m *testing.M) {
-	if bin := os.Getenv(helperEnv); bin != "" {
-		orphanHelper(bin)
-		return
-	}
 	dir, err := os.MkdirTemp("", "chaos-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	fakeBin = filepath.Join(dir, "fakenode")
-	if out, err := exec.Command("go", "build", "-o", fakeBin, "./testdata/fakenode").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", fakeBin, "github.com/txlog/txlog/launcher/testdata/fakenode").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build fakenode: %v\n%s", err, out)
 		os.RemoveAll(dir)
 		os.Exit(1)
@@ -39,32 +35,38 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// orphanHelper starts a fakenode, prints its PID and waits to be killed.
-func orphanHelper(bin string) {
-	dir := os.Getenv("CHAOS_TEST_ORPHAN_DIR")
-	p, err := NewProcess(ProcessConfig{
-		ID: "orphan", Bin: bin, DataDir: filepath.Join(dir, "orphan"), LogDir: dir,
-		Args: []string{"--id=orphan", "--data-dir=" + filepath.Join(dir, "orphan"), "--http-addr=127.0.0.1:0", "--raft-addr=127.0.0.1:0"},
-	})
-	if err == nil {
-		err = p.Start()
-	}
-	if err == nil {
-		_, err = p.HTTPAddr(context.Background())
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fmt.Println(p.PID())
-	p.Wait(context.Background())
-	os.Exit(0)
-}
-
 // testCtx returns a context that ends with the test or after d.
 func testCtx(t *testing.T, d time.Duration) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// startFakeCluster starts a cluster of fakenodes (or of cfg.Bin) in a
+// temporary dir and closes it when the test ends.
+func startFakeCluster(t *testing.T, ctx context.Context, cfg launcher.ClusterConfig) *launcher.Cluster {
+	t.Helper()
+	if cfg.Bin == "" {
+		cfg.Bin = fakeBin
+	}
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	c, err := launcher.StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatalf("launcher.StartCluster: %v", err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// failWithLogs reports err together with the tail of every node's log.
+func failWithLogs(t *testing.T, c *launcher.Cluster, format string, args ...any) {
+	t.Helper()
+	var b strings.Builder
+	for _, p := range c.Nodes() {
+		b.WriteString("--- " + p.ID() + " ---\n" + p.LogTail(20) + "\n")
+	}
+	t.Fatalf(format+"\n%s", append(args, b.String())...)
 }

@@ -12,10 +12,20 @@ import (
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 )
 
 // monitorInterval is how often the monitor asks every node for its view.
 const monitorInterval = 200 * time.Millisecond
+
+// requestTimeout bounds one HTTP request of the monitor to one node, so that a
+// paused node does not hold a poll round hostage, and a fault proxy's dial to
+// its upstream.
+const requestTimeout = time.Second
+
+// httpPollInterval is how often the monitor asks the nodes again while it waits
+// for a leader or for them to be healthy.
+const httpPollInterval = 50 * time.Millisecond
 
 // viewTimeout bounds the monitor's wait for one node's view while it watches
 // the leader: a paused node must not hold up the view of the others.
@@ -54,29 +64,8 @@ func (m *monitor) others(id string) []string {
 	return slices.DeleteFunc(slices.Clone(m.ids), func(s string) bool { return s == id })
 }
 
-// wrongNodeError is the answer of a process that is not the node the caller
-// expects at that URL: another process took the node's port while the node was
-// down, say. Callers treat it as the node not answering.
-type wrongNodeError struct {
-	Want string // the node expected at the URL
-	Got  string // the ID the answer gave; "" when it gave none
-}
-
-func (e *wrongNodeError) Error() string {
-	return fmt.Sprintf("%s: answered as %q", e.Want, e.Got)
-}
-
-// checkNode returns a *wrongNodeError unless st, an answer to GET /v1/cluster
-// at the URL of node id, comes from node id.
-func checkNode(id string, st wire.ClusterStatus) error {
-	if st.ID != id {
-		return &wrongNodeError{Want: id, Got: st.ID}
-	}
-	return nil
-}
-
 // views asks every node for GET /v1/cluster at once. A node that does not
-// answer within timeout, or answers as another node (see checkNode), is left
+// answer within timeout, or answers as another node (see launcher.CheckNode), is left
 // out, and the error says why, one line per node left out.
 func (m *monitor) views(ctx context.Context, timeout time.Duration) (map[string]wire.ClusterStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -91,7 +80,7 @@ func (m *monitor) views(ctx context.Context, timeout time.Duration) (map[string]
 				errs[i] = fmt.Errorf("%s: %w", id, err)
 				return
 			}
-			out[i], errs[i] = st, checkNode(id, st)
+			out[i], errs[i] = st, launcher.CheckNode(id, st)
 		})
 	}
 	wg.Wait()
@@ -169,7 +158,7 @@ func (m *monitor) Timeline() []LeaderChange {
 // returns it.
 func (m *monitor) waitLeader(ctx context.Context, not string) (string, error) {
 	var leader string
-	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := launcher.Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		views, missing := m.views(ctx, viewTimeout)
 		id, _ := m.agreedLeader(views)
 		switch {
@@ -191,7 +180,7 @@ var errNotHealthy = errors.New("cluster not healthy")
 // checkNode) and /readyz with 200, and a majority agrees on the leader. A 200
 // from /readyz alone could come from any process that took a node's port.
 func (m *monitor) waitHealthy(ctx context.Context) error {
-	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := launcher.Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		views, err := m.views(ctx, viewTimeout)
 		if err != nil {
 			return err
@@ -227,7 +216,7 @@ func (m *monitor) waitHealthy(ctx context.Context) error {
 // resolved), and returns the leader's commit index.
 func (m *monitor) waitSettled(ctx context.Context) (uint64, error) {
 	var commit uint64
-	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
+	err := launcher.Poll(ctx, httpPollInterval, func(ctx context.Context) error {
 		views, err := m.views(ctx, requestTimeout)
 		if err != nil {
 			return fmt.Errorf("%d of %d nodes answer: %w", len(views), len(m.ids), err)
@@ -258,7 +247,7 @@ func (m *monitor) readLog(ctx context.Context, id string, upTo uint64) ([]wire.L
 	if err != nil {
 		return nil, fmt.Errorf("read log of %s: %w", id, err)
 	}
-	if err := checkNode(id, st); err != nil {
+	if err := launcher.CheckNode(id, st); err != nil {
 		return nil, fmt.Errorf("read log: %w", err)
 	}
 	c := client.NewClient(client.ClientConfig{Endpoints: []string{m.urls[id]}, Timeout: 30 * time.Second})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/launcher"
 )
 
 // memNodeServer serves node id of s as the api does, as after a fault that
@@ -92,7 +93,7 @@ func TestMonitorWaitHealthyChecksNodeID(t *testing.T) {
 			if !errors.Is(err, errNotHealthy) {
 				t.Fatalf("waitHealthy() = %v, want errNotHealthy", err)
 			}
-			wn, ok := errors.AsType[*wrongNodeError](err)
+			wn, ok := errors.AsType[*launcher.WrongNodeError](err)
 			if !ok || wn.Want != "n1" || wn.Got != *tc.wantGot {
 				t.Fatalf("waitHealthy() = %v, want a wrongNodeError n1 answered as %q", err, *tc.wantGot)
 			}
@@ -118,7 +119,7 @@ func TestMonitorLeavesOutWrongNode(t *testing.T) {
 	if _, ok := views["n1"]; ok || len(views) != 2 {
 		t.Errorf("views() has %d nodes, n1 among them %v; want n2 and n3", len(views), ok)
 	}
-	if wn, ok := errors.AsType[*wrongNodeError](err); !ok || wn.Want != "n1" || wn.Got != "n2" {
+	if wn, ok := errors.AsType[*launcher.WrongNodeError](err); !ok || wn.Want != "n1" || wn.Got != "n2" {
 		t.Errorf("views() error = %v, want n1 answered as n2", err)
 	}
 	if _, err := m.readLog(ctx, "n1", 10); !isWrongNode(err) {
@@ -129,33 +130,7 @@ func TestMonitorLeavesOutWrongNode(t *testing.T) {
 	}
 }
 
-// TestClusterWaitReadyChecksNodeID: WaitReady and Leader do not take the
-// answers of another process at a node's URL for the node's.
-func TestClusterWaitReadyChecksNodeID(t *testing.T) {
-	ctx := testCtx(t, 30*time.Second)
-	c := startFakeCluster(t, ctx, ClusterConfig{})
-	if err := c.WaitReady(ctx); err != nil {
-		failWithLogs(t, c, "WaitReady() = %v", err)
-	}
-	url := c.URL("n1")
-	foreign := httptest.NewServer(noIDServer)
-	t.Cleanup(foreign.Close)
-	c.setURL("n1", strings.TrimPrefix(foreign.URL, "http://"))
-
-	if err := c.WaitReady(testCtx(t, time.Second)); !isWrongNode(err) || !strings.Contains(err.Error(), `n1: answered as ""`) {
-		t.Errorf("WaitReady() with a foreign server at n1 = %v, want n1 answered as \"\"", err)
-	}
-	if _, err := c.Leader(testCtx(t, time.Second)); !isWrongNode(err) {
-		t.Errorf("Leader() with a foreign server at n1 = %v, want a wrongNodeError", err)
-	}
-
-	c.setURL("n1", strings.TrimPrefix(url, "http://"))
-	if err := c.WaitReady(ctx); err != nil {
-		failWithLogs(t, c, "WaitReady() with n1 back = %v", err)
-	}
-}
-
 func isWrongNode(err error) bool {
-	_, ok := errors.AsType[*wrongNodeError](err)
+	_, ok := errors.AsType[*launcher.WrongNodeError](err)
 	return ok
 }

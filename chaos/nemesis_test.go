@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/launcher"
 )
 
 // flakyStart is a target whose first fails calls to Start fail without starting
@@ -41,12 +43,12 @@ func TestNemesisRetriesStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t, 60*time.Second)
-			host := PrivateLoopback()
-			base, err := FreeRange(host, DefaultNodes)
+			host := launcher.PrivateLoopback()
+			base, err := launcher.FreeRange(host, launcher.DefaultNodes)
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := startFakeCluster(t, ctx, ClusterConfig{Host: host, HTTPBasePort: base})
+			c := startFakeCluster(t, ctx, launcher.ClusterConfig{Host: host, HTTPBasePort: base})
 			urls := map[string]string{}
 			for _, p := range c.Nodes() {
 				urls[p.ID()] = c.URL(p.ID())

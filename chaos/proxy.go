@@ -45,7 +45,7 @@ func NewNetwork(log *slog.Logger) *Network {
 // forwarding to upstream (to's Raft address), and returns the address from must
 // dial.
 func (n *Network) Listen(from, to, upstream string) (string, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(loopback, "0"))
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", "0"))
 	if err != nil {
 		return "", fmt.Errorf("listen for link %s→%s: %w", from, to, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/txlog/txlog/chaos/lazyfs"
 	"github.com/txlog/txlog/chaos/procstat"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 )
 
 // Config describes one run of the chaos verifier. Zero values mean "use the
@@ -353,7 +354,7 @@ func discover(ctx context.Context, targets []string) (map[string]string, error) 
 func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	lt := &localTarget{net: NewNetwork(cfg.Logger)}
 	if hasFault(cfg.Nemesis.Faults, FaultPowerLoss) {
-		disks, err := mountDisks(filepath.Join(cfg.Dir, "cluster"), DefaultNodes, cfg)
+		disks, err := mountDisks(filepath.Join(cfg.Dir, "cluster"), launcher.DefaultNodes, cfg)
 		if err != nil {
 			lt.net.Close()
 			return nil, err
@@ -362,16 +363,16 @@ func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	}
 	// The nodes and Redis are killed and started again on their ports: on an
 	// address of their own, nothing else takes those ports meanwhile.
-	host := PrivateLoopback()
+	host := launcher.PrivateLoopback()
 	if cfg.RedisBin != "" {
-		r, err := StartRedis(ctx, RedisConfig{Bin: cfg.RedisBin, Dir: filepath.Join(cfg.Dir, "redis"), Host: host, Logger: cfg.Logger})
+		r, err := launcher.StartRedis(ctx, launcher.RedisConfig{Bin: cfg.RedisBin, Dir: filepath.Join(cfg.Dir, "redis"), Host: host, Logger: cfg.Logger})
 		if err != nil {
 			lt.close(ctx)
 			return nil, err
 		}
 		lt.redis = r
 	}
-	httpBase, err := FreeRange(host, DefaultNodes)
+	httpBase, err := launcher.FreeRange(host, launcher.DefaultNodes)
 	if err != nil {
 		lt.close(ctx)
 		return nil, err
@@ -380,7 +381,7 @@ func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	if lt.redis != nil {
 		extra = append(extra, "--redis-addr="+lt.redis.Addr())
 	}
-	lt.c, err = StartCluster(ctx, ClusterConfig{
+	lt.c, err = launcher.StartCluster(ctx, launcher.ClusterConfig{
 		Bin:          cfg.Bin,
 		Dir:          filepath.Join(cfg.Dir, "cluster"),
 		Host:         host,

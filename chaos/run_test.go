@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/launcher"
 )
 
 // shortRunFaults is the schedule of TestShortChaosRun: one round holds ten
@@ -17,12 +19,12 @@ const shortRunFaults = "kill-leader*10,kill-follower,pause-leader,partition-lead
 // or fails it when the environment variable CI is set.
 func needRedis(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath(DefaultRedisBin)
+	p, err := exec.LookPath(launcher.DefaultRedisBin)
 	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found in PATH, and CI is set: install it (Debian package redis-server)", DefaultRedisBin)
+			t.Fatalf("%s not found in PATH, and CI is set: install it (Debian package redis-server)", launcher.DefaultRedisBin)
 		}
-		t.Skipf("%s not found in PATH; install it (Debian package redis-server) to run this test", DefaultRedisBin)
+		t.Skipf("%s not found in PATH; install it (Debian package redis-server) to run this test", launcher.DefaultRedisBin)
 	}
 	return p
 }
@@ -106,7 +108,7 @@ func TestShortChaosRun(t *testing.T) {
 }
 
 func tailOrErr(path string, n int) string {
-	s, err := tailFile(path, n)
+	s, err := launcher.TailFile(path, n)
 	if err != nil {
 		return err.Error()
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/chaos/lazyfs"
+	"github.com/txlog/txlog/launcher"
 )
 
 // ErrUnsupported is returned by a Target for a fault it cannot inject.
@@ -17,9 +18,9 @@ var ErrUnsupported = errors.New("fault not supported by this target")
 // localTarget is a cluster this process launched, its fault proxies and its
 // Redis (nil when running without one).
 type localTarget struct {
-	c     *Cluster
+	c     *launcher.Cluster
 	net   *Network
-	redis *Redis
+	redis *launcher.Redis
 	disks map[string]*lazyfs.FS // the nodes' data dirs, when powerloss is on
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // This file is built only with the txlogfaults build tag, for process-level
-// tests of what a node does when its disk fails (cmd/txlogd,
+// tests of what a node does when its disk fails (systemtest,
 // TestLeaderLogWriteFails). Release builds have nofaults.go instead.
 //
 // With TXLOG_FAULT_RAFT_LOG_WRITE set to a file name, every write to the Raft

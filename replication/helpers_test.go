@@ -177,7 +177,7 @@ func freeAddrs(t *testing.T, n int) []string {
 // privateLoopback returns a random address in 127.0.0.0/8 other than 127.0.0.1
 // that can be bound here (Linux routes the whole block to the loopback
 // interface), or 127.0.0.1. Outgoing connections to it come from 127.0.0.1, so
-// no other process takes its ports. A copy of chaos.PrivateLoopback: the Raft
+// no other process takes its ports. A copy of launcher.PrivateLoopback: the Raft
 // layer's tests do not depend on the process launcher above it.
 func privateLoopback() string {
 	for range 10 {

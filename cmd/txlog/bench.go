@@ -22,9 +22,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/chaos/procstat"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 )
 
 const benchSynopsis = `[flags] [-- TXLOGD-FLAGS...]
@@ -239,7 +239,7 @@ func (c *cli) bench(ctx context.Context, args []string) error {
 
 // benchCluster starts a fresh cluster for --local in a new directory and waits
 // until it is ready. The caller closes the cluster and removes the directory.
-func (c *cli) benchCluster(ctx context.Context, cfg benchConfig) (*chaos.Cluster, string, error) {
+func (c *cli) benchCluster(ctx context.Context, cfg benchConfig) (*launcher.Cluster, string, error) {
 	dir, err := os.MkdirTemp(cfg.localDir, "txlog-bench-")
 	if err != nil {
 		return nil, "", fmt.Errorf("bench: %w", err)
@@ -253,7 +253,7 @@ func (c *cli) benchCluster(ctx context.Context, cfg benchConfig) (*chaos.Cluster
 		os.RemoveAll(dir)
 		return nil, "", err
 	}
-	cl, err := chaos.StartCluster(ctx, chaos.ClusterConfig{
+	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{
 		Bin:         bin,
 		Dir:         filepath.Join(dir, "cluster"),
 		ExtraArgs:   cfg.txlogdArgs,

@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/launcher"
 )
 
 func TestParseBench(t *testing.T) {
@@ -324,11 +324,11 @@ func TestBenchAgainstCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	bin, err := chaos.BuildBinaries(ctx, t.TempDir())
+	bin, err := launcher.BuildBinaries(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := chaos.StartCluster(ctx, chaos.ClusterConfig{Bin: bin, Dir: t.TempDir()})
+	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{Bin: bin, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("StartCluster() = %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/chaos/lazyfs"
+	"github.com/txlog/txlog/launcher"
 )
 
 const chaosSynopsis = `[flags]
@@ -41,7 +42,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	targets := cmd.String("targets", "", "base URLs of an existing cluster's nodes (default: launch a local cluster)")
 	dir := cmd.String("dir", "", "directory of the local cluster and the run's files (default: a new temporary directory)")
 	txlogd := cmd.String("txlogd", "", "txlogd binary of the local cluster (default: next to txlog, else on PATH, else built)")
-	redisBin := cmd.String("redis-server", chaos.DefaultRedisBin, `redis-server of the local cluster; "none" runs without Redis`)
+	redisBin := cmd.String("redis-server", launcher.DefaultRedisBin, `redis-server of the local cluster; "none" runs without Redis`)
 	duration := cmd.Duration("duration", chaos.DefaultDuration, "how long the clients run")
 	rate := cmd.Float64("rate", chaos.DefaultRate, "operations per second, all clients together")
 	clients := cmd.Int("clients", chaos.DefaultClients, "concurrent clients")

@@ -5,17 +5,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
-	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/launcher"
 )
 
 const localSynopsis = `[flags] [-- TXLOGD-FLAGS...]
@@ -50,7 +48,7 @@ func (c *cli) local(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("local takes no arguments, got %q (txlogd flags go after --)", pos)
 	}
-	cfg := chaos.ClusterConfig{
+	cfg := launcher.ClusterConfig{
 		Dir:          *dir,
 		Nodes:        *nodes,
 		HTTPBasePort: *httpBase,
@@ -85,7 +83,7 @@ func (c *cli) local(ctx context.Context, args []string) error {
 	cfg.ExtraArgs = append(depArgs, cfg.ExtraArgs...)
 
 	fmt.Fprintf(c.stdout, "starting %d txlogd nodes (%s) in %s\n", cfg.Nodes, cfg.Bin, cfg.Dir)
-	cl, err := chaos.StartCluster(ctx, cfg)
+	cl, err := launcher.StartCluster(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("local: %w", err)
 	}
@@ -147,67 +145,20 @@ func startLocalDeps(ctx context.Context, dir string, log *slog.Logger, out io.Wr
 		fmt.Fprintln(out, "redis: redis-server is not on PATH: parking uses each node's intake WAL alone (apt-get install redis-server to add it)")
 		return nil, none, nil
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
-	}
-	dataDir, err := filepath.Abs(filepath.Join(dir, "redis"))
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	p, err := chaos.NewProcess(chaos.ProcessConfig{
-		ID:      "redis",
-		Bin:     bin,
-		Args:    []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--dir", dataDir},
-		DataDir: dataDir,
-		LogDir:  dir,
-		Logger:  log,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
-	}
-	if err := p.Start(); err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
-	}
-	if err := waitTCP(ctx, addr, 10*time.Second); err != nil {
-		p.Kill()
-		return nil, nil, fmt.Errorf("redis: %w; its log:\n%s", err, p.LogTail(20))
-	}
-	fmt.Fprintf(out, "redis: %s (data %s, log %s)\n", addr, dataDir, p.LogPath())
-	return []string{"--redis-addr=" + addr}, p.Stop, nil
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitTCP polls until addr accepts connections, for at most timeout.
-func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	// The start is bounded: a redis-server that never answers must not hold
+	// up the nodes.
+	startCtx, cancel := context.WithTimeout(ctx, redisStartTimeout)
 	defer cancel()
-	var d net.Dialer
-	for {
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			return conn.Close()
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s does not accept connections: %w", addr, err)
-		case <-time.After(50 * time.Millisecond):
-		}
+	r, err := launcher.StartRedis(startCtx, launcher.RedisConfig{Bin: bin, Dir: dir, DataDir: filepath.Join(dir, "redis"), Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis: %w", err)
 	}
+	fmt.Fprintf(out, "redis: %s (data %s, log %s)\n", r.Addr(), r.DataDir(), r.LogPath())
+	return []string{"--redis-addr=" + r.Addr()}, r.Stop, nil
 }
+
+// redisStartTimeout bounds the wait for the local redis-server to answer.
+const redisStartTimeout = 10 * time.Second
 
 // findTxlogd returns the txlogd to run: explicit when set, else the one in exeDir
 // (next to txlog), else the one on PATH, else one built into buildDir.
@@ -227,7 +178,7 @@ func findTxlogd(ctx context.Context, explicit, exeDir, buildDir string, stderr i
 		return p, nil
 	}
 	fmt.Fprintf(stderr, "txlogd is neither next to txlog nor on PATH: building it into %s\n", buildDir)
-	p, err := chaos.BuildBinaries(ctx, buildDir)
+	p, err := launcher.BuildBinaries(ctx, buildDir)
 	if err != nil {
 		return "", fmt.Errorf("%w (run from the txlog source tree, or pass --txlogd)", err)
 	}
@@ -240,7 +191,7 @@ func isExecutable(path string) bool {
 }
 
 // printLocal tells where each node listens and how to talk to the cluster.
-func printLocal(w io.Writer, cl *chaos.Cluster, leader string) error {
+func printLocal(w io.Writer, cl *launcher.Cluster, leader string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tROLE\tHTTP\tRAFT\tDATA\tLOG")
 	for _, p := range cl.Nodes() {
@@ -272,7 +223,7 @@ Ctrl-C stops the cluster.
 }
 
 // logTails returns the tail of every node's log, for an error message.
-func logTails(cl *chaos.Cluster) string {
+func logTails(cl *launcher.Cluster) string {
 	var b strings.Builder
 	for _, p := range cl.Nodes() {
 		fmt.Fprintf(&b, "--- %s (%s) ---\n%s\n", p.ID(), p.LogPath(), p.LogTail(10))

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fakeTxlogd = filepath.Join(dir, "fakenode")
-	out, err := exec.Command("go", "build", "-o", fakeTxlogd, "github.com/txlog/txlog/chaos/testdata/fakenode").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", fakeTxlogd, "github.com/txlog/txlog/launcher/testdata/fakenode").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build fakenode: %v\n%s", err, out)
 		os.RemoveAll(dir)

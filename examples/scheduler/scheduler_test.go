@@ -20,8 +20,9 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
+	"github.com/txlog/txlog/launcher/launchertest"
 )
 
 // The timing of TestSchedulerFailovers.
@@ -178,7 +179,7 @@ type logLine struct {
 
 // readLines reads the records a scheduler wrote so far; a line being
 // written is cut and left out.
-func readLines(t *testing.T, p *chaos.Process) []logLine {
+func readLines(t *testing.T, p *launcher.Process) []logLine {
 	t.Helper()
 	b, err := os.ReadFile(p.LogPath())
 	if errors.Is(err, os.ErrNotExist) {
@@ -222,7 +223,7 @@ func count(ls []logLine, msg string, from time.Time) int {
 // waitFor polls cond until it holds or ctx ends.
 func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := chaos.Poll(ctx, 20*time.Millisecond, func(context.Context) error {
+	err := launcher.Poll(ctx, 20*time.Millisecond, func(context.Context) error {
 		if cond() {
 			return nil
 		}
@@ -238,7 +239,7 @@ func buildBinaries(t *testing.T, dir string) (txlogd, scheduler string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	txlogd, err := chaos.BuildBinaries(ctx, dir)
+	txlogd, err := launcher.BuildBinaries(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,42 +250,10 @@ func buildBinaries(t *testing.T, dir string) (txlogd, scheduler string) {
 	return txlogd, scheduler
 }
 
-// startCluster starts three txlogd processes on loopback ports chosen now,
-// as cmd/txlogd's tests do, and stops them when the test ends.
-func startCluster(t *testing.T, bin string) *chaos.Cluster {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := chaos.ClusterConfig{Bin: bin, Dir: t.TempDir(), Host: chaos.PrivateLoopback()}
-	base, err := chaos.FreeRange(cfg.Host, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPBasePort = base
-	c, err := chaos.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(30))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c.Close(ctx)
-	})
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatalf("WaitReady() = %v", err)
-	}
-	return c
-}
-
 // startScheduler starts one scheduler instance against c's nodes.
-func startScheduler(t *testing.T, bin string, c *chaos.Cluster, id string) *chaos.Process {
+func startScheduler(t *testing.T, bin string, c *launcher.Cluster, id string) *launcher.Process {
 	t.Helper()
-	p, err := chaos.NewProcess(chaos.ProcessConfig{
+	p, err := launcher.NewProcess(launcher.ProcessConfig{
 		ID:  id,
 		Bin: bin,
 		Args: []string{"--targets", strings.Join(c.HTTPAddrs(), ","), "--lease", testLease, "--ttl", testTTL.String(),
@@ -308,9 +277,9 @@ func startScheduler(t *testing.T, bin string, c *chaos.Cluster, id string) *chao
 
 // holder returns the instance whose latest "lease gained" has the largest
 // token, and that token.
-func holder(t *testing.T, ps []*chaos.Process) (*chaos.Process, uint64) {
+func holder(t *testing.T, ps []*launcher.Process) (*launcher.Process, uint64) {
 	t.Helper()
-	var best *chaos.Process
+	var best *launcher.Process
 	var token uint64
 	for _, p := range ps {
 		if l, ok := last(readLines(t, p), "lease gained"); ok && l.Token > token {
@@ -349,10 +318,10 @@ func readClusterLog(ctx context.Context, t *testing.T, base string) []wire.LogEn
 // was refused with a fence conflict.
 func TestSchedulerFailovers(t *testing.T) {
 	txlogd, schedBin := buildBinaries(t, t.TempDir())
-	c := startCluster(t, txlogd)
+	c := launchertest.StartCluster(t, launcher.ClusterConfig{Bin: txlogd})
 	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
 	defer cancel()
-	var ps []*chaos.Process
+	var ps []*launcher.Process
 	for _, id := range []string{"s1", "s2", "s3"} {
 		ps = append(ps, startScheduler(t, schedBin, c, id))
 	}
@@ -361,7 +330,7 @@ func TestSchedulerFailovers(t *testing.T) {
 	// 1. Two runs, then SIGSTOP the holder while a run works: its write is
 	// still to go out. Its log is quiet while it is stopped, so whether the
 	// pause fell between "run started" and the write can be read after.
-	var paused *chaos.Process
+	var paused *launcher.Process
 	var pausedToken uint64
 	var pausedPeriod int64
 	for try := 0; paused == nil; try++ {
@@ -393,7 +362,7 @@ func TestSchedulerFailovers(t *testing.T) {
 	t.Logf("paused %s (token %d) in the run of period %d", paused.ID(), pausedToken, pausedPeriod)
 
 	// 2. A standby takes over with a larger token and runs; SIGKILL it.
-	var second *chaos.Process
+	var second *launcher.Process
 	var secondToken uint64
 	waitFor(ctx, t, "a standby's first run", func() bool {
 		second, secondToken = holder(t, ps)
@@ -406,7 +375,7 @@ func TestSchedulerFailovers(t *testing.T) {
 	killedAt := time.Now()
 
 	// 3. The last instance takes over and runs; kill the cluster's leader.
-	var third *chaos.Process
+	var third *launcher.Process
 	var thirdToken uint64
 	waitFor(ctx, t, "the last instance's first run", func() bool {
 		third, thirdToken = holder(t, ps)

@@ -32,7 +32,8 @@
 // Pending (the stream's length) is there for status pages. All methods are
 // safe for concurrent use; the payload is opaque bytes (store's encoding).
 //
-// The subpackage redistest starts real redis-server processes for tests.
+// The subpackage redistest starts real redis-server processes for tests (a thin
+// test wrapper around launcher.Redis).
 //
 // parking imports nothing from txlog, and nothing outside node imports it.
 //

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/txlog/txlog/launcher"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -41,7 +40,7 @@ func startCluster(ctx context.Context, bin, parent string) (*cluster, error) {
 		return nil, err
 	}
 	c := &cluster{dir: dir}
-	ports, err := freePorts(6)
+	ports, err := launcher.FreePorts("127.0.0.1", 6)
 	if err != nil {
 		c.close()
 		return nil, fmt.Errorf("reserve ports: %w", err)
@@ -75,7 +74,7 @@ func startCluster(ctx context.Context, bin, parent string) (*cluster, error) {
 			"--log-outputs", "stderr",
 		)
 		cmd.Stdout, cmd.Stderr = log, log
-		cmd.SysProcAttr = sysProcAttr()
+		cmd.SysProcAttr = launcher.SysProcAttr()
 		if err := cmd.Start(); err != nil {
 			c.close()
 			return nil, fmt.Errorf("start %s: %w", bin, err)
@@ -178,28 +177,4 @@ func (c *cluster) logTails() string {
 		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(l.Name()), strings.Join(lines[max(0, len(lines)-10):], "\n"))
 	}
 	return b.String()
-}
-
-// freePorts reserves n distinct free loopback ports: it binds 127.0.0.1:0 n
-// times, reads the ports back and closes the listeners.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	if len(ports) != n {
-		return nil, errors.New("too few ports")
-	}
-	return ports, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/txlog/txlog/launcher"
 )
 
 // benchResult holds the fields of `txlog bench --json` (cmd/txlog/bench.go,
@@ -58,7 +60,7 @@ func benchCommand(ctx context.Context, txlog string, targets []string, flags ...
 	cmd := exec.CommandContext(ctx, txlog, args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = benchStopGrace
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = launcher.SysProcAttr()
 	return cmd
 }
 

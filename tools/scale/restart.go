@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/launcher"
 )
 
 // restarts times how long nodes take to come back at the log's final size: a
@@ -194,7 +194,7 @@ func (s *scaler) waitNewLeader(ctx context.Context, term uint64) (string, error)
 func (s *scaler) poll(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.catchUpTimeout)
 	defer cancel()
-	return chaos.Poll(ctx, pollInterval, f)
+	return launcher.Poll(ctx, pollInterval, f)
 }
 
 // startLoad starts a light closed-loop load of --restart-load clients on the

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/chaos/procstat"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 )
 
 // Timeouts of the harness's own requests and of the cluster's life.
@@ -58,7 +58,7 @@ func binaries(ctx context.Context, txlogd, txlog, dir string, stderr io.Writer) 
 type scaler struct {
 	cfg    config
 	dir    string // the run's directory; the cluster is in a directory below it
-	cl     *chaos.Cluster
+	cl     *launcher.Cluster
 	client *client.Client
 	out    io.Writer // the tables
 	log    io.Writer // progress
@@ -67,7 +67,7 @@ type scaler struct {
 // startScaler starts a fresh cluster in dir/sub and waits until it has a
 // leader and every node is ready.
 func startScaler(ctx context.Context, cfg config, dir, sub string, out, log io.Writer) (*scaler, error) {
-	cl, err := chaos.StartCluster(ctx, chaos.ClusterConfig{
+	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{
 		Bin:         cfg.txlogd,
 		Dir:         filepath.Join(dir, sub),
 		ExtraArgs:   cfg.txlogdArgs,

@@ -1,7 +1,10 @@
 // Package redistest runs a real redis-server for tests: on a free loopback
 // port, with its data in t.TempDir(), stopped in t.Cleanup. Tests of
-// node/parking, node's integration tests and chaos use it to start, crash,
-// pause and restart Redis.
+// node/parking and the process-level tests (systemtest) use it to start,
+// crash, pause and restart Redis. It is a thin test wrapper around
+// launcher.Redis, the one Redis launcher, so the server runs as every other
+// child of the launcher does (its own process group, killed when the test
+// binary dies).
 //
 // The server runs with AOF persistence and appendfsync always, as txlog
 // expects in production (see docs/parking.md): an entry that Redis
@@ -9,26 +12,22 @@
 // that comes back without its data.
 //
 // If redis-server is not installed, Start skips the test, or fails it when the
-// environment variable CI is set. redistest imports nothing from txlog.
+// environment variable CI is set. redistest imports only launcher from txlog.
 package redistest
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/launcher"
 )
 
 // Binary is the redis-server executable that Start runs, looked up in PATH.
-const Binary = "redis-server"
+const Binary = launcher.DefaultRedisBin
 
 // How long Start and Restart wait for the server to answer PING, and Stop for
 // it to exit after SIGTERM before it is killed.
@@ -37,25 +36,21 @@ const (
 	StopTimeout  = 10 * time.Second
 )
 
+// logTailLines is how many lines of the server's log a failed test prints.
+const logTailLines = 30
+
 // Server is a redis-server process started by Start. Its methods must be
 // called from one goroutine at a time (normally the test's).
 type Server struct {
 	// Addr is the server's host:port on 127.0.0.1. It does not change across
 	// restarts.
 	Addr string
-	// Dir is the server's data directory (the AOF lives under it). Its
-	// server.log holds the output of every run.
+	// Dir holds the server's data (the AOF, under Dir/data) and its log
+	// Dir/redis.log, which holds the output of every run.
 	Dir string
 
-	t    testing.TB
-	port int
-	proc *process // nil while stopped
-}
-
-// process is one run of redis-server.
-type process struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd.Wait returns
+	t testing.TB
+	r *launcher.Redis
 }
 
 // Start starts a redis-server on a free loopback port, waits until it answers
@@ -70,26 +65,20 @@ func Start(t testing.TB) *Server {
 		t.Skipf("redistest: %s not found in PATH; install it (Debian package redis-server) to run this test", Binary)
 	}
 	s := &Server{Dir: t.TempDir(), t: t}
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	r, err := launcher.StartRedis(ctx, launcher.RedisConfig{Bin: Binary, Dir: s.Dir})
+	if err != nil {
+		t.Fatalf("redistest: start %s: %v", Binary, err)
+	}
+	s.r, s.Addr = r, r.Addr()
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
 			s.logTail()
 		}
 	})
-	// The port is free when we pick it but may be taken before redis-server
-	// binds it; then pick another.
-	var err error
-	for range 3 {
-		if s.port, err = freePort(); err != nil {
-			continue
-		}
-		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-		if err = s.start(); err == nil {
-			return s
-		}
-	}
-	t.Fatalf("redistest: start %s: %v", Binary, err)
-	return nil
+	return s
 }
 
 // Stop shuts the server down with SIGTERM, which makes Redis flush and fsync
@@ -97,19 +86,11 @@ func Start(t testing.TB) *Server {
 // a stopped server does nothing.
 func (s *Server) Stop() {
 	s.t.Helper()
-	if s.proc == nil {
-		return
+	ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	defer cancel()
+	if err := s.r.Stop(ctx); err != nil {
+		s.t.Logf("redistest: %v", err)
 	}
-	s.signal(syscall.SIGCONT) // a paused server cannot handle SIGTERM
-	s.signal(syscall.SIGTERM)
-	select {
-	case <-s.proc.exited:
-	case <-time.After(StopTimeout):
-		s.t.Logf("redistest: %s did not exit %v after SIGTERM; killing it", s.Addr, StopTimeout)
-		s.signal(syscall.SIGKILL)
-		<-s.proc.exited
-	}
-	s.proc = nil
 }
 
 // Kill crashes the server with SIGKILL and waits for it to exit: what Redis
@@ -117,12 +98,9 @@ func (s *Server) Stop() {
 // stopped server does nothing.
 func (s *Server) Kill() {
 	s.t.Helper()
-	if s.proc == nil {
-		return
+	if err := s.r.Kill(); err != nil {
+		s.t.Logf("redistest: %v", err)
 	}
-	s.signal(syscall.SIGKILL)
-	<-s.proc.exited
-	s.proc = nil
 }
 
 // Pause freezes the server with SIGSTOP: connections stay open and commands
@@ -130,13 +108,22 @@ func (s *Server) Kill() {
 // the cleanup undo it.
 func (s *Server) Pause() {
 	s.t.Helper()
-	s.signal(syscall.SIGSTOP)
+	s.signalErr(s.r.Pause())
 }
 
 // Resume undoes Pause with SIGCONT.
 func (s *Server) Resume() {
 	s.t.Helper()
-	s.signal(syscall.SIGCONT)
+	s.signalErr(s.r.Resume())
+}
+
+// signalErr logs the error of Pause or Resume; on a stopped server they do
+// nothing.
+func (s *Server) signalErr(err error) {
+	s.t.Helper()
+	if err != nil && !errors.Is(err, launcher.ErrNotRunning) {
+		s.t.Logf("redistest: %v", err)
+	}
 }
 
 // Restart stops the server if it runs (SIGTERM, as Stop) and starts it again
@@ -144,7 +131,9 @@ func (s *Server) Resume() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
-	if err := s.start(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	if err := s.r.Start(ctx); err != nil {
 		s.t.Fatalf("redistest: restart %s: %v", s.Addr, err)
 	}
 }
@@ -155,147 +144,22 @@ func (s *Server) Restart() {
 func (s *Server) RestartEmpty() {
 	s.t.Helper()
 	s.Stop()
-	entries, err := os.ReadDir(s.Dir)
-	if err != nil {
-		s.t.Fatalf("redistest: %v", err)
-	}
-	for _, e := range entries {
-		if e.Name() == logName {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(s.Dir, e.Name())); err != nil {
-			s.t.Fatalf("redistest: wipe %s: %v", s.Dir, err)
-		}
-	}
-	if err := s.start(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	if err := s.r.RestartEmpty(ctx); err != nil {
 		s.t.Fatalf("redistest: restart %s empty: %v", s.Addr, err)
 	}
 }
 
 // Running reports whether the server process is running (paused counts as
 // running).
-func (s *Server) Running() bool {
-	if s.proc == nil {
-		return false
-	}
-	select {
-	case <-s.proc.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-const logName = "server.log"
-
-// start runs redis-server on s.port and waits until it answers PING.
-func (s *Server) start() error {
-	log, err := os.OpenFile(filepath.Join(s.Dir, logName), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer log.Close() // the child has its own descriptor
-	cmd := exec.Command(Binary,
-		"--port", strconv.Itoa(s.port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "yes",
-		"--appendfsync", "always",
-		"--dir", s.Dir,
-		"--daemonize", "no",
-	)
-	cmd.Stdout = log
-	cmd.Stderr = log
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(p.exited)
-	}()
-	if err := waitPing(s.Addr, p.exited); err != nil {
-		_ = cmd.Process.Kill()
-		<-p.exited
-		return err
-	}
-	s.proc = p
-	return nil
-}
-
-// signal sends sig to the running server, if any: only to the process this
-// Server started, by its PID.
-func (s *Server) signal(sig syscall.Signal) {
-	if s.proc == nil {
-		return
-	}
-	if err := s.proc.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		s.t.Logf("redistest: signal %v to %s: %v", sig, s.Addr, err)
-	}
-}
-
-// waitPing polls addr with PING until it answers +PONG, the process exits, or
-// StartTimeout passes.
-func waitPing(addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(StartTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	var err error
-	for {
-		if err = ping(addr); err == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("%s exited before answering PING (see %s)", Binary, logName)
-		case <-tick.C:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no PONG from %s within %v: %w", addr, StartTimeout, err)
-		}
-	}
-}
-
-// ping sends one inline PING and expects +PONG. A server still loading its
-// AOF answers -LOADING, which is not ready.
-func ping(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", line)
-	}
-	return nil
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func (s *Server) Running() bool { return s.r.Running() }
 
 // logTail logs the last lines of the server's output.
 func (s *Server) logTail() {
-	b, err := os.ReadFile(filepath.Join(s.Dir, logName))
+	tail, err := launcher.TailFile(s.r.LogPath(), logTailLines)
 	if err != nil {
 		return
 	}
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	lines = lines[max(0, len(lines)-30):]
-	s.t.Logf("redistest: last lines of %s's log:\n%s", s.Addr, bytes.Join(lines, []byte("\n")))
+	s.t.Logf("redistest: last lines of %s's log:\n%s", s.Addr, tail)
 }

@@ -1,4 +1,4 @@
-package chaos
+package launcher
 
 import (
 	"bufio"
@@ -275,7 +275,7 @@ func TestParentDeathKillsChild(t *testing.T) {
 	needProc(t)
 	ctx := testCtx(t, 30*time.Second)
 	helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	helper.Env = append(os.Environ(), helperEnv+"="+fakeBin, "CHAOS_TEST_ORPHAN_DIR="+t.TempDir())
+	helper.Env = append(os.Environ(), helperEnv+"="+fakeBin, "LAUNCHER_TEST_ORPHAN_DIR="+t.TempDir())
 	stdout, err := helper.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -335,12 +335,12 @@ func TestTailFile(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			got, err := tailFile(path, tt.n)
+			got, err := TailFile(path, tt.n)
 			if err != nil {
-				t.Fatalf("tailFile() error = %v", err)
+				t.Fatalf("TailFile() error = %v", err)
 			}
 			if got != tt.want {
-				t.Fatalf("tailFile(%d) = %q, want %q", tt.n, got, tt.want)
+				t.Fatalf("TailFile(%d) = %q, want %q", tt.n, got, tt.want)
 			}
 		})
 	}

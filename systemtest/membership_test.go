@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -38,16 +38,15 @@ func TestMembership(t *testing.T) {
 	}
 
 	// Join n4 through a follower: the request is forwarded to the leader.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := launcher.FreePorts("127.0.0.1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raftAddr := l.Addr().String()
-	l.Close()
+	raftAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	dir := t.TempDir()
 	leader := mustLeaderID(ctx, t, c)
 	via := c.URL(aFollower(c, leader))
-	n4, err := chaos.NewProcess(chaos.ProcessConfig{
+	n4, err := launcher.NewProcess(launcher.ProcessConfig{
 		ID: "n4", Bin: txlogdBin, DataDir: filepath.Join(dir, "n4"), LogDir: dir,
 		Args: []string{"--id=n4", "--data-dir=" + filepath.Join(dir, "n4"), "--http-addr=127.0.0.1:0", "--raft-addr=" + raftAddr, "--join=" + via, "--shutdown-timeout=3s"},
 	})
@@ -154,23 +153,22 @@ func waitUntil(ctx context.Context, t *testing.T, what string, cond func() bool)
 }
 
 // raftHost is the loopback address the Raft ports of the nodes these tests
-// start by hand are reserved on: one of their own (chaos.PrivateLoopback), so
+// start by hand are reserved on: one of their own (launcher.PrivateLoopback), so
 // that no process's bind to port 0 on 127.0.0.1 takes a port between its
 // reservation and the node's bind.
-var raftHost = sync.OnceValue(chaos.PrivateLoopback)
+var raftHost = sync.OnceValue(launcher.PrivateLoopback)
 
 // freeAddrs reserves n distinct ports on raftHost for processes about to
-// start: it binds them all, then closes the listeners again.
+// start (launcher.FreePorts).
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", net.JoinHostPort(raftHost(), "0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
+	ports, err := launcher.FreePorts(raftHost(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := make([]string, len(ports))
+	for i, p := range ports {
+		addrs[i] = net.JoinHostPort(raftHost(), strconv.Itoa(p))
 	}
 	return addrs
 }
@@ -184,9 +182,9 @@ func freeAddr(t *testing.T) string {
 // newNode makes a txlogd process with its data dir under dir, HTTP on a port
 // it picks, and args, and kills it when the test ends (printing its log tail
 // if the test failed). It does not start it.
-func newNode(t *testing.T, dir, id string, args ...string) *chaos.Process {
+func newNode(t *testing.T, dir, id string, args ...string) *launcher.Process {
 	t.Helper()
-	p, err := chaos.NewProcess(chaos.ProcessConfig{
+	p, err := launcher.NewProcess(launcher.ProcessConfig{
 		ID: id, Bin: txlogdBin, DataDir: filepath.Join(dir, id), LogDir: dir,
 		Args: append([]string{"--id=" + id, "--data-dir=" + filepath.Join(dir, id), "--http-addr=127.0.0.1:0"}, args...),
 	})
@@ -203,7 +201,7 @@ func newNode(t *testing.T, dir, id string, args ...string) *chaos.Process {
 }
 
 // startNode starts p and returns its HTTP base URL.
-func startNode(ctx context.Context, t *testing.T, p *chaos.Process) string {
+func startNode(ctx context.Context, t *testing.T, p *launcher.Process) string {
 	t.Helper()
 	if err := p.Start(); err != nil {
 		t.Fatal(err)
@@ -217,7 +215,7 @@ func startNode(ctx context.Context, t *testing.T, p *chaos.Process) string {
 
 // joinNode starts a node that joins the cluster through via, and waits until
 // it is a voter that has caught up and is ready.
-func joinNode(ctx context.Context, t *testing.T, c *chaos.Cluster, dir, id, via string, args ...string) (*chaos.Process, string) {
+func joinNode(ctx context.Context, t *testing.T, c *launcher.Cluster, dir, id, via string, args ...string) (*launcher.Process, string) {
 	t.Helper()
 	p := newNode(t, dir, id, append([]string{"--raft-addr=" + freeAddr(t), "--join=" + via}, args...)...)
 	base := startNode(ctx, t, p)
@@ -309,7 +307,7 @@ func TestNodeNumbersBootstrap(t *testing.T) {
 		raft[id] = addrs[i]
 		members = append(members, id+"="+raft[id])
 	}
-	procs := map[string]*chaos.Process{}
+	procs := map[string]*launcher.Process{}
 	for _, id := range ids {
 		procs[id] = newNode(t, dir, id, "--raft-addr="+raft[id], "--cluster="+strings.Join(members, ","))
 	}
@@ -539,7 +537,7 @@ func TestNodeNumberClash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := chaos.StartCluster(ctx, chaos.ClusterConfig{
+	c, err := launcher.StartCluster(ctx, launcher.ClusterConfig{
 		Bin: txlogdBin, Dir: dir,
 		NodeArgs: func(id string, _ map[string]string) ([]string, error) {
 			if id == "n1" || id == "n2" {

@@ -1,11 +1,11 @@
 //go:build unix && !linux
 
-package chaos
+package launcher
 
 import "syscall"
 
-// sysProcAttr puts the child in its own process group. Outside Linux there is no
+// SysProcAttr puts the child in its own process group. Outside Linux there is no
 // parent-death signal: a child outlives a parent that dies without stopping it.
-func sysProcAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }

@@ -1,4 +1,4 @@
-package chaos
+package launcher
 
 import (
 	"bufio"
@@ -25,8 +25,11 @@ const redisStartAttempts = 3
 type RedisConfig struct {
 	// Bin is the redis-server program. Default DefaultRedisBin.
 	Bin string
-	// Dir holds the data in <Dir>/data and the log <Dir>/redis.log. Required.
+	// Dir holds the data in <Dir>/data (unless DataDir is set) and the log
+	// <Dir>/redis.log. Required.
 	Dir string
+	// DataDir, when set, is where the data lives instead of <Dir>/data.
+	DataDir string
 	// Host is the loopback address it binds. Default 127.0.0.1; see
 	// ClusterConfig.Host for when to take one from PrivateLoopback.
 	Host string
@@ -61,13 +64,19 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redis dir: %w", err)
 	}
+	data := filepath.Join(dir, "data")
+	if cfg.DataDir != "" {
+		if data, err = filepath.Abs(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("redis data dir: %w", err)
+		}
+	}
 	var lastErr error
 	for range redisStartAttempts {
-		ps, err := freePorts(cfg.Host, 1)
+		ps, err := FreePorts(cfg.Host, 1)
 		if err != nil {
 			return nil, fmt.Errorf("reserve redis port: %w", err)
 		}
-		r := &Redis{addr: net.JoinHostPort(cfg.Host, strconv.Itoa(ps[0])), data: filepath.Join(dir, "data")}
+		r := &Redis{addr: net.JoinHostPort(cfg.Host, strconv.Itoa(ps[0])), data: data}
 		r.proc, err = NewProcess(ProcessConfig{
 			ID:  "redis",
 			Bin: cfg.Bin,
@@ -133,6 +142,14 @@ func (r *Redis) Stop(ctx context.Context) error { return r.proc.Stop(ctx) }
 // Kill crashes redis-server with SIGKILL.
 func (r *Redis) Kill() error { return r.proc.Kill() }
 
+// Pause freezes redis-server with SIGSTOP: connections stay open and commands
+// hang, as with a Redis that is overloaded or cut off. Resume, Stop or Kill
+// undo it.
+func (r *Redis) Pause() error { return r.proc.Pause() }
+
+// Resume undoes Pause with SIGCONT.
+func (r *Redis) Resume() error { return r.proc.Resume() }
+
 // RestartEmpty stops redis-server if it runs, deletes its data and starts it
 // again on the same port: a Redis that lost its disk or was flushed.
 func (r *Redis) RestartEmpty(ctx context.Context) error {
@@ -144,6 +161,9 @@ func (r *Redis) RestartEmpty(ctx context.Context) error {
 	}
 	return r.Start(ctx)
 }
+
+// DataDir returns the directory of redis-server's data (its AOF).
+func (r *Redis) DataDir() string { return r.data }
 
 // LogPath returns redis-server's log file.
 func (r *Redis) LogPath() string { return r.proc.LogPath() }

@@ -1,9 +1,11 @@
-package chaos
+package launcher
 
 import (
 	"bufio"
 	"context"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +87,18 @@ func TestRedis(t *testing.T) {
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// needRedis returns the redis-server on PATH. Without one it skips the test,
+// or fails it when the environment variable CI is set.
+func needRedis(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath(DefaultRedisBin)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found in PATH, and CI is set: install it (Debian package redis-server)", DefaultRedisBin)
+		}
+		t.Skipf("%s not found in PATH; install it (Debian package redis-server) to run this test", DefaultRedisBin)
+	}
+	return p
 }

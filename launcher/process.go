@@ -1,4 +1,4 @@
-package chaos
+package launcher
 
 import (
 	"context"
@@ -120,7 +120,7 @@ func NewProcess(cfg ProcessConfig) (*Process, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Process{cfg: cfg, log: log.With("component", "chaos", "node", cfg.ID)}, nil
+	return &Process{cfg: cfg, log: log.With("component", "launcher", "node", cfg.ID)}, nil
 }
 
 // ID returns the process's ID.
@@ -192,7 +192,7 @@ func (p *Process) launch() (*run, error) {
 	cmd.Env = childEnv(os.Environ(), p.cfg.Env)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = SysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -401,7 +401,7 @@ func readAddrFile(path string) (string, error) {
 // LogTail returns the last n lines of the log file, for failure messages. It never
 // fails: a log that cannot be read gives a line saying why.
 func (p *Process) LogTail(n int) string {
-	s, err := tailFile(p.LogPath(), n)
+	s, err := TailFile(p.LogPath(), n)
 	if errors.Is(err, os.ErrNotExist) {
 		return ""
 	}
@@ -411,9 +411,9 @@ func (p *Process) LogTail(n int) string {
 	return s
 }
 
-// tailFile returns the last n lines of the file at path, without the final newline.
+// TailFile returns the last n lines of the file at path, without the final newline.
 // It reads backwards in chunks, so a large log costs only its tail.
-func tailFile(path string, n int) (string, error) {
+func TailFile(path string, n int) (string, error) {
 	if n <= 0 {
 		return "", nil
 	}

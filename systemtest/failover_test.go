@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/node/parking/redistest"
 	"github.com/txlog/txlog/txid"
 )
@@ -21,7 +21,7 @@ import (
 // load is a set of clients that submit transactions without pause, half with
 // ack=quorum and half with ack=accepted, through all nodes, until stopped.
 type load struct {
-	c      *chaos.Cluster
+	c      *launcher.Cluster
 	stop   chan struct{}
 	wg     sync.WaitGroup
 	seq    atomic.Int64
@@ -30,7 +30,7 @@ type load struct {
 	counts map[int]int // HTTP-level outcome → count: 200, 202, 409, 0 (error)
 }
 
-func startLoad(c *chaos.Cluster, clients int) *load {
+func startLoad(c *launcher.Cluster, clients int) *load {
 	l := &load{c: c, stop: make(chan struct{}), counts: map[int]int{}}
 	urls := c.HTTPAddrs()
 	for w := range clients {
@@ -132,7 +132,7 @@ func (l *load) halt() []ack {
 }
 
 // waitResolved polls until every given 202 has resolved, through any live node.
-func waitResolved(ctx context.Context, t *testing.T, c *chaos.Cluster, ids []txid.ID) map[txid.ID]wire.TxResult {
+func waitResolved(ctx context.Context, t *testing.T, c *launcher.Cluster, ids []txid.ID) map[txid.ID]wire.TxResult {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), MaxBackoff: 100 * time.Millisecond})
 	out := make(map[txid.ID]wire.TxResult, len(ids))
@@ -368,7 +368,7 @@ func TestIntakeWALModes(t *testing.T) {
 
 // loseQuorum kills every node but one follower of leader, and returns that
 // survivor and the killed nodes.
-func loseQuorum(t *testing.T, c *chaos.Cluster, leader string) (survivor string, down []string) {
+func loseQuorum(t *testing.T, c *launcher.Cluster, leader string) (survivor string, down []string) {
 	t.Helper()
 	for _, p := range c.Nodes() {
 		if p.ID() != leader && survivor == "" {
@@ -385,7 +385,7 @@ func loseQuorum(t *testing.T, c *chaos.Cluster, leader string) (survivor string,
 	return survivor, down
 }
 
-func mustLeaderID(ctx context.Context, t *testing.T, c *chaos.Cluster) string {
+func mustLeaderID(ctx context.Context, t *testing.T, c *launcher.Cluster) string {
 	t.Helper()
 	id, err := c.Leader(ctx)
 	if err != nil {
@@ -395,7 +395,7 @@ func mustLeaderID(ctx context.Context, t *testing.T, c *chaos.Cluster) string {
 }
 
 // aFollower returns the first node of c, in its order, other than leader.
-func aFollower(c *chaos.Cluster, leader string) string {
+func aFollower(c *launcher.Cluster, leader string) string {
 	for _, p := range c.Nodes() {
 		if p.ID() != leader {
 			return p.ID()

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"strings"
@@ -10,8 +10,8 @@ import (
 
 func u64(v uint64) *uint64 { return &v }
 
-// TestCheckClusterFails feeds the integration checker broken histories and
-// expects each to be caught.
+// TestCheckClusterFails feeds the integration checker (checkCluster, built from
+// the chaos checkers) broken histories and expects each to be caught.
 func TestCheckClusterFails(t *testing.T) {
 	put := func(index uint64, id txid.ID, key, k string, ifv *uint64, ver uint64) wire.LogEntry {
 		return wire.LogEntry{Index: index, TxID: id, IdempotencyKey: key, Status: wire.StatusCommitted,
@@ -37,7 +37,11 @@ func TestCheckClusterFails(t *testing.T) {
 		{"version gap", acked, map[string][]wire.LogEntry{"n1": {good[0], put(6, 102, "b", "x", nil, 3)}}, "gap"},
 		{"stale compare-and-set", acked, map[string][]wire.LogEntry{"n1": {good[0], put(6, 102, "b", "x", u64(0), 2)}}, "if_version"},
 		{"acknowledged differently", []ack{{key: "a", res: wire.TxResult{TxID: 101, Index: 5, Status: wire.StatusRejected}}},
-			map[string][]wire.LogEntry{"n1": good}, "acknowledged"},
+			map[string][]wire.LogEntry{"n1": good}, "answered rejected, the log says committed"},
+		{"acknowledged without an index", []ack{{key: "a", res: wire.TxResult{TxID: 101, Status: wire.StatusCommitted}}},
+			map[string][]wire.LogEntry{"n1": good}, "without a txid or an index"},
+		{"202 never resolved", append(acked, ack{key: "b", res: wire.TxResult{TxID: 102, Status: wire.StatusPending}}),
+			map[string][]wire.LogEntry{"n1": good}, "never resolved"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

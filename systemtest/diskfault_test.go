@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/launcher"
 )
 
 // TestLeaderLogWriteFails makes the leader's Raft log writes fail under load,
@@ -29,10 +29,10 @@ func TestLeaderLogWriteFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "txlogd-faults")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-tags", "txlogfaults", "-o", bin, chaos.TxlogdPackage).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "go", "build", "-tags", "txlogfaults", "-o", bin, launcher.TxlogdPackage).CombinedOutput(); err != nil {
 		t.Fatalf("go build -tags txlogfaults: %v\n%s", err, out)
 	}
-	c := startClusterConfig(t, chaos.ClusterConfig{Bin: bin, Env: []string{"TXLOG_FAULT_RAFT_LOG_WRITE=" + trigger}})
+	c := startClusterConfig(t, launcher.ClusterConfig{Bin: bin, Env: []string{"TXLOG_FAULT_RAFT_LOG_WRITE=" + trigger}})
 	load := startPutLoad(ctx, t, c.HTTPAddrs(), 8)
 	load.committedSince(200)
 

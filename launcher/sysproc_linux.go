@@ -1,9 +1,9 @@
-package chaos
+package launcher
 
 import "syscall"
 
-// sysProcAttr puts the child in its own process group and has the kernel SIGKILL it
+// SysProcAttr puts the child in its own process group and has the kernel SIGKILL it
 // when the thread that forked it dies (see the package doc for the limits).
-func sysProcAttr() *syscall.SysProcAttr {
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bufio"
@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/lease"
 )
 
@@ -157,11 +157,11 @@ func fencedWrite(endpoints []string, lease string, token uint64, holder string, 
 }
 
 // startHolder starts a holder process for lease against c's nodes.
-func startHolder(t *testing.T, c *chaos.Cluster, holder, lease string, ttl time.Duration, env ...string) (*chaos.Process, string) {
+func startHolder(t *testing.T, c *launcher.Cluster, holder, lease string, ttl time.Duration, env ...string) (*launcher.Process, string) {
 	t.Helper()
 	dir := t.TempDir()
 	out := filepath.Join(dir, holder+".events")
-	p, err := chaos.NewProcess(chaos.ProcessConfig{
+	p, err := launcher.NewProcess(launcher.ProcessConfig{
 		ID:     holder,
 		Bin:    os.Args[0],
 		Args:   []string{"-test.run=^$"},

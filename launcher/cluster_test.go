@@ -1,10 +1,12 @@
-package chaos
+package launcher
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -184,7 +186,7 @@ func TestClusterCloseKillsStragglers(t *testing.T) {
 
 func TestClusterFixedPorts(t *testing.T) {
 	ctx := testCtx(t, 60*time.Second)
-	hp, err := freePorts(loopback, 2)
+	hp, err := FreePorts(loopback, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,16 +293,16 @@ func TestFreePortsExclude(t *testing.T) {
 			exclude = append(exclude, p)
 		}
 	}
-	ps, err := freePorts(loopback, 5, exclude...)
+	ps, err := FreePorts(loopback, 5, exclude...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ps) != 5 {
-		t.Fatalf("freePorts = %v, want 5 ports", ps)
+		t.Fatalf("FreePorts = %v, want 5 ports", ps)
 	}
 	for _, p := range ps {
 		if slices.Contains(exclude, p) {
-			t.Fatalf("freePorts = %v: %d is excluded", ps, p)
+			t.Fatalf("FreePorts = %v: %d is excluded", ps, p)
 		}
 	}
 }
@@ -385,7 +387,7 @@ func TestClusterConfigValidate(t *testing.T) {
 // connections could take them before the node binds.
 func TestFreePortsBelowEphemeral(t *testing.T) {
 	lo, hi, ok := belowEphemeral()
-	ps, err := freePorts(loopback, 20)
+	ps, err := FreePorts(loopback, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +402,7 @@ func TestFreePortsBelowEphemeral(t *testing.T) {
 		}
 		l, err := net.Listen("tcp", net.JoinHostPort(loopback, strconv.Itoa(p)))
 		if err != nil {
-			t.Errorf("port %d not free after freePorts: %v", p, err)
+			t.Errorf("port %d not free after FreePorts: %v", p, err)
 			continue
 		}
 		l.Close()
@@ -427,4 +429,42 @@ func TestPollKeepsErrorBeforeDeadline(t *testing.T) {
 	if !errors.Is(err, errFirst) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Poll() = %v, want the deadline and the first call's error", err)
 	}
+}
+
+// TestClusterWaitReadyChecksNodeID: WaitReady and Leader do not take the
+// answers of another process at a node's URL for the node's.
+func TestClusterWaitReadyChecksNodeID(t *testing.T) {
+	ctx := testCtx(t, 30*time.Second)
+	c := startFakeCluster(t, ctx, ClusterConfig{})
+	if err := c.WaitReady(ctx); err != nil {
+		failWithLogs(t, c, "WaitReady() = %v", err)
+	}
+	url := c.URL("n1")
+	foreign := httptest.NewServer(noIDServer)
+	t.Cleanup(foreign.Close)
+	c.setURL("n1", strings.TrimPrefix(foreign.URL, "http://"))
+
+	if err := c.WaitReady(testCtx(t, time.Second)); !isWrongNode(err) || !strings.Contains(err.Error(), `n1: answered as ""`) {
+		t.Errorf("WaitReady() with a foreign server at n1 = %v, want n1 answered as \"\"", err)
+	}
+	if _, err := c.Leader(testCtx(t, time.Second)); !isWrongNode(err) {
+		t.Errorf("Leader() with a foreign server at n1 = %v, want a wrongNodeError", err)
+	}
+
+	c.setURL("n1", strings.TrimPrefix(url, "http://"))
+	if err := c.WaitReady(ctx); err != nil {
+		failWithLogs(t, c, "WaitReady() with n1 back = %v", err)
+	}
+}
+
+// noIDServer is a process that is no txlog node but answers every GET with 200
+// and an empty JSON object, /readyz included.
+var noIDServer = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write([]byte("{}"))
+})
+
+func isWrongNode(err error) bool {
+	_, ok := errors.AsType[*WrongNodeError](err)
+	return ok
 }

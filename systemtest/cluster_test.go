@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +16,8 @@ import (
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
+	"github.com/txlog/txlog/launcher/launchertest"
 )
 
 // txlogdBin is the txlogd binary built once for the tests of this package.
@@ -31,7 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	txlogdBin, err = chaos.BuildBinaries(ctx, dir)
+	txlogdBin, err = launcher.BuildBinaries(ctx, dir)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -45,60 +47,28 @@ func TestMain(m *testing.M) {
 
 // startCluster starts three txlogd processes on loopback ports chosen now, and
 // stops them when the test ends, printing each node's log tail if it failed.
-func startCluster(t *testing.T) *chaos.Cluster {
+func startCluster(t *testing.T) *launcher.Cluster {
 	t.Helper()
 	return startClusterWith(t)
 }
 
 // startClusterWith is startCluster with extra txlogd flags for every node.
-func startClusterWith(t *testing.T, args ...string) *chaos.Cluster {
+func startClusterWith(t *testing.T, args ...string) *launcher.Cluster {
 	t.Helper()
-	return startClusterConfig(t, chaos.ClusterConfig{ExtraArgs: args})
+	return startClusterConfig(t, launcher.ClusterConfig{ExtraArgs: args})
 }
 
-// startClusterConfig is startCluster with cfg's settings; it sets Dir, Host,
-// HTTPBasePort and, unless cfg has one, Bin.
-func startClusterConfig(t *testing.T, cfg chaos.ClusterConfig) *chaos.Cluster {
+// startClusterConfig is startCluster with cfg's settings (launchertest.StartCluster);
+// it sets Dir from TXLOG_TEST_DIR when that is set and, unless cfg has one, Bin.
+func startClusterConfig(t *testing.T, cfg launcher.ClusterConfig) *launcher.Cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg.Dir = t.TempDir()
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
 		cfg.Dir = d
 	}
 	if cfg.Bin == "" {
 		cfg.Bin = txlogdBin
 	}
-	// Fixed HTTP ports, so that a restarted node is where the clients knew it,
-	// on an address of the cluster's own, so that no other test takes a killed
-	// node's port before it is back.
-	cfg.Host = chaos.PrivateLoopback()
-	base, err := chaos.FreeRange(cfg.Host, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPBasePort = base
-	c, err := chaos.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		c.Close(ctx)
-	})
-	if _, err := c.Leader(ctx); err != nil {
-		t.Fatalf("Leader() = %v", err)
-	}
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatalf("WaitReady() = %v", err)
-	}
-	return c
+	return launchertest.StartCluster(t, cfg)
 }
 
 // hotKeys are the keys the compare-and-set chains contend on.
@@ -266,7 +236,7 @@ func submit(ctx context.Context, cl *client.Client, tx wire.TxRequest) ack {
 
 // lastIndex returns the highest commit index among the nodes that answer: a
 // node just restarted may not have heard of the leader's yet.
-func lastIndex(ctx context.Context, t *testing.T, c *chaos.Cluster) uint64 {
+func lastIndex(ctx context.Context, t *testing.T, c *launcher.Cluster) uint64 {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var last uint64
@@ -322,7 +292,7 @@ func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []wire
 // checkSettled waits until every node is ready, reads each node's log up to
 // the highest commit index and checks it and results with checkCluster. It
 // returns the logs by node.
-func checkSettled(ctx context.Context, t *testing.T, c *chaos.Cluster, results []ack) map[string][]wire.LogEntry {
+func checkSettled(ctx context.Context, t *testing.T, c *launcher.Cluster, results []ack) map[string][]wire.LogEntry {
 	t.Helper()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady() = %v", err)
@@ -338,80 +308,63 @@ func checkSettled(ctx context.Context, t *testing.T, c *chaos.Cluster, results [
 	return logs
 }
 
-// checkCluster checks the acknowledged results against every node's log.
+// checkCluster checks the acknowledged results against every node's log with
+// the chaos checkers: the logs are identical and hold no txid or idempotency
+// key twice, every acknowledged transaction is in them as acknowledged, every
+// 202 among the results was resolved, and the version chains have no gaps.
 func checkCluster(results []ack, logs map[string][]wire.LogEntry) error {
-	ids := make([]string, 0, len(logs))
-	for id := range logs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	ref := logs[ids[0]]
-
-	// The logs are identical.
-	for _, id := range ids[1:] {
-		l := logs[id]
-		if len(l) != len(ref) {
-			return fmt.Errorf("log of %s has %d entries, %s has %d", id, len(l), ids[0], len(ref))
-		}
-		for i := range l {
-			a, b := l[i], ref[i]
-			if a.Index != b.Index || a.TxID != b.TxID || a.Status != b.Status || a.IdempotencyKey != b.IdempotencyKey {
-				return fmt.Errorf("logs diverge at position %d: %s has %+v, %s has %+v", i, id, a, ids[0], b)
-			}
-		}
-	}
-	// No txid and no idempotency key appears twice.
-	byTx := map[string]wire.LogEntry{}
-	byKey := map[string]wire.LogEntry{}
-	for _, e := range ref {
-		tx := e.TxID.String()
-		if prev, dup := byTx[tx]; dup {
-			return fmt.Errorf("txid %s in the log twice: index %d and %d", tx, prev.Index, e.Index)
-		}
-		byTx[tx] = e
-		if e.IdempotencyKey != "" {
-			if prev, dup := byKey[e.IdempotencyKey]; dup {
-				return fmt.Errorf("idempotency key %s in the log twice: index %d and %d", e.IdempotencyKey, prev.Index, e.Index)
-			}
-			byKey[e.IdempotencyKey] = e
-		}
-	}
-	// Every acknowledged transaction is there, once, as acknowledged.
+	var errs []error
+	ops := make([]chaos.Op, 0, len(results))
 	for _, r := range results {
 		if r.err != nil {
 			continue
 		}
-		e, ok := byTx[r.res.TxID.String()]
-		if !ok {
-			return fmt.Errorf("acknowledged %s (key %s, index %d) missing from the log", r.res.TxID, r.key, r.res.Index)
+		if final(r.res.Status) && (r.res.TxID == 0 || r.res.Index == 0) {
+			errs = append(errs, fmt.Errorf("acknowledged %s (key %s) without a txid or an index: %+v", r.res.Status, r.key, r.res))
 		}
-		if e.Index != r.res.Index || e.Status != r.res.Status || e.IdempotencyKey != r.key {
-			return fmt.Errorf("acknowledged %+v but the log has %+v", r.res, e)
+		ops = append(ops, r.op())
+	}
+	_, ref := chaos.ReferenceLog(logs)
+	checks := []chaos.CheckResult{
+		chaos.CheckNoDuplicates(logs),
+		chaos.CheckNoLostWrites(ops, ref),
+		chaos.CheckPendingResolved(ops),
+		chaos.CheckVersionChains(ref),
+	}
+	if len(logs) > 1 {
+		checks = append(checks, chaos.CheckLogsIdentical(logs))
+	}
+	for _, c := range checks {
+		if !c.Pass {
+			errs = append(errs, fmt.Errorf("%s: %s:\n  %s", c.Name, c.Summary, strings.Join(c.Evidence, "\n  ")))
 		}
 	}
-	// Version chains have no gaps: each committed write of a key is the previous
-	// version plus one, and a put with if_version N commits version N+1.
-	versions := map[string]uint64{}
-	for _, e := range ref {
-		if e.Status != wire.StatusCommitted {
-			continue
-		}
-		for _, op := range e.Ops {
-			if op.Op == "delete" {
-				versions[op.Key] = 0
-				continue
-			}
-			want := versions[op.Key] + 1
-			if got := e.Versions[op.Key]; got != want {
-				return fmt.Errorf("index %d: %s at version %d, want %d (gap in the chain)", e.Index, op.Key, got, want)
-			}
-			if op.IfVersion != nil && *op.IfVersion+1 != want {
-				return fmt.Errorf("index %d: %s committed with if_version %d over version %d", e.Index, op.Key, *op.IfVersion, want-1)
-			}
-			versions[op.Key] = want
-		}
+	return errors.Join(errs...)
+}
+
+// final reports whether status is a transaction's final outcome.
+func final(status string) bool {
+	return status == wire.StatusCommitted || status == wire.StatusRejected
+}
+
+// op is the acknowledged transaction as the chaos checkers read it: a write
+// with its idempotency key and its answer; an answer that is not final is a
+// 202 that was never resolved.
+func (a ack) op() chaos.Op {
+	// Key stays empty: the results do not record the version a write answered,
+	// so the checker compares none.
+	op := chaos.Op{Kind: chaos.OpPut, IdempotencyKey: a.key, Answer: chaos.AnswerOK,
+		Result: chaos.OpResult{Status: a.res.Status, TxID: a.res.TxID, Index: a.res.Index}}
+	if a.casKey != "" {
+		op.Kind = chaos.OpCAS
 	}
-	return nil
+	switch {
+	case a.res.Status == wire.StatusRejected:
+		op.Answer = chaos.AnswerRejected
+	case !final(a.res.Status):
+		op.Answer, op.Accepted = chaos.AnswerPending, true
+	}
+	return op
 }
 
 // lastVersions returns each key's version after the whole log.

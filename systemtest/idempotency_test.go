@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/node/parking/redistest"
 	"github.com/txlog/txlog/txid"
 )
@@ -190,7 +191,7 @@ func TestIdempotencyKeys(t *testing.T) {
 
 // checkKeyOnce fails unless every node's log holds one entry with the
 // idempotency key and the logs agree.
-func checkKeyOnce(ctx context.Context, t *testing.T, c *chaos.Cluster, key string) {
+func checkKeyOnce(ctx context.Context, t *testing.T, c *launcher.Cluster, key string) {
 	t.Helper()
 	top := lastIndex(ctx, t, c)
 	var first []wire.LogEntry
@@ -222,7 +223,7 @@ func TestIdempotencyKeyElsewhere(t *testing.T) {
 	defer cancel()
 	net := chaos.NewNetwork(nil)
 	defer net.Close()
-	c := startClusterConfig(t, chaos.ClusterConfig{NodeArgs: net.DialArgs})
+	c := startClusterConfig(t, launcher.ClusterConfig{NodeArgs: net.DialArgs})
 	leader := mustLeaderID(ctx, t, c)
 	cut := aFollower(c, leader)
 	net.Isolate(cut)

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -18,8 +18,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 )
 
 // TestAmnesiaLostRaftLog stops a follower of a cluster under load, deletes
@@ -188,7 +188,7 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 		args = append(args, a)
 	}
 	logDir := t.TempDir()
-	p, err := chaos.NewProcess(chaos.ProcessConfig{ID: victim, Bin: txlogdBin, Args: args, DataDir: old.DataDir(), LogDir: logDir})
+	p, err := launcher.NewProcess(launcher.ProcessConfig{ID: victim, Bin: txlogdBin, Args: args, DataDir: old.DataDir(), LogDir: logDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func httpDo(ctx context.Context, t *testing.T, method, url, body string) (int, [
 // checkSettledOn is checkSettled for the nodes ids only: it waits until each
 // is ready, reads its log up to the highest commit index among them and
 // checks the logs and results with checkCluster.
-func checkSettledOn(ctx context.Context, t *testing.T, c *chaos.Cluster, ids []string, results []ack) {
+func checkSettledOn(ctx context.Context, t *testing.T, c *launcher.Cluster, ids []string, results []ack) {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var upTo uint64

@@ -1,4 +1,4 @@
-package main
+package systemtest
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/launcher"
 )
 
 // TestMixedLeaderAppend runs a cluster in which n1 writes its Raft log before
@@ -19,7 +19,7 @@ import (
 // killed and restarted. Every acknowledged write must be in every node's log
 // exactly once, and the logs must be the same.
 func TestMixedLeaderAppend(t *testing.T) {
-	c := startClusterConfig(t, chaos.ClusterConfig{
+	c := startClusterConfig(t, launcher.ClusterConfig{
 		NodeArgs: func(id string, _ map[string]string) ([]string, error) {
 			if id == "n1" {
 				return []string{"--raft-serial-append"}, nil

@@ -1,0 +1,69 @@
+package launchertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/txlog/txlog/launcher"
+)
+
+// How long StartCluster waits for the nodes to elect a leader and be ready,
+// and how long the cleanup gives them to stop.
+const (
+	StartTimeout = time.Minute
+	StopTimeout  = 30 * time.Second
+)
+
+// logTailLines is how many lines of each node's log a failed test prints.
+const logTailLines = 40
+
+// StartCluster starts the cluster cfg describes, waits until its nodes agree on
+// a leader and answer ready, and stops it when the test ends. Unless cfg sets
+// them, it takes Dir from t.TempDir() and, so that a restarted node is where
+// the clients knew it and no other test takes a killed node's port before it
+// is back, Host from launcher.PrivateLoopback and HTTPBasePort from
+// launcher.FreeRange. cfg.Bin is required.
+func StartCluster(t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	if cfg.Host == "" {
+		cfg.Host = launcher.PrivateLoopback()
+	}
+	if cfg.HTTPBasePort == 0 {
+		n := cfg.Nodes
+		if n == 0 {
+			n = launcher.DefaultNodes
+		}
+		base, err := launcher.FreeRange(cfg.Host, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.HTTPBasePort = base
+	}
+	c, err := launcher.StartCluster(ctx, cfg)
+	if err != nil {
+		t.Fatalf("StartCluster() = %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range c.Nodes() {
+				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(logTailLines))
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+		defer cancel()
+		c.Close(ctx)
+	})
+	if _, err := c.Leader(ctx); err != nil {
+		t.Fatalf("Leader() = %v", err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady() = %v", err)
+	}
+	return c
+}

@@ -1,0 +1,30 @@
+// Package systemtest holds the process-level tests of txlog: each test starts
+// real txlogd processes (built once per run by TestMain with
+// launcher.BuildBinaries) on loopback ports chosen at run time, often with a
+// real redis-server (node/parking/redistest), and drives them the way an
+// operator or a client does, over HTTP and with signals. Failovers, the ack
+// levels, lost disks (amnesia), disk faults, forwarding, idempotency keys,
+// leases and their holders, membership changes, the store's commit interval
+// and the debug listener are tested here; what the nodes answered and logged
+// is checked with the chaos checkers (chaos.CheckNoLostWrites,
+// CheckPendingResolved, CheckNoDuplicates, CheckLogsIdentical,
+// CheckVersionChains).
+//
+// The package has no code besides this file and its tests. Run it with
+//
+//	go test -count=1 ./systemtest/
+//
+// (several minutes; -run selects tests, -race works but is slower). It needs
+// the go command on PATH (to build txlogd) and redis-server for the tests
+// with Redis, which skip without one unless CI is set. TXLOG_TEST_DIR, when
+// set, puts the clusters' data dirs and logs there instead of a temporary
+// directory, to look at them after a run.
+//
+// Like chaos, the tests see txlog only from the outside: they import the
+// launcher, chaos's checkers, api/wire, the client, lease (the Elector that
+// the lease tests' holder processes run) and txid, and never the server (api,
+// api/fastpath), node, replication, store or wal. This file imports nothing;
+// TestImports checks the tests' own dependencies.
+//
+// Must not import: github.com/txlog/txlog/api, github.com/txlog/txlog/api/fastpath, github.com/txlog/txlog/node, github.com/txlog/txlog/replication, github.com/txlog/txlog/store, github.com/txlog/txlog/wal
+package systemtest
