@@ -17,10 +17,21 @@ var fakeBin string
 // blocks, for TestParentDeathKillsChild. Its value is the fakenode binary.
 const helperEnv = "CHAOS_TEST_ORPHAN_HELPER"
 
+// contenderEnv makes the test binary a lease contender (ContenderMain), for
+// the lease workload of the tests' runs (testContender).
+const contenderEnv = "CHAOS_TEST_CONTENDER"
+
 func TestMain(m *testing.M) {
 	if bin := os.Getenv(helperEnv); bin != "" {
 		orphanHelper(bin)
 		return
+	}
+	if os.Getenv(contenderEnv) != "" {
+		if err := ContenderMain(context.Background(), os.Args[1:], os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	dir, err := os.MkdirTemp("", "chaos-test-")
 	if err != nil {
