@@ -28,16 +28,16 @@ type LeasePause struct {
 
 // LeaseStats sums up a lease history; the report shows them.
 type LeaseStats struct {
-	Grants        int `json:"grants"`
-	Renewals      int `json:"renewals"`       // answered ok
-	RenewsFenced  int `json:"renewals_fenced"` // answered fenced
-	Releases      int `json:"releases"`
-	Writes        int `json:"writes"`
-	Applied       int `json:"applied"`  // committed in the log
-	Refused       int `json:"refused"`  // rejected in the log, by the fence
-	Pauses        int `json:"pauses"`   // pause-holder faults that found a holder
-	LateWrites    int `json:"late_writes"` // paused holders' writes under the old token after SIGCONT
-	MaxReplace    time.Duration `json:"max_replace"` // the slowest replacement of a paused holder
+	Grants       int           `json:"grants"`
+	Renewals     int           `json:"renewals"`        // answered ok
+	RenewsFenced int           `json:"renewals_fenced"` // answered fenced
+	Releases     int           `json:"releases"`
+	Writes       int           `json:"writes"`
+	Applied      int           `json:"applied"`     // committed in the log
+	Refused      int           `json:"refused"`     // rejected in the log, by the fence
+	Pauses       int           `json:"pauses"`      // pause-holder faults that found a holder
+	LateWrites   int           `json:"late_writes"` // paused holders' writes under the old token after SIGCONT
+	MaxReplace   time.Duration `json:"max_replace"` // the slowest replacement of a paused holder
 }
 
 // CheckLeases checks the lease workload's history against the applied log
