@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -215,7 +214,7 @@ func (r *recordingClient) write(ctx context.Context, token uint64, seq int) {
 // contender program and its leading arguments) and c's flags.
 func contenderCommand(cmd []string, c ContenderConfig) ([]string, error) {
 	if len(cmd) == 0 {
-		return nil, fmt.Errorf("no contender command")
+		return nil, errors.New("no contender command")
 	}
 	return append(append([]string(nil), cmd...), c.Args()...), nil
 }

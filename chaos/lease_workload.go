@@ -228,7 +228,7 @@ func (w *leaseWorkload) pauseHolder(ctx context.Context, ev *FaultEvent, sched *
 	}
 }
 
-// pauses returns the pause-holder faults of events as CheckLeases reads them.
+// leasePauses returns the pause-holder faults of events as CheckLeases reads them.
 func leasePauses(events []FaultEvent) []LeasePause {
 	var out []LeasePause
 	for _, f := range events {
