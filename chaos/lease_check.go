@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 )
 
 // NameLeases is the name of CheckLeases.
@@ -59,12 +59,12 @@ type LeaseStats struct {
 //  4. a holder paused past its TTL is replaced, by another contender with a
 //     larger token, within b.Replace of the SIGSTOP, and its writes under
 //     the old token sent after the SIGCONT are all refused.
-func CheckLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b LeaseBounds) CheckResult {
+func CheckLeases(ops []LeaseOp, log []wire.LogEntry, pauses []LeasePause, b LeaseBounds) CheckResult {
 	res, _ := checkLeases(ops, log, pauses, b)
 	return res
 }
 
-func checkLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b LeaseBounds) (CheckResult, LeaseStats) {
+func checkLeases(ops []LeaseOp, log []wire.LogEntry, pauses []LeasePause, b LeaseBounds) (CheckResult, LeaseStats) {
 	var v violations
 	var st LeaseStats
 	leases := map[string]bool{}
@@ -136,11 +136,11 @@ func checkLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b Lease
 	}
 
 	// The fenced entries of the workload's leases, in log order.
-	var fenced []api.LogEntry
+	var fenced []wire.LogEntry
 	for _, e := range log {
 		if e.Fence != nil && leases[e.Fence.Lease] {
 			fenced = append(fenced, e)
-			if e.Status == api.StatusRejected && e.Conflict != nil {
+			if e.Status == wire.StatusRejected && e.Conflict != nil {
 				addKnown(e.Fence.Lease, e.Conflict.Actual)
 			}
 		}
@@ -170,7 +170,7 @@ func checkLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b Lease
 
 	lastToken := map[string]uint64{}
 	holders := map[[2]any]string{} // (lease, grant token) → the first holder with an applied write
-	inLog := map[string]api.LogEntry{}
+	inLog := map[string]wire.LogEntry{}
 	for _, e := range fenced {
 		l, tok := e.Fence.Lease, e.Fence.Token
 		if e.IdempotencyKey != "" {
@@ -180,10 +180,10 @@ func checkLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b Lease
 		}
 		shown := uint64(0)
 		switch e.Status {
-		case api.StatusCommitted:
+		case wire.StatusCommitted:
 			st.Applied++
 			shown = tok
-		case api.StatusRejected:
+		case wire.StatusRejected:
 			st.Refused++
 			if e.Conflict != nil {
 				shown = e.Conflict.Actual
@@ -198,7 +198,7 @@ func checkLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b Lease
 			}
 			lastToken[l] = max(lastToken[l], shown)
 		}
-		if e.Status != api.StatusCommitted {
+		if e.Status != wire.StatusCommitted {
 			continue
 		}
 		cur := current(l, e.Index)
@@ -232,9 +232,9 @@ func checkLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b Lease
 	for key, w := range writes {
 		e, ok := inLog[key]
 		switch {
-		case w.Answer == api.StatusCommitted && (!ok || e.Status != api.StatusCommitted):
+		case w.Answer == wire.StatusCommitted && (!ok || e.Status != wire.StatusCommitted):
 			v.addf("rule 2: %s's write %s answered committed is not applied in the log", w.Contender, key)
-		case w.Answer == api.StatusRejected && ok && e.Status == api.StatusCommitted:
+		case w.Answer == wire.StatusRejected && ok && e.Status == wire.StatusCommitted:
 			v.addf("rule 2: %s's write %s answered rejected is applied at index %d", w.Contender, key, e.Index)
 		}
 	}
@@ -266,7 +266,7 @@ func checkLeases(ops []LeaseOp, log []api.LogEntry, pauses []LeasePause, b Lease
 				continue
 			}
 			st.LateWrites++
-			if e, ok := inLog[key]; w.Answer == api.StatusCommitted || ok && e.Status == api.StatusCommitted {
+			if e, ok := inLog[key]; w.Answer == wire.StatusCommitted || ok && e.Status == wire.StatusCommitted {
 				v.addf("rule 4: %s's write %s under lease %s token %d, sent after it resumed, was applied", p.Contender, key, p.Lease, p.Token)
 			}
 		}

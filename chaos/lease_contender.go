@@ -15,7 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/lease"
 )
 
@@ -78,7 +79,7 @@ func RunContender(ctx context.Context, c ContenderConfig, logger *slog.Logger) e
 	}
 	defer f.Close()
 	rc := &recordingClient{
-		Client: api.NewClient(api.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
+		Client: client.NewClient(client.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
 			MaxBackoff: 250 * time.Millisecond, LookupWait: time.Second}),
 		c: c, out: f,
 	}
@@ -122,7 +123,7 @@ func RunContender(ctx context.Context, c ContenderConfig, logger *slog.Logger) e
 // recordingClient is the Elector's client: it records each lease call and
 // its answer.
 type recordingClient struct {
-	*api.Client
+	*client.Client
 	c ContenderConfig
 
 	mu  sync.Mutex
@@ -142,19 +143,19 @@ func (r *recordingClient) record(op LeaseOp) {
 
 // leaseAnswer classifies err of a lease call, with the lease a 409 named.
 func leaseAnswer(op *LeaseOp, err error) {
-	switch le, ok := errors.AsType[*api.LeaseError](err); {
+	switch le, ok := errors.AsType[*wire.LeaseError](err); {
 	case err == nil:
 		op.Answer = LeaseOK
-	case ok && le.Code == api.CodeLeaseHeld:
+	case ok && le.Code == wire.CodeLeaseHeld:
 		op.Answer, op.Actual, op.Holder = LeaseHeld, le.Lease.Token, le.Lease.Holder
-	case ok && le.Code == api.CodeFenced:
+	case ok && le.Code == wire.CodeFenced:
 		op.Answer, op.Actual, op.Holder = LeaseFenced, le.Lease.Token, le.Lease.Holder
 	default:
 		op.Answer, op.Err = LeaseError, err.Error()
 	}
 }
 
-func (r *recordingClient) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (api.LeaseResult, error) {
+func (r *recordingClient) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (wire.LeaseResult, error) {
 	op := LeaseOp{Kind: LeaseAcquire, Start: time.Now()}
 	res, err := r.Client.AcquireLease(ctx, name, holder, ttl)
 	op.End = time.Now()
@@ -166,7 +167,7 @@ func (r *recordingClient) AcquireLease(ctx context.Context, name, holder string,
 	return res, err
 }
 
-func (r *recordingClient) RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (api.LeaseResult, error) {
+func (r *recordingClient) RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (wire.LeaseResult, error) {
 	op := LeaseOp{Kind: LeaseRenew, Token: token, Start: time.Now()}
 	res, err := r.Client.RenewLease(ctx, name, holder, token, ttl)
 	op.End = time.Now()
@@ -192,15 +193,15 @@ func (r *recordingClient) write(ctx context.Context, token uint64, seq int) {
 	val, _ := json.Marshal(leaseWriteValue{Holder: r.c.ID, Token: token, Seq: seq})
 	key := r.c.Key + "/" + r.c.ID + "/" + strconv.Itoa(seq)
 	op := LeaseOp{Kind: LeaseWrite, Token: token, IdempotencyKey: key, Seq: seq, Start: time.Now()}
-	tx := api.TxRequest{IdempotencyKey: key, Fence: &api.Fence{Lease: r.c.Lease, Token: token},
-		Ops: []api.Op{{Op: api.OpPut, Key: r.c.Key, Value: val}}}
+	tx := wire.TxRequest{IdempotencyKey: key, Fence: &wire.Fence{Lease: r.c.Lease, Token: token},
+		Ops: []wire.Op{{Op: wire.OpPut, Key: r.c.Key, Value: val}}}
 	sctx, cancel := context.WithTimeout(ctx, DefaultSubmitTimeout)
-	res, err := r.Client.Submit(sctx, tx, api.SubmitOptions{Ack: api.AckQuorum, Timeout: serverTimeout})
+	res, err := r.Client.Submit(sctx, tx, wire.SubmitOptions{Ack: wire.AckQuorum, Timeout: serverTimeout})
 	cancel()
 	op.End = time.Now()
 	switch {
 	case err != nil:
-		op.Answer, op.Err = api.StatusUnknown, err.Error()
+		op.Answer, op.Err = wire.StatusUnknown, err.Error()
 	default:
 		op.Answer = res.Status
 		if res.Conflict != nil {

@@ -22,7 +22,7 @@ const (
 )
 
 // Answers of lease operations (LeaseOp.Answer). A fenced write's answer is
-// its status: committed, rejected, pending or unknown (api.Status*).
+// its status: committed, rejected, pending or unknown (wire.Status*).
 const (
 	LeaseOK     = "ok"     // granted, renewed or released
 	LeaseHeld   = "held"   // 409 lease_held

@@ -12,7 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 )
 
 // LeaseConfig describes the lease workload: Contenders processes campaign
@@ -79,8 +80,8 @@ func (c LeaseConfig) Validate() error {
 	if d.Leases < 1 || d.Contenders < 2*d.Leases {
 		errs = append(errs, fmt.Errorf("%d contenders for %d leases: want at least one lease and two contenders a lease", d.Contenders, d.Leases))
 	}
-	if d.TTL < api.MinLeaseTTL || d.TTL > api.MaxLeaseTTL {
-		errs = append(errs, fmt.Errorf("lease TTL %v: want %v to %v", d.TTL, api.MinLeaseTTL, api.MaxLeaseTTL))
+	if d.TTL < wire.MinLeaseTTL || d.TTL > wire.MaxLeaseTTL {
+		errs = append(errs, fmt.Errorf("lease TTL %v: want %v to %v", d.TTL, wire.MinLeaseTTL, wire.MaxLeaseTTL))
 	}
 	if d.WriteEvery <= 0 {
 		errs = append(errs, fmt.Errorf("lease WriteEvery %v must be positive", d.WriteEvery))
@@ -104,7 +105,7 @@ type leaseWorkload struct {
 	cfg    LeaseConfig
 	names  []string
 	procs  []*contender
-	client *api.Client
+	client *client.Client
 	log    *slog.Logger
 }
 
@@ -117,7 +118,7 @@ func startLeaseWorkload(cfg LeaseConfig, dir string, endpoints []string, runID s
 		return nil, err
 	}
 	w := &leaseWorkload{cfg: cfg, log: log,
-		client: api.NewClient(api.ClientConfig{Endpoints: endpoints, Timeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond})}
+		client: client.NewClient(client.ClientConfig{Endpoints: endpoints, Timeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond})}
 	for i := range cfg.Leases {
 		w.names = append(w.names, runID+"/lease/"+strconv.Itoa(i))
 	}
@@ -249,7 +250,7 @@ type LeaseReport struct {
 }
 
 // finish reads the history and checks it against the reference log.
-func (w *leaseWorkload) finish(ref []api.LogEntry, events []FaultEvent) (*LeaseReport, CheckResult) {
+func (w *leaseWorkload) finish(ref []wire.LogEntry, events []FaultEvent) (*LeaseReport, CheckResult) {
 	ops, err := w.history()
 	res, st := checkLeases(ops, ref, leasePauses(events), LeaseBounds{Replace: w.cfg.TTL + leaseReplaceSlack})
 	if err != nil {

@@ -36,8 +36,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/lease"
 )
 
@@ -146,12 +147,12 @@ func (b *bench) endpoints(ctx context.Context) []string {
 	return eps
 }
 
-func (b *bench) client(ctx context.Context) *api.Client {
-	return api.NewClient(api.ClientConfig{Endpoints: b.endpoints(ctx), AttemptTimeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond})
+func (b *bench) client(ctx context.Context) *client.Client {
+	return client.NewClient(client.ClientConfig{Endpoints: b.endpoints(ctx), AttemptTimeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond})
 }
 
-func put(key string) api.TxRequest {
-	return api.TxRequest{Ops: []api.Op{{Op: api.OpPut, Key: key, Value: json.RawMessage("1")}}}
+func put(key string) wire.TxRequest {
+	return wire.TxRequest{Ops: []wire.Op{{Op: wire.OpPut, Key: key, Value: json.RawMessage("1")}}}
 }
 
 // latency measures a plain write, an acquire and a renewal in turn.
@@ -160,7 +161,7 @@ func (b *bench) latency(ctx context.Context) error {
 	var wr, acq, ren []time.Duration
 	for i := range b.cfg.n {
 		t := time.Now()
-		if _, err := c.Submit(ctx, put(fmt.Sprintf("bench/plain/%d", i%100)), api.SubmitOptions{Ack: api.AckQuorum}); err != nil {
+		if _, err := c.Submit(ctx, put(fmt.Sprintf("bench/plain/%d", i%100)), wire.SubmitOptions{Ack: wire.AckQuorum}); err != nil {
 			return fmt.Errorf("latency: write: %w", err)
 		}
 		wr = append(wr, time.Since(t))
@@ -244,7 +245,7 @@ func (b *bench) takeoverOnce(ctx context.Context, sig syscall.Signal, try int) (
 		syscall.Kill(-holder.Process.Pid, syscall.SIGKILL) // the holder and its sleep
 		<-exited
 	}()
-	c := api.NewClient(api.ClientConfig{Endpoints: eps, AttemptTimeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond})
+	c := client.NewClient(client.ClientConfig{Endpoints: eps, AttemptTimeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond})
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	for {
@@ -355,7 +356,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 		wg.Go(func() {
 			for i := 0; rctx.Err() == nil; i++ {
 				sctx, cancel := context.WithTimeout(rctx, 5*time.Second)
-				_, err := c.Submit(sctx, put(fmt.Sprintf("bench/writer/%d/%d", w, i%64)), api.SubmitOptions{Ack: api.AckQuorum})
+				_, err := c.Submit(sctx, put(fmt.Sprintf("bench/writer/%d/%d", w, i%64)), wire.SubmitOptions{Ack: wire.AckQuorum})
 				cancel()
 				if err == nil && counting.Load() {
 					ok.Add(1)
@@ -412,7 +413,7 @@ func (b *bench) killLeader(ctx context.Context) error {
 
 // hold keeps one lease until ctx ends, renewing every TTL/3 and acquiring
 // it again when it was lost, and counts what happened.
-func (b *bench) hold(ctx context.Context, c *api.Client, name, holder string, st *manyStats) {
+func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string, st *manyStats) {
 	ttl := b.cfg.ttl
 	var token uint64
 	var lastOK time.Time // when the last acquire or renewal that succeeded was sent
@@ -439,7 +440,7 @@ func (b *bench) hold(ctx context.Context, c *api.Client, name, holder string, st
 				st.renewals.Add(1)
 			case ctx.Err() != nil:
 				return
-			case errors.Is(err, api.ErrFenced):
+			case errors.Is(err, wire.ErrFenced):
 				if time.Now().Before(lastOK.Add(ttl - leaseClockSkew)) {
 					st.lostInTime.Add(1)
 				} else {
