@@ -10,8 +10,11 @@
 // record every operation in a [History], injects faults on a seeded [Schedule], and
 // then runs the checkers: [CheckNoLostWrites], [CheckPendingResolved],
 // [CheckNoDuplicates], [CheckLogsIdentical], [CheckLinearizable] (porcupine),
-// [CheckAvailability] and [CheckRestarts] ([CheckVersionChains] is for the
-// process-level tests' logs). Each checker is a pure function of the
+// [CheckAvailability] and [CheckRestarts], and with the lease workload
+// (lease_workload.go: contender processes, [ContenderMain], campaigning with
+// lease.Elector and making fenced writes; the pause-holder fault SIGSTOPs a
+// holder) [CheckLeases] ([CheckVersionChains] is for the process-level tests'
+// logs). Each checker is a pure function of the
 // history and the logs (or the faults), so its tests feed it broken histories. The
 // result is a [Report], written as text, JSON and HTML. The powerloss fault serves
 // each local node's data dir through chaos/lazyfs (powerloss.go).
@@ -23,7 +26,8 @@
 //
 // # Imports
 //
-// chaos imports only client, api/wire, txid, launcher and its own
+// chaos imports only client, api/wire, txid, launcher, lease (the client's
+// Elector, which the lease workload's contenders run) and its own
 // chaos/procstat (what /proc says of a process) and chaos/lazyfs (the FUSE
 // file system of the powerloss fault, which serves each node's data dir from
 // <dir>/cluster/nN.disk) from txlog. It never imports the server (api,

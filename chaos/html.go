@@ -36,6 +36,13 @@ func (r *Report) WriteHTML(path string) error {
 		{"read errors", fmt.Sprint(c.ReadErrors)}, {"leader SIGKILLs", fmt.Sprint(r.LeaderKills)}, {"faults", fmt.Sprint(len(r.Faults))},
 		{"power losses", fmt.Sprint(r.PowerLosses)}, {"nodes that could not restart", fmt.Sprint(r.NotRestarted)},
 	}
+	if l := r.Leases; l != nil {
+		st := l.Stats
+		data.Counts = append(data.Counts,
+			[2]string{"lease grants", fmt.Sprint(st.Grants)}, [2]string{"lease renewals (fenced)", fmt.Sprintf("%d (%d)", st.Renewals, st.RenewsFenced)},
+			[2]string{"fenced writes applied / refused", fmt.Sprintf("%d / %d", st.Applied, st.Refused)},
+			[2]string{"paused holders (late writes, all refused)", fmt.Sprintf("%d (%d)", st.Pauses, st.LateWrites)})
+	}
 	if err := reportPage.Execute(f, data); err != nil {
 		f.Close()
 		return fmt.Errorf("write html report: %w", err)
@@ -50,7 +57,7 @@ func (r *Report) WriteHTML(path string) error {
 var faultColors = map[Fault]string{
 	FaultKillLeader: "#d62728", FaultKillFollower: "#ff9896", FaultPauseLeader: "#9467bd",
 	FaultPartitionLeader: "#8c564b", FaultPartitionOneWay: "#c49c94", FaultRedisOutage: "#e377c2",
-	FaultTermLeader: "#17becf", FaultQuorumLoss: "#000000",
+	FaultTermLeader: "#17becf", FaultQuorumLoss: "#000000", FaultPauseHolder: "#bcbd22",
 }
 
 var nodeColors = []string{"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"}
@@ -120,6 +127,7 @@ func (r *Report) timelineSVG() string {
 		lx += 60
 	}
 	y += rowH + legendPadding + 8
+	y = r.leaseRows(&b, y, x)
 
 	// Answers per second.
 	peak := 1
@@ -157,6 +165,41 @@ func (r *Report) timelineSVG() string {
 			xs(float64(s)), faultY, xs(float64(s)), base, xs(float64(s))-6, axisY, s)
 	}
 	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f">%s</svg>`, width, axisY+10, b.String())
+}
+
+// leaseRows draws one row per lease of the lease workload, from y, with its
+// holders' spans colored by contender, and returns the y below them.
+func (r *Report) leaseRows(b *strings.Builder, y float64, x func(time.Time) float64) float64 {
+	const rowH = 14.0
+	if r.Leases == nil {
+		return y
+	}
+	var ids []string
+	for _, s := range r.Leases.Spans {
+		if !slices.Contains(ids, s.Contender) {
+			ids = append(ids, s.Contender)
+		}
+	}
+	slices.Sort(ids)
+	color := func(id string) string { return nodeColors[slices.Index(ids, id)%len(nodeColors)] }
+	for i, name := range r.Leases.Leases {
+		fmt.Fprintf(b, `<text x="4" y="%.1f" class="lbl">lease %d</text>`, y+rowH-3, i)
+		for _, s := range r.Leases.Spans {
+			if s.Lease != name {
+				continue
+			}
+			fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s holds %s with token %d from +%v to +%v</title></rect>`,
+				x(s.From), y, max(x(s.To)-x(s.From), 0.5), rowH-2, color(s.Contender), html.EscapeString(s.Contender), html.EscapeString(name),
+				s.Token, s.From.Sub(r.Started).Round(time.Millisecond), s.To.Sub(r.Started).Round(time.Millisecond))
+		}
+		y += rowH
+	}
+	for i, id := range ids {
+		lx := 110.0 + float64(i)*60
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
+			lx, y+4, color(id), lx+14, y+13, html.EscapeString(id))
+	}
+	return y + 18 + 8
 }
 
 var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{

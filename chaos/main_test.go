@@ -17,7 +17,18 @@ import (
 // txlogd) that TestMain builds.
 var fakeBin string
 
+// contenderEnv makes the test binary a lease contender (ContenderMain), for
+// the lease workload of the tests' runs (testContender).
+const contenderEnv = "CHAOS_TEST_CONTENDER"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(contenderEnv) != "" {
+		if err := ContenderMain(context.Background(), os.Args[1:], os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	dir, err := os.MkdirTemp("", "chaos-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -39,15 +39,19 @@ const (
 	// (a lazyfs mount each), SIGKILLs and restarts them (powerloss.go). It is
 	// in no default mix: it needs Linux, root and /dev/fuse.
 	FaultPowerLoss Fault = "powerloss"
+	// FaultPauseHolder SIGSTOPs a lease contender that holds a lease past
+	// the lease's TTL, then SIGCONTs it (lease_workload.go). It needs the
+	// lease workload.
+	FaultPauseHolder Fault = "pause-holder"
 )
 
 // AllFaults lists every fault in the order reports show them.
 var AllFaults = []Fault{FaultKillLeader, FaultKillFollower, FaultPauseLeader, FaultPartitionLeader,
-	FaultPartitionOneWay, FaultRedisOutage, FaultTermLeader, FaultQuorumLoss, FaultPowerLoss}
+	FaultPartitionOneWay, FaultRedisOutage, FaultTermLeader, FaultQuorumLoss, FaultPowerLoss, FaultPauseHolder}
 
 // DefaultFaults is the mix when none is given: every fault, leader kills four
 // times as often as the rest.
-const DefaultFaults = "kill-leader*4,kill-follower,pause-leader,partition-leader,partition-oneway,redis-outage,term-leader,quorum-loss"
+const DefaultFaults = "kill-leader*4,kill-follower,pause-leader,partition-leader,partition-oneway,redis-outage,term-leader,quorum-loss,pause-holder"
 
 // FaultWeight is a fault and how many times it appears in each round of the
 // schedule.
@@ -190,6 +194,8 @@ type FaultEvent struct {
 	Idle bool `json:"idle,omitempty"`
 	// PowerLoss describes a powerloss fault; nil for the others.
 	PowerLoss *PowerLossEvent `json:"power_loss,omitempty"`
+	// LeasePause describes a pause-holder fault; nil for the others.
+	LeasePause *LeasePauseEvent `json:"lease_pause,omitempty"`
 	// NotRestarted lists the nodes the fault stopped that could not be
 	// started again within the recovery timeout; StartRetried those that
 	// started only after failed tries (startNode).
@@ -246,6 +252,8 @@ type nemesis struct {
 	sched  *Schedule
 	mon    *monitor
 	log    *slog.Logger
+	// leases is the lease workload that pause-holder acts on; nil without one.
+	leases *leaseWorkload
 
 	// powerLosses counts the powerloss faults so far; it picks the next one's
 	// victims and mode (powerLossPlan). Only run's goroutine touches it.
@@ -414,6 +422,12 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 		try(n.startNode(ctx, leader, &ev))
 	case FaultPowerLoss:
 		n.powerLoss(ctx, &ev, leader, followers, try, electionAfter)
+	case FaultPauseHolder:
+		if n.leases == nil {
+			try(fmt.Errorf("%s: no lease workload: %w", f, ErrUnsupported))
+			break
+		}
+		try(n.leases.pauseHolder(ctx, &ev, n.sched, n.cfg.RecoverTimeout))
 	}
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.RecoverTimeout)
 	if err := n.mon.waitHealthy(wctx); err != nil {

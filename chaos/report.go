@@ -34,6 +34,8 @@ type Report struct {
 	Leaders      []LeaderChange `json:"leaders"`
 	Series       []Bucket       `json:"series"`
 	Checks       []CheckResult  `json:"checks"`
+	// Leases is the lease workload's part; nil when it did not run.
+	Leases *LeaseReport `json:"leases,omitempty"`
 	// Dir holds the cluster's data and logs (local mode) and other artifacts.
 	Dir string `json:"dir"`
 }

@@ -38,6 +38,9 @@ type Config struct {
 	Dir      string
 	Workload WorkloadConfig
 	Nemesis  NemesisConfig
+	// Leases is the lease workload (lease_workload.go): on when it has a
+	// Command and is not Off.
+	Leases LeaseConfig
 	// Duration is how long the clients issue operations. Default 1m. With
 	// Nemesis.MaxFaults the run ends earlier, once the last fault recovered.
 	Duration time.Duration
@@ -108,6 +111,9 @@ func (c Config) Validate() error {
 	if err := c.Workload.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Workload: %w", err))
 	}
+	if err := c.Leases.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("Leases: %w", err))
+	}
 	if c.PowerLossDirs != "" {
 		if _, err := lazyfs.ParseDirRule(string(c.PowerLossDirs)); err != nil {
 			errs = append(errs, fmt.Errorf("PowerLossDirs: %w", err))
@@ -167,6 +173,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	var weights []FaultWeight
 	for _, w := range cfg.Nemesis.Faults {
+		if w.Fault == FaultPauseHolder && !cfg.Leases.on() {
+			log.Warn("fault left out", "fault", w.Fault, "err", "no lease workload")
+			continue
+		}
 		if err := target.Supports(w.Fault); err != nil {
 			log.Warn("fault left out", "fault", w.Fault, "err", err)
 			continue
@@ -194,6 +204,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	runID := "chaos-" + strconv.FormatInt(start.UnixMilli(), 36)
 	wl := newWorkload(cfg.Workload, endpoints, cfg.Seed, runID)
 	nem := &nemesis{cfg: cfg.Nemesis, target: target, sched: NewSchedule(cfg.Seed, weights), mon: mon, log: log}
+	if cfg.Leases.on() {
+		if nem.leases, err = startLeaseWorkload(cfg.Leases, dir, endpoints, runID, log); err != nil {
+			return nil, err
+		}
+		defer nem.leases.stop(context.WithoutCancel(ctx)) // on an early return; stopping twice is harmless
+	}
 
 	monCtx, stopMon := context.WithCancel(ctx)
 	var bg sync.WaitGroup
@@ -223,6 +239,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	stopIssue()
 	<-nemDone
+	if nem.leases != nil {
+		nem.leases.stop(context.WithoutCancel(ctx))
+	}
 	log.Info("clients stopping", "ops", wl.ops.Load())
 	resolveTimer := time.AfterFunc(cfg.ResolveTimeout, stopResolve)
 	<-wlDone
@@ -301,6 +320,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		CheckLinearizable(ops, start, cfg.CheckTimeout, dir),
 		CheckAvailability(ops, rep.Faults),
 		CheckRestarts(rep.Faults),
+	}
+	if nem.leases != nil {
+		var lc CheckResult
+		rep.Leases, lc = nem.leases.finish(ref, rep.Faults)
+		rep.Checks = append(rep.Checks, lc)
 	}
 	return rep, nil
 }

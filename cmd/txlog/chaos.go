@@ -35,7 +35,15 @@ data dir through a FUSE file system that keeps unsynced writes in memory, and
 cuts the power of all nodes, the leader, or the leader and a follower: what
 was not fsynced is dropped (or, torn, partly written back), then the nodes are
 SIGKILLed and restarted. --powerloss-dirs says which fsync makes a directory
-entry durable: posix (its directory's) or journal (any, as ext4's journal).`
+entry durable: posix (its directory's) or journal (any, as ext4's journal).
+
+--leases N (default 2; 0 leaves it out) adds the lease workload: --contenders
+processes (this txlog, run as a hidden 'chaos-contender' command) campaign
+for the leases and make fenced writes while they hold one, and the
+pause-holder fault SIGSTOPs a holder past the --lease-ttl. The lease checker
+holds the history to the applied log: tokens only grow, no fenced write
+applied under a token that is not current, one holder between two grants,
+a paused holder replaced in time and its late writes refused.`
 
 func (c *cli) chaos(ctx context.Context, args []string) error {
 	cmd := c.command("chaos", chaosSynopsis)
@@ -56,6 +64,9 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	maxFaults := cmd.Int("max-faults", 0, "stop after this many faults (0: run for --duration)")
 	powerLossDirs := cmd.String("powerloss-dirs", string(lazyfs.DirsPOSIX), "with --faults powerloss: which fsync makes a directory entry durable, posix (its directory's) or journal (any fsync)")
 	resolveTimeout := cmd.Duration("resolve-timeout", chaos.DefaultResolveTimeout, "bound on the wait for 202s and for the nodes to catch up at the end")
+	leases := cmd.Int("leases", chaos.DefaultLeases, "leases of the lease workload (0: no lease workload, and no pause-holder)")
+	contenders := cmd.Int("contenders", 0, "contender processes of the lease workload (default: two a lease)")
+	leaseTTL := cmd.Duration("lease-ttl", chaos.DefaultLeaseTTL, "TTL of the lease workload's leases")
 	reportJSON := cmd.String("report-json", "", "write the report as JSON to this file")
 	reportHTML := cmd.String("report-html", "", "write the report as a self-contained HTML page to this file")
 	var cmds chaos.Commands
@@ -87,6 +98,9 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	if err != nil {
 		return usagef("--powerloss-dirs: %v", err)
 	}
+	if *leases < 0 {
+		return usagef("--leases %d: want 0 or more", *leases)
+	}
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
 	}
@@ -97,6 +111,14 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout,
 		PowerLossDirs: dirs,
 		Progress:      c.stderr,
+		Leases:        chaos.LeaseConfig{Off: *leases == 0, Leases: *leases, Contenders: *contenders, TTL: *leaseTTL},
+	}
+	if !cfg.Leases.Off {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("chaos: the lease workload runs this program as its contenders: %w", err)
+		}
+		cfg.Leases.Command = []string{exe, "chaos-contender"}
 	}
 	for _, t := range strings.Split(*targets, ",") {
 		if t = strings.TrimSpace(t); t != "" {

@@ -108,7 +108,7 @@ func chaosAgainstFake(t *testing.T, f *kvFake, extra ...string) (result, string)
 	args := append([]string{"chaos", "--targets", strings.Join(urls, ","), "--dir", dir,
 		"--faults", "kill-follower", "--kill-cmd", "echo {id} >> " + killed, "--start-cmd", "true",
 		"--max-faults", "2", "--fault-interval", "50ms", "--fault-hold", "50ms",
-		"--duration", "10s", "--rate", "200", "--clients", "4", "--seed", "9",
+		"--duration", "10s", "--rate", "200", "--clients", "4", "--seed", "9", "--leases", "0",
 		"--report-json", filepath.Join(dir, "r.json"), "--report-html", filepath.Join(dir, "r.html")}, extra...)
 	r := runCLI(t, ctx, nil, args...)
 	return r, dir
@@ -182,6 +182,10 @@ func TestChaosUsage(t *testing.T) {
 		{"bad ack weight", []string{"chaos", "--acks", "quorum*0,all"}, 2, `--acks: ack "quorum*0": weight "0", want 1..1000`},
 		{"ack twice", []string{"chaos", "--acks", "all,quorum,all*2"}, 2, `--acks: ack "all" given twice`},
 		{"no acks", []string{"chaos", "--acks", " , "}, 2, "--acks: no ack levels given"},
+		{"help leases", []string{"chaos", "-h"}, 0, "-lease-ttl"},
+		{"negative leases", []string{"chaos", "--leases", "-1"}, 2, "--leases -1: want 0 or more"},
+		{"too few contenders", []string{"chaos", "--contenders", "3"}, 2, "3 contenders for 2 leases"},
+		{"contender without flags", []string{"chaos-contender"}, 1, "--targets, --lease, --id, --key and --history are required"},
 		{"powerloss needs local", []string{"chaos", "--targets", "http://127.0.0.1:1", "--faults", "powerloss"}, 1, "leave powerloss out of --faults"},
 	}
 	for _, tt := range tests {

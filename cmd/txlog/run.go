@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
 )
 
@@ -84,6 +85,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.lease(ctx, rest)
 	case "exclusive":
 		return c.exclusive(ctx, rest)
+	case "chaos-contender": // hidden: a lease contender that `txlog chaos` starts
+		return chaos.ContenderMain(ctx, rest, c.stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, usageText)
 		return nil
