@@ -9,10 +9,15 @@ import (
 
 // Op is one operation of a transaction on the wire.
 type Op struct {
-	Op        string          `json:"op"` // "put" or "delete"
+	Op        string          `json:"op"` // "put", "delete" or "commit_offset"
 	Key       string          `json:"key"`
 	Value     json.RawMessage `json:"value,omitempty"`      // required for put, forbidden for delete
 	IfVersion *uint64         `json:"if_version,omitempty"` // nil: unconditional; 0: must not exist; N: version must be N
+	// Group, Offset and Reset are the fields of a commit_offset op (OpCommitOffset);
+	// Key, Value and IfVersion are then empty.
+	Group  string `json:"group,omitempty"`
+	Offset uint64 `json:"offset,omitempty"`
+	Reset  bool   `json:"reset,omitempty"`
 }
 
 // Op names on the wire.
