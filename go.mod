@@ -42,7 +42,3 @@ require (
 )
 
 replace github.com/hashicorp/raft => ./third_party/hashicorp-raft
-
-replace go.etcd.io/bbolt => ./third_party/bbolt
-
-replace github.com/hashicorp/raft-wal => ./third_party/raft-wal

@@ -10,8 +10,6 @@
 # libs: NAME=MODULE for each directory.
 libs=(
 	hashicorp-raft=github.com/hashicorp/raft
-	bbolt=go.etcd.io/bbolt
-	raft-wal=github.com/hashicorp/raft-wal
 )
 
 # module NAME: the module that third_party/NAME patches.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Tests verify.sh: on a copy of third_party/bbolt it passes as it is, and
-# fails, naming the file, once the copy is tampered with: a changed line, a
+# Tests verify.sh: on a copy of third_party/hashicorp-raft it passes as it is,
+# and fails, naming the file, once the copy is tampered with: a changed line, a
 # file that no patch adds, a patch group left out, a patch that does not apply.
 # Then that a rebuild without one group (without.sh's) leaves out that group alone.
 set -euo pipefail
@@ -11,13 +11,13 @@ trap 'rm -rf "$tmp"' EXIT
 fresh() {
 	rm -rf "$tmp/tp"
 	mkdir -p "$tmp/tp"
-	cp -R "$here/bbolt" "$tmp/tp/bbolt"
+	cp -R "$here/hashicorp-raft" "$tmp/tp/hashicorp-raft"
 }
 # expect WHAT WANT: verify.sh on the copy passes (WANT "ok") or fails with WANT
 # in its output.
 expect() {
 	local what=$1 want=$2 rc=0
-	TP_DIR=$tmp/tp "$here/verify.sh" bbolt >"$tmp/out" 2>&1 || rc=$?
+	TP_DIR=$tmp/tp "$here/verify.sh" hashicorp-raft >"$tmp/out" 2>&1 || rc=$?
 	if [ "$want" = ok ]; then
 		if [ $rc -ne 0 ]; then
 			echo "FAIL $what: verify.sh exit $rc, want 0:"; cat "$tmp/out"; exit 1
@@ -32,35 +32,30 @@ fresh
 expect "the copy as it is" ok
 
 fresh
-sed -i 's/const cursorStackDepth = 4/const cursorStackDepth = 5/' "$tmp/tp/bbolt/cursor.go"
-expect "a changed line" cursor.go
+sed -i 's/^const maxFastLen = 1 << 30$/const maxFastLen = 1 << 29/' "$tmp/tp/hashicorp-raft/fast_codec.go"
+expect "a changed line" fast_codec.go
 
 fresh
-echo "package bbolt" >"$tmp/tp/bbolt/extra.go"
+echo "package raft" >"$tmp/tp/hashicorp-raft/extra.go"
 expect "a file no patch adds" extra.go
 
 fresh
-rm "$tmp/tp/bbolt/patches/01-cursor-stack.patch"
-expect "a patch group left out" cursor.go
+rm "$tmp/tp/hashicorp-raft/patches/02-fast-codec.patch"
+expect "a patch group left out" fast_codec.go
 
 fresh
-sed -i 's/^+\tstackBuf \[cursorStackDepth\]elemRef$/+\tstackBuf [8]elemRef/' "$tmp/tp/bbolt/patches/01-cursor-stack.patch"
-expect "a patch that says something else" cursor.go
+sed -i 's/^+const maxFastLen = 1 << 30$/+const maxFastLen = 1 << 29/' "$tmp/tp/hashicorp-raft/patches/02-fast-codec.patch"
+expect "a patch that says something else" fast_codec.go
 
 fresh
-sed -i 's/^ type Cursor struct {$/ type Cursor struct { \/\/ not upstream/' "$tmp/tp/bbolt/patches/01-cursor-stack.patch"
+sed -i 's/^ \tmsgpackUseNewTimeFormat bool$/ \tmsgpackUseNewTimeFormat bool \/\/ not upstream/' "$tmp/tp/hashicorp-raft/patches/02-fast-codec.patch"
 expect "a patch that does not apply" "does not apply"
 
 # rebuild without a group (what without.sh commits) leaves the group's lines
 # out and keeps the others', also where a later group's context is the
-# left-out group's (hashicorp-raft's 03 after 01, applied with fuzz).
+# left-out group's (03 after 01, applied with fuzz).
 cd "$here/.."
 . "$here/patches.sh"
-rebuild bbolt "$here/bbolt/patches" "$tmp/no-cursor" 01-cursor-stack.patch
-if grep -q stackBuf "$tmp/no-cursor/cursor.go" || ! grep -q 'func (b \*Bucket) PutTail' "$tmp/no-cursor/bucket.go"; then
-	echo "FAIL bbolt without 01-cursor-stack: the cursor's stack is still there, or PutTail is not"; exit 1
-fi
-echo "ok   bbolt without 01-cursor-stack"
 rebuild hashicorp-raft "$here/hashicorp-raft/patches" "$tmp/no-parallel" 01-parallel-append.patch 2>"$tmp/out"
 r=$tmp/no-parallel/replication.go
 if grep -q getLogToSend "$r" || ! grep -q 'logs := make(\[\]Log, n)' "$r" || ! grep -q 'r.logs.GetLog(i, oldLog)' "$r" ||
