@@ -12,8 +12,11 @@
 //     with them. It prints the leases lost although renewed in time (a
 //     renewal refused while the last one that succeeded was sent less than
 //     TTL - skew ago: the target is 0), those lost because no renewal
-//     committed within the TTL, and the writers' throughput with the leases
-//     as a fraction of the run without.
+//     committed within the TTL (by kind and second of the run, with the
+//     first errors), the longest pause in the writers' commits at each kill,
+//     and the writers' throughput with the leases as a fraction of the run
+//     without. The nodes keep their HTTP ports across restarts, so the
+//     clients made at the start reach every node to the end.
 //
 // scripts/lease-bench.sh builds the binaries and runs it.
 package main
@@ -25,6 +28,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -90,7 +94,15 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	if cfg.txlogd == "" || cfg.dir == "" || slices.Contains(cfg.parts, "takeover") && cfg.txlog == "" {
 		return errors.New("--txlogd and --dir are required, and --txlog with the takeover part")
 	}
-	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{Bin: cfg.txlogd, Dir: filepath.Join(cfg.dir, "cluster")})
+	// Fixed HTTP ports: a killed leader comes back where the holders' and
+	// writers' clients look for it (with ports chosen at each start, a client
+	// made before the restarts ends up with no node that answers).
+	host := launcher.PrivateLoopback()
+	base, err := launcher.FreeRange(host, launcher.DefaultNodes)
+	if err != nil {
+		return err
+	}
+	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{Bin: cfg.txlogd, Dir: filepath.Join(cfg.dir, "cluster"), Host: host, HTTPBasePort: base})
 	if err != nil {
 		return err
 	}
@@ -300,18 +312,39 @@ func sleep(ctx context.Context, d time.Duration) error {
 type manyStats struct {
 	grants, renewals, renewErrors atomic.Int64
 	lostInTime, lostLate          atomic.Int64
-	maxGap                        atomic.Int64 // ns between two renewals that succeeded
+	maxGap                        atomic.Int64    // ns between two renewals that succeeded
+	start                         time.Time       // when the holders started
+	pauses                        []time.Duration // per kill: the longest time between two writes' commits
+
+	mu     sync.Mutex
+	losses []loss // every lease lost, in the order seen
+}
+
+// loss is one lease lost by its holder.
+type loss struct {
+	at      time.Duration // since the holders started
+	sinceOK time.Duration // since the last acquire or renewal that succeeded was sent
+	kind    string        // "fenced in time", "fenced late", "no answer within the TTL"
+	err     string
+}
+
+func (st *manyStats) lost(lastOK time.Time, kind string, err error) {
+	now := time.Now()
+	st.mu.Lock()
+	st.losses = append(st.losses, loss{at: now.Sub(st.start), sinceOK: now.Sub(lastOK), kind: kind, err: err.Error()})
+	st.mu.Unlock()
 }
 
 // many runs the writers under leader kills without leases and then with.
 func (b *bench) many(ctx context.Context) error {
 	fmt.Fprintf(b.out, "== %d leases held by %d holders, TTL %v renewed every %v, %d writers, %d leader kills a run\n",
 		b.cfg.leases, b.cfg.holders, b.cfg.ttl, (b.cfg.ttl / 3).Round(time.Millisecond), b.cfg.writers, b.cfg.kills)
-	base, _, err := b.manyRun(ctx, false)
+	base, baseSt, err := b.manyRun(ctx, false)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(b.out, "without leases: %.0f writes/s\n", base)
+	fmt.Fprintf(b.out, "  write pause per kill (no write committed): %s\n", durations(baseSt.pauses))
 	with, st, err := b.manyRun(ctx, true)
 	if err != nil {
 		return err
@@ -320,6 +353,8 @@ func (b *bench) many(ctx context.Context) error {
 	fmt.Fprintf(b.out, "leases: %d grants, %d renewals (%d failed and retried); lost although renewed in time: %d; lost with no renewal committed within the TTL: %d; longest gap between renewals %v\n",
 		st.grants.Load(), st.renewals.Load(), st.renewErrors.Load(), st.lostInTime.Load(), st.lostLate.Load(),
 		time.Duration(st.maxGap.Load()).Round(time.Millisecond))
+	fmt.Fprintf(b.out, "  write pause per kill (no write committed): %s\n", durations(st.pauses))
+	printLosses(b.out, st)
 	return nil
 }
 
@@ -332,7 +367,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
-	st := &manyStats{}
+	st := &manyStats{start: time.Now()}
 	if withLeases {
 		per := (b.cfg.leases + b.cfg.holders - 1) / b.cfg.holders
 		for h := range b.cfg.holders {
@@ -348,7 +383,9 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 		}
 		cancel()
 	}
-	var ok atomic.Int64
+	// lastWrite is when the last write committed (Unix ns); pause the longest
+	// time between two commits since the last kill.
+	var ok, lastWrite, pause atomic.Int64
 	counting := atomic.Bool{}
 	counting.Store(true)
 	for w := range b.cfg.writers {
@@ -358,8 +395,14 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 				sctx, cancel := context.WithTimeout(rctx, 5*time.Second)
 				_, err := c.Submit(sctx, put(fmt.Sprintf("bench/writer/%d/%d", w, i%64)), wire.SubmitOptions{Ack: wire.AckQuorum})
 				cancel()
-				if err == nil && counting.Load() {
-					ok.Add(1)
+				if err == nil {
+					now := time.Now().UnixNano()
+					gap := now - lastWrite.Swap(now)
+					for old := pause.Load(); gap > old && !pause.CompareAndSwap(old, gap); old = pause.Load() {
+					}
+					if counting.Load() {
+						ok.Add(1)
+					}
 				}
 			}
 		})
@@ -369,12 +412,19 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 		if err := sleep(ctx, b.cfg.killInterval); err != nil {
 			return 0, nil, err
 		}
+		if k > 0 {
+			st.pauses = append(st.pauses, time.Duration(pause.Load()))
+		}
+		pause.Store(0)
 		if err := b.killLeader(ctx); err != nil {
 			return 0, nil, fmt.Errorf("kill %d: %w", k+1, err)
 		}
 	}
 	if err := sleep(ctx, b.cfg.killInterval); err != nil {
 		return 0, nil, err
+	}
+	if b.cfg.kills > 0 {
+		st.pauses = append(st.pauses, time.Duration(pause.Load()))
 	}
 	counting.Store(false)
 	elapsed := time.Since(start)
@@ -443,8 +493,10 @@ func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string,
 			case errors.Is(err, wire.ErrFenced):
 				if time.Now().Before(lastOK.Add(ttl - leaseClockSkew)) {
 					st.lostInTime.Add(1)
+					st.lost(lastOK, "fenced in time", err)
 				} else {
 					st.lostLate.Add(1)
+					st.lost(lastOK, "fenced late", err)
 				}
 				token = 0
 				continue
@@ -452,6 +504,7 @@ func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string,
 				st.renewErrors.Add(1)
 				if !time.Now().Before(lastOK.Add(ttl)) {
 					st.lostLate.Add(1) // the holder must assume it lost the lease
+					st.lost(lastOK, "no answer within the TTL", err)
 					token = 0
 					continue
 				}
@@ -466,4 +519,37 @@ func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string,
 		c.ReleaseLease(rctx, name, holder, token)
 		cancel()
 	}
+}
+
+// printLosses sums the leases lost by kind and second of the run, and lists
+// the first few with their errors.
+func printLosses(w io.Writer, st *manyStats) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	bySecond := map[string]map[int]int{}
+	for _, l := range st.losses {
+		if bySecond[l.kind] == nil {
+			bySecond[l.kind] = map[int]int{}
+		}
+		bySecond[l.kind][int(l.at/time.Second)]++
+	}
+	for _, kind := range slices.Sorted(maps.Keys(bySecond)) {
+		secs := slices.Sorted(maps.Keys(bySecond[kind]))
+		var parts []string
+		for _, s := range secs {
+			parts = append(parts, fmt.Sprintf("%ds:%d", s, bySecond[kind][s]))
+		}
+		fmt.Fprintf(w, "lost, %s, by second of the run: %s\n", kind, strings.Join(parts, " "))
+	}
+	for _, l := range st.losses[:min(len(st.losses), 5)] {
+		fmt.Fprintf(w, "  lost at %v, %v after the last success, %s: %s\n", l.at.Round(time.Millisecond), l.sinceOK.Round(time.Millisecond), l.kind, l.err)
+	}
+}
+
+func durations(ds []time.Duration) string {
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, d.Round(10*time.Millisecond).String())
+	}
+	return strings.Join(parts, " ")
 }
