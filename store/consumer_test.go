@@ -194,3 +194,20 @@ func TestConsumersDeferredReads(t *testing.T) {
 		t.Fatalf("MinConsumerOffset() = %d, %v; want 5", low, ok)
 	}
 }
+
+// TestCommitOffsetKeyNamedLikeGroup: a key's value read back from the log
+// record at its mod index (after a flush, a reopen, a restore) skips an
+// OpCommitOffset of a group with the key's name.
+func TestCommitOffsetKeyNamedLikeGroup(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	db := openAt(t, path)
+	applyOK(t, db, txEntry(1, 1, "", put("g", `"v"`), offset("g", 8)))
+	if err := db.Close(); err != nil { // writes the overlay into kv: the value is read from the log
+		t.Fatal(err)
+	}
+	db = openAt(t, path)
+	if kv := mustGet(t, db, "g"); string(kv.Value) != `"v"` || kv.Version != 1 {
+		t.Fatalf("g after reopen = %+v, want \"v\" at version 1", kv)
+	}
+	wantOffset(t, db, "g", 8, 1)
+}
