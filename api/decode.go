@@ -187,6 +187,9 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (wire.TxRequest, err
 			return tx, err
 		}
 	}
+	if i, j := dupGroup(tx.Ops); j >= 0 {
+		return tx, fieldErr(fmt.Sprintf("%s[%d].group", opsPath, j), "%q committed twice (also ops[%d])", tx.Ops[j].Group, i)
+	}
 	return tx, nil
 }
 
@@ -241,9 +244,14 @@ func decodeOp(raw json.RawMessage, path string, lim limits) (wire.Op, error) {
 		return op, err
 	}
 	var hasOp, hasKey bool
+	var of offsetFields
 	for _, f := range fields {
 		fp := join(path, f.name)
 		switch f.name {
+		case "group", "offset", "reset":
+			if err := of.decode(&op, f, fp); err != nil {
+				return op, err
+			}
 		case "op":
 			hasOp = true
 			if op.Op, err = stringValue(f.raw, fp); err != nil {
@@ -273,8 +281,12 @@ func decodeOp(raw json.RawMessage, path string, lim limits) (wire.Op, error) {
 	switch {
 	case !hasOp:
 		return op, fieldErr(join(path, "op"), "missing")
+	case op.Op == wire.OpCommitOffset:
+		return op, checkOffsetOp(op, of, path, lim)
 	case op.Op != wire.OpPut && op.Op != wire.OpDelete:
-		return op, fieldErr(join(path, "op"), "unknown %q, want %q or %q", op.Op, wire.OpPut, wire.OpDelete)
+		return op, fieldErr(join(path, "op"), "unknown %q, want %q, %q or %q", op.Op, wire.OpPut, wire.OpDelete, wire.OpCommitOffset)
+	case of.first != "":
+		return op, fieldErr(join(path, of.first), "only on a %s", wire.OpCommitOffset)
 	case !hasKey:
 		return op, fieldErr(join(path, "key"), "missing")
 	}

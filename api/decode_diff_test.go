@@ -47,6 +47,14 @@ func FuzzDecodeDiff(f *testing.F) {
 		`{"fence":{"lease":"l","token":0},"ops":[{"op":"delete","key":"k"}]}`,
 		`{"fence":{"lease":"l","lease":"m","token":1},"ops":[{"op":"delete","key":"k"}]}`,
 		`{"fence":{},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"ops":[{"op":"commit_offset","group":"billing","offset":17},{"op":"put","key":"k","value":1}]}`,
+		`{"ops":[{"op":"commit_offset","group":"g","reset":true,"offset":0}]}`,
+		`{"ops":[{"op":"commit_offset","group":"g","reset":false,"offset":0}]}`,
+		`{"ops":[{"op":"commit_offset","group":"g","offset":1},{"op":"commit_offset","group":"g","offset":2}]}`,
+		`{"ops":[{"op":"commit_offset","group":"g","offset":1,"offset":2}]}`,
+		`{"ops":[{"op":"commit_offset","key":"k","group":"g","offset":1}]}`,
+		`{"ops":[{"op":"put","key":"k","value":1,"reset":true}]}`,
+		`{"ops":[{"op":"commit_offset","group":"g","reset":tru}]}`,
 		// Pieces for diffTemplates.
 		`"\u00e9\n"`, `{"a":[1,null,true]}`, `-1.5E+3`, `18446744073709551615`, `put`, `k\u0041`,
 	} {
@@ -76,6 +84,9 @@ var diffTemplates = []string{
 	`{"ops":[{"op":"delete","key":"k","if_version":@}]}`, // [4]: a number
 	`{"fence":{"lease":"@","token":1},"ops":[{"op":"delete","key":"k"}]}`,
 	`{"fence":{"lease":"l","token":@},"ops":[{"op":"delete","key":"k"}]}`,
+	`{"ops":[{"op":"commit_offset","group":"@","offset":1}]}`,
+	`{"ops":[{"op":"commit_offset","group":"g","offset":@}]}`,
+	`{"ops":[{"op":"commit_offset","group":"g","reset":@}]}`,
 }
 
 func diffTx(t *testing.T, body []byte, lim limits) {

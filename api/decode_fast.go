@@ -58,6 +58,8 @@ type fastDecoder struct {
 	i      int // the next byte to read
 	spaces int // bytes of white space skipped so far
 	lim    limits
+	// offsetOps counts the commit_offset ops of the transaction read last.
+	offsetOps int
 }
 
 func (d *fastDecoder) batch() (req wire.BatchRequest, ok bool) {
@@ -121,8 +123,14 @@ func (d *fastDecoder) tx() (tx wire.TxRequest, ok bool) {
 			if tx.Ops != nil {
 				return tx, false
 			}
+			d.offsetOps = 0
 			if tx.Ops, ok = d.ops(); !ok {
 				return tx, false
+			}
+			if d.offsetOps > 1 {
+				if _, j := dupGroup(tx.Ops); j >= 0 {
+					return tx, false
+				}
 			}
 		case "fence":
 			if tx.Fence != nil {
@@ -169,12 +177,15 @@ func (d *fastDecoder) op() (op wire.Op, ok bool) {
 		return op, false
 	}
 	var hasKey bool
+	var of offsetFields
 	for more := true; more; {
 		name, ok := d.name()
 		if !ok {
 			return op, false
 		}
 		switch string(name) {
+		case "group", "offset", "reset":
+			ok = d.offsetField(&op, &of, string(name))
 		case "op":
 			if op.Op != "" {
 				return op, false
@@ -209,6 +220,11 @@ func (d *fastDecoder) op() (op wire.Op, ok bool) {
 		}
 	}
 	switch {
+	case op.Op == wire.OpCommitOffset:
+		d.offsetOps++
+		return op, checkOffsetOp(op, of, "", d.lim) == nil
+	case of.first != "":
+		return op, false
 	case op.Op == "" || !hasKey || checkKey(op.Key, "", d.lim.maxKeyBytes) != nil:
 		return op, false
 	case op.Op == wire.OpPut && op.Value == nil, op.Op == wire.OpDelete && op.Value != nil:
@@ -258,7 +274,7 @@ func (d *fastDecoder) fence() (*wire.Fence, bool) {
 	return &f, true
 }
 
-// opName reads the string "put" or "delete".
+// opName reads the string "put", "delete" or "commit_offset".
 func (d *fastDecoder) opName() (string, bool) {
 	start := d.i
 	text, escaped, ok := d.str()
@@ -277,6 +293,8 @@ func (d *fastDecoder) opName() (string, bool) {
 		return wire.OpPut, true
 	case wire.OpDelete:
 		return wire.OpDelete, true
+	case wire.OpCommitOffset:
+		return wire.OpCommitOffset, true
 	}
 	return "", false
 }

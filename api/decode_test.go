@@ -34,6 +34,9 @@ func FuzzDecodeTxRequest(f *testing.F) {
 		` { "ops" : [ { "value" : [ 1 , 2 ] , "key" : "k" , "op" : "put" } ] } `,
 		`{"fence":{"lease":"consumer/billing","token":12},"ops":[{"op":"delete","key":"k"}]}`,
 		`{"fence":{"lease":"l","token":0},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"ops":[{"op":"commit_offset","group":"billing","offset":17},{"op":"put","key":"k","value":1}]}`,
+		`{"ops":[{"op":"commit_offset","group":"g","reset":true}]}`,
+		`{"ops":[{"op":"commit_offset","group":"g","offset":0}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -71,6 +74,16 @@ func checkTx(t *testing.T, tx wire.TxRequest) {
 		t.Fatalf("accepted %d ops", len(tx.Ops))
 	}
 	for i, op := range tx.Ops {
+		if op.Op == wire.OpCommitOffset {
+			if op.Key != "" || op.Value != nil || op.IfVersion != nil || op.Offset == 0 && !op.Reset ||
+				op.Group == "" || len(op.Group) > fuzzLimits.maxKeyBytes || !utf8.ValidString(op.Group) || strings.ContainsRune(op.Group, utf8.RuneError) {
+				t.Fatalf("ops[%d]: accepted commit_offset %+v", i, op)
+			}
+			continue
+		}
+		if op.Group != "" || op.Offset != 0 || op.Reset {
+			t.Fatalf("ops[%d]: accepted %s with commit_offset fields %+v", i, op.Op, op)
+		}
 		if op.Key == "" || len(op.Key) > fuzzLimits.maxKeyBytes || !utf8.ValidString(op.Key) || strings.ContainsRune(op.Key, utf8.RuneError) {
 			t.Fatalf("ops[%d]: accepted key %q", i, op.Key)
 		}

@@ -26,6 +26,8 @@
 //     one request of a stream as POST /v1/internal/propose runs its body
 //     (handlers.go); CloseStreams.
 //   - leases.go: LeaseBackend and the handlers of /v1/leases (docs/leases.md).
+//   - consumers.go: ConsumerBackend, the commit_offset op's checks shared by
+//     both decoders, and the handlers of /v1/consumers.
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.
 //

@@ -66,6 +66,11 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	s.submit(w, r, tx, opts)
+}
+
+// submit runs a decoded transaction and answers it as handleSubmit says.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, tx wire.TxRequest, opts wire.SubmitOptions) {
 	ctx, cancel := context.WithTimeout(r.Context(), opts.Timeout)
 	defer cancel()
 	res, err := s.b.Submit(ctx, tx, opts)

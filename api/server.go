@@ -181,6 +181,10 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseDelete).Methods(http.MethodDelete)
 	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseGet).Methods(http.MethodGet)
 
+	r.HandleFunc("/v1/consumers", s.handleConsumerList).Methods(http.MethodGet)
+	r.HandleFunc("/v1/consumers/{group:.+}/offset", s.handleCommitOffset).Methods(http.MethodPost)
+	r.HandleFunc("/v1/consumers/{group:.+}", s.handleConsumer).Methods(http.MethodGet)
+
 	r.HandleFunc("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
 	r.HandleFunc("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
 	r.HandleFunc("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)

@@ -14,6 +14,8 @@
 //   - submit.go: Submit and SubmitBatch, retried writes made safe with
 //     idempotency keys and lookups of open outcomes.
 //   - leases.go: the lease calls (docs/leases.md).
+//   - consumers.go: the consumer-group calls: CommitOffset, ResetOffset,
+//     Consumer, Consumers (docs/api.md, Consumers).
 //
 // # What it must not import
 //

@@ -25,6 +25,8 @@ func toStoreTx(id txid.ID, req wire.TxRequest) (store.Tx, error) {
 			o.Value = []byte(op.Value)
 		case "delete":
 			o.Kind = store.OpDelete
+		case wire.OpCommitOffset:
+			o = store.Op{Kind: store.OpCommitOffset, Key: op.Group, Offset: op.Offset, Reset: op.Reset}
 		default:
 			return store.Tx{}, &wire.Error{Code: wire.CodeInvalidTx, Message: fmt.Sprintf("ops[%d].op: unknown %q", i, op.Op)}
 		}
@@ -45,6 +47,8 @@ func fromStoreOps(ops []store.Op) []wire.Op {
 			o.Op, o.Value = "put", op.Value
 		case store.OpDelete:
 			o.Op = "delete"
+		case store.OpCommitOffset:
+			o = wire.Op{Op: wire.OpCommitOffset, Group: op.Key, Offset: op.Offset, Reset: op.Reset}
 		}
 		if op.HasIfVersion {
 			v := op.IfVersion
@@ -66,7 +70,7 @@ func fromConflict(c *store.Conflict) *wire.Conflict {
 	if c == nil {
 		return nil
 	}
-	return &wire.Conflict{Key: c.Key, Fence: c.Fence, Expected: c.Expected, Actual: c.Actual}
+	return &wire.Conflict{Key: c.Key, Fence: c.Fence, Group: c.Group, Expected: c.Expected, Actual: c.Actual}
 }
 
 // fromOutcome converts a recorded outcome to a wire result.

@@ -204,6 +204,12 @@ type applier struct {
 	// up (leasesRead), nil if there is none: a plain write never does.
 	leases     *bolt.Bucket
 	leasesRead bool
+	// consumers is the consumers bucket, the same way, once an OpCommitOffset
+	// looked it up (consumers.go); offsets is evaluate's result for the
+	// OpCommitOffset ops of a transaction.
+	consumers     *bolt.Bucket
+	consumersRead bool
+	offsets       []offsetWrite
 
 	idem    *idemBatch // the idempotency index with this batch's changes
 	keyOf   keyOfFunc  // reads a record's idempotency key for idem
@@ -359,6 +365,11 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 			o.Versions[w.key] = w.version
 			a.write(w, e.Index, len(c.Payload))
 		}
+		if len(a.offsets) > 0 { // the one cost of consumer groups to a transaction without them
+			if err := a.commitOffsets(e.Index, c.Time); err != nil {
+				return Result{}, err
+			}
+		}
 	}
 	if err := a.record(o, writes, c.Payload); err != nil {
 		return Result{}, err
@@ -478,14 +489,24 @@ const evaluateMapOps = 16
 // evaluate runs ops in order against the kv overlay and bucket without
 // writing, each op seeing the effects of the ones before. It returns each
 // written key's final state in key order, or the first failed precondition.
-// The slice is a.writes, valid until the next call.
+// The slice is a.writes, valid until the next call; the offsets of the
+// OpCommitOffset ops are in a.offsets (evaluateOffset).
 func (a *applier) evaluate(ops []Op) ([]pending, *Conflict, error) {
 	writes := a.writes[:0]
+	a.offsets = a.offsets[:0]
 	var at map[string]int // with many ops: the index of each key in writes
 	if len(ops) >= evaluateMapOps {
 		at = make(map[string]int, len(ops))
 	}
 	for _, op := range ops {
+		if op.Kind == OpCommitOffset {
+			conflict, err := a.evaluateOffset(op)
+			if conflict != nil || err != nil {
+				a.writes = writes
+				return nil, conflict, err
+			}
+			continue
+		}
 		i, ok := -1, false
 		if at != nil {
 			i, ok = at[op.Key]

@@ -23,8 +23,12 @@ import (
 // codecVersion is the version byte of every encoding in this file.
 const codecVersion = 1
 
-// opFlagIfVersion is the op flag bit saying that IfVersion follows.
-const opFlagIfVersion = 1 << 0
+// Op flag bits: opFlagIfVersion says that IfVersion follows, opFlagReset
+// that an OpCommitOffset has Reset.
+const (
+	opFlagIfVersion = 1 << 0
+	opFlagReset     = 1 << 1
+)
 
 // Node field limits checked by DecodeNode.
 const maxNodeFieldBytes = 1024
@@ -48,6 +52,13 @@ const minOpBytes = 4
 //
 // flags bit 0 says that ifVersion is present; the other bits are zero. valLen and
 // value are present for a put (OpPut) and absent for a delete (OpDelete).
+//
+// An OpCommitOffset has the group as its key, no ifVersion, flags bit 1 for
+// Reset, and the offset in place of the value:
+//
+//	+-------+-----------+---------------+-------+-------------+
+//	| 3 (1) | flags (1) | groupLen (uv) | group | offset (uv) |
+//	+-------+-----------+---------------+-------+-------------+
 //
 // A transaction with a Fence is of version 2 (txVersionFence), with the fence
 // after the idempotency key:
@@ -81,13 +92,19 @@ func EncodeTx(tx Tx) []byte {
 		if op.HasIfVersion {
 			flags |= opFlagIfVersion
 		}
+		if op.Reset {
+			flags |= opFlagReset
+		}
 		b = append(b, byte(op.Kind), flags)
 		b = appendString(b, op.Key)
 		if op.HasIfVersion {
 			b = binary.AppendUvarint(b, op.IfVersion)
 		}
-		if op.Kind == OpPut {
+		switch op.Kind {
+		case OpPut:
 			b = appendBytes(b, op.Value)
+		case OpCommitOffset:
+			b = binary.AppendUvarint(b, op.Offset)
 		}
 	}
 	return b
@@ -202,6 +219,9 @@ func decodeOp(d *decoder, build bool) Op {
 	if d.err != nil {
 		return Op{}
 	}
+	if op.Kind == OpCommitOffset {
+		return decodeOffsetOp(d, flags, build)
+	}
 	if op.Kind != OpPut && op.Kind != OpDelete {
 		d.fail("unknown op kind %d", op.Kind)
 		return Op{}
@@ -223,6 +243,27 @@ func decodeOp(d *decoder, build bool) Op {
 	}
 	if op.Kind == OpPut {
 		op.Value = d.bytes("value", len(d.b))
+	}
+	return op
+}
+
+// decodeOffsetOp decodes the rest of an OpCommitOffset: a group by the rules
+// of a key, no if_version, and an offset that is not 0 unless Reset is set.
+func decodeOffsetOp(d *decoder, flags byte, build bool) Op {
+	if flags&^opFlagReset != 0 {
+		d.fail("commit_offset op flags %#x", flags)
+		return Op{}
+	}
+	group := d.bytes("group", MaxKeyBytes)
+	if d.err == nil && len(group) == 0 {
+		d.fail("empty group")
+	}
+	op := Op{Kind: OpCommitOffset, Reset: flags&opFlagReset != 0, Offset: d.uvarint("offset")}
+	if d.err == nil && op.Offset == 0 && !op.Reset {
+		d.fail("commit_offset of group %q: offset 0 without reset", group)
+	}
+	if build {
+		op.Key = string(group)
 	}
 	return op
 }

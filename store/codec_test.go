@@ -32,6 +32,8 @@ func TestTxRoundTrip(t *testing.T) {
 			Ops:            []Op{put(strings.Repeat("k", MaxKeyBytes), "1")},
 		}},
 		{"max ops", Tx{ID: 1, Ops: manyOps(MaxOps)}},
+		{"commit_offset", Tx{ID: 5, Ops: []Op{put("a", "1"), offset("billing", 1<<40), del("b")}}},
+		{"commit_offset reset to 0", Tx{ID: 5, Fence: &Fence{Lease: "consumer/billing", Token: 9}, Ops: []Op{reset("billing", 0)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +60,20 @@ func TestTxLayout(t *testing.T) {
 		1, 2, 3, 4, 5, 6, 7, 8, 2, 'i', 'k', 2, // txid, idem key, op count
 		1, 1, 1, 'k', 5, 1, 'v', // put, if_version 5
 		2, 0, 1, 'd', // delete
+	}
+	if got := EncodeTx(tx); !bytes.Equal(got, want) {
+		t.Fatalf("EncodeTx() = %v, want %v", got, want)
+	}
+}
+
+// TestTxLayoutCommitOffset pins the layout of an OpCommitOffset.
+func TestTxLayoutCommitOffset(t *testing.T) {
+	tx := Tx{ID: 0x0102030405060708, Ops: []Op{offset("g", 300), reset("h", 0)}}
+	want := []byte{
+		1,                            // version
+		1, 2, 3, 4, 5, 6, 7, 8, 0, 2, // txid, no idem key, op count
+		3, 0, 1, 'g', 0xac, 0x02, // commit_offset g 300
+		3, 2, 1, 'h', 0, // commit_offset h 0 with reset
 	}
 	if got := EncodeTx(tx); !bytes.Equal(got, want) {
 		t.Fatalf("EncodeTx() = %v, want %v", got, want)
@@ -98,7 +114,13 @@ func TestDecodeTxRejects(t *testing.T) {
 		{"zero txid", EncodeTx(Tx{ID: 0, Ops: []Op{put("a", "1")}})},
 		{"truncated", valid[:len(valid)-1]},
 		{"trailing byte", append(bytes.Clone(valid), 0)},
-		{"unknown op kind", EncodeTx(Tx{ID: 1, Ops: []Op{{Kind: 3, Key: "a"}}})},
+		{"unknown op kind", EncodeTx(Tx{ID: 1, Ops: []Op{{Kind: 4, Key: "a"}}})},
+		{"commit_offset 0 without reset", EncodeTx(Tx{ID: 1, Ops: []Op{offset("g", 0)}})},
+		{"commit_offset empty group", EncodeTx(Tx{ID: 1, Ops: []Op{offset("", 1)}})},
+		{"commit_offset with if_version", EncodeTx(Tx{ID: 1, Ops: []Op{ifv(offset("g", 1), 1)}})},
+		{"commit_offset group too long", EncodeTx(Tx{ID: 1, Ops: []Op{offset(strings.Repeat("g", MaxKeyBytes+1), 1)}})},
+		{"reset flag on a put", EncodeTx(Tx{ID: 1, Ops: []Op{{Kind: OpPut, Key: "a", Reset: true}}})},
+		{"commit_offset truncated", EncodeTx(Tx{ID: 1, Ops: []Op{offset("g", 1)}})[:15]},
 		{"op kind 0", EncodeTx(Tx{ID: 1, Ops: []Op{{Kind: 0, Key: "a"}}})},
 		{"unknown flag", []byte{1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 2, 2, 1, 'a'}},
 		{"empty key", EncodeTx(Tx{ID: 1, Ops: []Op{put("", "1")}})},
@@ -131,6 +153,7 @@ func TestCheckTx(t *testing.T) {
 		{ID: 1},
 		{ID: 42, IdempotencyKey: "order-1", Ops: []Op{put("a", `{"n":1}`), ifv(del("b"), 2)}},
 		{ID: 7, IdempotencyKey: "run-1", Fence: &Fence{Lease: "consumer/billing", Token: 1 << 33}, Ops: []Op{put("a", "1")}},
+		{ID: 8, Ops: []Op{offset("billing", 3), reset("other", 0)}},
 	} {
 		b := EncodeTx(tx)
 		id, err := CheckTx(b)

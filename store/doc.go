@@ -10,7 +10,7 @@
 //     bbolt transaction together with the applied index.
 //   - Snapshot and Restore of the whole database, for Raft snapshots.
 //   - The reads the API serves: transactions by txid or idempotency key, keys, the
-//     transaction log and the registered nodes.
+//     transaction log, the registered nodes, leases and consumer groups.
 //
 // # What it must not import
 //
@@ -40,6 +40,8 @@
 //	nodes       node ID    → EncodeNode bytes
 //	leases      name       → holder, token, ttl, granted, renewed (lease.go);
 //	                         made by the first lease command
+//	consumers   group      → offset, index, time (consumer.go); made by the
+//	                         first committed commit_offset op
 //
 // log keeps every transaction entry that produced a new outcome, committed or
 // rejected, for good; duplicates and other entries are not in it, so its indexes
@@ -68,6 +70,10 @@
 // lease's token is the Raft index of its grant, and a transaction's Fence is
 // checked when it is applied, after the dedup check (a resubmission answers
 // its recorded outcome) and before its ops.
+//
+// Consumer groups (consumer.go): an OpCommitOffset op sets a group's
+// committed offset with the rest of its transaction, forward only unless the
+// op has Reset; a transaction without one never reads the consumers bucket.
 //
 // # The kv overlay
 //

@@ -20,6 +20,8 @@ func FuzzDecodeTx(f *testing.F) {
 		{ID: 1 << 40, Ops: []Op{ifv(put("k", ""), 0), put("k", "[]")}},
 		{ID: 7, IdempotencyKey: "run-1", Fence: &Fence{Lease: "consumer/billing", Token: 1 << 33}, Ops: []Op{put("a", "1")}},
 		{ID: 8, Fence: &Fence{Lease: "l", Token: 1}},
+		{ID: 9, Fence: &Fence{Lease: "consumer/billing", Token: 4}, Ops: []Op{put("a", "1"), offset("billing", 17)}},
+		{ID: 10, Ops: []Op{reset("billing", 0)}},
 	} {
 		f.Add(EncodeTx(tx))
 	}
@@ -122,6 +124,7 @@ func FuzzApply(f *testing.F) {
 	f.Add(EncodeCommand(Command{Kind: KindLease, Time: t0, Payload: EncodeLeaseCommand(acquire("l", "h", time.Second))}))
 	f.Add(EncodeCommand(Command{Kind: KindLease, Time: t0, Payload: EncodeLeaseCommand(release("l", "h", 1))}))
 	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 3, Fence: &Fence{Lease: "l", Token: 1}, Ops: []Op{put("a", "2")}})}))
+	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 4, Ops: []Op{offset("g", 2), put("g", "1")}})}))
 	db := openTest(f)
 	var index uint64
 	f.Fuzz(func(t *testing.T, data []byte) {

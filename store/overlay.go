@@ -348,6 +348,9 @@ func loadKVOverlay(tx *bolt.Tx, st appliedState, drop *pageDropper) (*kvOverlay,
 // recorded.
 func (ov *kvOverlay) redo(r LogRecord) error {
 	for _, op := range r.Ops {
+		if op.Kind == OpCommitOffset {
+			continue // the consumers bucket, not kv
+		}
 		ver, ok := r.Versions[op.Key]
 		switch {
 		case !ok:

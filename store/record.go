@@ -260,7 +260,7 @@ func kvValueAt(log *bolt.Bucket, key string, version, modIndex uint64) ([]byte, 
 		return nil, fmt.Errorf("%w: kv %q version %d: the log record at its mod index %d did not write that version", ErrCorrupt, key, version, modIndex)
 	}
 	for _, op := range slices.Backward(r.Ops) {
-		if op.Key != key {
+		if op.Key != key || op.Kind == OpCommitOffset {
 			continue
 		}
 		if op.Kind != OpPut {
@@ -294,7 +294,9 @@ func kvValueAt(log *bolt.Bucket, key string, version, modIndex uint64) ([]byte, 
 // A transaction rejected by its fence (Conflict.Fence) has status byte 3
 // (statusFenced) and, as details, the fence's lease, token and the lease's
 // token, in the layout of the conflict above; it reads back as
-// StatusRejected.
+// StatusRejected. One rejected by an OpCommitOffset (Conflict.Group) has
+// status byte 4 (statusOffset) and the group, the offset asked for and the
+// group's offset, in the same layout.
 //
 // writes are the versions of a committed tx, o.Versions in ascending key
 // order, as evaluate returns them; a rejected tx has none.
@@ -305,6 +307,13 @@ func appendLogValue(b []byte, o Outcome, writes []pending, tx []byte) []byte {
 	if o.Status == StatusRejected && o.Conflict.Fence != "" {
 		b = append(b, statusFenced)
 		b = appendString(b, o.Conflict.Fence)
+		b = binary.AppendUvarint(b, o.Conflict.Expected)
+		b = binary.AppendUvarint(b, o.Conflict.Actual)
+		return append(b, tx...)
+	}
+	if o.Status == StatusRejected && o.Conflict.Group != "" {
+		b = append(b, statusOffset)
+		b = appendString(b, o.Conflict.Group)
 		b = binary.AppendUvarint(b, o.Conflict.Expected)
 		b = binary.AppendUvarint(b, o.Conflict.Actual)
 		return append(b, tx...)
@@ -328,7 +337,7 @@ func appendLogValue(b []byte, o Outcome, writes []pending, tx []byte) []byte {
 func logValueLen(o Outcome, writes []pending, tx []byte) int {
 	n := 1 + uvarintLen(o.Term) + 8 + 1 + len(tx)
 	if o.Status == StatusRejected {
-		k := len(o.Conflict.Key) + len(o.Conflict.Fence) // one of them is empty
+		k := len(o.Conflict.Key) + len(o.Conflict.Fence) + len(o.Conflict.Group) // one is not empty
 		return n + uvarintLen(uint64(k)) + k + uvarintLen(o.Conflict.Expected) + uvarintLen(o.Conflict.Actual)
 	}
 	n += uvarintLen(uint64(len(writes)))
@@ -368,6 +377,11 @@ func decodeLogRecord(index uint64, v []byte, withOps bool) (LogRecord, []byte, e
 		c.Expected = d.uvarint("expected token")
 		c.Actual = d.uvarint("actual token")
 		r.Status, r.Conflict = StatusRejected, &c
+	case r.Status == statusOffset:
+		c := Conflict{Group: string(d.bytes("conflict group", MaxKeyBytes))}
+		c.Expected = d.uvarint("expected offset")
+		c.Actual = d.uvarint("actual offset")
+		r.Status, r.Conflict = StatusRejected, &c
 	case r.Status == StatusCommitted:
 		n := d.uvarint("version count")
 		if d.err == nil && (n > MaxOps || n > uint64(len(d.b)/3)) {
@@ -405,7 +419,11 @@ func decodeLogRecord(index uint64, v []byte, withOps bool) (LogRecord, []byte, e
 	return r, txBytes, nil
 }
 
-// statusFenced is the status byte of a log record rejected by its fence.
-const statusFenced = 3
+// Status bytes of rejected log records beyond StatusRejected: by the fence,
+// by an OpCommitOffset.
+const (
+	statusFenced = 3
+	statusOffset = 4
+)
 
 func u64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

@@ -15,18 +15,25 @@ type OpKind uint8
 const (
 	OpPut    OpKind = 1
 	OpDelete OpKind = 2
+	// OpCommitOffset sets the committed offset of the consumer group named by
+	// Key to Offset (consumer.go); it writes no key.
+	OpCommitOffset OpKind = 3
 )
 
 // Op is one operation of a transaction.
 type Op struct {
 	Kind OpKind
-	Key  string
+	Key  string // the key; for OpCommitOffset the group's name, by the rules of a key
 	// Value is the raw JSON value of a put; nil for a delete. Apply stores it as is.
 	Value []byte
 	// HasIfVersion says whether IfVersion is a precondition. IfVersion 0 means the key
 	// must not exist; N means its current version must equal N.
 	HasIfVersion bool
-	IfVersion    uint64
+	// Reset lets an OpCommitOffset move the offset back (or keep it).
+	Reset     bool
+	IfVersion uint64
+	// Offset is the offset an OpCommitOffset commits; 0 for other kinds.
+	Offset uint64
 }
 
 // Tx is a client transaction: all of its ops apply, or none.
@@ -83,13 +90,18 @@ const (
 	StatusRejected  Status = 2
 )
 
-// Conflict records a failed if_version precondition, or a failed fence.
+// Conflict records a failed if_version precondition, a failed fence, or a
+// commit_offset that does not move its group's offset forward.
 type Conflict struct {
 	Key      string
 	Expected uint64 // the if_version asked for; 0 means "must not exist"; a fence's token
 	Actual   uint64 // the key's version when applied; 0 means it did not exist; the lease's token, 0 if free or expired
 	// Fence is the lease of a failed Tx.Fence; then Key is empty.
 	Fence string
+	// Group is the consumer group of a refused OpCommitOffset; then Key and
+	// Fence are empty, Expected is the offset asked for and Actual the
+	// group's committed offset (0 if it has none).
+	Group string
 }
 
 // Outcome is what happened to a transaction, as recorded by Apply.

@@ -62,7 +62,14 @@ func AppendTxResultJSON(b []byte, r *TxResult) []byte {
 			b = append(b, `"fence":`...)
 			b = appendJSONString(b, c.Fence)
 		}
-		if c.Key != "" || c.Fence != "" {
+		if c.Group != "" {
+			if c.Key != "" || c.Fence != "" {
+				b = append(b, ',')
+			}
+			b = append(b, `"group":`...)
+			b = appendJSONString(b, c.Group)
+		}
+		if c.Key != "" || c.Fence != "" || c.Group != "" {
 			b = append(b, ',')
 		}
 		b = append(b, `"expected":`...)

@@ -14,6 +14,8 @@ var jsonCases = append(append([]TxResult(nil), sampleResults...),
 	TxResult{TxID: txid.ID(1<<64 - 1), Status: StatusCommitted, Versions: map[string]uint64{}},
 	TxResult{Status: StatusPending, Conflict: &Conflict{}, Error: &ErrorBody{Message: "\xed\xa0\x80 half a surrogate"}},
 	TxResult{Status: StatusRejected, Conflict: &Conflict{Key: "k", Fence: "f\"<", Expected: 1, Actual: 2}},
+	TxResult{Status: StatusRejected, Conflict: &Conflict{Group: "billing", Expected: 3, Actual: 5}},
+	TxResult{Status: StatusRejected, Conflict: &Conflict{Key: "k", Fence: "f", Group: "g\"", Expected: 3, Actual: 5}},
 )
 
 // TestTxResultJSON: the hand encoder writes what MarshalJSON writes, for a

@@ -18,7 +18,8 @@ import (
 //	         uvarint index | uvarint term | uvarint len(versions) |
 //	         len(versions) × (string key | uvarint version), keys sorted |
 //	         [string key | uvarint expected | uvarint actual]   if flags&resultConflict |
-//	                    (with flags&resultFence the string is the conflict's fence)
+//	                    (with flags&resultFence the string is the conflict's fence,
+//	                    with flags&resultGroup its group)
 //	         string durability |
 //	         [string code | string message | uvarint txid]      if flags&resultError |
 //	         [uvarint n | n × string]                           if flags&resultHeldBy
@@ -32,7 +33,8 @@ const (
 	resultError     = 1 << 2
 	resultHeldBy    = 1 << 3 // never set in answers of a leader to a proposal
 	resultFence     = 1 << 4 // the conflict is a failed fence
-	resultFlags     = resultConflict | resultDuplicate | resultError | resultHeldBy | resultFence
+	resultGroup     = 1 << 5 // the conflict is a refused commit_offset
+	resultFlags     = resultConflict | resultDuplicate | resultError | resultHeldBy | resultFence | resultGroup
 )
 
 func appendString(b []byte, s string) []byte {
@@ -58,8 +60,11 @@ func AppendResults(b []byte, rs []TxResult) []byte {
 		var flags byte
 		if r.Conflict != nil {
 			flags |= resultConflict
-			if r.Conflict.Fence != "" {
+			switch {
+			case r.Conflict.Fence != "":
 				flags |= resultFence
+			case r.Conflict.Group != "":
+				flags |= resultGroup
 			}
 		}
 		if r.Duplicate {
@@ -84,7 +89,7 @@ func AppendResults(b []byte, rs []TxResult) []byte {
 			b = binary.AppendUvarint(b, r.Versions[k])
 		}
 		if c := r.Conflict; c != nil {
-			b = appendString(b, c.Key+c.Fence) // one of them is empty
+			b = appendString(b, c.Key+c.Fence+c.Group) // one of them is set
 			b = binary.AppendUvarint(b, c.Expected)
 			b = binary.AppendUvarint(b, c.Actual)
 		}
@@ -195,8 +200,14 @@ func DecodeResults(b []byte) ([]TxResult, error) {
 					r.fail("empty fence")
 				}
 			}
-		} else if flags&resultFence != 0 {
-			r.fail("fence without a conflict")
+			if flags&resultGroup != 0 {
+				x.Conflict.Group, x.Conflict.Key = x.Conflict.Key, ""
+				if x.Conflict.Group == "" || flags&resultFence != 0 {
+					r.fail("bad group")
+				}
+			}
+		} else if flags&(resultFence|resultGroup) != 0 {
+			r.fail("fence or group without a conflict")
 		}
 		x.Duplicate = flags&resultDuplicate != 0
 		x.Durability = r.string("durability")

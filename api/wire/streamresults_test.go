@@ -15,6 +15,7 @@ var sampleResults = []TxResult{
 	{TxID: 1<<40 | 7, Status: StatusCommitted, IdempotencyKey: "k-1", Index: 12, Term: 3, Versions: map[string]uint64{"b": 2, "a": 1, "ü/x": 1 << 60}, Durability: AckQuorum},
 	{TxID: 99, Status: StatusRejected, Index: 13, Term: 3, Conflict: &Conflict{Key: "a", Expected: 4, Actual: 5}, Durability: AckAll},
 	{TxID: 98, Status: StatusRejected, Index: 14, Term: 3, Conflict: &Conflict{Fence: "consumer/billing", Expected: 5, Actual: 6}},
+	{TxID: 99, Status: StatusRejected, Index: 15, Term: 3, Conflict: &Conflict{Group: "billing", Expected: 5, Actual: 7}},
 	{TxID: 5, Status: StatusCommitted, IdempotencyKey: "dup", Index: 2, Term: 1, Versions: map[string]uint64{"z": 1}, Duplicate: true},
 	{TxID: 6, Error: &ErrorBody{Code: CodeNotLeader, Message: "not the leader", TxID: 6}},
 	{TxID: 8, Status: StatusPending, Durability: AckAccepted, HeldBy: []string{HeldByWAL, HeldByRedis}},
@@ -61,7 +62,7 @@ func TestResultsFields(t *testing.T) {
 	for _, c := range []struct {
 		v    any
 		want int
-	}{{TxResult{}, 11}, {Conflict{}, 4}, {ErrorBody{}, 3}} {
+	}{{TxResult{}, 11}, {Conflict{}, 5}, {ErrorBody{}, 3}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.want {
 			t.Errorf("%T has %d fields, the binary results format and the JSON encoder know %d: update appendResults, decodeResults and appendTxResultJSON", c.v, got, c.want)
 		}
@@ -82,9 +83,13 @@ func TestDecodeResultsBad(t *testing.T) {
 	}
 	one := AppendResults(nil, []TxResult{{TxID: txid.ID(3)}})
 	bad := bytes.Clone(one)
-	bad[1] |= 1 << 5 // flags of the first result
+	bad[1] |= 1 << 6 // flags of the first result
 	if _, err := DecodeResults(bad); err == nil {
 		t.Error("unknown flag accepted")
+	}
+	bad[1] = resultGroup
+	if _, err := DecodeResults(bad); err == nil {
+		t.Error("group flag without a conflict accepted")
 	}
 	unsorted := []byte{1, 0, 0, 0, 0, 0, 0, 2, 1, 'b', 1, 1, 'a', 1, 0}
 	if _, err := DecodeResults(unsorted); err == nil {

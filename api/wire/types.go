@@ -75,10 +75,14 @@ const (
 )
 
 // Conflict is a failed if_version precondition, or with Fence set (and no
-// Key) a failed fence: Expected is its token, Actual the lease's (0 if free).
+// Key) a failed fence: Expected is its token, Actual the lease's (0 if free),
+// or with Group set (and no Key) a commit_offset that does not move the
+// group's offset forward: Expected is the offset asked for, Actual the
+// group's committed offset (0 if it has none).
 type Conflict struct {
 	Key      string `json:"key,omitempty"`
 	Fence    string `json:"fence,omitempty"`
+	Group    string `json:"group,omitempty"`
 	Expected uint64 `json:"expected"`
 	Actual   uint64 `json:"actual"`
 }

@@ -30,11 +30,12 @@ Commands:
   status   show each node's view of the cluster
   log      print committed transactions
   lease    acquire, renew, release, get, list or watch a lease
+  consumers  list the consumer groups' committed offsets, or show one: txlog consumers [GROUP]
   exclusive  run a command only while holding a lease:
            txlog exclusive --lease NAME --ttl 5s -- CMD ARGS...
   help     print this text
 
-submit, get, status, log, lease and exclusive take --targets URL,URL,... (default $TXLOG_TARGETS,
+submit, get, status, log, lease, consumers and exclusive take --targets URL,URL,... (default $TXLOG_TARGETS,
 else ` + defaultTargets + `).
 Run 'txlog COMMAND -h' for a command's flags.
 `
@@ -83,6 +84,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.bench(ctx, rest)
 	case "lease":
 		return c.lease(ctx, rest)
+	case "consumers":
+		return c.consumers(ctx, rest)
 	case "exclusive":
 		return c.exclusive(ctx, rest)
 	case "chaos-contender": // hidden: a lease contender that `txlog chaos` starts

@@ -1,0 +1,43 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/txlog/txlog/api/wire"
+)
+
+// CommitOffset commits offset as group's offset, under fence when it is not
+// nil: the transaction whose one op is that commit_offset, run as Submit runs
+// it (same retries, a random idempotency key). An offset not above the
+// group's, or a fence whose lease was taken over, is a rejected result with
+// its Conflict (Group, or Fence), not an error. To commit the offset with
+// other ops, Submit a transaction with a commit_offset op among them.
+func (c *Client) CommitOffset(ctx context.Context, group string, offset uint64, fence *wire.Fence) (wire.TxResult, error) {
+	return c.Submit(ctx, offsetTx(group, offset, false, fence), wire.SubmitOptions{})
+}
+
+// ResetOffset is CommitOffset with reset: it sets any offset, lower or 0 too.
+func (c *Client) ResetOffset(ctx context.Context, group string, offset uint64, fence *wire.Fence) (wire.TxResult, error) {
+	return c.Submit(ctx, offsetTx(group, offset, true, fence), wire.SubmitOptions{})
+}
+
+func offsetTx(group string, offset uint64, reset bool, fence *wire.Fence) wire.TxRequest {
+	return wire.TxRequest{Fence: fence, Ops: []wire.Op{{Op: wire.OpCommitOffset, Group: group, Offset: offset, Reset: reset}}}
+}
+
+// Consumer reads group's committed offset from any node, as that node has
+// applied it; ErrNotFound when the group has none.
+func (c *Client) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
+	var g wire.ConsumerGroup
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers/" + url.PathEscape(group)}, true, &g)
+	return g, err
+}
+
+// Consumers lists the consumer groups in name order, from any node.
+func (c *Client) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
+	var l wire.ConsumerList
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers"}, true, &l)
+	return l.Consumers, err
+}
