@@ -452,6 +452,8 @@ func TestDashboardRoutes(t *testing.T) {
 		{"page", dash, "GET", "/ui/", 200, true},
 		{"page file", dash, "GET", "/ui/index.html", 200, true},
 		{"stats POST", dash, "POST", "/v1/stats", 405, false},
+		{"stats unknown parameter", dash, "GET", "/v1/stats?x=1", 400, false},
+		{"events unknown parameter", dash, "GET", "/v1/events?since=1", 400, false},
 		{"no dashboard stats", nil, "GET", "/v1/stats", 404, false},
 		{"no dashboard page", nil, "GET", "/ui/", 404, false},
 	}

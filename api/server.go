@@ -197,14 +197,27 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
 
 	if d := s.cfg.Dashboard; d != nil {
-		r.Handle("/v1/stats", d).Methods(http.MethodGet)
-		r.Handle("/v1/events", d).Methods(http.MethodGet)
+		r.Handle("/v1/stats", s.noQuery(d)).Methods(http.MethodGet)
+		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
 		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
 	}
 	return r
 }
 
-// ServeHTTP implements http.Handler. Every answer is JSON.
+// noQuery refuses a request with query parameters, as the handlers of routes
+// without any do, before h sees it.
+func (s *Server) noQuery(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := parseQuery(r); err != nil {
+			s.writeError(w, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP implements http.Handler. Every answer is JSON but the dashboard's
+// page (Config.Dashboard).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.Serve(w, r, s.router)
 }

@@ -22,10 +22,21 @@ type dashboard struct {
 	events ui.Events
 	raft   *replication.Raft // nil on a node that refused to start Raft
 	log    *slog.Logger
+	// members reads the membership: raft.Members; nil without Raft.
+	members func(context.Context) ([]replication.Member, error)
+
+	// Only loop's goroutine uses these.
+	lastLeader string
+	lastTerm   uint64
+	known      map[string]string // member ID → Raft address; nil until first read
 }
 
 func newDashboard(raft *replication.Raft, log *slog.Logger) *dashboard {
-	return &dashboard{stats: ui.NewStats(time.Now()), raft: raft, log: log}
+	d := &dashboard{stats: ui.NewStats(time.Now()), raft: raft, log: log}
+	if raft != nil {
+		d.members = raft.Members
+	}
+	return d
 }
 
 // handler returns the ui.Handler of GET /ui/, /v1/stats and /v1/events.
@@ -54,55 +65,59 @@ func (d *dashboard) loop(life context.Context) {
 		defer unsubscribe()
 		leaders = ch
 	}
-	var members map[string]string // ID → Raft address; nil until first read
-	lastLeader := ""
 	for {
 		select {
 		case <-life.Done():
 			return
 		case now := <-tick.C:
 			d.stats.Sample(now)
-			members = d.diffMembers(life, members)
+			d.readMembers(life, now)
 		case c, ok := <-leaders:
 			if !ok {
 				leaders = nil
 				continue
 			}
-			if c.LeaderID == lastLeader {
-				continue
-			}
-			lastLeader = c.LeaderID
-			msg := "no leader"
-			if c.LeaderID != "" {
-				msg = fmt.Sprintf("%s is the leader in term %d", c.LeaderID, c.Term)
-			}
-			d.events.Add(ui.Event{At: time.Now(), Kind: ui.EventLeaderChange, Node: c.LeaderID, Term: c.Term, Message: msg})
+			d.leaderChanged(c, time.Now())
 		}
 	}
 }
 
-// diffMembers reads the membership and records the joins and removals since
-// prev; the first read records nothing. It returns the membership to compare
-// the next read with.
-func (d *dashboard) diffMembers(life context.Context, prev map[string]string) map[string]string {
-	if d.raft == nil {
-		return prev
+// leaderChanged records c as an event unless it repeats the last one.
+func (d *dashboard) leaderChanged(c replication.LeaderChange, now time.Time) {
+	if c.LeaderID == d.lastLeader && (c.LeaderID == "" || c.Term == d.lastTerm) {
+		return
+	}
+	d.lastLeader, d.lastTerm = c.LeaderID, c.Term
+	msg := "no leader"
+	if c.LeaderID != "" {
+		msg = fmt.Sprintf("%s is the leader in term %d", c.LeaderID, c.Term)
+	}
+	d.events.Add(ui.Event{At: now, Kind: ui.EventLeaderChange, Node: c.LeaderID, Term: c.Term, Message: msg})
+}
+
+// readMembers reads the membership and records the joins and removals since
+// the last read; the first read records nothing, and a failed one is tried
+// again at the next tick.
+func (d *dashboard) readMembers(life context.Context, now time.Time) {
+	if d.members == nil {
+		return
 	}
 	ctx, cancel := context.WithTimeout(life, ui.SampleInterval)
 	defer cancel()
-	ms, err := d.raft.Members(ctx)
+	ms, err := d.members(ctx)
 	if err != nil {
 		d.log.Debug("dashboard: read members", "err", err)
-		return prev
+		return
 	}
 	cur := make(map[string]string, len(ms))
 	for _, m := range ms {
 		cur[m.ID] = m.Addr
 	}
+	prev := d.known
+	d.known = cur
 	if prev == nil {
-		return cur
+		return
 	}
-	now := time.Now()
 	for _, id := range slices.Sorted(maps.Keys(cur)) {
 		if _, ok := prev[id]; !ok {
 			d.events.Add(ui.Event{At: now, Kind: ui.EventJoin, Node: id, Message: fmt.Sprintf("%s joined (raft %s)", id, cur[id])})
@@ -113,5 +128,4 @@ func (d *dashboard) diffMembers(life context.Context, prev map[string]string) ma
 			d.events.Add(ui.Event{At: now, Kind: ui.EventRemove, Node: id, Message: id + " was removed"})
 		}
 	}
-	return cur
 }
