@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -184,6 +185,13 @@ func TestDashboardFollowsFailover(t *testing.T) {
 		t.Logf("screenshot: %s (%d bytes)", p, len(png))
 	}
 
+	// The follower's samples counted the writes it answered.
+	if err := launcher.Poll(ctx, 200*time.Millisecond, func(ctx context.Context) error {
+		return checkStats(ctx, c.URL(follower)+"/v1/stats")
+	}); err != nil {
+		t.Fatalf("GET /v1/stats of %s: %v", follower, err)
+	}
+
 	// A phone-sized window: the page must not scroll sideways.
 	if err := chromedp.Do(bctx, chromedp.EmulateViewport(390, 844)); err != nil {
 		t.Fatal(err)
@@ -194,6 +202,40 @@ func TestDashboardFollowsFailover(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// checkStats reads a node's /v1/stats and checks that it is readable from any
+// page and has a sample with writes and latencies.
+func checkStats(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); resp.StatusCode != 200 || got != "*" {
+		return fmt.Errorf("status %d, Access-Control-Allow-Origin %q; want 200, *", resp.StatusCode, got)
+	}
+	var st struct {
+		Samples []struct {
+			WritesPerSec float64 `json:"writes_per_sec"`
+			Requests     uint64  `json:"requests"`
+			P50Ms        float64 `json:"p50_ms"`
+			P99Ms        float64 `json:"p99_ms"`
+		} `json:"samples"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return err
+	}
+	for _, s := range st.Samples {
+		if s.Requests > 0 && s.WritesPerSec > 0 && s.P50Ms > 0 && s.P99Ms >= s.P50Ms {
+			return nil
+		}
+	}
+	return fmt.Errorf("no sample with writes and p50 <= p99 in %+v", st.Samples)
 }
 
 // containsWord reports whether s has w as a whole word (n1 is not in n10).
