@@ -9,7 +9,8 @@
 //   - stats.go: Stats, a fixed-bucket histogram of write answer latencies that
 //     the write path feeds with two atomic adds and no lock or allocation
 //     (Observe), and Sample, which swaps the histogram every interval and keeps
-//     the last 150 samples (5 minutes at 2 s) of writes/s, p50 and p99.
+//     the last 150 samples (5 minutes at 2 s) of writes/s, p50 and p99, and
+//     their histograms for the 5-minute quantiles (Window).
 //   - events.go: Events, a small ring of what a node saw happen: leader
 //     changes, joins, removals and, through Config.ExtraEvents, alerts.
 //   - handler.go: Handler, the http.Handler of /ui/, /v1/stats and /v1/events.

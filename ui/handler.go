@@ -25,7 +25,10 @@ type StatsAnswer struct {
 	ID       string     `json:"id"`
 	Interval string     `json:"interval"` // between samples, a Go duration ("2s")
 	Node     NodeStatus `json:"node"`
-	Samples  []Sample   `json:"samples"` // oldest first, at most RingSamples
+	// Window sums up the samples: mean writes/s, the quantiles of all their
+	// requests together.
+	Window  Sample   `json:"window"`
+	Samples []Sample `json:"samples"` // oldest first, at most RingSamples
 }
 
 // EventsAnswer is the answer of GET /v1/events.
@@ -73,7 +76,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Read-only numbers without credentials: any page may read them, so
 		// that a dashboard served by one node reads every member's directly.
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		writeJSON(w, StatsAnswer{ID: h.cfg.ID, Interval: SampleInterval.String(), Node: h.cfg.Status(), Samples: h.cfg.Stats.Samples()})
+		writeJSON(w, StatsAnswer{ID: h.cfg.ID, Interval: SampleInterval.String(), Node: h.cfg.Status(), Window: h.cfg.Stats.Window(), Samples: h.cfg.Stats.Samples()})
 	case "/v1/events":
 		evs := h.cfg.Events.List()
 		if h.cfg.ExtraEvents != nil {

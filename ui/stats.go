@@ -61,17 +61,18 @@ type Sample struct {
 type Stats struct {
 	cur atomic.Pointer[hist] // the histogram Observe adds to
 
-	mu      sync.Mutex // guards the fields below; Observe never takes it
-	spare   *hist      // the other histogram, reset, swapped in by Sample
-	last    time.Time  // when the current interval began
-	ring    []Sample   // the last RingSamples samples, oldest at next when full
+	mu      sync.Mutex           // guards the fields below; Observe never takes it
+	spare   *hist                // the other histogram, reset, swapped in by Sample
+	last    time.Time            // when the current interval began
+	ring    []Sample             // the last RingSamples samples, oldest at next when full
+	counts  [][numBuckets]uint32 // each ring sample's latency histogram, for Window
 	next    int
 	samples int
 }
 
 // NewStats returns a Stats whose first interval begins at now.
 func NewStats(now time.Time) *Stats {
-	s := &Stats{spare: new(hist), last: now, ring: make([]Sample, RingSamples)}
+	s := &Stats{spare: new(hist), last: now, ring: make([]Sample, RingSamples), counts: make([][numBuckets]uint32, RingSamples)}
 	s.cur.Store(new(hist))
 	return s
 }
@@ -110,6 +111,9 @@ func (s *Stats) Sample(now time.Time) Sample {
 	smp.P50Ms = quantile(&counts, smp.Requests, 0.50)
 	smp.P99Ms = quantile(&counts, smp.Requests, 0.99)
 	s.ring[s.next] = smp
+	for i, c := range counts {
+		s.counts[s.next][i] = uint32(min(c, 1<<32-1))
+	}
 	s.next = (s.next + 1) % len(s.ring)
 	s.samples = min(s.samples+1, len(s.ring))
 	return smp
@@ -130,6 +134,35 @@ func quantile(counts *[numBuckets]uint64, n uint64, q float64) float64 {
 		}
 	}
 	return float64(bucketUpper(numBuckets-1)) / 1000
+}
+
+// Window returns one sample over all the kept ones (up to 5 minutes): At is
+// the last sample's time, WritesPerSec their mean, and the quantiles those
+// of all their requests together. It is the zero Sample before the first.
+func (s *Stats) Window() Sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.samples == 0 {
+		return Sample{}
+	}
+	var counts [numBuckets]uint64
+	var w Sample
+	start := (s.next - s.samples + len(s.ring)) % len(s.ring)
+	for k := range s.samples {
+		j := (start + k) % len(s.ring)
+		w.WritesPerSec += s.ring[j].WritesPerSec
+		for i, c := range s.counts[j] {
+			counts[i] += uint64(c)
+		}
+	}
+	w.At = s.ring[(s.next-1+len(s.ring))%len(s.ring)].At
+	w.WritesPerSec /= float64(s.samples)
+	for _, c := range counts {
+		w.Requests += c
+	}
+	w.P50Ms = quantile(&counts, w.Requests, 0.50)
+	w.P99Ms = quantile(&counts, w.Requests, 0.99)
+	return w
 }
 
 // Samples returns the kept samples, oldest first, in a new slice.

@@ -127,3 +127,26 @@ func TestObserveRace(t *testing.T) {
 		t.Fatalf("samples counted %d requests, want %d", total, writers*each)
 	}
 }
+
+func TestWindow(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	s := NewStats(t0)
+	if w := s.Window(); w != (Sample{}) {
+		t.Fatalf("Window() of a new Stats = %+v, want zero", w)
+	}
+	// Interval 1: 99 fast requests; interval 2: one slow one. Together the
+	// p99 is still fast, the p50 too; the last interval's alone is slow.
+	for range 99 {
+		s.Observe(time.Millisecond, 2)
+	}
+	s.Sample(t0.Add(2 * time.Second))
+	s.Observe(time.Second, 2)
+	last := s.Sample(t0.Add(4 * time.Second))
+	w := s.Window()
+	if w.Requests != 100 || w.WritesPerSec != (99+1)/2 || w.P99Ms > 1.25 || w.P50Ms > 1.25 || !w.At.Equal(last.At) {
+		t.Fatalf("Window() = %+v, want 100 requests, 50 writes/s, p50 and p99 about 1 ms, at %v", w, last.At)
+	}
+	if last.P50Ms < 1000 {
+		t.Fatalf("last Sample() p50 = %v ms, want about 1000", last.P50Ms)
+	}
+}
