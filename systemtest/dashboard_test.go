@@ -127,7 +127,7 @@ func TestDashboardFollowsFailover(t *testing.T) {
 		var last dashboardView
 		var lastErr error
 		err := launcher.Poll(wctx, 100*time.Millisecond, func(ctx context.Context) error {
-			last, lastErr = view(bctx)
+			last, lastErr = view(ctx)
 			if lastErr != nil {
 				return lastErr
 			}
