@@ -29,6 +29,8 @@ type dashboardView struct {
 	Leader  string   `json:"leader"`
 	Members []string `json:"members"` // the member rows' IDs
 	Events  []string `json:"events"`  // the leader_change events' text, newest first
+	// Consumers are the consumer groups shown; nil while the panel is hidden.
+	Consumers []string `json:"consumers"`
 	// Overflow is the page's width beyond the window's (a phone-sized window
 	// must not scroll sideways; wide tables scroll inside their panels).
 	Overflow int `json:"overflow"`
@@ -38,11 +40,13 @@ const readView = `JSON.stringify({
   leader: document.getElementById("leader").textContent,
   members: [...document.querySelectorAll("#members tr")].map(r => r.dataset.id),
   events: [...document.querySelectorAll('#events li[data-kind="leader_change"]')].map(li => li.textContent),
+  consumers: document.getElementById("consumers-panel").hidden ? null :
+    [...document.querySelectorAll("#consumers tr")].map(r => r.firstChild.textContent),
   overflow: document.documentElement.scrollWidth - window.innerWidth,
 })`
 
 // TestDashboardFollowsFailover opens a follower's /ui/ in a headless Chromium,
-// checks that it names the leader, SIGKILLs the leader and checks that within
+// checks that it names the leader (and a consumer group), SIGKILLs the leader and checks that within
 // 10 s the page shows the new leader and the leader change among its events.
 // Chromium is Debian's chromium package (scripts/test.sh installs it); without
 // it the test fails.
@@ -70,6 +74,9 @@ func TestDashboardFollowsFailover(t *testing.T) {
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: 5 * time.Second})
 	if _, err := cl.AcquireLease(ctx, "scheduler", "worker-1", time.Minute); err != nil {
 		t.Fatalf("AcquireLease: %v", err)
+	}
+	if _, err := cl.CommitOffset(ctx, "billing", 10, nil); err != nil {
+		t.Fatalf("CommitOffset: %v", err)
 	}
 	stop := make(chan struct{})
 	var writers sync.WaitGroup
@@ -146,6 +153,9 @@ func TestDashboardFollowsFailover(t *testing.T) {
 		}
 		if len(v.Members) != 3 {
 			return fmt.Errorf("%d member rows, want 3", len(v.Members))
+		}
+		if !slices.Equal(v.Consumers, []string{"billing"}) {
+			return fmt.Errorf("consumer groups %q, want billing", v.Consumers)
 		}
 		return nil
 	})
