@@ -25,6 +25,8 @@
 //     StreamServer, which serves propose streams) with streamAnswer, which runs
 //     one request of a stream as POST /v1/internal/propose runs its body
 //     (handlers.go); CloseStreams.
+//   - Config.Dashboard: GET /ui/, /v1/stats and /v1/events are routed to
+//     it (package ui's Handler, which node builds); api does not import ui.
 //   - leases.go: LeaseBackend and the handlers of /v1/leases (docs/leases.md).
 //   - consumers.go: ConsumerBackend, the commit_offset op's checks shared by
 //     both decoders, and the handlers of /v1/consumers.

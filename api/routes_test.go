@@ -432,3 +432,40 @@ func TestHealthAndReady(t *testing.T) {
 		}
 	}
 }
+
+func TestDashboardRoutes(t *testing.T) {
+	var got []string
+	dash := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Method+" "+r.URL.Path)
+		w.Write([]byte("{}"))
+	})
+	tests := []struct {
+		name      string
+		dashboard http.Handler
+		method    string
+		target    string
+		status    int
+		routed    bool
+	}{
+		{"stats", dash, "GET", "/v1/stats", 200, true},
+		{"events", dash, "GET", "/v1/events", 200, true},
+		{"page", dash, "GET", "/ui/", 200, true},
+		{"page file", dash, "GET", "/ui/index.html", 200, true},
+		{"stats POST", dash, "POST", "/v1/stats", 405, false},
+		{"stats unknown parameter", dash, "GET", "/v1/stats?x=1", 400, false},
+		{"events unknown parameter", dash, "GET", "/v1/events?since=1", 400, false},
+		{"no dashboard stats", nil, "GET", "/v1/stats", 404, false},
+		{"no dashboard page", nil, "GET", "/ui/", 404, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got = nil
+			cfg := testConfig
+			cfg.Dashboard = tt.dashboard
+			rec := serve(t, cfg, &fakeBackend{}, tt.method, tt.target, "", nil)
+			if rec.Code != tt.status || (len(got) == 1) != tt.routed {
+				t.Fatalf("%s %s = %d, dashboard saw %v; want %d, routed %v", tt.method, tt.target, rec.Code, got, tt.status, tt.routed)
+			}
+		})
+	}
+}

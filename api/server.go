@@ -57,6 +57,9 @@ type Config struct {
 	// Streams serves the propose streams of GET /v1/internal/stream
 	// (node/peer's StreamServer). Default: none, and that path answers 404.
 	Streams Streams
+	// Dashboard serves GET /ui/ (and the files under it), /v1/stats and
+	// /v1/events (package ui's Handler). Default: none, and those answer 404.
+	Dashboard http.Handler
 	// Logger receives one Debug record per request and a Warn record per
 	// internal error. Default: discard.
 	Logger *slog.Logger
@@ -192,10 +195,29 @@ func (s *Server) routes() *mux.Router {
 
 	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
 	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
+
+	if d := s.cfg.Dashboard; d != nil {
+		r.Handle("/v1/stats", s.noQuery(d)).Methods(http.MethodGet)
+		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
+		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
+	}
 	return r
 }
 
-// ServeHTTP implements http.Handler. Every answer is JSON.
+// noQuery refuses a request with query parameters, as the handlers of routes
+// without any do, before h sees it.
+func (s *Server) noQuery(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := parseQuery(r); err != nil {
+			s.writeError(w, err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// ServeHTTP implements http.Handler. Every answer is JSON but the dashboard's
+// page (Config.Dashboard).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.Serve(w, r, s.router)
 }

@@ -96,9 +96,16 @@ func (n *Node) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOp
 	return r, nil
 }
 
-// SubmitBatch implements api.Backend: see writer.submit.
+// SubmitBatch implements api.Backend: see writer.submit. Each answered
+// request goes into the dashboard's write samples (ui.Stats.Observe: two
+// atomic adds); a refused one (err != nil) does not.
 func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
-	return n.writes.submit(ctx, txs, opts)
+	start := time.Now()
+	res, err := n.writes.submit(ctx, txs, opts)
+	if err == nil {
+		n.dash.stats.Observe(time.Since(start), len(txs))
+	}
+	return res, err
 }
 
 // Tx implements api.Backend.

@@ -65,6 +65,7 @@ type Node struct {
 	look   *lookups
 	mem    *membership
 	rm     *removal
+	dash   *dashboard // GET /ui/, /v1/stats, /v1/events (dashboard.go)
 
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
@@ -184,7 +185,9 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
+	n.dash = newDashboard(n.raft, n.log)
 	n.api = api.NewServer(api.Config{
+		Dashboard:    n.dash.handler(cfg.ID),
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Logger:       cfg.Logger,
 		Streams:      peer.NewStreamServer(cfg.Logger),
@@ -257,6 +260,7 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	n.log.Info("http listening", "addr", n.ln.Addr().String(), "raft_addr", n.cfg.RaftAddr, "data_dir", n.cfg.DataDir)
+	n.wg.Go(func() { n.dash.loop(n.life) })
 	if n.refused == nil {
 		// The background loops of a node that runs Raft.
 		n.wg.Go(n.mem.registerLoop)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. On a fresh machine with only Go installed it first
-# installs what the tests need (redis-server and fuse3 from Debian's packages).
+# installs what the tests need (redis-server, fuse3 and chromium from Debian's
+# packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +9,8 @@ missing=""
 command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 # fuse3 (fusermount3) for the lazyfs mounts of chaos/lazyfs and the power-loss run.
 command -v fusermount3 >/dev/null 2>&1 || missing="$missing fuse3"
+# chromium for the dashboard's browser test (systemtest/dashboard_test.go).
+command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 if [ -n "$missing" ]; then
 	echo "== installing$missing"
 	if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

@@ -16,12 +16,14 @@
 //
 // (several minutes; -run selects tests, -race works but is slower). It needs
 // the go command on PATH (to build txlogd) and redis-server for the tests
-// with Redis, which skip without one unless CI is set. TXLOG_TEST_DIR, when
+// with Redis, which skip without one unless CI is set, and Debian's chromium
+// for the dashboard test, which fails without it (scripts/test.sh installs
+// both). TXLOG_SCREENSHOT=file also saves that test's screenshot there. TXLOG_TEST_DIR, when
 // set, puts the clusters' data dirs and logs there instead of a temporary
 // directory, to look at them after a run.
 //
 // Like chaos, the tests see txlog only from the outside: they import the
-// launcher, chaos's checkers, api/wire, the client, lease (the Elector that
+// launcher, chaos's checkers, api/wire, the client, chromedp, lease (the Elector that
 // the lease tests' holder processes run) and txid, and never the server (api,
 // api/fastpath), node, replication, store or wal. This file imports nothing;
 // TestImports checks the tests' own dependencies.

@@ -1,0 +1,107 @@
+package ui
+
+import (
+	"embed"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"slices"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// NodeStatus is what a node's /v1/stats says about its Raft state, so that a
+// page served by another node can show this one's lag.
+type NodeStatus struct {
+	State        string `json:"state"`
+	Term         uint64 `json:"term"`
+	CommitIndex  uint64 `json:"commit_index"`
+	AppliedIndex uint64 `json:"applied_index"`
+}
+
+// StatsAnswer is the answer of GET /v1/stats.
+type StatsAnswer struct {
+	ID       string     `json:"id"`
+	Interval string     `json:"interval"` // between samples, a Go duration ("2s")
+	Node     NodeStatus `json:"node"`
+	// Window sums up the samples: mean writes/s, the quantiles of all their
+	// requests together.
+	Window  Sample   `json:"window"`
+	Samples []Sample `json:"samples"` // oldest first, at most RingSamples
+}
+
+// EventsAnswer is the answer of GET /v1/events.
+type EventsAnswer struct {
+	Events []Event `json:"events"` // oldest first
+}
+
+// Config is what Handler serves.
+type Config struct {
+	ID     string  // the node's ID
+	Stats  *Stats  // required
+	Events *Events // required
+	// Status returns the node's Raft state. Default: an empty NodeStatus.
+	Status func() NodeStatus
+	// ExtraEvents returns events kept elsewhere (the alerts), merged into
+	// /v1/events by time. Default: none.
+	ExtraEvents func() []Event
+}
+
+// Handler serves GET /ui/ (and the page's files under it), /v1/stats and
+// /v1/events. Anything else is the caller's: route only those paths here.
+type Handler struct {
+	cfg    Config
+	static http.Handler
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler returns the Handler of cfg.
+func NewHandler(cfg Config) *Handler {
+	if cfg.Status == nil {
+		cfg.Status = func() NodeStatus { return NodeStatus{} }
+	}
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // the embedded tree always has assets/
+	}
+	return &Handler{cfg: cfg, static: http.StripPrefix("/ui/", http.FileServerFS(sub))}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/stats":
+		// Read-only numbers without credentials: any page may read them, so
+		// that a dashboard served by one node reads every member's directly.
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		writeJSON(w, StatsAnswer{ID: h.cfg.ID, Interval: SampleInterval.String(), Node: h.cfg.Status(), Window: h.cfg.Stats.Window(), Samples: h.cfg.Stats.Samples()})
+	case "/v1/events":
+		evs := h.cfg.Events.List()
+		if h.cfg.ExtraEvents != nil {
+			evs = append(evs, h.cfg.ExtraEvents()...)
+			slices.SortStableFunc(evs, func(a, b Event) int { return a.At.Compare(b.At) })
+		}
+		if evs == nil {
+			evs = []Event{}
+		}
+		writeJSON(w, EventsAnswer{Events: evs})
+	default:
+		// The API answers JSON by default; the page's files have their own types.
+		w.Header().Del("Content-Type")
+		w.Header().Set("Cache-Control", "no-cache")
+		h.static.ServeHTTP(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(append(b, '\n'))
+}
