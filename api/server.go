@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txlog/txlog/api/wire"
 )
@@ -63,6 +64,13 @@ type Config struct {
 	// Logger receives one Debug record per request and a Warn record per
 	// internal error. Default: discard.
 	Logger *slog.Logger
+	// Metrics is the registry of the request metrics (metrics.go:
+	// txlog_http_requests_total, txlog_http_request_duration_seconds).
+	// Default nil: none. NewServer panics if they are registered already.
+	Metrics prometheus.Registerer
+	// MetricsHandler serves GET /metrics (promhttp's handler of the node's
+	// registry). Default nil: that path answers 404.
+	MetricsHandler http.Handler
 }
 
 // Defaults of Config.
@@ -139,6 +147,10 @@ type Server struct {
 	b      Backend
 	log    *slog.Logger
 	router *mux.Router
+	met    *httpMetrics // nil without Config.Metrics
+	// submitH and batchH are the handlers of POST /v1/tx and /v1/tx/batch, as
+	// the router runs them (FastHandler).
+	submitH, batchH http.Handler
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -153,6 +165,9 @@ func NewServer(cfg Config, b Backend) *Server {
 		b:   b,
 		log: cfg.Logger.With("component", "api"),
 	}
+	if cfg.Metrics != nil {
+		s.met = newHTTPMetrics(cfg.Metrics)
+	}
 	s.router = s.routes()
 	return s
 }
@@ -166,40 +181,49 @@ func (s *Server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	r.NotFoundHandler = http.HandlerFunc(s.handleNotFound)
-	r.MethodNotAllowedHandler = http.HandlerFunc(s.handleMethodNotAllowed)
+	r.NotFoundHandler = s.instrument(routeUnmatched, s.handleNotFound)
+	r.MethodNotAllowedHandler = s.instrument(routeUnmatched, s.handleMethodNotAllowed)
+	// Every route's handler is instrumented with its pattern (metrics.go).
+	handle := func(pattern string, h http.HandlerFunc) *mux.Route {
+		return r.Handle(pattern, s.instrument(pattern, h))
+	}
+	s.submitH = s.instrument("/v1/tx", s.handleSubmit)
+	s.batchH = s.instrument("/v1/tx/batch", s.handleSubmitBatch)
 
-	r.HandleFunc("/healthz", s.handleHealth).Methods(http.MethodGet)
-	r.HandleFunc("/readyz", s.handleReady).Methods(http.MethodGet)
+	handle("/healthz", s.handleHealth).Methods(http.MethodGet)
+	handle("/readyz", s.handleReady).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/tx", s.handleSubmit).Methods(http.MethodPost)
-	r.HandleFunc("/v1/tx", s.handleTxByIdempotencyKey).Methods(http.MethodGet)
-	r.HandleFunc("/v1/tx/batch", s.handleSubmitBatch).Methods(http.MethodPost)
-	r.HandleFunc("/v1/tx/{txid}", s.handleTx).Methods(http.MethodGet)
-	r.HandleFunc("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
-	r.HandleFunc("/v1/log", s.handleLog).Methods(http.MethodGet)
+	r.Handle("/v1/tx", s.submitH).Methods(http.MethodPost)
+	handle("/v1/tx", s.handleTxByIdempotencyKey).Methods(http.MethodGet)
+	r.Handle("/v1/tx/batch", s.batchH).Methods(http.MethodPost)
+	handle("/v1/tx/{txid}", s.handleTx).Methods(http.MethodGet)
+	handle("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
+	handle("/v1/log", s.handleLog).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/leases", s.handleLeaseList).Methods(http.MethodGet)
-	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeasePut).Methods(http.MethodPut)
-	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseDelete).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseGet).Methods(http.MethodGet)
+	handle("/v1/leases", s.handleLeaseList).Methods(http.MethodGet)
+	handle("/v1/leases/{name:.+}", s.handleLeasePut).Methods(http.MethodPut)
+	handle("/v1/leases/{name:.+}", s.handleLeaseDelete).Methods(http.MethodDelete)
+	handle("/v1/leases/{name:.+}", s.handleLeaseGet).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/consumers", s.handleConsumerList).Methods(http.MethodGet)
-	r.HandleFunc("/v1/consumers/{group:.+}/offset", s.handleCommitOffset).Methods(http.MethodPost)
-	r.HandleFunc("/v1/consumers/{group:.+}", s.handleConsumer).Methods(http.MethodGet)
+	handle("/v1/consumers", s.handleConsumerList).Methods(http.MethodGet)
+	handle("/v1/consumers/{group:.+}/offset", s.handleCommitOffset).Methods(http.MethodPost)
+	handle("/v1/consumers/{group:.+}", s.handleConsumer).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
-	r.HandleFunc("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
-	r.HandleFunc("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
+	handle("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
+	handle("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
+	handle("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)
+	handle("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
 
-	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
-	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
+	handle("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
+	handle(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
+	if s.cfg.MetricsHandler != nil {
+		handle("/metrics", s.cfg.MetricsHandler.ServeHTTP).Methods(http.MethodGet)
+	}
 
 	if d := s.cfg.Dashboard; d != nil {
-		r.Handle("/v1/stats", s.noQuery(d)).Methods(http.MethodGet)
-		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
-		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
+		handle("/v1/stats", s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
+		handle("/v1/events", s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
+		r.PathPrefix("/ui/").Handler(s.instrument("/ui/", d.ServeHTTP)).Methods(http.MethodGet)
 	}
 	return r
 }
@@ -246,9 +270,9 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 func (s *Server) FastHandler(path string) http.Handler {
 	switch path {
 	case "/v1/tx":
-		return http.HandlerFunc(s.handleSubmit)
+		return s.submitH
 	case "/v1/tx/batch":
-		return http.HandlerFunc(s.handleSubmitBatch)
+		return s.batchH
 	}
 	return s.router
 }

@@ -105,6 +105,7 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.
 	if err == nil {
 		n.dash.stats.Observe(time.Since(start), len(txs))
 	}
+	n.met.answered(opts.Ack, start, res, len(txs), err)
 	return res, err
 }
 
