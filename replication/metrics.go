@@ -118,9 +118,12 @@ func (t timedLogStore) IsMonotonic() bool {
 // ExportRaftMetrics sends hashicorp/raft's own metrics (go-metrics; raft_*
 // names, timings in milliseconds) to reg through go-metrics' Prometheus
 // sink. go-metrics keeps one sink per process, so call it once, from main:
-// with several Rafts in one process their metrics would mix. raft_apply,
-// which raft counts per proposal, is left out (txlog_tx_total counts
-// transactions), so that no transaction pays for the sink's key handling.
+// with several Rafts in one process their metrics would mix. The two that
+// raft records per entry, raft_apply (a proposal) and raft_commitTime (an
+// entry committed, on the leader's main loop), are left out, so that no
+// entry pays for the sink's key handling (a regexp, a map, a summary's
+// lock): txlog_tx_total and txlog_tx_duration_seconds count and time the
+// transactions.
 func ExportRaftMetrics(reg prometheus.Registerer) error {
 	sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: reg})
 	if err != nil {
@@ -128,24 +131,27 @@ func ExportRaftMetrics(reg prometheus.Registerer) error {
 	}
 	cfg := gometrics.DefaultConfig("")
 	cfg.EnableHostname, cfg.EnableHostnameLabel, cfg.EnableRuntimeMetrics, cfg.EnableServiceLabel = false, false, false, false
-	_, err = gometrics.NewGlobal(cfg, perProposalFilter{sink})
+	_, err = gometrics.NewGlobal(cfg, perEntryFilter{sink})
 	return err
 }
 
-// perProposalFilter drops raft's per-proposal counter before the sink
-// flattens its key.
-type perProposalFilter struct{ gometrics.MetricSink }
+// perEntryFilter drops raft's per-entry metrics before the sink flattens
+// their keys. go-metrics' Metrics calls only the WithLabels methods.
+type perEntryFilter struct{ gometrics.MetricSink }
 
-func (f perProposalFilter) IncrCounter(key []string, val float32) {
-	if len(key) == 2 && key[1] == "apply" {
-		return
-	}
-	f.MetricSink.IncrCounter(key, val)
+// perEntry reports whether key is raft.apply or raft.commitTime.
+func perEntry(key []string) bool {
+	return len(key) == 2 && key[0] == "raft" && (key[1] == "apply" || key[1] == "commitTime")
 }
 
-func (f perProposalFilter) IncrCounterWithLabels(key []string, val float32, labels []gometrics.Label) {
-	if len(key) == 2 && key[1] == "apply" {
-		return
+func (f perEntryFilter) IncrCounterWithLabels(key []string, val float32, labels []gometrics.Label) {
+	if !perEntry(key) {
+		f.MetricSink.IncrCounterWithLabels(key, val, labels)
 	}
-	f.MetricSink.IncrCounterWithLabels(key, val, labels)
+}
+
+func (f perEntryFilter) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
+	if !perEntry(key) {
+		f.MetricSink.AddSampleWithLabels(key, val, labels)
+	}
 }
