@@ -34,15 +34,16 @@ type debugServer struct {
 	file string // debugAddrFile or metricsAddrFile
 }
 
-// openSide binds addr for a server of h; it does not serve yet (serveDebug).
-// With no addr it returns nil.
-func openSide(addr, file string, h http.Handler) (*debugServer, error) {
+// openSide binds addr for the server of h called name (in the error when addr
+// cannot be bound: "listen debug HOST:PORT: ..."); it does not serve yet
+// (serveDebug). With no addr it returns nil.
+func openSide(name, addr, file string, h http.Handler) (*debugServer, error) {
 	if addr == "" {
 		return nil, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s %s: %w", file, addr, err)
+		return nil, fmt.Errorf("listen %s %s: %w", name, addr, err)
 	}
 	// No WriteTimeout: a CPU profile or a trace answers after ?seconds=N.
 	return &debugServer{ln: ln, file: file, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}, nil
@@ -56,7 +57,7 @@ func openMetrics(cfg Config, h http.Handler) (*debugServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	return openSide(cfg.MetricsAddr, metricsAddrFile, mux)
+	return openSide("metrics", cfg.MetricsAddr, metricsAddrFile, mux)
 }
 
 // openDebug binds cfg.DebugAddr; nil without one.
@@ -67,7 +68,7 @@ func openDebug(cfg Config) (*debugServer, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return openSide(cfg.DebugAddr, debugAddrFile, mux)
+	return openSide("debug", cfg.DebugAddr, debugAddrFile, mux)
 }
 
 // serveDebug serves the debug and metrics listeners, when there are, and
