@@ -293,3 +293,17 @@ func TestParseConfigDebugAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestParseConfigMetricsAddr: --metrics-addr (or TXLOG_METRICS_ADDR) is off
+// unless given, and an address without a port is refused with the flag's name.
+func TestParseConfigMetricsAddr(t *testing.T) {
+	if c, err := ParseConfig([]string{"--id", "n1"}, nil); err != nil || c.MetricsAddr != "" {
+		t.Fatalf("default: MetricsAddr %q, %v; want off", c.MetricsAddr, err)
+	}
+	if c, err := ParseConfig([]string{"--id", "n1"}, env(map[string]string{"TXLOG_METRICS_ADDR": "127.0.0.1:0"})); err != nil || c.MetricsAddr != "127.0.0.1:0" {
+		t.Fatalf("TXLOG_METRICS_ADDR: MetricsAddr %q, %v; want 127.0.0.1:0", c.MetricsAddr, err)
+	}
+	if _, err := ParseConfig([]string{"--id", "n1", "--metrics-addr", "127.0.0.1"}, nil); err == nil || !strings.Contains(err.Error(), "metrics-addr") {
+		t.Errorf("--metrics-addr 127.0.0.1: ParseConfig() = %v, want a metrics-addr error", err)
+	}
+}
