@@ -132,8 +132,13 @@ type Config struct {
 	LogLevel string
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
+	// NoMetrics makes txlogd run without a registry (Metrics nil, no
+	// /metrics, raft's go-metrics not exported; --metrics=false), for the A/B
+	// of the metrics' cost. Default false. A testing flag (txlogd
+	// -help-testing).
+	NoMetrics bool
 	// Metrics is the registry the node and the packages it opens (api,
-	// replication, store, wal: passed down in their Configs) register their
+	// replication, store, wal, node/parking: passed down in their Configs) register their
 	// metrics with (docs/operations.md, Metrics); nil: no metrics. When it is
 	// also a prometheus.Gatherer (a *prometheus.Registry), the HTTP listener
 	// and MetricsAddr serve it at GET /metrics. A registry serves one Open.
@@ -395,6 +400,11 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 		c.NoHTTPFastPath = !on
 		return err
 	})
+	fs.BoolFunc("metrics", "keep a metrics registry and serve GET /metrics (default true; false: no metrics at all, for the A/B of their cost)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		c.NoMetrics = !on
+		return err
+	})
 	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: the cluster assigns one; a data dir keeps its number)")
@@ -503,7 +513,9 @@ func ParseCluster(s string) ([]Peer, error) {
 //     the fast path and as a way around it should it misbehave.
 //   - forward: http forwards with one POST per group instead of the propose
 //     stream, for the A/B and the test that runs both.
+//   - metrics: false runs without metrics, for the A/B of their cost.
 var testingFlags = map[string]bool{
+	"metrics":            true,
 	"raft-dial":          true,
 	"raft-serial-append": true,
 	"http-fast-path":     true,

@@ -303,6 +303,9 @@ func TestParseConfigMetricsAddr(t *testing.T) {
 	if c, err := ParseConfig([]string{"--id", "n1"}, env(map[string]string{"TXLOG_METRICS_ADDR": "127.0.0.1:0"})); err != nil || c.MetricsAddr != "127.0.0.1:0" {
 		t.Fatalf("TXLOG_METRICS_ADDR: MetricsAddr %q, %v; want 127.0.0.1:0", c.MetricsAddr, err)
 	}
+	if c, err := ParseConfig([]string{"--id", "n1"}, env(map[string]string{"TXLOG_METRICS": "false"})); err != nil || !c.NoMetrics {
+		t.Fatalf("TXLOG_METRICS=false: NoMetrics %v, %v; want true", c.NoMetrics, err)
+	}
 	if _, err := ParseConfig([]string{"--id", "n1", "--metrics-addr", "127.0.0.1"}, nil); err == nil || !strings.Contains(err.Error(), "metrics-addr") {
 		t.Errorf("--metrics-addr 127.0.0.1: ParseConfig() = %v, want a metrics-addr error", err)
 	}
