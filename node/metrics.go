@@ -163,6 +163,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 				return float64(held)
 			}),
 	)
+	cs = append(cs, consumerLag{n})
 	var errs []error
 	for _, c := range cs {
 		errs = append(errs, reg.Register(c))
@@ -178,4 +179,25 @@ func metricsHandler(reg prometheus.Registerer) http.Handler {
 		return nil
 	}
 	return promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+}
+
+var consumerLagDesc = prometheus.NewDesc("txlog_consumer_lag",
+	"A consumer group's lag: this node's last applied index minus the group's committed offset (0 at or past it), as GET /v1/consumers answers.",
+	[]string{"group"}, nil)
+
+// consumerLag collects txlog_consumer_lag when scraped, from the store's
+// consumer groups.
+type consumerLag struct{ n *Node }
+
+func (c consumerLag) Describe(ch chan<- *prometheus.Desc) { ch <- consumerLagDesc }
+
+func (c consumerLag) Collect(ch chan<- prometheus.Metric) {
+	cs, err := c.n.db.Consumers()
+	if err != nil {
+		return
+	}
+	applied := c.n.db.AppliedIndex()
+	for _, g := range cs {
+		ch <- prometheus.MustNewConstMetric(consumerLagDesc, prometheus.GaugeValue, float64(fromConsumer(g, applied).Lag), g.Group)
+	}
 }

@@ -87,7 +87,7 @@ func (s scrape) must(t *testing.T, name string, labels ...string) float64 {
 // parser, checks the names docs/operations.md lists, and that the counters
 // move with traffic: committed, rejected, duplicate and parked writes through
 // a follower, the HTTP requests by route pattern, the replay of the parked
-// ones, the fsyncs and the Raft indexes.
+// ones, the fsyncs, the Raft indexes and a consumer group's lag.
 func TestMetrics(t *testing.T) {
 	redis := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -163,14 +163,18 @@ func TestMetrics(t *testing.T) {
 	post("", `{"idempotency_key":"m-dup","ops":[{"op":"put","key":"m/dup","value":1}]}`, http.StatusOK)
 	post("", `{"idempotency_key":"m-dup","ops":[{"op":"put","key":"m/dup","value":1}]}`, http.StatusOK)
 	post("?ack=accepted", `{"ops":[{"op":"put","key":"m/parked","value":1}]}`, http.StatusAccepted)
+	if code, b := httpDo(ctx, t, http.MethodPost, fURL+"/v1/consumers/g1/offset", `{"offset":1}`); code != http.StatusOK {
+		t.Fatalf("POST /v1/consumers/g1/offset = %d %s, want 200", code, b)
+	}
 	get(ctx, t, fURL+"/v1/kv/m%2F0?consistency=stale")
 	get(ctx, t, fURL+"/no/such/route")
 
 	var after scrape
-	waitUntil(ctx, t, "the parked write replayed", func() bool {
+	waitUntil(ctx, t, "the parked write replayed and the offset applied", func() bool {
 		after = scrapeMetrics(ctx, t, fURL+"/metrics")
 		v, _ := after.value("txlog_replayed_total", "result=resolved")
-		return v >= 1
+		_, lag := after.value("txlog_consumer_lag", "group=g1")
+		return v >= 1 && lag
 	})
 	moved := func(name string, by float64, labels ...string) {
 		t.Helper()
@@ -187,12 +191,12 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s{%s}: %v before, %v after, want it up by %v", name, strings.Join(labels, ","), b, a, by)
 		}
 	}
-	exact("txlog_tx_total", n+1, "outcome=committed")
+	exact("txlog_tx_total", n+2, "outcome=committed") // with the offset's commit
 	exact("txlog_tx_total", 1, "outcome=rejected")
 	exact("txlog_tx_total", 1, "outcome=duplicate")
 	exact("txlog_tx_total", 1, "outcome=parked")
 	exact("txlog_tx_total", 0, "outcome=error")
-	exact("txlog_tx_duration_seconds", n+3, "ack=quorum")
+	exact("txlog_tx_duration_seconds", n+4, "ack=quorum")
 	exact("txlog_tx_duration_seconds", 1, "ack=accepted")
 	exact("txlog_parked_total", 1, "store=wal")
 	exact("txlog_parked_total", 1, "store=redis")
@@ -206,6 +210,11 @@ func TestMetrics(t *testing.T) {
 	moved("txlog_raft_applied_index", n+2)
 	moved("txlog_fsync_duration_seconds", 1, "log=raft")
 	moved("txlog_fsync_duration_seconds", 1, "log=intake")
+	exact("txlog_http_requests_total", 1, "route=/v1/consumers/{group:.+}/offset", "code=200")
+	applied := after.must(t, "txlog_raft_applied_index")
+	if lag := after.must(t, "txlog_consumer_lag", "group=g1"); lag < n || lag > applied-1 {
+		t.Errorf("txlog_consumer_lag{group=g1} = %v, want %v..%v (the applied index minus offset 1)", lag, float64(n), applied-1)
+	}
 	if f := after["txlog_http_requests_total"]; f != nil {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
