@@ -169,6 +169,8 @@ func NewServer(cfg Config, b Backend) *Server {
 		s.met = newHTTPMetrics(cfg.Metrics)
 	}
 	s.router = s.routes()
+	s.submitH = s.instrument("/v1/tx", http.HandlerFunc(s.handleSubmit))
+	s.batchH = s.instrument("/v1/tx/batch", http.HandlerFunc(s.handleSubmitBatch))
 	return s
 }
 
@@ -181,50 +183,45 @@ func (s *Server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	r.NotFoundHandler = s.instrument(routeUnmatched, s.handleNotFound)
-	r.MethodNotAllowedHandler = s.instrument(routeUnmatched, s.handleMethodNotAllowed)
-	// Every route's handler is instrumented with its pattern (metrics.go).
-	handle := func(pattern string, h http.HandlerFunc) *mux.Route {
-		return r.Handle(pattern, s.instrument(pattern, h))
-	}
-	s.submitH = s.instrument("/v1/tx", s.handleSubmit)
-	s.batchH = s.instrument("/v1/tx/batch", s.handleSubmitBatch)
+	r.NotFoundHandler = s.instrument(routeUnmatched, http.HandlerFunc(s.handleNotFound))
+	r.MethodNotAllowedHandler = s.instrument(routeUnmatched, http.HandlerFunc(s.handleMethodNotAllowed))
 
-	handle("/healthz", s.handleHealth).Methods(http.MethodGet)
-	handle("/readyz", s.handleReady).Methods(http.MethodGet)
+	r.HandleFunc("/healthz", s.handleHealth).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", s.handleReady).Methods(http.MethodGet)
 
-	r.Handle("/v1/tx", s.submitH).Methods(http.MethodPost)
-	handle("/v1/tx", s.handleTxByIdempotencyKey).Methods(http.MethodGet)
-	r.Handle("/v1/tx/batch", s.batchH).Methods(http.MethodPost)
-	handle("/v1/tx/{txid}", s.handleTx).Methods(http.MethodGet)
-	handle("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
-	handle("/v1/log", s.handleLog).Methods(http.MethodGet)
+	r.HandleFunc("/v1/tx", s.handleSubmit).Methods(http.MethodPost)
+	r.HandleFunc("/v1/tx", s.handleTxByIdempotencyKey).Methods(http.MethodGet)
+	r.HandleFunc("/v1/tx/batch", s.handleSubmitBatch).Methods(http.MethodPost)
+	r.HandleFunc("/v1/tx/{txid}", s.handleTx).Methods(http.MethodGet)
+	r.HandleFunc("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
+	r.HandleFunc("/v1/log", s.handleLog).Methods(http.MethodGet)
 
-	handle("/v1/leases", s.handleLeaseList).Methods(http.MethodGet)
-	handle("/v1/leases/{name:.+}", s.handleLeasePut).Methods(http.MethodPut)
-	handle("/v1/leases/{name:.+}", s.handleLeaseDelete).Methods(http.MethodDelete)
-	handle("/v1/leases/{name:.+}", s.handleLeaseGet).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases", s.handleLeaseList).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeasePut).Methods(http.MethodPut)
+	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseDelete).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseGet).Methods(http.MethodGet)
 
-	handle("/v1/consumers", s.handleConsumerList).Methods(http.MethodGet)
-	handle("/v1/consumers/{group:.+}/offset", s.handleCommitOffset).Methods(http.MethodPost)
-	handle("/v1/consumers/{group:.+}", s.handleConsumer).Methods(http.MethodGet)
+	r.HandleFunc("/v1/consumers", s.handleConsumerList).Methods(http.MethodGet)
+	r.HandleFunc("/v1/consumers/{group:.+}/offset", s.handleCommitOffset).Methods(http.MethodPost)
+	r.HandleFunc("/v1/consumers/{group:.+}", s.handleConsumer).Methods(http.MethodGet)
 
-	handle("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
-	handle("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
-	handle("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)
-	handle("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
+	r.HandleFunc("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
+	r.HandleFunc("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
+	r.HandleFunc("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
 
-	handle("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
-	handle(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
+	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
+	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
 	if s.cfg.MetricsHandler != nil {
-		handle("/metrics", s.cfg.MetricsHandler.ServeHTTP).Methods(http.MethodGet)
+		r.Handle("/metrics", s.cfg.MetricsHandler).Methods(http.MethodGet)
 	}
 
 	if d := s.cfg.Dashboard; d != nil {
-		handle("/v1/stats", s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
-		handle("/v1/events", s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
-		r.PathPrefix("/ui/").Handler(s.instrument("/ui/", d.ServeHTTP)).Methods(http.MethodGet)
+		r.Handle("/v1/stats", s.noQuery(d)).Methods(http.MethodGet)
+		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
+		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
 	}
+	s.instrumentRoutes(r)
 	return r
 }
 
