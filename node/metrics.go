@@ -88,9 +88,9 @@ func newNodeMetrics() *nodeMetrics {
 }
 
 // answered counts the answer of one write request of n transactions that
-// started at start: each result's outcome, or n errors when the request
-// failed as a whole (err), and the time to answer.
-func (m *nodeMetrics) answered(ack string, start time.Time, results []wire.TxResult, n int, err error) {
+// took took: each result's outcome, or n errors when the request failed as a
+// whole (err), and the time to answer.
+func (m *nodeMetrics) answered(ack string, took time.Duration, results []wire.TxResult, n int, err error) {
 	var dur prometheus.Observer
 	switch ack {
 	case wire.AckAll:
@@ -100,7 +100,7 @@ func (m *nodeMetrics) answered(ack string, start time.Time, results []wire.TxRes
 	default:
 		dur = m.durQuorum
 	}
-	dur.Observe(time.Since(start).Seconds())
+	dur.Observe(took.Seconds())
 	if err != nil {
 		m.tx[outcomeError].Add(float64(n))
 		return
