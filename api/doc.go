@@ -35,7 +35,8 @@
 //
 // # What it must not import
 //
-// api imports only the standard library, gorilla/mux, wire and txid. It must
+// api imports only the standard library, gorilla/mux, the Prometheus client
+// (its request metrics, metrics.go), wire and txid. It must
 // not import client, node, replication, store or wal: those depend on api (or
 // stand beside it), not the other way round.
 //

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txlog/txlog/api/wire"
 )
@@ -63,6 +64,13 @@ type Config struct {
 	// Logger receives one Debug record per request and a Warn record per
 	// internal error. Default: discard.
 	Logger *slog.Logger
+	// Metrics is the registry of the request metrics (metrics.go:
+	// txlog_http_requests_total, txlog_http_request_duration_seconds).
+	// Default nil: none. NewServer panics if they are registered already.
+	Metrics prometheus.Registerer
+	// MetricsHandler serves GET /metrics (promhttp's handler of the node's
+	// registry). Default nil: that path answers 404.
+	MetricsHandler http.Handler
 }
 
 // Defaults of Config.
@@ -139,6 +147,10 @@ type Server struct {
 	b      Backend
 	log    *slog.Logger
 	router *mux.Router
+	met    *httpMetrics // nil without Config.Metrics
+	// submitH and batchH are the handlers of POST /v1/tx and /v1/tx/batch, as
+	// the router runs them (FastHandler).
+	submitH, batchH http.Handler
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -153,7 +165,12 @@ func NewServer(cfg Config, b Backend) *Server {
 		b:   b,
 		log: cfg.Logger.With("component", "api"),
 	}
+	if cfg.Metrics != nil {
+		s.met = newHTTPMetrics(cfg.Metrics)
+	}
 	s.router = s.routes()
+	s.submitH = s.instrument("/v1/tx", http.HandlerFunc(s.handleSubmit))
+	s.batchH = s.instrument("/v1/tx/batch", http.HandlerFunc(s.handleSubmitBatch))
 	return s
 }
 
@@ -166,8 +183,8 @@ func (s *Server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	r.NotFoundHandler = http.HandlerFunc(s.handleNotFound)
-	r.MethodNotAllowedHandler = http.HandlerFunc(s.handleMethodNotAllowed)
+	r.NotFoundHandler = s.instrument(routeUnmatched, http.HandlerFunc(s.handleNotFound))
+	r.MethodNotAllowedHandler = s.instrument(routeUnmatched, http.HandlerFunc(s.handleMethodNotAllowed))
 
 	r.HandleFunc("/healthz", s.handleHealth).Methods(http.MethodGet)
 	r.HandleFunc("/readyz", s.handleReady).Methods(http.MethodGet)
@@ -195,12 +212,16 @@ func (s *Server) routes() *mux.Router {
 
 	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
 	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
+	if s.cfg.MetricsHandler != nil {
+		r.Handle("/metrics", s.cfg.MetricsHandler).Methods(http.MethodGet)
+	}
 
 	if d := s.cfg.Dashboard; d != nil {
 		r.Handle("/v1/stats", s.noQuery(d)).Methods(http.MethodGet)
 		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
 		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
 	}
+	s.instrumentRoutes(r)
 	return r
 }
 
@@ -246,9 +267,9 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 func (s *Server) FastHandler(path string) http.Handler {
 	switch path {
 	case "/v1/tx":
-		return http.HandlerFunc(s.handleSubmit)
+		return s.submitH
 	case "/v1/tx/batch":
-		return http.HandlerFunc(s.handleSubmitBatch)
+		return s.batchH
 	}
 	return s.router
 }

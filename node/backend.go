@@ -102,9 +102,11 @@ func (n *Node) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOp
 func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	start := time.Now()
 	res, err := n.writes.submit(ctx, txs, opts)
+	took := time.Since(start)
 	if err == nil {
-		n.dash.stats.Observe(time.Since(start), len(txs))
+		n.dash.stats.Observe(took, len(txs))
 	}
+	n.met.answered(opts.Ack, took, res, len(txs), err)
 	return res, err
 }
 

@@ -47,6 +47,11 @@ type Config struct {
 	// unauthenticated: bind it to loopback or a private network. Default "":
 	// off.
 	DebugAddr string
+	// MetricsAddr is the address of a second HTTP listener that serves GET
+	// /metrics alone (debug.go), besides the HTTP API's own /metrics; port 0
+	// picks a free port, written to <DataDir>/metrics.addr once listening.
+	// Needs Metrics to be a registry. Default "": off.
+	MetricsAddr string
 	// RaftAddr is the address Raft listens on and advertises. Default "127.0.0.1:7101".
 	RaftAddr string
 	// Cluster lists the initial members for a static bootstrap. Mutually exclusive with Join.
@@ -127,10 +132,16 @@ type Config struct {
 	LogLevel string
 	// Logger receives the node's logs; nil discards them.
 	Logger *slog.Logger
-	// Metrics is the registry the node and the packages it opens (replication,
-	// store, wal, parking, txid: passed down in their Configs) register their
-	// metrics with; nil: no metrics. None are registered yet (issue 34 adds
-	// them); the field is the seam, so that no package keeps a global registry.
+	// NoMetrics makes txlogd run without a registry (Metrics nil, no
+	// /metrics, raft's go-metrics not exported; --metrics=false), for the A/B
+	// of the metrics' cost. Default false. A testing flag (txlogd
+	// -help-testing).
+	NoMetrics bool
+	// Metrics is the registry the node and the packages it opens (api,
+	// replication, store, wal, node/parking: passed down in their Configs) register their
+	// metrics with (docs/operations.md, Metrics); nil: no metrics. When it is
+	// also a prometheus.Gatherer (a *prometheus.Registry), the HTTP listener
+	// and MetricsAddr serve it at GET /metrics. A registry serves one Open.
 	Metrics prometheus.Registerer
 }
 
@@ -253,6 +264,11 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("debug-addr %q: %w", c.DebugAddr, err))
 		}
 	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("metrics-addr %q: %w", c.MetricsAddr, err))
+		}
+	}
 	if len(c.Cluster) > 0 && c.Join != "" {
 		errs = append(errs, errors.New("cluster and join: give one, not both"))
 	}
@@ -369,6 +385,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", "", "HTTP address other nodes use (default: the bound address)")
 	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "Raft listen and advertise address")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve net/http/pprof on this separate, unauthenticated listener; never expose it publicly (port 0: pick one; empty: off)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve GET /metrics on this separate listener (port 0: pick one; empty: only on the HTTP listener)")
 	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr[@nodenumber],... (the same list on every initial member)")
 	fs.StringVar(&raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
@@ -381,6 +398,11 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.BoolFunc("http-fast-path", "serve POST /v1/tx and /v1/tx/batch on keep-alive connections without net/http's server (default true; false: every request through net/http)", func(v string) error {
 		on, err := strconv.ParseBool(v)
 		c.NoHTTPFastPath = !on
+		return err
+	})
+	fs.BoolFunc("metrics", "keep a metrics registry and serve GET /metrics (default true; false: no metrics at all, for the A/B of their cost)", func(v string) error {
+		on, err := strconv.ParseBool(v)
+		c.NoMetrics = !on
 		return err
 	})
 	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
@@ -491,7 +513,9 @@ func ParseCluster(s string) ([]Peer, error) {
 //     the fast path and as a way around it should it misbehave.
 //   - forward: http forwards with one POST per group instead of the propose
 //     stream, for the A/B and the test that runs both.
+//   - metrics: false runs without metrics, for the A/B of their cost.
 var testingFlags = map[string]bool{
+	"metrics":            true,
 	"raft-dial":          true,
 	"raft-serial-append": true,
 	"http-fast-path":     true,

@@ -223,8 +223,9 @@ func TestParseConfigTestingFlags(t *testing.T) {
 	check(t, c)
 }
 
-// TestConfigMetrics: a node opened with a registry runs with it, and registers
-// nothing yet (the field is the seam the metrics of issue 34 will use).
+// TestConfigMetrics: a node opened with a registry registers its metrics and
+// those of its parts in it, and a second Open with the same registry is
+// refused (a registry serves one Open).
 func TestConfigMetrics(t *testing.T) {
 	addrs := freeAddrs(t, 1)
 	reg := prometheus.NewRegistry()
@@ -241,8 +242,23 @@ func TestConfigMetrics(t *testing.T) {
 	}
 	defer n.Close()
 	families, err := reg.Gather()
-	if err != nil || len(families) != 0 {
-		t.Fatalf("Gather() = %d families, %v; want none registered yet", len(families), err)
+	if err != nil {
+		t.Fatalf("Gather() = %v", err)
+	}
+	got := map[string]bool{}
+	for _, f := range families {
+		got[f.GetName()] = true
+	}
+	for _, name := range []string{"txlog_tx_total", "txlog_http_request_duration_seconds", "txlog_raft_state", "txlog_fsync_duration_seconds", "txlog_store_bytes", "txlog_intake_unresolved"} {
+		if !got[name] {
+			t.Errorf("Gather() has no %s; has %v", name, got)
+		}
+	}
+	addrs2 := freeAddrs(t, 1)
+	if n2, err := Open(Config{ID: "n2", DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: addrs2[0],
+		Cluster: []Peer{{ID: "n2", RaftAddr: addrs2[0]}}, Metrics: reg}); err == nil {
+		n2.Close()
+		t.Fatal("second Open with the same registry: nil error, want a registration error")
 	}
 }
 
@@ -275,5 +291,22 @@ func TestParseConfigDebugAddr(t *testing.T) {
 		if _, err := ParseConfig(bad.args, env(bad.env)); err == nil || !strings.Contains(err.Error(), "debug-addr") {
 			t.Errorf("%v %v: ParseConfig() = %v, want a debug-addr error", bad.args, bad.env, err)
 		}
+	}
+}
+
+// TestParseConfigMetricsAddr: --metrics-addr (or TXLOG_METRICS_ADDR) is off
+// unless given, and an address without a port is refused with the flag's name.
+func TestParseConfigMetricsAddr(t *testing.T) {
+	if c, err := ParseConfig([]string{"--id", "n1"}, nil); err != nil || c.MetricsAddr != "" {
+		t.Fatalf("default: MetricsAddr %q, %v; want off", c.MetricsAddr, err)
+	}
+	if c, err := ParseConfig([]string{"--id", "n1"}, env(map[string]string{"TXLOG_METRICS_ADDR": "127.0.0.1:0"})); err != nil || c.MetricsAddr != "127.0.0.1:0" {
+		t.Fatalf("TXLOG_METRICS_ADDR: MetricsAddr %q, %v; want 127.0.0.1:0", c.MetricsAddr, err)
+	}
+	if c, err := ParseConfig([]string{"--id", "n1"}, env(map[string]string{"TXLOG_METRICS": "false"})); err != nil || !c.NoMetrics {
+		t.Fatalf("TXLOG_METRICS=false: NoMetrics %v, %v; want true", c.NoMetrics, err)
+	}
+	if _, err := ParseConfig([]string{"--id", "n1", "--metrics-addr", "127.0.0.1"}, nil); err == nil || !strings.Contains(err.Error(), "metrics-addr") {
+		t.Errorf("--metrics-addr 127.0.0.1: ParseConfig() = %v, want a metrics-addr error", err)
 	}
 }

@@ -12,76 +12,106 @@ import (
 	"time"
 )
 
-// debugAddrFile is the file in the data directory that holds the debug
-// listener's bound address while the node serves it (Config.DebugAddr).
-const debugAddrFile = "debug.addr"
+// debugAddrFile and metricsAddrFile are the files in the data directory that
+// hold the bound address of the debug listener (Config.DebugAddr) and of the
+// metrics listener (Config.MetricsAddr) while the node serves them.
+const (
+	debugAddrFile   = "debug.addr"
+	metricsAddrFile = "metrics.addr"
+)
 
 // debugServer serves net/http/pprof on a listener of its own (--debug-addr),
 // never the API's: the profiles are unauthenticated, and the API listener
 // must answer 404 for /debug/pprof/. Its handlers are on a ServeMux of its
 // own. (Importing net/http/pprof also registers them on http.DefaultServeMux,
 // in its init; txlogd serves that mux on no listener, and must not.)
+//
+// The metrics listener (--metrics-addr) is a debugServer too, with GET
+// /metrics alone on its mux, for a scraper kept off the API's port.
 type debugServer struct {
-	ln  net.Listener
-	srv *http.Server
+	ln   net.Listener
+	srv  *http.Server
+	file string // debugAddrFile or metricsAddrFile
 }
 
-// openDebug binds cfg.DebugAddr; it does not serve yet (serveDebug). With no
-// DebugAddr it returns nil.
-func openDebug(cfg Config) (*debugServer, error) {
-	if cfg.DebugAddr == "" {
+// openSide binds addr for the server of h called name (in the error when addr
+// cannot be bound: "listen debug HOST:PORT: ..."); it does not serve yet
+// (serveDebug). With no addr it returns nil.
+func openSide(name, addr, file string, h http.Handler) (*debugServer, error) {
+	if addr == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", cfg.DebugAddr)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen debug %s: %w", cfg.DebugAddr, err)
+		return nil, fmt.Errorf("listen %s %s: %w", name, addr, err)
 	}
+	// No WriteTimeout: a CPU profile or a trace answers after ?seconds=N.
+	return &debugServer{ln: ln, file: file, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}, nil
+}
+
+// openMetrics binds cfg.MetricsAddr, serving GET /metrics from h; nil
+// without a MetricsAddr or a handler.
+func openMetrics(cfg Config, h http.Handler) (*debugServer, error) {
+	if h == nil {
+		return nil, nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	return openSide("metrics", cfg.MetricsAddr, metricsAddrFile, mux)
+}
+
+// openDebug binds cfg.DebugAddr; nil without one.
+func openDebug(cfg Config) (*debugServer, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index) // also heap, allocs, goroutine, block, mutex, threadcreate
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return &debugServer{
-		ln: ln,
-		// No WriteTimeout: a CPU profile or a trace answers after ?seconds=N.
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
-	}, nil
+	return openSide("debug", cfg.DebugAddr, debugAddrFile, mux)
 }
 
-// serveDebug serves the debug listener, when there is one, and writes its
-// bound address to <DataDir>/debug.addr as Run writes http.addr; without one,
-// it removes a debug.addr an earlier run left, so that no tool profiles a
-// stale address.
+// serveDebug serves the debug and metrics listeners, when there are, and
+// writes their bound addresses to <DataDir>/debug.addr and metrics.addr as
+// Run writes http.addr; without one, it removes the file an earlier run
+// left, so that no tool reads a stale address.
 func (n *Node) serveDebug() error {
-	path := filepath.Join(n.cfg.DataDir, debugAddrFile)
-	if n.debug == nil {
+	if err := n.serveSide(n.debug, debugAddrFile); err != nil {
+		return err
+	}
+	return n.serveSide(n.metrics, metricsAddrFile)
+}
+
+func (n *Node) serveSide(d *debugServer, file string) error {
+	path := filepath.Join(n.cfg.DataDir, file)
+	if d == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", path, err)
 		}
 		return nil
 	}
-	d := n.debug
 	n.wg.Go(func() {
 		if err := d.srv.Serve(d.ln); !errors.Is(err, http.ErrServerClosed) {
-			n.log.Warn("debug server failed", "err", err)
+			n.log.Warn("side server failed", "file", file, "err", err)
 		}
 	})
 	if err := writeFileAtomic(path, []byte(d.ln.Addr().String()+"\n")); err != nil {
 		return err
 	}
-	n.log.Info("debug listening", "addr", d.ln.Addr().String())
+	n.log.Info("side listener serving", "file", file, "addr", d.ln.Addr().String())
 	return nil
 }
 
-// closeDebug stops the debug server, letting profiles in flight finish until
-// ctx is done.
+// closeDebug stops the debug and metrics servers, letting requests in
+// flight finish until ctx is done.
 func (n *Node) closeDebug(ctx context.Context) {
-	if n.debug == nil {
-		return
-	}
-	if err := n.debug.srv.Shutdown(ctx); err != nil {
-		n.log.Warn("debug shutdown", "err", err)
-		n.debug.srv.Close()
+	for _, d := range []*debugServer{n.debug, n.metrics} {
+		if d == nil {
+			continue
+		}
+		if err := d.srv.Shutdown(ctx); err != nil {
+			n.log.Warn("side server shutdown", "file", d.file, "err", err)
+			d.srv.Close()
+		}
 	}
 }

@@ -21,7 +21,9 @@
 // hashicorp/raft, bbolt or the Redis client directly: replication, store and
 // node/parking own those. Nothing imports node but the daemon that runs it:
 // cmd/txlogd. With Config.DebugAddr a node also serves net/http/pprof, on a
-// listener and ServeMux of their own, never the API's (debug.go).
+// listener and ServeMux of their own, never the API's (debug.go), and with
+// Config.MetricsAddr GET /metrics alone, the same way. The node's metrics, and
+// what it hands its parts, are in metrics.go.
 //
 // Must not import directly: github.com/hashicorp/raft, go.etcd.io/bbolt, github.com/redis/go-redis/...
 package node

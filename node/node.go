@@ -49,6 +49,7 @@ type Node struct {
 	srv      *http.Server
 	httpAddr string       // advertised HTTP address, host:port
 	debug    *debugServer // nil without Config.DebugAddr (debug.go)
+	metrics  *debugServer // nil without Config.MetricsAddr (debug.go)
 
 	peers  *peers
 	intake *intake
@@ -58,6 +59,7 @@ type Node struct {
 	// then, and the node serves only refusals.
 	refused *replication.AmnesiaError
 
+	met    *nodeMetrics // metrics.go
 	writes *writer
 	props  *proposer
 	acks   *ackAll
@@ -90,7 +92,7 @@ func Open(cfg Config) (*Node, error) { return open(cfg, dirsync.Sync) }
 // data directory's own name durable in its parent when it creates it, and
 // fsyncs the data directory once more after every part is open, before the
 // node serves anything: whatever a part created in it is then durable
-// whichever part forgot to. http.addr and debug.addr, written by Run, are
+// whichever part forgot to. http.addr, debug.addr and metrics.addr, written by Run, are
 // informational (they tell tests and tools the bound ports) and are not
 // fsynced: a node that restarts writes them again.
 func open(cfg Config, syncDir func(string) error) (*Node, error) {
@@ -180,17 +182,28 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if n.debug, err = openDebug(cfg); err != nil {
 		return nil, err
 	}
+	if n.metrics, err = openMetrics(cfg, metricsHandler(cfg.Metrics)); err != nil {
+		return nil, err
+	}
+	n.met = newNodeMetrics()
 	n.wire()
+	if cfg.Metrics != nil {
+		if err := n.registerMetrics(cfg.Metrics); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
 	var backend api.Backend = n
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
 	n.dash = newDashboard(n.raft, n.log)
 	n.api = api.NewServer(api.Config{
-		Dashboard:    n.dash.handler(cfg.ID),
-		MaxBodyBytes: cfg.MaxBodyBytes,
-		Logger:       cfg.Logger,
-		Streams:      peer.NewStreamServer(cfg.Logger),
+		Dashboard:      n.dash.handler(cfg.ID),
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Logger:         cfg.Logger,
+		Streams:        peer.NewStreamServer(cfg.Logger),
+		Metrics:        cfg.Metrics,
+		MetricsHandler: metricsHandler(cfg.Metrics),
 	}, backend)
 	n.srv = &http.Server{
 		Handler:           n.api,
@@ -213,8 +226,8 @@ func (n *Node) wire() {
 	fwd := newForwarder(cfg, n.peers.client, n.peers.streams)
 	n.props = &proposer{self: cfg.ID, dedupWindow: cfg.DedupWindow, db: n.db, raft: n.raft, peers: n.peers, log: n.log, fwd: fwd}
 	n.acks = &ackAll{self: cfg.ID, raft: n.raft, peers: n.peers}
-	n.writes = &writer{maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
-	n.replay = &replayer{raft: n.raft, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
+	n.writes = &writer{met: n.met, maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
+	n.replay = &replayer{met: n.met, raft: n.raft, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
 	n.look = &lookups{self: cfg.ID, db: n.db, raft: n.raft, intake: n.intake, peers: n.peers, mem: n.mem}
 	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr = n.raft, n.peers, n.props, n.httpAddr
 	n.rm = &removal{raft: n.raft, mem: n.mem, peers: n.peers, intake: n.intake, replay: n.replay, log: n.log, httpAddr: n.httpAddr, shutdownTimeout: cfg.ShutdownTimeout, life: n.life}
@@ -352,8 +365,11 @@ func (n *Node) closeParts() error {
 			errs = append(errs, err)
 		}
 	}
-	if n.debug != nil {
-		if err := n.debug.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+	for _, d := range []*debugServer{n.debug, n.metrics} {
+		if d == nil {
+			continue
+		}
+		if err := d.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}

@@ -25,6 +25,7 @@ const (
 // while it leads, what any node parked in Redis; a removed node hands its
 // entries to the leader with it (handOff).
 type replayer struct {
+	met    *nodeMetrics
 	raft   *replication.Raft
 	intake *intake
 	park   parker // nil without Redis
@@ -101,6 +102,7 @@ func (r *replayer) once() bool {
 // the replayer. It returns how many were marked done.
 func (r *replayer) finish(es []*intakeEntry, ps []*pending) int {
 	var done, open = es[:0:0], es[:0:0]
+	dropped := 0
 	for i, p := range ps {
 		switch {
 		case p.st.isDone() && p.st.err == nil:
@@ -108,13 +110,22 @@ func (r *replayer) finish(es []*intakeEntry, ps []*pending) int {
 		case p.st.isDone() && isClientError(p.st.err):
 			r.log.Error("parked transaction refused; dropping it", "txid", p.id, "err", p.st.err)
 			done = append(done, es[i])
+			dropped++
 		default:
 			open = append(open, es[i])
 		}
 	}
 	r.intake.finish(done...)
 	r.intake.releaseQuiet(open...)
+	r.counted(len(done)-dropped, dropped, len(open))
 	return len(done)
+}
+
+// counted adds one batch's results to txlog_replayed_total.
+func (r *replayer) counted(resolved, dropped, retry int) {
+	r.met.replayed[replayResolved].Add(float64(resolved))
+	r.met.replayed[replayDropped].Add(float64(dropped))
+	r.met.replayed[replayRetry].Add(float64(retry))
 }
 
 // handOff proposes one batch of unresolved transactions through the leader at
@@ -170,11 +181,16 @@ func (r *replayer) drainOnce() bool {
 	}
 	r.props.proposeLocal(ctx, ps)
 	acks := junk
+	dropped := len(junk)
 	for i, p := range ps {
 		if p.st.isDone() && (p.st.err == nil || isClientError(p.st.err)) {
 			acks = append(acks, ids[i])
+			if p.st.err != nil {
+				dropped++
+			}
 		}
 	}
+	r.counted(len(acks)-dropped, dropped, len(entries)-len(acks))
 	if len(acks) > 0 {
 		if err := r.park.Ack(ctx, acks...); err != nil {
 			r.log.Warn("ack parked entries", "err", err) // they come back after ClaimIdle: harmless

@@ -17,6 +17,7 @@ import (
 // through the proposer, and answers it as its state (state.go) ends: with
 // its outcome, 202 pending once parked, or an error.
 type writer struct {
+	met           *nodeMetrics
 	maxUnresolved int    // Config.MaxUnresolved
 	intakeWAL     string // Config.IntakeWAL
 	mem           *membership
@@ -270,10 +271,12 @@ func (w *writer) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEn
 				w.log.Warn("park in redis failed; the wal has it", "txid", p.id, "err", err)
 			} else {
 				held = append(held, wire.HeldByRedis)
+				w.met.parkedRedis.Inc()
 			}
 			cancel()
 		}
 		p.st.park(p.id, held)
+		w.met.parkedWAL.Inc()
 		parked = append(parked, es[i])
 		heldBy = append(heldBy, held)
 	}

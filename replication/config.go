@@ -101,9 +101,10 @@ type Config struct {
 	// Logger receives the package's logs and raft's. Raft logs at Warn and above
 	// unless Logger is enabled for Debug. Default: logs are discarded.
 	Logger *slog.Logger
-	// Metrics is the registry the package registers its metrics with; nil: no
-	// metrics. None are registered yet (issue 34 adds them); the field is the
-	// seam, so that no package keeps a global registry.
+	// Metrics is the registry the package registers its metrics with
+	// (metrics.go: txlog_raft_*, txlog_fsync_duration_seconds{log="raft"});
+	// nil: no metrics. hashicorp/raft's own go-metrics reach a registry
+	// through ExportRaftMetrics instead.
 	Metrics prometheus.Registerer
 	// Fatal is called, from raft's apply goroutine, when the state machine cannot
 	// apply a committed entry. After it the Raft applies nothing more, so the node

@@ -145,6 +145,9 @@ func (r *Raft) publishLeader() {
 	if !r.feed.publish(c) {
 		return
 	}
+	if c.LeaderID != "" {
+		r.met.leaderChanges.Inc()
+	}
 	r.logger.Info("leader changed", "leader", c.LeaderID, "leader_addr", c.LeaderAddr, "term", c.Term, "self", c.Self)
 	if c.Self {
 		r.startBarrier(c.Term)

@@ -17,6 +17,7 @@ import (
 	raftwal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
+	"github.com/prometheus/client_golang/prometheus"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/txlog/txlog/dirsync"
@@ -44,6 +45,7 @@ type Raft struct {
 	obs    *raft.Observer
 	feed   *feed
 	logger *slog.Logger
+	met    raftMetrics // metrics.go
 
 	done      chan struct{} // closed by Close
 	wg        sync.WaitGroup
@@ -85,6 +87,11 @@ func open(cfg Config, sm machine) (*Raft, error) {
 		return nil, err
 	}
 	logs = withFaults(c, logs)
+	var fsync prometheus.Histogram
+	if c.Metrics != nil {
+		fsync = fsyncHistogram("raft")
+		logs = timedLogStore{logStore: logs, fsync: fsync}
+	}
 	files, err := raft.NewFileSnapshotStoreWithLogger(c.Dir, snapshotsRetained, hlog)
 	if err != nil {
 		logs.Close()
@@ -152,6 +159,16 @@ func open(cfg Config, sm machine) (*Raft, error) {
 		logger:  logger,
 		done:    make(chan struct{}),
 		failing: make(map[string]time.Time),
+		met: raftMetrics{leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "txlog_raft_leader_changes_total",
+			Help: "Times this server learned of a new leader.",
+		})},
+	}
+	if c.Metrics != nil {
+		if err := errors.Join(c.Metrics.Register(fsync), r.registerMetrics(c.Metrics)); err != nil {
+			rn.Shutdown().Error()
+			return fail(fmt.Errorf("register metrics: %w", err))
+		}
 	}
 	obs := make(chan raft.Observation, 64)
 	r.obs = raft.NewObserver(obs, false, observeFilter)

@@ -32,9 +32,9 @@ const (
 type Config struct {
 	// Logger receives the store's logs; nil discards them.
 	Logger *slog.Logger
-	// Metrics is the registry the store registers its metrics with; nil: no
-	// metrics. None are registered yet (issue 34 adds them); the field is the
-	// seam, so that no package keeps a global registry.
+	// Metrics is the registry the store registers its metrics with
+	// (metrics.go: txlog_store_bytes, txlog_fsync_duration_seconds{log="store"});
+	// nil: no metrics.
 	Metrics prometheus.Registerer
 	// NoSync turns off every fsync of the store: bbolt's, and the background
 	// ones of durable.go that make each commit durable without holding up Apply.
@@ -173,6 +173,7 @@ func (c Config) withDefaults() Config {
 // committed state reads again in the transaction Apply left open).
 type DB struct {
 	path     string
+	fsync    prometheus.Observer // durable.go's fdatasyncs of the file (metrics.go); nil without Config.Metrics
 	cfg      Config
 	kvLimits kvLimits // from cfg
 	logger   *slog.Logger
@@ -242,6 +243,10 @@ func Open(path string, cfg Config) (*DB, error) {
 		logger: cfg.Logger.With("component", "store"),
 	}
 	db.removeRestoreTemps()
+	var met []prometheus.Collector
+	if cfg.Metrics != nil {
+		met = db.metrics()
+	}
 
 	_, statErr := os.Stat(path)
 	o, err := db.openBolt(path)
@@ -262,6 +267,12 @@ func Open(path string, cfg Config) (*DB, error) {
 	// Opening read the dedup records and the log records after kv_applied.
 	if err := db.ReleaseMemory(); err != nil {
 		db.logger.Warn("release memory after open", "err", err)
+	}
+	for _, c := range met {
+		if err := cfg.Metrics.Register(c); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
 	}
 	db.logger.Info("store opened", o.logAttrs(path)...)
 	return db, nil
@@ -322,7 +333,7 @@ func (db *DB) openBolt(path string) (opened, error) {
 		return err
 	})
 	if err == nil && !db.cfg.NoSync {
-		o.dur, err = newDurability(path, b.Info().PageSize, db.cfg.syncDir)
+		o.dur, err = newDurability(path, b.Info().PageSize, db.cfg.syncDir, db.fsync)
 		if err == nil {
 			err = db.makeDurable(b, o.dur)
 			if err != nil {

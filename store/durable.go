@@ -9,7 +9,11 @@ import (
 	"path/filepath"
 	"sync"
 
+	"time"
+
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Durable commits without an fsync on the apply goroutine.
@@ -209,6 +213,7 @@ type durability struct {
 	pageSize int
 	raw      *os.File // the database file, read-only, for the meta pages
 	meta     *metaFile
+	fsync    prometheus.Observer // the file's fdatasyncs; nil without Config.Metrics
 
 	syncing chan struct{} // closed when the running sync is done; nil when none ran
 	mu      sync.Mutex    // guards err
@@ -219,7 +224,7 @@ type durability struct {
 	onDurable func(applied uint64)
 }
 
-func newDurability(path string, pageSize int, syncDir func(string) error) (*durability, error) {
+func newDurability(path string, pageSize int, syncDir func(string) error, fsync prometheus.Observer) (*durability, error) {
 	raw, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -229,7 +234,7 @@ func newDurability(path string, pageSize int, syncDir func(string) error) (*dura
 		raw.Close()
 		return nil, err
 	}
-	return &durability{path: path, pageSize: pageSize, raw: raw, meta: mf}, nil
+	return &durability{path: path, pageSize: pageSize, raw: raw, meta: mf, fsync: fsync}, nil
 }
 
 // wait waits for the running sync and returns the first sync error.
@@ -254,7 +259,11 @@ func (d *durability) committed(b *bolt.DB, txid, applied uint64, durable func(ui
 	d.syncing = done
 	go func() {
 		defer close(done)
+		start := time.Now()
 		err := b.Sync()
+		if d.fsync != nil {
+			d.fsync.Observe(time.Since(start).Seconds())
+		}
 		if err == nil {
 			err = d.meta.write(savedMeta{txid: txid, applied: applied, page: page})
 		}

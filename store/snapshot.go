@@ -211,7 +211,7 @@ func (db *DB) resumeDurability() error {
 	if db.bolt == nil {
 		return ErrClosed
 	}
-	dur, err := newDurability(db.path, db.bolt.Info().PageSize, db.cfg.syncDir)
+	dur, err := newDurability(db.path, db.bolt.Info().PageSize, db.cfg.syncDir, db.fsync)
 	if err == nil {
 		err = db.makeDurable(db.bolt, dur)
 	}

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Keys of the attributes that Log logs.
@@ -95,6 +97,9 @@ type Log struct {
 	// writes of records and marks to them (flush); for tests and benchmarks.
 	syncs  atomic.Int64
 	writes atomic.Int64
+	// fsync observes the segment fsyncs of sync (metrics.go); nil without
+	// Config.Metrics.
+	fsync prometheus.Observer
 }
 
 // Open opens the log in dir, creating dir and a first segment if needed, and
@@ -121,6 +126,13 @@ func openFS(dir string, cfg Config, fsys fileSystem) (*Log, error) {
 		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		pending: map[uint64][]byte{},
+	}
+	if cfg.Metrics != nil {
+		h := fsyncHistogram()
+		if err := cfg.Metrics.Register(h); err != nil {
+			return nil, fmt.Errorf("wal: register metrics: %w", err)
+		}
+		l.fsync = h
 	}
 	if err := l.makeDir(dir); err != nil {
 		return nil, err

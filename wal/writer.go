@@ -264,8 +264,12 @@ func (l *Log) sync() error {
 		l.w.unsynced = false
 		return nil
 	}
+	start := time.Now()
 	if err := l.w.f.Sync(); err != nil {
 		return fmt.Errorf("wal: fsync segment %s: %w", l.path(l.active().segHeader), err)
+	}
+	if l.fsync != nil {
+		l.fsync.Observe(time.Since(start).Seconds())
 	}
 	l.syncs.Add(1)
 	l.w.unsynced = false

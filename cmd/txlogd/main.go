@@ -60,6 +60,13 @@ func run(args []string) error {
 		runtime.SetBlockProfileRate(debugBlockRate)
 		runtime.SetMutexProfileFraction(debugMutexFraction)
 	}
+	if !cfg.NoMetrics {
+		reg, err := newRegistry()
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		cfg.Metrics = reg
+	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Level()})).With("node", cfg.ID)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

@@ -46,9 +46,8 @@ type Config struct {
 	Breaker BreakerConfig
 	// Logger receives state changes and trouble. Nil means discard.
 	Logger *slog.Logger
-	// Metrics is the registry parking registers its metrics with; nil: no
-	// metrics. None are registered yet (issue 34 adds them); the field is the
-	// seam, so that no package keeps a global registry.
+	// Metrics is the registry parking registers its metrics with
+	// (txlog_redis_breaker_state); nil: no metrics.
 	Metrics prometheus.Registerer
 }
 

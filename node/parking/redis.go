@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -87,10 +88,32 @@ func Open(ctx context.Context, cfg Config) (*Redis, error) {
 		}),
 		breaker: newBreaker(cfg.Breaker, log),
 	}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Register(r.breakerGauge()); err != nil {
+			r.client.Close()
+			return nil, fmt.Errorf("parking: register metrics: %w", err)
+		}
+	}
 	if err := r.do(ctx, r.createGroup); err != nil {
 		log.Warn("consumer group not created at open, will retry", "addr", cfg.Addr, "err", err)
 	}
 	return r, nil
+}
+
+// breakerGauge is txlog_redis_breaker_state, read when scraped.
+func (r *Redis) breakerGauge() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "txlog_redis_breaker_state",
+		Help: "The circuit breaker in front of Redis: 0 closed, 1 half-open, 2 open.",
+	}, func() float64 {
+		switch r.breaker.State() {
+		case BreakerHalfOpen:
+			return 1
+		case BreakerOpen:
+			return 2
+		}
+		return 0
+	})
 }
 
 // redisLogOnce routes go-redis's internal log lines (dial failures and the
