@@ -35,6 +35,7 @@ func openStore(cfg Config) (*store.DB, error) {
 		Logger:         cfg.Logger,
 		Metrics:        cfg.Metrics,
 		CommitInterval: max(cfg.StoreCommitInterval, 0),
+		Retention:      cfg.LogRetention,
 	})
 }
 
