@@ -232,10 +232,10 @@ type applier struct {
 	// lowered by puts. Invariant: floor <= the time of every record.
 	floor int64
 
-	nodesChanged   bool         // a node was registered
-	st             appliedState // updated as entries apply; saved by saveState
-	savedMax       int64        // st.maxTime as stored in the meta bucket
-	savedKVApplied uint64       // st.kvApplied as stored in the meta bucket
+	nodesChanged   bool          // a node was registered
+	st             appliedState  // updated as entries apply; saved by saveState
+	savedMax       int64         // st.maxTime as stored in the meta bucket
+	savedKVApplied uint64        // st.kvApplied as stored in the meta bucket
 	retained       retainState   // the retention progress after this batch, if on
 	window         time.Duration // the dedup window of the last transaction applied (retain.go)
 }

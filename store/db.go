@@ -184,7 +184,7 @@ type DB struct {
 	// retain is the retention progress (retain.go), nil when Config.Retention
 	// is off; used by the apply goroutine only.
 	retain *retainState
-	logger   *slog.Logger
+	logger *slog.Logger
 
 	// mu guards the bolt, idem and kv pointers, not the data (bbolt,
 	// idemIndex.mu and kvOverlay.mu guard that). Every user of a pointer holds
