@@ -150,6 +150,16 @@ func TestParseConfig(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "store kv flush records",
+			args: []string{"--id", "n1", "--store-kv-flush-records", "200"},
+			check: func(t *testing.T, c Config) {
+				if c.StoreKVFlushRecords != 200 {
+					t.Fatalf("StoreKVFlushRecords = %d, want 200", c.StoreKVFlushRecords)
+				}
+			},
+		},
+		{name: "negative store kv flush records", args: []string{"--id", "n1", "--store-kv-flush-records", "-1"}, wantErr: "store-kv-flush-records"},
 		{name: "bad log retention", args: []string{"--id", "n1", "--log-retention", "soon"}, wantErr: "log-retention"},
 		{name: "bad log level", args: []string{"--id", "n1", "--log-level", "loud"}, wantErr: "log-level"},
 		{name: "stray argument", args: []string{"--id", "n1", "extra"}, wantErr: "unexpected arguments"},

@@ -36,6 +36,7 @@ func openStore(cfg Config) (*store.DB, error) {
 		Metrics:        cfg.Metrics,
 		CommitInterval: max(cfg.StoreCommitInterval, 0),
 		Retention:      cfg.LogRetention,
+		KVFlushRecords: cfg.StoreKVFlushRecords,
 	})
 }
 

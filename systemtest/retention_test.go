@@ -11,8 +11,9 @@ import (
 	"github.com/txlog/txlog/client"
 )
 
-// TestLogRetention runs a cluster with --log-retention 1000 and the shortest
-// dedup window (1m), overwrites 20 keys about 40 times a second until every
+// TestLogRetention runs a cluster with --log-retention 1000, the shortest
+// dedup window (1m) and a kv flush every 200 records (no record after the
+// last flush goes), overwrites 20 keys about 40 times a second until every
 // node's log has dropped its first records (a record goes about two dedup
 // windows after it was written: store/retain.go), and checks that every node
 // then serves every key's last value and version, a key written once at the
@@ -20,7 +21,7 @@ import (
 func TestLogRetention(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	c := startClusterWith(t, "--log-retention=1000", "--dedup-window=1m")
+	c := startClusterWith(t, "--log-retention=1000", "--dedup-window=1m", "--store-kv-flush-records=200")
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	type state struct {
 		value   string
