@@ -324,10 +324,10 @@ func (a *applier) observe(t int64) { a.st.maxTime = max(a.st.maxTime, t) }
 func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 	a.observe(c.Time)
 	window := c.DedupWindow
-	a.window = window
 	if window <= 0 {
 		window = DefaultDedupWindow
 	}
+	a.window = window
 	if err := a.prune(cutoff(a.st.maxTime, window)); err != nil {
 		return Result{}, err
 	}

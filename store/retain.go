@@ -138,11 +138,13 @@ type retainState struct {
 	// transaction has succeeded.
 	gates   []retainGate
 	cleared uint64
+	window  time.Duration // the dedup window of the last transaction applied
 }
 
 // retainStep drops up to maxRetainPerApply records beyond the horizon from
 // the start of the log, in a's transaction, and returns the new progress.
-// window is the dedup window of the batch's last transaction, 0 if none.
+// window is the dedup window of the batch's last transaction (defaulted), 0
+// if it had none.
 func (a *applier) retainStep(rs retainState, window time.Duration) (retainState, error) {
 	rs.gates = slices.Clone(rs.gates)
 	oldest := int64(math.MaxInt64) // filing time of the oldest dedup record
@@ -169,7 +171,12 @@ func (a *applier) retainStep(rs retainState, window time.Duration) (retainState,
 		rs.cleared = rs.gates[0].index
 		rs.gates = rs.gates[1:]
 	}
-	spacing := max(int64(window)/32, int64(time.Millisecond))
+	// Gates a 32nd of the dedup window apart: about 64 in flight, so that
+	// records go about that often.
+	if window > 0 {
+		rs.window = window
+	}
+	spacing := max(int64(rs.window)/32, int64(time.Millisecond))
 	if n := len(rs.gates); n < maxRetainGates && a.st.index > rs.cleared &&
 		(n == 0 || (a.st.index > rs.gates[n-1].index && a.st.maxTime-rs.gates[n-1].clock >= spacing)) {
 		rs.gates = append(rs.gates, retainGate{index: a.st.index, clock: a.st.maxTime})

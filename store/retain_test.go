@@ -293,3 +293,30 @@ func TestParseRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestRetainSteady applies a transaction every 2 minutes of leader time for
+// 5 days under the default dedup window (24h) and checks that the log never
+// reaches back much more than two windows: the gates keep coming (a 32nd of
+// the window apart), so records go steadily, not in rare large steps.
+func TestRetainSteady(t *testing.T) {
+	db := openRetain(t, filepath.Join(t.TempDir(), "state.db"), Retention{Entries: 10})
+	step := int64(2 * time.Minute)
+	limit := 2*24*time.Hour + 24*time.Hour/8
+	for i := uint64(1); i <= 3600; i++ {
+		at := t0 + int64(i)*step
+		applyOne(t, db, txAt(i, at, 0, txid.ID(i), "", put(fmt.Sprint("k", i%5), fmt.Sprint(i))))
+		if i%100 != 0 {
+			continue
+		}
+		recs, _, err := db.Log(1, 1)
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("Log(1, 1) = %+v, %v", recs, err)
+		}
+		if back := time.Duration(at - recs[0].Time); back > limit {
+			t.Fatalf("at entry %d the log reaches back %s, want at most %s", i, back, limit)
+		}
+	}
+	if f := firstIndex(t, db); f < 3600-uint64(limit/(2*time.Minute)) {
+		t.Fatalf("FirstIndex() = %d at 3600", f)
+	}
+}
