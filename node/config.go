@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txlog/txlog/store"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
@@ -115,6 +117,11 @@ type Config struct {
 	// negative value commits every applied batch. Default (0)
 	// DefaultStoreCommitInterval (docs/durability.md).
 	StoreCommitInterval time.Duration
+	// StoreKVFlushRecords is the number of log records after which the store
+	// flushes its kv overlay (store.Config.KVFlushRecords); retention drops
+	// no record after the last flush. Default (0) the store's, 65,536. A
+	// testing flag (txlogd -help-testing).
+	StoreKVFlushRecords int
 	// NodeNumber is this node's number inside the txids it issues (1..1023),
 	// unique in the cluster. A data directory keeps the number it has (the
 	// file node.number) and refuses another. Default (0): the cluster assigns
@@ -124,6 +131,11 @@ type Config struct {
 	NodeNumber int
 	// DedupWindow is how long txids and idempotency keys are remembered. Default 24h.
 	DedupWindow time.Duration
+	// LogRetention is how much of the log the node's store keeps
+	// (store.Config.Retention; --log-retention, --retention-respects-consumers).
+	// A node's own setting: it changes which old log records the node serves,
+	// nothing else. Default: keep everything.
+	LogRetention store.Retention
 	// MaxBodyBytes limits request bodies. Default 1 MiB.
 	MaxBodyBytes int64
 	// ShutdownTimeout bounds each step of a graceful shutdown. Default 5s.
@@ -332,6 +344,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("intake-wal-segment-bytes %d: at least max-body-bytes + %d (%d), so that any transaction fits a segment",
 			c.IntakeWALSegmentBytes, intakeRecordSlack, least))
 	}
+	if c.StoreKVFlushRecords < 0 {
+		errs = append(errs, fmt.Errorf("store-kv-flush-records %d: must not be negative", c.StoreKVFlushRecords))
+	}
 	if c.MaxUnresolved < 1 {
 		errs = append(errs, fmt.Errorf("max-unresolved %d: at least 1", c.MaxUnresolved))
 	}
@@ -409,6 +424,13 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: the cluster assigns one; a data dir keeps its number)")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
+	fs.IntVar(&c.StoreKVFlushRecords, "store-kv-flush-records", 0, "log records after which the store flushes its kv overlay (0: the store's default, 65536)")
+	fs.Func("log-retention", "drop log records beyond N entries (Raft indexes) below the applied index, older than a duration before the newest leader time, or either: N, DURATION or N,DURATION, e.g. 1000000,24h; live keys keep their values, and records a dedup record may point at stay (default off: keep everything)", func(s string) error {
+		r, err := store.ParseRetention(s)
+		c.LogRetention.Entries, c.LogRetention.Age = r.Entries, r.Age
+		return err
+	})
+	fs.BoolVar(&c.LogRetention.RespectConsumers, "retention-respects-consumers", false, "log retention keeps every record at or after the lowest committed offset of the consumer groups")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
@@ -515,11 +537,12 @@ func ParseCluster(s string) ([]Peer, error) {
 //     stream, for the A/B and the test that runs both.
 //   - metrics: false runs without metrics, for the A/B of their cost.
 var testingFlags = map[string]bool{
-	"metrics":            true,
-	"raft-dial":          true,
-	"raft-serial-append": true,
-	"http-fast-path":     true,
-	"forward":            true,
+	"metrics":                true,
+	"raft-dial":              true,
+	"raft-serial-append":     true,
+	"http-fast-path":         true,
+	"forward":                true,
+	"store-kv-flush-records": true,
 }
 
 // usage lists the flags an operator sets: all but testingFlags.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txlog/txlog/store"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,7 +33,7 @@ func TestParseConfig(t *testing.T) {
 				if c.ID != "n2" || c.NodeNumber != 0 || len(c.Cluster) != 3 || c.DataDir != "data/n2" {
 					t.Fatalf("config = %+v", c)
 				}
-				if c.DedupWindow != 24*time.Hour || c.MaxBodyBytes != 1<<20 || c.Forward != ForwardStream {
+				if c.DedupWindow != 24*time.Hour || c.MaxBodyBytes != 1<<20 || c.Forward != ForwardStream || c.LogRetention.On() {
 					t.Fatalf("defaults not filled: %+v", c)
 				}
 			},
@@ -129,6 +131,36 @@ func TestParseConfig(t *testing.T) {
 		{name: "node number in --cluster out of range", args: []string{"--id", "a", "--raft-addr", "127.0.0.1:7101", "--cluster", "a=127.0.0.1:7101@0"}, wantErr: "node number \"0\""},
 		{name: "--node-number differs from --cluster", args: []string{"--id", "a", "--raft-addr", "127.0.0.1:7101", "--node-number", "4", "--cluster", "a=127.0.0.1:7101@3"}, wantErr: "a has node number 3, node-number says 4"},
 		{name: "node number in --raft-dial", args: []string{"--id", "n1", "--raft-dial", "n2=127.0.0.1:9@2"}, wantErr: "without @"},
+		{
+			name: "log retention: off by default, by flag or environment",
+			args: []string{"--id", "n1", "--log-retention", "1000000,24h", "--retention-respects-consumers"},
+			check: func(t *testing.T, c Config) {
+				if want := (store.Retention{Entries: 1000000, Age: 24 * time.Hour, RespectConsumers: true}); c.LogRetention != want {
+					t.Fatalf("LogRetention = %+v, want %+v", c.LogRetention, want)
+				}
+			},
+		},
+		{
+			name: "log retention from the environment",
+			args: []string{"--id", "n1"},
+			env:  map[string]string{"TXLOG_LOG_RETENTION": "1000"},
+			check: func(t *testing.T, c Config) {
+				if c.LogRetention != (store.Retention{Entries: 1000}) {
+					t.Fatalf("LogRetention = %+v", c.LogRetention)
+				}
+			},
+		},
+		{
+			name: "store kv flush records",
+			args: []string{"--id", "n1", "--store-kv-flush-records", "200"},
+			check: func(t *testing.T, c Config) {
+				if c.StoreKVFlushRecords != 200 {
+					t.Fatalf("StoreKVFlushRecords = %d, want 200", c.StoreKVFlushRecords)
+				}
+			},
+		},
+		{name: "negative store kv flush records", args: []string{"--id", "n1", "--store-kv-flush-records", "-1"}, wantErr: "store-kv-flush-records"},
+		{name: "bad log retention", args: []string{"--id", "n1", "--log-retention", "soon"}, wantErr: "log-retention"},
 		{name: "bad log level", args: []string{"--id", "n1", "--log-level", "loud"}, wantErr: "log-level"},
 		{name: "stray argument", args: []string{"--id", "n1", "extra"}, wantErr: "unexpected arguments"},
 		{name: "several problems at once", args: []string{"--id", "", "--http-addr", "nope", "--dedup-window", "1s"}, wantErr: "dedup-window"},

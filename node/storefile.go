@@ -35,6 +35,8 @@ func openStore(cfg Config) (*store.DB, error) {
 		Logger:         cfg.Logger,
 		Metrics:        cfg.Metrics,
 		CommitInterval: max(cfg.StoreCommitInterval, 0),
+		Retention:      cfg.LogRetention,
+		KVFlushRecords: cfg.StoreKVFlushRecords,
 	})
 }
 

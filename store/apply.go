@@ -97,6 +97,9 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 	}
 	db.idem.commit(idem)
 	db.kv.commit(kv)
+	if db.retain != nil {
+		*db.retain = a.retained
+	}
 	db.appliedTerm.Store(a.st.term)
 	db.applied.Store(a.st.index)
 	return results, nil
@@ -125,6 +128,11 @@ func (db *DB) applyIn(btx *bolt.Tx, entries []Entry, results []Result, idem *ide
 	}
 	if done {
 		a.st.kvApplied = to
+	}
+	if db.retain != nil {
+		if a.retained, err = a.retainStep(*db.retain, a.window); err != nil {
+			return nil, fmt.Errorf("retention: %w", err)
+		}
 	}
 	return a, a.saveState()
 }
@@ -224,10 +232,12 @@ type applier struct {
 	// lowered by puts. Invariant: floor <= the time of every record.
 	floor int64
 
-	nodesChanged   bool         // a node was registered
-	st             appliedState // updated as entries apply; saved by saveState
-	savedMax       int64        // st.maxTime as stored in the meta bucket
-	savedKVApplied uint64       // st.kvApplied as stored in the meta bucket
+	nodesChanged   bool          // a node was registered
+	st             appliedState  // updated as entries apply; saved by saveState
+	savedMax       int64         // st.maxTime as stored in the meta bucket
+	savedKVApplied uint64        // st.kvApplied as stored in the meta bucket
+	retained       retainState   // the retention progress after this batch, if on
+	window         time.Duration // the dedup window of the last transaction applied (retain.go)
 }
 
 func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, error) {
@@ -317,6 +327,7 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 	if window <= 0 {
 		window = DefaultDedupWindow
 	}
+	a.window = window
 	if err := a.prune(cutoff(a.st.maxTime, window)); err != nil {
 		return Result{}, err
 	}

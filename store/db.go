@@ -99,6 +99,11 @@ type Config struct {
 	// raft does from its log. Default 0: every Apply commits.
 	CommitInterval time.Duration
 
+	// Retention is how much of the log the store keeps (retain.go): a node's
+	// own setting, which changes which old log records it serves and nothing
+	// else. Default: the zero Retention, keep everything.
+	Retention Retention
+
 	// syncDir fsyncs a directory after an entry in it was created, renamed or
 	// removed. Default: syncDir. Tests record the calls (dirsync_test.go).
 	syncDir func(dir string) error
@@ -176,7 +181,10 @@ type DB struct {
 	fsync    prometheus.Observer // durable.go's fdatasyncs of the file (metrics.go); nil without Config.Metrics
 	cfg      Config
 	kvLimits kvLimits // from cfg
-	logger   *slog.Logger
+	// retain is the retention progress (retain.go), nil when Config.Retention
+	// is off; used by the apply goroutine only.
+	retain *retainState
+	logger *slog.Logger
 
 	// mu guards the bolt, idem and kv pointers, not the data (bbolt,
 	// idemIndex.mu and kvOverlay.mu guard that). Every user of a pointer holds
@@ -241,6 +249,9 @@ func Open(path string, cfg Config) (*DB, error) {
 			stepKeys: cfg.KVFlushStepKeys,
 		},
 		logger: cfg.Logger.With("component", "store"),
+	}
+	if cfg.Retention.On() {
+		db.retain = &retainState{cfg: cfg.Retention}
 	}
 	db.removeRestoreTemps()
 	var met []prometheus.Collector

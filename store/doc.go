@@ -44,7 +44,8 @@
 //	                         first committed commit_offset op
 //
 // log keeps every transaction entry that produced a new outcome, committed or
-// rejected, for good; duplicates and other entries are not in it, so its indexes
+// rejected, for good, or until retention drops it (Config.Retention,
+// retain.go); duplicates and other entries are not in it, so its indexes
 // have gaps. txs and dedup_time are the dedup tables, with the idempotency index
 // below: a record is filed under the dedup clock when its outcome is recorded,
 // and each applied transaction entry prunes, oldest first and at most 1000 per
@@ -54,7 +55,8 @@
 // grow at their end, and Apply fills their pages to 95% (appendFillPercent).
 //
 // A key's value is the value of the last op on the key in the transaction at
-// its mod index, which is a put; log keeps that record for good, so kv holds
+// its mod index, which is a put; log keeps that record while kv points at it
+// (retention copies the value into kv before it drops the record), so kv holds
 // no copy (record.go, kvValueAt) and a flush of the overlay writes a seventh of
 // the bytes it would with the values.
 //
@@ -65,6 +67,12 @@
 // values until a flush writes their keys again. Open and Restore rewrite a
 // schema 2 or 3 file as schema 4, which a schema 3 store refuses, as the store
 // refuses any other schema, with ErrCorrupt, in Open and in Restore.
+//
+// Retention (retain.go) is a node's own setting: it drops, in bounded steps
+// in Apply, log records beyond its horizon, up to kv_applied and not while a
+// dedup record may point at them, and changes which old records Log serves
+// (FirstIndex), never a Result or another read. Replicas with different
+// retention stay consistent.
 //
 // Leases (lease.go) are decided from the leader-stamped times alone; a
 // lease's token is the Raft index of its grant, and a transaction's Fence is

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -10,15 +9,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 )
-
-// encodeKVInline encodes a kv bucket value in format 1, the value in the
-// bucket, as stores of schema 2 and 3 wrote it.
-func encodeKVInline(version, modIndex uint64, value []byte) []byte {
-	b := []byte{kvInline}
-	b = binary.AppendUvarint(b, version)
-	b = binary.AppendUvarint(b, modIndex)
-	return append(b, value...)
-}
 
 // rawKV returns the kv bucket's value of key, or nil.
 func rawKV(t *testing.T, db *DB, key string) []byte {

@@ -126,13 +126,13 @@ func checkModel(t *testing.T, db *DB, keys []string, model map[string]modelKV, w
 // entries again, as raft does from its log, must give the model's state. Syncs,
 // clean stops and kv flushes commit in between.
 func TestOverlayModel(t *testing.T) {
-	for _, commit := range []string{"each", "deferred"} {
+	for _, commit := range []string{"each", "deferred", "each-retain"} {
 		t.Run("commit="+commit, func(t *testing.T) {
 			midFlush, lost := 0, 0 // crashes while a flush was half done, or with entries uncommitted
 			for _, nkeys := range []int{3, 300} {
 				for seed := range uint64(6) {
 					t.Run(fmt.Sprintf("keys=%d/seed=%d", nkeys, seed), func(t *testing.T) {
-						m, l := testOverlayModel(t, nkeys, seed, commit == "deferred")
+						m, l := testOverlayModel(t, nkeys, seed, commit == "deferred", commit == "each-retain")
 						midFlush, lost = midFlush+m, lost+l
 					})
 				}
@@ -147,7 +147,10 @@ func TestOverlayModel(t *testing.T) {
 	}
 }
 
-func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred bool) (midFlush, lost int) {
+// With retain, the store keeps 10 to 40 entries of log (retain.go), the
+// entries' leader times advance a millisecond per index and their dedup
+// window is 20ms, so that old records go; resubmissions are of recent txids.
+func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred, retain bool) (midFlush, lost int) {
 	rnd := rand.New(rand.NewPCG(seed, uint64(nkeys)))
 	// One of the limits is tiny; which one depends on the seed.
 	cfg := Config{NoSync: true, KVFlushKeys: 1 << 30, KVFlushLogBytes: 1 << 30, KVFlushRecords: 1 << 30,
@@ -168,6 +171,13 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred bool) (midF
 		cfg.KVFlushLogBytes = 300 + rnd.IntN(3000)
 	case 2:
 		cfg.KVFlushRecords = 5 + rnd.IntN(40)
+	}
+	txEntry := txEntry
+	if retain {
+		cfg.Retention = Retention{Entries: 10 + uint64(rnd.IntN(30))}
+		txEntry = func(index uint64, id txid.ID, idem string, ops ...Op) Entry {
+			return txAt(index, t0+int64(index)*int64(time.Millisecond), 20*time.Millisecond, id, idem, ops...)
+		}
 	}
 	keys := make([]string, nkeys)
 	for i := range keys {
@@ -195,7 +205,11 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred bool) (midF
 			index += 1 + uint64(rnd.IntN(2)) // indexes have gaps
 			if nextID > 0 && rnd.IntN(15) == 0 {
 				// A resubmission: a duplicate that writes nothing.
-				entries = append(entries, txEntry(index, 1+txid.ID(rnd.IntN(int(nextID))), "", put(keys[0], "dup")))
+				id := 1 + txid.ID(rnd.IntN(int(nextID)))
+				if retain {
+					id = nextID - txid.ID(rnd.IntN(int(min(nextID, 3))))
+				}
+				entries = append(entries, txEntry(index, id, "", put(keys[0], "dup")))
 				wants = append(wants, want{duplicate: true})
 				continue
 			}
@@ -290,6 +304,9 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred bool) (midF
 	}
 	t.Logf("limits %d keys, %d log bytes, %d records, steps of %d keys: %d flushes, %d crashes (%d mid-flush), %d replays, %d keys at the end",
 		cfg.KVFlushKeys, cfg.KVFlushLogBytes, cfg.KVFlushRecords, cfg.KVFlushStepKeys, flushes, crashes, midFlush, replays, len(model))
+	if first, _ := db.FirstIndex(); retain && first < index/2 {
+		t.Fatalf("FirstIndex() = %d at index %d with retention %s: the test tests too little", first, index, cfg.Retention)
+	}
 	if flushes < 5 || replays < 2 || len(model) == 0 {
 		t.Fatalf("%d flushes, %d reopens with a log to replay, %d keys: the test tests too little", flushes, replays, len(model))
 	}

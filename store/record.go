@@ -201,8 +201,9 @@ func writeSchema(tx *bolt.Tx) (appliedState, error) {
 // them. With the values in the pages, that was most of the bytes the store
 // wrote (docs/performance.md, "The kv bucket is a checkpoint of the log");
 // without them the bucket is a seventh of the size for 256-byte values. The
-// log bucket keeps every record (nothing deletes from it), so the record a
-// key's state points at stays as long as the state does.
+// log bucket keeps the record a key's state points at as long as the state
+// does: retention (retain.go) copies the value into the key's entry, format
+// 1, before it drops the record.
 const (
 	kvInline = 1
 	kvByRef  = 2

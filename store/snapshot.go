@@ -156,6 +156,9 @@ func (db *DB) Restore(r io.Reader) error {
 		db.applied.Store(o.st.index)
 		db.committed.Store(o.st.index)
 		db.restored.Store(o.restored)
+		if db.retain != nil {
+			*db.retain = retainState{cfg: db.retain.cfg} // gates start again (retain.go)
+		}
 	}
 	db.mu.Unlock()
 
