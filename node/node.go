@@ -209,7 +209,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	}
 	n.dash = newDashboard(n.raft, n.log)
 	n.api = api.NewServer(api.Config{
-		Dashboard:      n.dash.handler(cfg.ID),
+		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Logger:         cfg.Logger,
 		Streams:        peer.NewStreamServer(cfg.Logger),

@@ -114,6 +114,16 @@ func TestAlertNoLeader(t *testing.T) {
 			t.Fatalf("%s %s: %d copies from %v, want 1 from n3; events %+v", alert.NoLeader, st, n, nodes, rec.snapshot())
 		}
 	}
+	// The dashboard's /v1/events shows the alerts n3 sent.
+	resp, err := http.Get(c.URL("n3") + "/v1/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `"kind":"alert"`) || !strings.Contains(string(b), alert.NoLeader) {
+		t.Fatalf("/v1/events of n3 lacks the alert: %s", b)
+	}
 	last := map[string]string{}
 	for _, e := range rec.snapshot() {
 		k := e.Alert + fmt.Sprint(e.Labels)
