@@ -59,3 +59,37 @@ func TestWebhookRetriesAndFormats(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookGivesUp: a receiver that always fails gets retryMax attempts,
+// then the next event is sent (delivery is not stuck on the failed one).
+func TestWebhookGivesUp(t *testing.T) {
+	attempts := make(chan string, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var e Event
+		json.Unmarshal(b, &e)
+		attempts <- e.Status
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	m, err := New(Config{Node: "n1", Webhooks: []string{srv.URL}, retryBase: time.Millisecond, retryMax: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.deliver(ctx, srv.URL, m.queues[0])
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m.Step(Snapshot{Now: now, BreakerOpen: true, DiskFreeRatio: -1})
+	m.Step(Snapshot{Now: now.Add(time.Second), DiskFreeRatio: -1})
+	var got []string
+	for range 6 {
+		got = append(got, <-attempts)
+	}
+	want := []string{Firing, Firing, Firing, Resolved, Resolved, Resolved}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("attempts %v, want %v", got, want)
+		}
+	}
+}
