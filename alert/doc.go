@@ -15,7 +15,10 @@
 // (parked backlog, Redis breaker, fsync, disk) by the node it is about. "No
 // leader" is sent by the lowest-ID voter that is up: a leaderless node sends
 // it only when no voter with a lower ID answers HTTP (Snapshot.LowerVoterUp,
-// probed by the node). A node that sent a firing alert sends its resolved; a
+// probed by the node); once it sent it, it keeps it (a lower voter that comes
+// up leaderless does not take over, and sends its own if it stays leaderless)
+// until it sees a leader and resolves it. A
+// node that sent a firing alert sends its resolved; a
 // leader that steps down resolves the cluster alerts it had firing.
 //
 // Imports only: std

@@ -176,6 +176,11 @@ func (m *Manager) Step(s Snapshot) []Event {
 	if s.Node == "" {
 		s.Node = m.cfg.Node
 	}
+	if st := m.active[NoLeader]; st != nil && st.firing && s.Leader == "" {
+		// The node that sent "no leader" keeps it until it sees a leader,
+		// even if a lower voter comes up leaderless: one pair per outage.
+		s.LowerVoterUp = false
+	}
 	seen := map[string]bool{}
 	var out []Event
 	for _, r := range rules {

@@ -77,6 +77,9 @@ func TestNoLeaderLeftToLowerVoter(t *testing.T) {
 	m := newTestManager(t)
 	want(t, "lower voter up", m.Step(Snapshot{Now: now, LeaderlessSince: now.Add(-time.Minute), LowerVoterUp: true, DiskFreeRatio: -1}))
 	want(t, "lower voter gone", m.Step(Snapshot{Now: now.Add(time.Second), LeaderlessSince: now.Add(-time.Minute), DiskFreeRatio: -1}), NoLeader+":"+Firing)
+	// Once it fired here, it stays here until a leader is seen.
+	want(t, "lower voter back", m.Step(Snapshot{Now: now.Add(2 * time.Second), LeaderlessSince: now.Add(-time.Minute), LowerVoterUp: true, DiskFreeRatio: -1}))
+	want(t, "leader", m.Step(Snapshot{Now: now.Add(3 * time.Second), Leader: "n1", DiskFreeRatio: -1}), NoLeader+":"+Resolved)
 }
 
 func TestClusterRulesOnlyOnLeader(t *testing.T) {
