@@ -18,6 +18,7 @@ import (
 	"github.com/txlog/txlog/store"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/txlog/txlog/alert"
 	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
 )
@@ -129,6 +130,10 @@ type Config struct {
 	// bootstrapNumbers gives it, a member that joins gets a free one from the
 	// leader (see node/number.go and docs/architecture.md).
 	NodeNumber int
+	// Alert holds the --alert-* settings (alert.Config: webhooks, format,
+	// thresholds); its Node and Logger are the node's. Default: no webhooks,
+	// the rules' default thresholds.
+	Alert alert.Config
 	// DedupWindow is how long txids and idempotency keys are remembered. Default 24h.
 	DedupWindow time.Duration
 	// LogRetention is how much of the log the node's store keeps
@@ -260,6 +265,11 @@ func legacyNodeNumber(id string, cluster []Peer) int {
 // Validate reports every problem with c, each naming the field and the bound.
 func (c Config) Validate() error {
 	var errs []error
+	ac := c.Alert
+	ac.Node = "-"
+	if err := ac.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.ID == "" {
 		errs = append(errs, errors.New("id: required"))
 	} else if strings.ContainsAny(c.ID, ",= \t\n") || len(c.ID) > 64 {
@@ -436,6 +446,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 
 	var helpTesting bool
+	alert.RegisterFlags(fs, &c.Alert)
 	fs.BoolVar(&helpTesting, "help-testing", false, "list the flags for tests and A/B measurements (not for production)")
 
 	if err := fs.Parse(args); err != nil {

@@ -342,3 +342,23 @@ func TestParseConfigMetricsAddr(t *testing.T) {
 		t.Errorf("--metrics-addr 127.0.0.1: ParseConfig() = %v, want a metrics-addr error", err)
 	}
 }
+
+func TestParseConfigAlerts(t *testing.T) {
+	c, err := ParseConfig([]string{"--id", "n1", "--alert-webhook", "http://127.0.0.1:1/a", "--alert-webhook", "http://127.0.0.1:1/b",
+		"--alert-format", "slack", "--alert-no-leader-for", "2s", "--alert-disk-free-percent", "5"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Alert.Webhooks) != 2 || c.Alert.Format != "slack" || c.Alert.NoLeaderFor != 2*time.Second || c.Alert.DiskFreePercent != 5 || c.Alert.ParkedMax != 1000 {
+		t.Fatalf("alert config %+v", c.Alert)
+	}
+	c, err = ParseConfig([]string{"--id", "n1"}, env(map[string]string{"TXLOG_ALERT_WEBHOOK": "http://127.0.0.1:1/a"}))
+	if err != nil || len(c.Alert.Webhooks) != 1 {
+		t.Fatalf("env: %+v, %v", c.Alert.Webhooks, err)
+	}
+	for _, bad := range [][]string{{"--alert-format", "xml"}, {"--alert-webhook", "ftp://x"}, {"--alert-disk-free-percent", "x"}} {
+		if _, err := ParseConfig(append([]string{"--id", "n1"}, bad...), nil); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}

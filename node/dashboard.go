@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/txlog/txlog/alert"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/ui"
 )
@@ -43,8 +44,21 @@ func newDashboard(raft *replication.Raft, log *slog.Logger) *dashboard {
 //
 // Alerts: the alert package's events reach /v1/events through
 // ui.Config.ExtraEvents, each as a ui.Event of kind ui.EventAlert.
-func (d *dashboard) handler(id string) *ui.Handler {
-	return ui.NewHandler(ui.Config{ID: id, Stats: d.stats, Events: &d.events, Status: d.status})
+func (d *dashboard) handler(id string, alerts *alert.Manager) *ui.Handler {
+	cfg := ui.Config{ID: id, Stats: d.stats, Events: &d.events, Status: d.status}
+	if alerts != nil {
+		cfg.ExtraEvents = func() []ui.Event { return alertEvents(alerts.Events()) }
+	}
+	return ui.NewHandler(cfg)
+}
+
+// alertEvents converts alert events into the dashboard's.
+func alertEvents(evs []alert.Event) []ui.Event {
+	out := make([]ui.Event, len(evs))
+	for i, e := range evs {
+		out[i] = ui.Event{At: e.Since, Kind: ui.EventAlert, Node: e.Node, Message: fmt.Sprintf("[%s] %s (%s): %s", e.Status, e.Alert, e.Severity, e.Summary)}
+	}
+	return out
 }
 
 func (d *dashboard) status() ui.NodeStatus {

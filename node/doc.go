@@ -13,11 +13,12 @@
 // proposer (propose.go) and ack=all's checks (ackall.go); the replayer
 // (replay.go); lookups (lookup.go); peers, the one place that builds peer URLs
 // and HTTP clients (peers.go); and membership, the txid node number, registry
-// entry and join (number.go, register.go), with removal (removed.go). A
+// entry and join (number.go, register.go), with removal (removed.go); the alert sampler, which feeds package alert a
+// snapshot of the node once a second (alerts.go). A
 // pending command's state, and every path a write takes, is in state.go.
 //
 // node imports api, api/fastpath, api/wire, client, node/peer, replication,
-// store, wal, txid, dirsync and node/parking. It does not import
+// store, wal, txid, dirsync, alert and node/parking. It does not import
 // hashicorp/raft, bbolt or the Redis client directly: replication, store and
 // node/parking own those. Nothing imports node but the daemon that runs it:
 // cmd/txlogd. With Config.DebugAddr a node also serves net/http/pprof, on a

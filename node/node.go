@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/txlog/txlog/alert"
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/api/wire"
@@ -67,7 +68,9 @@ type Node struct {
 	look   *lookups
 	mem    *membership
 	rm     *removal
-	dash   *dashboard // GET /ui/, /v1/stats, /v1/events (dashboard.go)
+	dash   *dashboard     // GET /ui/, /v1/stats, /v1/events (dashboard.go)
+	alerts *alert.Manager // nil on a node that does not run Raft (alerts.go)
+	sample *alertSampler
 
 	// life ends when Close begins: the background loops stop, and the
 	// proposals they make (registration, replay, drain) give up at once
@@ -192,13 +195,21 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
+	if n.refused == nil {
+		ac := cfg.Alert
+		ac.Node, ac.Logger = cfg.ID, cfg.Logger.With("component", "alert")
+		if n.alerts, err = alert.New(ac); err != nil {
+			return nil, err
+		}
+		n.sample = newAlertSampler(n)
+	}
 	var backend api.Backend = n
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
 	n.dash = newDashboard(n.raft, n.log)
 	n.api = api.NewServer(api.Config{
-		Dashboard:      n.dash.handler(cfg.ID),
+		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Logger:         cfg.Logger,
 		Streams:        peer.NewStreamServer(cfg.Logger),
@@ -288,6 +299,10 @@ func (n *Node) Run(ctx context.Context) error {
 			n.wg.Go(n.mem.joinLoop)
 		}
 		n.wg.Go(n.rm.loop)
+		n.wg.Go(func() {
+			n.alerts.Run(n.life, n.sample.sample)
+			n.sample.close()
+		})
 	}
 
 	var err error

@@ -24,7 +24,8 @@
 //
 // Like chaos, the tests see txlog only from the outside: they import the
 // launcher, chaos's checkers, api/wire, the client, chromedp, lease (the Elector that
-// the lease tests' holder processes run) and txid, and never the server (api,
+// the lease tests' holder processes run), txid and alert (the webhook body
+// the alert test's receiver decodes), and never the server (api,
 // api/fastpath), node, replication, store or wal. This file imports nothing;
 // TestImports checks the tests' own dependencies.
 //

@@ -1,0 +1,175 @@
+package node
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/txlog/txlog/alert"
+	"github.com/txlog/txlog/node/parking"
+	"github.com/txlog/txlog/replication"
+	"github.com/txlog/txlog/txid"
+	"golang.org/x/sys/unix"
+)
+
+// Alerts returns the node's alert manager, whose Events the dashboard shows;
+// nil on a node that does not run Raft.
+func (n *Node) Alerts() *alert.Manager { return n.alerts }
+
+// alertSampler builds the alert.Snapshot of this node once a second, off the
+// write path: Raft's status and membership, the intake's size and oldest
+// entry, the Redis breaker, an fsync probe and the data disk's free space.
+type alertSampler struct {
+	n           *Node
+	noLeaderFor time.Duration
+	client      *http.Client // probes of lower-ID voters while leaderless
+
+	lastLeader      string
+	leaderlessSince time.Time
+	changedAt       time.Time
+	prevLeader      string
+
+	probe  *os.File          // <DataDir>/alert.probe, fsynced once a sample
+	fsyncs [60]time.Duration // the last minute of probes
+	nsync  int
+}
+
+func newAlertSampler(n *Node) *alertSampler {
+	d := n.cfg.Alert.NoLeaderFor
+	if d == 0 {
+		d = 5 * time.Second
+	}
+	return &alertSampler{n: n, noLeaderFor: d, client: &http.Client{Timeout: 500 * time.Millisecond}}
+}
+
+func (a *alertSampler) sample(now time.Time) alert.Snapshot {
+	n := a.n
+	s := alert.Snapshot{Now: now, Node: n.cfg.ID, DiskFreeRatio: diskFree(n.cfg.DataDir)}
+	st := n.raft.Status()
+	s.Leader, s.IsLeader = st.LeaderID, st.State == "leader"
+	switch {
+	case s.Leader == "":
+		if a.leaderlessSince.IsZero() {
+			a.leaderlessSince = now
+		}
+	default:
+		a.leaderlessSince = time.Time{}
+		if a.lastLeader != "" && a.lastLeader != s.Leader {
+			a.prevLeader, a.changedAt = a.lastLeader, now
+		}
+		a.lastLeader = s.Leader
+	}
+	s.LeaderlessSince, s.LeaderChangedAt, s.PrevLeader = a.leaderlessSince, a.changedAt, a.prevLeader
+
+	ctx, cancel := context.WithTimeout(n.life, time.Second)
+	defer cancel()
+	if s.IsLeader || s.Leader == "" {
+		if members, err := n.raft.Members(ctx); err == nil {
+			for _, m := range members {
+				if m.Unreachable {
+					if s.Unreachable == nil {
+						s.Unreachable = map[string]time.Duration{}
+					}
+					s.Unreachable[m.ID] = m.LastContact
+				}
+			}
+			if s.Leader == "" && now.Sub(a.leaderlessSince) > a.noLeaderFor/2 {
+				s.LowerVoterUp = a.lowerVoterUp(ctx, members)
+			}
+		}
+	}
+	s.Parked, s.ParkedOldest = n.intake.oldest()
+	if n.park != nil {
+		s.BreakerOpen = n.park.State() == parking.BreakerOpen
+	}
+	s.FsyncP99 = a.fsyncP99()
+	return s
+}
+
+// lowerVoterUp reports whether a voter with a lower ID than this node
+// answers HTTP: then that one sends "no leader" (alert/doc.go).
+func (a *alertSampler) lowerVoterUp(ctx context.Context, members []replication.Member) bool {
+	peers := a.n.peers.all()
+	for _, m := range members {
+		if m.Suffrage != "voter" || strings.Compare(m.ID, a.n.cfg.ID) >= 0 {
+			continue
+		}
+		addr := peers[m.ID].HTTPAddr
+		if addr == "" {
+			continue
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/cluster", nil)
+		if err != nil {
+			continue
+		}
+		if resp, err := a.client.Do(req); err == nil {
+			resp.Body.Close()
+			return true
+		}
+	}
+	return false
+}
+
+// fsyncP99 times one fsync of a small probe file and returns the 99th
+// percentile of the last minute of them. A probe, not the WALs' own
+// timings: it costs one 512-byte write and fsync a second and touches no
+// write path.
+func (a *alertSampler) fsyncP99() time.Duration {
+	if a.probe == nil {
+		f, err := os.OpenFile(filepath.Join(a.n.cfg.DataDir, "alert.probe"), os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return 0
+		}
+		a.probe = f
+	}
+	var buf [512]byte
+	start := time.Now()
+	if _, err := a.probe.WriteAt(buf[:], 0); err != nil {
+		return 0
+	}
+	if err := a.probe.Sync(); err != nil {
+		return 0
+	}
+	a.fsyncs[a.nsync%len(a.fsyncs)] = time.Since(start)
+	a.nsync++
+	got := slices.Clone(a.fsyncs[:min(a.nsync, len(a.fsyncs))])
+	slices.Sort(got)
+	return got[(len(got)*99+99)/100-1]
+}
+
+func (a *alertSampler) close() {
+	if a.probe != nil {
+		a.probe.Close()
+	}
+}
+
+// diskFree returns the free fraction of dir's file system, -1 if unknown.
+func diskFree(dir string) float64 {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil || st.Blocks == 0 {
+		return -1
+	}
+	return float64(st.Bavail) / float64(st.Blocks)
+}
+
+// oldest returns how many transactions are unresolved here and when the
+// oldest of them was accepted (its txid's time). It walks the entries once,
+// under the intake's lock: once a second, for the alert sampler.
+func (in *intake) oldest() (int, time.Time) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	var min txid.ID
+	for id := range in.entries {
+		if min == 0 || id < min {
+			min = id
+		}
+	}
+	if min == 0 {
+		return 0, time.Time{}
+	}
+	return len(in.entries), min.Time()
+}
