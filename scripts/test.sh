@@ -38,6 +38,9 @@ echo "== go test -race"
 go test -race -count=1 -timeout 20m ./... "$@"
 (cd tools && go test -count=1 ./...)
 
+echo "== deploy/prometheus: the alert rules and the Grafana dashboard parse (own module)"
+(cd deploy/prometheus/check && go test -count=1 .)
+
 echo "== the patched hashicorp/raft (third_party/hashicorp-raft/PATCHES.md)"
 # The patch's tests, and upstream's core cluster tests with the patch on in
 # every test cluster. (Upstream's whole suite takes minutes and has tests that
