@@ -33,6 +33,15 @@ type TxRequest struct {
 	// Fence, if set, makes the transaction apply only while the lease is
 	// held with the token (checked when the entry is applied).
 	Fence *Fence `json:"fence,omitempty"`
+	// Notify, if set, asks for a callback when the transaction is decided
+	// (docs/consuming.md, "Callbacks").
+	Notify *Notify `json:"notify,omitempty"`
+}
+
+// Notify is a transaction's callback: {"url":"http://…"}, the host in the
+// node's --webhook-allow list.
+type Notify struct {
+	URL string `json:"url"`
 }
 
 // Fence is a transaction's condition on a lease: {"lease":"name","token":N}.
