@@ -3,5 +3,5 @@
 // which the API checks on submit and the deliverer again before each POST, and
 // the X-Txlog-Signature of a callback body (--webhook-secret).
 //
-// Imports only: std
+// Imports only: std, github.com/cenkalti/backoff/v5
 package notify
