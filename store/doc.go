@@ -84,6 +84,7 @@
 // Consumer groups (consumer.go): an OpCommitOffset op sets a group's
 // committed offset with the rest of its transaction, forward only unless the
 // op has Reset; a transaction without one never reads the consumers bucket.
+//
 // Callbacks (notify.go): a transaction with Tx.Notify that Apply decides adds
 // a delivery to notify in the same bbolt transaction as its outcome (a
 // duplicate adds none); a KindNotifyDone command removes deliveries by index.

@@ -19,10 +19,10 @@ import (
 
 const webhookSecret = "test-secret"
 
-// receiver is a callback receiver in the test process: it checks each
+// cbReceiver is a callback receiver in the test process: it checks each
 // request's signature and records the deliveries it answered 2xx, by
 // X-Txlog-Delivery, and the attempts, while fail says to answer 500.
-type receiver struct {
+type cbReceiver struct {
 	t    *testing.T
 	fail atomic.Bool
 	mu   sync.Mutex
@@ -33,14 +33,14 @@ type receiver struct {
 	srv  *httptest.Server
 }
 
-func newReceiver(t *testing.T) *receiver {
-	r := &receiver{t: t, ok: map[string]wire.Callback{}, hits: map[string]int{}, seen: map[string]time.Time{}, okAt: map[string]time.Time{}}
+func newCBReceiver(t *testing.T) *cbReceiver {
+	r := &cbReceiver{t: t, ok: map[string]wire.Callback{}, hits: map[string]int{}, seen: map[string]time.Time{}, okAt: map[string]time.Time{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve)) // on 127.0.0.1
 	t.Cleanup(r.srv.Close)
 	return r
 }
 
-func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+func (r *cbReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	if err != nil {
 		return
@@ -78,7 +78,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 
 // waitDelivered polls until every ack's callback was answered 200, and checks
 // its body against the ack.
-func (r *receiver) waitDelivered(ctx context.Context, t *testing.T, acks []wireAnswer) {
+func (r *cbReceiver) waitDelivered(ctx context.Context, t *testing.T, acks []wireAnswer) {
 	t.Helper()
 	err := launcher.Poll(ctx, 100*time.Millisecond, func(context.Context) error {
 		r.mu.Lock()
@@ -130,7 +130,7 @@ func notifyTx(key, url string, reject bool) wire.TxRequest {
 // every one, each under its delivery id, and a resubmission adds none. A url
 // outside --webhook-allow is refused with 400 notify_not_allowed.
 func TestCallbacksSurviveLeaderKill(t *testing.T) {
-	rcv := newReceiver(t)
+	rcv := newCBReceiver(t)
 	rcv.fail.Store(true) // nothing is finished before the kill
 	c := startClusterWith(t, "--webhook-allow=127.0.0.1:*", "--webhook-secret="+webhookSecret,
 		"--webhook-min-backoff=50ms", "--webhook-max-backoff=500ms")
@@ -179,7 +179,7 @@ func TestCallbacksSurviveLeaderKill(t *testing.T) {
 // rather than the production cap of 5 minutes.
 func TestCallbacksOutlastFailingReceiver(t *testing.T) {
 	const outage = time.Minute
-	rcv := newReceiver(t)
+	rcv := newCBReceiver(t)
 	rcv.fail.Store(true)
 	c := startClusterWith(t, "--webhook-allow=127.0.0.1:*", "--webhook-secret="+webhookSecret,
 		"--webhook-min-backoff=200ms", "--webhook-max-backoff=3s")
@@ -207,7 +207,7 @@ func TestCallbacksOutlastFailingReceiver(t *testing.T) {
 		acks = append(acks, a)
 	}
 	// The outage ends a minute after the first submit; nothing waits on a
-	// sleep: the receiver switches when the timer fires.
+	// sleep: the cbReceiver switches when the timer fires.
 	timer := time.AfterFunc(time.Until(start.Add(outage)), func() { rcv.fail.Store(false) })
 	defer timer.Stop()
 	rcv.waitDelivered(ctx, t, acks)
