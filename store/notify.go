@@ -85,6 +85,9 @@ func decodeDelivery(index uint64, v []byte) (Delivery, error) {
 			c.Key = s
 		} else {
 			c.Fence = s
+			if d.err == nil && s == "" {
+				d.fail("empty conflict fence")
+			}
 		}
 		o.Conflict = c
 	default:
