@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/notify"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -37,6 +38,7 @@ type limits struct {
 	maxKeyBytes int
 	maxOps      int
 	maxTxs      int
+	notify      *notify.AllowList // the hosts a notify url may name; nil: none
 }
 
 // fieldError is a body that is valid JSON but breaks the schema or a rule. The
@@ -166,6 +168,10 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (wire.TxRequest, err
 			if tx.Fence, err = decodeFence(f.raw, fp, lim); err != nil {
 				return tx, err
 			}
+		case "notify":
+			if tx.Notify, err = decodeNotify(f.raw, fp, lim); err != nil {
+				return tx, err
+			}
 		default:
 			return tx, fieldErr(fp, "unknown field")
 		}
@@ -231,6 +237,37 @@ func decodeFence(raw json.RawMessage, path string, lim limits) (*wire.Fence, err
 		return nil, err
 	}
 	return f, nil
+}
+
+// decodeNotify decodes a transaction's callback found at path: {"url":"…"}.
+// A url that is not http(s) or whose host the allow-list refuses is a
+// *wire.Error with code notify_not_allowed.
+func decodeNotify(raw json.RawMessage, path string, lim limits) (*wire.Notify, error) {
+	fields, err := objectFields(raw, path)
+	if err != nil {
+		return nil, err
+	}
+	n := &wire.Notify{}
+	var hasURL bool
+	for _, fl := range fields {
+		fp := join(path, fl.name)
+		switch fl.name {
+		case "url":
+			hasURL = true
+			if n.URL, err = stringValue(fl.raw, fp); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fieldErr(fp, "unknown field")
+		}
+	}
+	if !hasURL {
+		return nil, fieldErr(join(path, "url"), "missing")
+	}
+	if err := lim.notify.Check(n.URL); err != nil {
+		return nil, &wire.Error{Code: wire.CodeNotifyNotAllowed, Message: join(path, "url") + ": " + err.Error()}
+	}
+	return n, nil
 }
 
 // decodeOp decodes one operation object found at path.

@@ -55,6 +55,11 @@ func FuzzDecodeDiff(f *testing.F) {
 		`{"ops":[{"op":"commit_offset","key":"k","group":"g","offset":1}]}`,
 		`{"ops":[{"op":"put","key":"k","value":1,"reset":true}]}`,
 		`{"ops":[{"op":"commit_offset","group":"g","reset":tru}]}`,
+		`{"notify":{"url":"http://127.0.0.1:9/h"},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"ops":[{"op":"delete","key":"k"}],"notify":{"url":"ftp://127.0.0.1/h"}}`,
+		`{"notify":{"url":"http://10.0.0.1/h"},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"notify":{"url":"http:///h","url":"x"},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"notify":{},"ops":[{"op":"delete","key":"k"}]}`,
 		// Pieces for diffTemplates.
 		`"\u00e9\n"`, `{"a":[1,null,true]}`, `-1.5E+3`, `18446744073709551615`, `put`, `k\u0041`,
 	} {

@@ -139,6 +139,13 @@ func (d *fastDecoder) tx() (tx wire.TxRequest, ok bool) {
 			if tx.Fence, ok = d.fence(); !ok {
 				return tx, false
 			}
+		case "notify":
+			if tx.Notify != nil {
+				return tx, false
+			}
+			if tx.Notify, ok = d.notify(); !ok {
+				return tx, false
+			}
 		default:
 			return tx, false
 		}
@@ -231,6 +238,25 @@ func (d *fastDecoder) op() (op wire.Op, ok bool) {
 		return op, false
 	}
 	return op, true
+}
+
+// notify reads a transaction's callback, {"url":"…"}, the url allowed.
+func (d *fastDecoder) notify() (*wire.Notify, bool) {
+	if !d.next('{') {
+		return nil, false
+	}
+	name, ok := d.name()
+	if !ok || string(name) != "url" {
+		return nil, false
+	}
+	var n wire.Notify
+	if n.URL, ok = d.text(); !ok {
+		return nil, false
+	}
+	if more, ok := d.more('}'); !ok || more || d.lim.notify.Check(n.URL) != nil {
+		return nil, false
+	}
+	return &n, true
 }
 
 // fence reads a transaction's fence, {"lease":"name","token":N}.

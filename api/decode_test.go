@@ -10,9 +10,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/notify"
 )
 
-var fuzzLimits = limits{maxKeyBytes: 64, maxOps: 8, maxTxs: 4}
+var fuzzLimits = limits{maxKeyBytes: 64, maxOps: 8, maxTxs: 4, notify: testAllow}
+
+// testAllow is the --webhook-allow of the decoder tests.
+var testAllow = func() *notify.AllowList {
+	l, err := notify.ParseAllowList("127.0.0.1:*,hooks.example.com")
+	if err != nil {
+		panic(err)
+	}
+	return l
+}()
 
 // FuzzDecodeTxRequest checks the body decoder of POST /v1/tx: it never
 // panics, it refuses with an *Error whose code maps to a 4xx, and what it
@@ -37,6 +47,11 @@ func FuzzDecodeTxRequest(f *testing.F) {
 		`{"ops":[{"op":"commit_offset","group":"billing","offset":17},{"op":"put","key":"k","value":1}]}`,
 		`{"ops":[{"op":"commit_offset","group":"g","reset":true}]}`,
 		`{"ops":[{"op":"commit_offset","group":"g","offset":0}]}`,
+		`{"notify":{"url":"http://127.0.0.1:9/h"},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"ops":[{"op":"delete","key":"k"}],"notify":{"url":"ftp://127.0.0.1/h"}}`,
+		`{"notify":{"url":"http://10.0.0.1/h"},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"notify":{"url":"http:///h","url":"x"},"ops":[{"op":"delete","key":"k"}]}`,
+		`{"notify":{},"ops":[{"op":"delete","key":"k"}]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/notify"
 )
 
 // MaxIdempotencyKeyBytes is the longest idempotency key, in bytes. It is part of
@@ -61,6 +62,10 @@ type Config struct {
 	// Dashboard serves GET /ui/ (and the files under it), /v1/stats and
 	// /v1/events (package ui's Handler). Default: none, and those answer 404.
 	Dashboard http.Handler
+	// NotifyAllow is the --webhook-allow list: the hosts a transaction's
+	// notify url may name. Default: none, and a transaction with notify gets
+	// 400 notify_not_allowed.
+	NotifyAllow *notify.AllowList
 	// Logger receives one Debug record per request and a Warn record per
 	// internal error. Default: discard.
 	Logger *slog.Logger
@@ -161,7 +166,7 @@ func NewServer(cfg Config, b Backend) *Server {
 	cfg = cfg.withDefaults()
 	s := &Server{
 		cfg: cfg,
-		lim: limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs},
+		lim: limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs, notify: cfg.NotifyAllow},
 		b:   b,
 		log: cfg.Logger.With("component", "api"),
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/alert"
+	"github.com/txlog/txlog/notify"
 	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
 )
@@ -134,6 +135,18 @@ type Config struct {
 	// thresholds); its Node and Logger are the node's. Default: no webhooks,
 	// the rules' default thresholds.
 	Alert alert.Config
+	// WebhookAllow is --webhook-allow: the hosts a transaction's notify url
+	// may name (notify.ParseAllowList). Default: none, and a transaction with
+	// notify is refused with 400 notify_not_allowed.
+	WebhookAllow *notify.AllowList
+	// WebhookSecret keys the X-Txlog-Signature of each callback.
+	WebhookSecret string
+	// WebhookHorizon is how long after its decision a callback is retried
+	// before it is logged and dropped; at least 1h. Default 24h.
+	WebhookHorizon time.Duration
+	// WebhookMinBackoff and WebhookMaxBackoff bound the backoff between
+	// attempts at one callback. Defaults 1s and 5m; testing flags.
+	WebhookMinBackoff, WebhookMaxBackoff time.Duration
 	// DedupWindow is how long txids and idempotency keys are remembered. Default 24h.
 	DedupWindow time.Duration
 	// LogRetention is how much of the log the node's store keeps
@@ -363,6 +376,9 @@ func (c Config) Validate() error {
 	if c.NodeNumber < 0 || c.NodeNumber > txid.MaxNode {
 		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d, or 0 to have the cluster assign one", c.NodeNumber, txid.MaxNode))
 	}
+	if c.WebhookHorizon != 0 && c.WebhookHorizon < time.Hour {
+		errs = append(errs, fmt.Errorf("webhook-horizon %s: at least 1h", c.WebhookHorizon))
+	}
 	if c.DedupWindow < time.Minute {
 		errs = append(errs, fmt.Errorf("dedup-window %s: at least 1m", c.DedupWindow))
 	}
@@ -433,6 +449,15 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: the cluster assigns one; a data dir keeps its number)")
+	fs.Func("webhook-allow", "hosts a transaction's notify url may name: comma-separated host or host:port patterns, * a wildcard (e.g. 127.0.0.1:*,hooks.example.com); empty: notify is refused", func(v string) error {
+		l, err := notify.ParseAllowList(v)
+		c.WebhookAllow = l
+		return err
+	})
+	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "HMAC-SHA256 key of the X-Txlog-Signature header of each callback")
+	fs.DurationVar(&c.WebhookHorizon, "webhook-horizon", notify.DefaultHorizon, "how long a callback is retried after its transaction is decided before it is dropped (at least 1h)")
+	fs.DurationVar(&c.WebhookMinBackoff, "webhook-min-backoff", notify.DefaultMinBackoff, "first backoff between attempts at a callback")
+	fs.DurationVar(&c.WebhookMaxBackoff, "webhook-max-backoff", notify.DefaultMaxBackoff, "cap of the backoff between attempts at a callback")
 	fs.DurationVar(&c.DedupWindow, "dedup-window", DefaultDedupWindow, "how long txids and idempotency keys are remembered")
 	fs.IntVar(&c.StoreKVFlushRecords, "store-kv-flush-records", 0, "log records after which the store flushes its kv overlay (0: the store's default, 65536)")
 	fs.Func("log-retention", "drop log records beyond N entries (Raft indexes) below the applied index, older than a duration before the newest leader time, or either: N, DURATION or N,DURATION, e.g. 1000000,24h; live keys keep their values, and records a dedup record may point at stay (default off: keep everything)", func(s string) error {
@@ -544,6 +569,8 @@ func ParseCluster(s string) ([]Peer, error) {
 //     parallel leader append and the test that mixes both orders.
 //   - http-fast-path: false serves everything through net/http, for the A/B of
 //     the fast path and as a way around it should it misbehave.
+//   - webhook-min-backoff, webhook-max-backoff: a short backoff, so that a
+//     test of a failing callback receiver sees the retries in seconds.
 //   - forward: http forwards with one POST per group instead of the propose
 //     stream, for the A/B and the test that runs both.
 //   - metrics: false runs without metrics, for the A/B of their cost.
@@ -554,6 +581,8 @@ var testingFlags = map[string]bool{
 	"http-fast-path":         true,
 	"forward":                true,
 	"store-kv-flush-records": true,
+	"webhook-min-backoff":    true,
+	"webhook-max-backoff":    true,
 }
 
 // usage lists the flags an operator sets: all but testingFlags.

@@ -17,6 +17,9 @@ func toStoreTx(id txid.ID, req wire.TxRequest) (store.Tx, error) {
 	if f := req.Fence; f != nil {
 		tx.Fence = &store.Fence{Lease: f.Lease, Token: f.Token}
 	}
+	if n := req.Notify; n != nil {
+		tx.Notify = n.URL
+	}
 	for i, op := range req.Ops {
 		o := store.Op{Key: op.Key}
 		switch op.Op {

@@ -211,6 +211,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	n.api = api.NewServer(api.Config{
 		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
+		NotifyAllow:    cfg.WebhookAllow,
 		Logger:         cfg.Logger,
 		Streams:        peer.NewStreamServer(cfg.Logger),
 		Metrics:        cfg.Metrics,
@@ -303,6 +304,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.alerts.Run(n.life, n.sample.sample)
 			n.sample.close()
 		})
+		n.wg.Go(n.notifyLoop)
 	}
 
 	var err error

@@ -311,6 +311,12 @@ func (a *applier) apply(e Entry) (Result, error) {
 			return Result{Kind: c.Kind, Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
 		}
 		return a.applyLease(e, c, lc)
+	case KindNotifyDone:
+		idx, err := DecodeNotifyDone(c.Payload)
+		if err != nil {
+			return Result{Kind: c.Kind, Err: fmt.Errorf("entry %d: %w", e.Index, err)}, nil
+		}
+		return a.applyNotifyDone(c, idx)
 	}
 	// DecodeCommand rejects other kinds.
 	return Result{}, fmt.Errorf("command kind %d", c.Kind)
@@ -384,6 +390,11 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 	}
 	if err := a.record(o, writes, c.Payload); err != nil {
 		return Result{}, err
+	}
+	if tx.Notify != "" { // the one cost of callbacks to a transaction without one
+		if err := a.addDelivery(tx.Notify, o); err != nil {
+			return Result{}, err
+		}
 	}
 	return Result{Kind: KindTx, Outcome: o}, nil
 }

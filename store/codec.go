@@ -67,7 +67,11 @@ const minOpBytes = 4
 //	| 2 (1)   | txid (8) | idemLen (uv) | idem key  | leaseLen (uv) | lease | token (uv) | nOps (uv) | ... |
 //	+---------+----------+--------------+-----------+---------------+-------+------------+-----------+-----+
 //
-// A transaction without one keeps version 1, byte for byte.
+// A transaction with a Notify url is of version 3 (txVersionExt): after the
+// idempotency key a flags byte (bit 0: a fence follows, bit 1: the url
+// follows as urlLen (uv) | url), then the ops as in version 1.
+//
+// A transaction with neither keeps version 1, byte for byte.
 func EncodeTx(tx Tx) []byte {
 	n := 1 + 8 + binary.MaxVarintLen64 + len(tx.IdempotencyKey) + binary.MaxVarintLen64
 	for _, op := range tx.Ops {
@@ -78,13 +82,27 @@ func EncodeTx(tx Tx) []byte {
 		n += 2*binary.MaxVarintLen64 + len(tx.Fence.Lease)
 		ver = txVersionFence
 	}
+	var ext byte
+	if tx.Notify != "" {
+		n += 1 + binary.MaxVarintLen64 + len(tx.Notify)
+		ver, ext = txVersionExt, txExtNotify
+		if tx.Fence != nil {
+			ext |= txExtFence
+		}
+	}
 	b := make([]byte, 0, n)
 	b = append(b, ver)
 	b = binary.BigEndian.AppendUint64(b, uint64(tx.ID))
 	b = appendString(b, tx.IdempotencyKey)
+	if ver == txVersionExt {
+		b = append(b, ext)
+	}
 	if tx.Fence != nil {
 		b = appendString(b, tx.Fence.Lease)
 		b = binary.AppendUvarint(b, tx.Fence.Token)
+	}
+	if ext&txExtNotify != 0 {
+		b = appendString(b, tx.Notify)
 	}
 	b = binary.AppendUvarint(b, uint64(len(tx.Ops)))
 	for _, op := range tx.Ops {
@@ -112,6 +130,19 @@ func EncodeTx(tx Tx) []byte {
 
 // txVersionFence is the version byte of EncodeTx bytes with a Fence.
 const txVersionFence = 2
+
+// txVersionExt is the version byte of EncodeTx bytes with a flags byte after
+// the idempotency key, for a transaction with a Notify url.
+const txVersionExt = 3
+
+// The flags of txVersionExt bytes.
+const (
+	txExtFence  = 1 << 0 // a fence follows
+	txExtNotify = 1 << 1 // a notify url follows
+)
+
+// MaxNotifyURLBytes bounds a transaction's Notify url.
+const MaxNotifyURLBytes = 2048
 
 // txHeaderBytes is the length of the version and txid that start EncodeTx bytes.
 const txHeaderBytes = 1 + 8
@@ -153,7 +184,17 @@ func CheckTx(b []byte) (txid.ID, error) {
 func decodeTx(b []byte, build bool) (Tx, error) {
 	d := decoder{what: "tx", b: b}
 	tx, ver := decodeTxHeader(&d, build)
-	if ver == txVersionFence {
+	ext := byte(0)
+	switch ver {
+	case txVersionFence:
+		ext = txExtFence
+	case txVersionExt:
+		ext = d.u8("ext flags")
+		if d.err == nil && (ext&^(txExtFence|txExtNotify) != 0 || ext&txExtNotify == 0) {
+			d.fail("bad ext flags %#x", ext)
+		}
+	}
+	if ext&txExtFence != 0 {
 		lease := d.bytes("fence lease", MaxKeyBytes)
 		if d.err == nil && len(lease) == 0 {
 			d.fail("empty fence lease")
@@ -164,6 +205,15 @@ func decodeTx(b []byte, build bool) (Tx, error) {
 		}
 		if build {
 			tx.Fence = &Fence{Lease: string(lease), Token: token}
+		}
+	}
+	if ext&txExtNotify != 0 {
+		url := d.bytes("notify url", MaxNotifyURLBytes)
+		if d.err == nil && len(url) == 0 {
+			d.fail("empty notify url")
+		}
+		if build {
+			tx.Notify = string(url)
 		}
 	}
 	n := d.uvarint("op count")
@@ -196,7 +246,7 @@ func decodeTx(b []byte, build bool) (Tx, error) {
 // false it checks the idempotency key and leaves it out.
 func decodeTxHeader(d *decoder, build bool) (Tx, byte) {
 	ver := d.u8("version")
-	if d.err == nil && ver != codecVersion && ver != txVersionFence {
+	if d.err == nil && ver != codecVersion && ver != txVersionFence && ver != txVersionExt {
 		d.fail("unknown version %d", ver)
 	}
 	id := txid.ID(d.u64("txid"))
@@ -329,7 +379,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	d.version()
 	var c Command
 	c.Kind = CommandKind(d.u8("kind"))
-	if d.err == nil && c.Kind != KindTx && c.Kind != KindRegisterNode && c.Kind != KindLease {
+	if d.err == nil && c.Kind != KindTx && c.Kind != KindRegisterNode && c.Kind != KindLease && c.Kind != KindNotifyDone {
 		d.fail("unknown kind %d", c.Kind)
 	}
 	c.Time = int64(d.u64("time"))

@@ -276,7 +276,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"unknown version", append([]byte{9}, valid[1:]...)},
-		{"unknown kind", EncodeCommand(Command{Kind: 4})},
+		{"unknown kind", EncodeCommand(Command{Kind: 200})},
 		{"kind 0", EncodeCommand(Command{Kind: 0})},
 		{"truncated time", valid[:6]},
 		{"no window", valid[:10]},

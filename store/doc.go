@@ -42,6 +42,8 @@
 //	                         made by the first lease command
 //	consumers   group      → offset, index, time (consumer.go); made by the
 //	                         first committed commit_offset op
+//	notify      index (8)  → a pending callback: outcome and url (notify.go);
+//	                         made by the first transaction with Tx.Notify
 //
 // log keeps every transaction entry that produced a new outcome, committed or
 // rejected, for good, or until retention drops it (Config.Retention,
@@ -82,6 +84,11 @@
 // Consumer groups (consumer.go): an OpCommitOffset op sets a group's
 // committed offset with the rest of its transaction, forward only unless the
 // op has Reset; a transaction without one never reads the consumers bucket.
+//
+// Callbacks (notify.go): a transaction with Tx.Notify that Apply decides adds
+// a delivery to notify in the same bbolt transaction as its outcome (a
+// duplicate adds none); a KindNotifyDone command removes deliveries by index.
+// Deliveries lists the pending ones for the leader's deliverer.
 //
 // # The kv overlay
 //

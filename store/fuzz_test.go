@@ -22,6 +22,8 @@ func FuzzDecodeTx(f *testing.F) {
 		{ID: 8, Fence: &Fence{Lease: "l", Token: 1}},
 		{ID: 9, Fence: &Fence{Lease: "consumer/billing", Token: 4}, Ops: []Op{put("a", "1"), offset("billing", 17)}},
 		{ID: 10, Ops: []Op{reset("billing", 0)}},
+		{ID: 11, Notify: "http://127.0.0.1:8080/cb", Ops: []Op{del("a")}},
+		{ID: 12, IdempotencyKey: "n", Fence: &Fence{Lease: "l", Token: 2}, Notify: "https://hooks.example.com/x"},
 	} {
 		f.Add(EncodeTx(tx))
 	}
@@ -60,6 +62,7 @@ func FuzzDecodeCommand(f *testing.F) {
 	f.Add(EncodeCommand(Command{Kind: KindLease, Time: t0, Payload: EncodeLeaseCommand(acquire("l", "h", time.Second))}))
 	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 9, Fence: &Fence{Lease: "l", Token: 3}, Ops: []Op{del("a")}})}))
 	f.Add([]byte{1, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(EncodeCommand(Command{Kind: KindNotifyDone, Time: t0, Payload: EncodeNotifyDone([]uint64{3, 9})}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := DecodeCommand(b)
 		if err != nil {
@@ -87,6 +90,8 @@ func FuzzDecodeCommand(f *testing.F) {
 			DecodeNode(c.Payload)
 		case KindLease:
 			DecodeLeaseCommand(c.Payload)
+		case KindNotifyDone:
+			DecodeNotifyDone(c.Payload)
 		}
 	})
 }
@@ -125,6 +130,8 @@ func FuzzApply(f *testing.F) {
 	f.Add(EncodeCommand(Command{Kind: KindLease, Time: t0, Payload: EncodeLeaseCommand(release("l", "h", 1))}))
 	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 3, Fence: &Fence{Lease: "l", Token: 1}, Ops: []Op{put("a", "2")}})}))
 	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 4, Ops: []Op{offset("g", 2), put("g", "1")}})}))
+	f.Add(EncodeCommand(Command{Kind: KindTx, Time: t0, Payload: EncodeTx(Tx{ID: 5, Notify: "http://127.0.0.1/", Ops: []Op{put("a", "3")}})}))
+	f.Add(EncodeCommand(Command{Kind: KindNotifyDone, Time: t0, Payload: EncodeNotifyDone([]uint64{1})}))
 	db := openTest(f)
 	var index uint64
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -44,6 +44,9 @@ type Tx struct {
 	// Fence, if set, makes the transaction apply only while the lease it
 	// names is held with its token (lease.go); nil for most transactions.
 	Fence *Fence
+	// Notify, if not empty, is the url the cluster POSTs the outcome to once
+	// the transaction is decided (notify.go); empty for most transactions.
+	Notify string
 }
 
 // NodeInfo is what a node publishes about itself through the log.
@@ -62,6 +65,7 @@ const (
 	KindTx           CommandKind = 1 // Payload is EncodeTx bytes
 	KindRegisterNode CommandKind = 2 // Payload is EncodeNode bytes
 	KindLease        CommandKind = 3 // Payload is EncodeLeaseCommand bytes
+	KindNotifyDone   CommandKind = 4 // Payload is EncodeNotifyDone bytes (notify.go)
 )
 
 // Command is the data of one Raft log entry. The leader stamps Time and

@@ -93,6 +93,9 @@ const (
 	// CodeRaftStateLost: the node lost its Raft log or its saved term and vote
 	// while keeping its store, so it does not run Raft; nothing was done.
 	CodeRaftStateLost = "raft_state_lost"
+	// CodeNotifyNotAllowed: a transaction's notify url is not http(s) or its
+	// host is not in the node's --webhook-allow list (or no list is set).
+	CodeNotifyNotAllowed = "notify_not_allowed"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -125,6 +128,7 @@ var codes = map[string]struct {
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
 	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
+	CodeNotifyNotAllowed:     {http.StatusBadRequest, nil},
 
 	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
 	CodeFenced:    {http.StatusConflict, nil},

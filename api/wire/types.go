@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/txlog/txlog/txid"
@@ -33,6 +34,33 @@ type TxRequest struct {
 	// Fence, if set, makes the transaction apply only while the lease is
 	// held with the token (checked when the entry is applied).
 	Fence *Fence `json:"fence,omitempty"`
+	// Notify, if set, asks for a callback when the transaction is decided
+	// (docs/consuming.md, "Callbacks").
+	Notify *Notify `json:"notify,omitempty"`
+}
+
+// Callback is the body the cluster POSTs to a transaction's notify url once
+// it is decided; every field is always present, conflict null unless
+// rejected. The X-Txlog-Delivery header (CallbackDeliveryID) identifies it.
+type Callback struct {
+	TxID           txid.ID   `json:"txid"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	Status         string    `json:"status"`
+	Index          uint64    `json:"index"`
+	Conflict       *Conflict `json:"conflict"`
+}
+
+// CallbackDeliveryID is the X-Txlog-Delivery of the callback of the
+// transaction id decided at index: the same on every attempt and every
+// leader, so a receiver deduplicates on it.
+func CallbackDeliveryID(index uint64, id txid.ID) string {
+	return strconv.FormatUint(index, 10) + "-" + id.String()
+}
+
+// Notify is a transaction's callback: {"url":"http://…"}, the host in the
+// node's --webhook-allow list.
+type Notify struct {
+	URL string `json:"url"`
 }
 
 // Fence is a transaction's condition on a lease: {"lease":"name","token":N}.
