@@ -127,7 +127,10 @@ func (s *Server) readLog(ctx context.Context, rd logRead) (wire.LogPage, error) 
 		timeout = t.C
 	}
 	for {
-		changed := s.applied() // before the read: an entry applied after it closes it
+		var changed <-chan struct{}
+		if rd.wait > 0 {
+			changed = s.applied() // before the read: an entry applied after it closes it
+		}
 		page, err := s.logPage(ctx, rd.from, rd.limit, rd.prefix)
 		if err != nil || len(page.Entries) > 0 || rd.wait == 0 {
 			return page, err
