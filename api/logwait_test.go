@@ -290,7 +290,6 @@ func (l *sseLines) event(index uint64, key string) {
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 
-
 func TestLogStreamFraming(t *testing.T) {
 	m := newMemLog()
 	for i, k := range []string{"acct/a", "b", "acct/c"} {
