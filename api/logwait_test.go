@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -349,4 +350,42 @@ func lastEventID(id string) http.Header {
 	h := http.Header{}
 	h.Set(wire.HeaderLastEventID, id)
 	return h
+}
+
+// FuzzParseLogRead checks that any query and Last-Event-ID either give a read
+// within the limits or an invalid_parameter (invalid_utf8) error, never a
+// panic or a read out of bounds.
+func FuzzParseLogRead(f *testing.F) {
+	for _, s := range [][2]string{
+		{"from=1&limit=10&wait=30s&prefix=acct/", ""}, {"wait=61s", ""}, {"from=0", ""},
+		{"prefix=%ff", ""}, {"from=5", "9"}, {"", "18446744073709551615"}, {"limit=1001", "x"},
+		{"wait=0&prefix=a%2Fb", "9223372036854775806"},
+	} {
+		f.Add(s[0], s[1], false)
+		f.Add(s[0], s[1], true)
+	}
+	f.Fuzz(func(t *testing.T, raw, lastID string, stream bool) {
+		allowed := []string{"from", "limit", "wait", "prefix"}
+		if stream {
+			allowed = []string{"from", "prefix"}
+		}
+		q, err := parseRawQuery(raw, allowed...)
+		if err != nil {
+			return
+		}
+		rd, err := parseLogRead(q, 16, stream, lastID)
+		if err != nil {
+			var we *wire.Error
+			if !errors.As(err, &we) || (we.Code != wire.CodeInvalidParam && we.Code != wire.CodeInvalidUTF8) {
+				t.Fatalf("parseLogRead(%q, %q) = %v, want invalid_parameter", raw, lastID, err)
+			}
+			return
+		}
+		if rd.from < 1 || rd.from >= 1<<63 || rd.limit < 1 || rd.limit > MaxLogLimit || rd.wait < 0 || rd.wait > MaxLogWait || len(rd.prefix) > 16 || (stream && rd.wait != 0) {
+			t.Fatalf("parseLogRead(%q, %q) = %+v: out of bounds", raw, lastID, rd)
+		}
+		if p, ok := q.get("prefix"); ok && p != rd.prefix {
+			t.Fatalf("parseLogRead(%q) prefix %q, want %q", raw, rd.prefix, p)
+		}
+	})
 }
