@@ -163,7 +163,7 @@ type Server struct {
 	// submitH and batchH are the handlers of POST /v1/tx and /v1/tx/batch, as
 	// the router runs them (FastHandler).
 	submitH, batchH http.Handler
-	logs   logStreams
+	logs            logStreams
 }
 
 var _ http.Handler = (*Server)(nil)
