@@ -30,6 +30,9 @@
 //   - leases.go: LeaseBackend and the handlers of /v1/leases (docs/leases.md).
 //   - consumers.go: ConsumerBackend, the commit_offset op's checks shared by
 //     both decoders, and the handlers of /v1/consumers.
+//   - logwait.go: GET /v1/log (with wait and prefix) and GET /v1/log/stream
+//     (Server-Sent Events) over LogFollower, and the 410 compacted answer
+//     (docs/consuming.md).
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.
 //

@@ -363,36 +363,6 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, kv)
 }
 
-// handleLog serves GET /v1/log?from=N&limit=M.
-func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, "from", "limit")
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	from, err := q.integer("from", 1, 1, 1<<63-1)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	limit, err := q.integer("limit", DefaultLogLimit, 1, MaxLogLimit)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
-	defer cancel()
-	page, err := s.b.Log(ctx, from, int(limit))
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if page.Entries == nil {
-		page.Entries = []wire.LogEntry{}
-	}
-	s.writeJSON(w, http.StatusOK, page)
-}
-
 func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	if _, err := parseQuery(r); err != nil {
 		s.writeError(w, err)

@@ -76,6 +76,10 @@ type Config struct {
 	// MetricsHandler serves GET /metrics (promhttp's handler of the node's
 	// registry). Default nil: that path answers 404.
 	MetricsHandler http.Handler
+
+	// logHeartbeat is the heartbeat of GET /v1/log/stream, for tests.
+	// Default DefaultLogHeartbeat.
+	logHeartbeat time.Duration
 }
 
 // Defaults of Config.
@@ -141,6 +145,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.logHeartbeat <= 0 {
+		c.logHeartbeat = DefaultLogHeartbeat
+	}
 	return c
 }
 
@@ -156,6 +163,7 @@ type Server struct {
 	// submitH and batchH are the handlers of POST /v1/tx and /v1/tx/batch, as
 	// the router runs them (FastHandler).
 	submitH, batchH http.Handler
+	logs            logStreams
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -173,6 +181,7 @@ func NewServer(cfg Config, b Backend) *Server {
 	if cfg.Metrics != nil {
 		s.met = newHTTPMetrics(cfg.Metrics)
 	}
+	s.logs.done = make(chan struct{})
 	s.router = s.routes()
 	s.submitH = s.instrument("/v1/tx", http.HandlerFunc(s.handleSubmit))
 	s.batchH = s.instrument("/v1/tx/batch", http.HandlerFunc(s.handleSubmitBatch))
@@ -200,6 +209,7 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/tx/{txid}", s.handleTx).Methods(http.MethodGet)
 	r.HandleFunc("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
 	r.HandleFunc("/v1/log", s.handleLog).Methods(http.MethodGet)
+	r.HandleFunc(wire.LogStreamPath, s.handleLogStream).Methods(http.MethodGet)
 
 	r.HandleFunc("/v1/leases", s.handleLeaseList).Methods(http.MethodGet)
 	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeasePut).Methods(http.MethodPut)

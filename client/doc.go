@@ -16,6 +16,8 @@
 //   - leases.go: the lease calls (docs/leases.md).
 //   - consumers.go: the consumer-group calls: CommitOffset, ResetOffset,
 //     Consumer, Consumers (docs/api.md, Consumers).
+//   - follow.go: Follow, a reader of GET /v1/log/stream that resumes with
+//     Last-Event-ID on any node, and LogWait (docs/consuming.md).
 //
 // # What it must not import
 //

@@ -121,6 +121,9 @@ func classify(a answer) (string, error) {
 		if le, ok := leaseError(body.Error.Code, a.body); ok {
 			return body.Error.Code, le
 		}
+		if ce, ok := compactedError(body.Error.Code, a.body); ok {
+			return body.Error.Code, ce
+		}
 		return body.Error.Code, body.Error.Err()
 	}
 	code := "http_" + strconv.Itoa(a.status)

@@ -162,6 +162,21 @@ func (n *Node) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, e
 	return page, nil
 }
 
+var _ api.LogFollower = (*Node)(nil)
+
+// FirstIndex implements api.LogFollower: the index below which retention
+// dropped log records (store.DB.RetainedFrom), 1 when it dropped none.
+func (n *Node) FirstIndex() uint64 { return n.db.RetainedFrom() }
+
+// Applied implements api.LogFollower. A node that does not run Raft applies
+// nothing: its channel is never closed.
+func (n *Node) Applied() <-chan struct{} {
+	if n.raft == nil {
+		return nil
+	}
+	return n.raft.Applied()
+}
+
 // Cluster implements api.Backend.
 func (n *Node) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 	st := n.raft.Status()

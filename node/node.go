@@ -222,6 +222,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	n.srv.RegisterOnShutdown(n.api.EndLogStreams) // they never go idle
 	if !cfg.NoHTTPFastPath {
 		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,

@@ -389,6 +389,15 @@ func (r *Raft) WaitApplied(ctx context.Context, index uint64) error {
 	return r.waitApplied(ctx, index, false)
 }
 
+// Applied returns a channel closed when this server's state machine next
+// applies an entry (any entry raft hands it, commands and configurations).
+// It costs the apply path nothing: the channel is replaced per applied batch
+// already, for WaitApplied.
+func (r *Raft) Applied() <-chan struct{} {
+	_, changed := r.fsm.watch()
+	return changed
+}
+
 // WaitCurrent waits until this server's state machine is current to index
 // (current): as WaitApplied, but a committed no-op or barrier entry counts
 // as applied once everything before it is. Waiting for the commit index this

@@ -32,6 +32,7 @@
 //	            "max_time"   → largest Command.Time applied (8), the dedup clock
 //	            "kv_applied" → index (8) up to which kv is current
 //	            "restored"   → index (8) | term (8) of the snapshot restored from
+//	            "log_first"  → index (8): log records below it were removed (first.go)
 //	log         index (8)  → term, time, status, conflict or versions, EncodeTx bytes
 //	txs         txid (8)   → index (8) of the tx's log record
 //	dedup_time  time (8, sign bit flipped) | txid (8) → idem key (empty for an alias)

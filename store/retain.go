@@ -227,6 +227,11 @@ func (a *applier) retainStep(rs retainState, window time.Duration) (retainState,
 			return rs, err
 		}
 	}
+	if n := len(victims); n > 0 { // RetainedFrom (first.go)
+		if err := a.meta.Put(metaLogFirst, u64Key(victims[n-1].index+1)); err != nil {
+			return rs, err
+		}
+	}
 	return rs, nil
 }
 

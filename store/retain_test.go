@@ -100,6 +100,9 @@ func TestRetainLiveKeys(t *testing.T) {
 	if f := firstIndex(t, db); f < 200 {
 		t.Fatalf("FirstIndex() = %d after 300 entries with retention 20, want it moved past 200", f)
 	}
+	if r, f := db.RetainedFrom(), firstIndex(t, db); r > f || r < 200 {
+		t.Fatalf("RetainedFrom() = %d, FirstIndex() = %d: want the one past the last dropped record, past 200", r, f)
+	}
 	if n := logCount(t, db); n > 120 {
 		t.Fatalf("%d log records with retention 20, want them dropped", n)
 	}

@@ -132,6 +132,8 @@ var codes = map[string]struct {
 
 	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
 	CodeFenced:    {http.StatusConflict, nil},
+
+	CodeCompacted: {http.StatusGone, ErrCompacted}, // a *CompactedError (logwait.go)
 }
 
 // sentinelCodes lists the codes that have a sentinel, sorted, so that an error
@@ -157,6 +159,9 @@ func ErrorStatus(err error) (int, ErrorBody) {
 			return c.status, ErrorBody{Code: e.Code, Message: e.Message}
 		}
 		return http.StatusInternalServerError, ErrorBody{Code: CodeInternal, Message: fmt.Sprintf("unknown error code %q: %s", e.Code, e.Message)}
+	}
+	if e, ok := errors.AsType[*CompactedError](err); ok {
+		return codes[CodeCompacted].status, ErrorBody{Code: CodeCompacted, Message: e.Error()}
 	}
 	if e, ok := errors.AsType[*KeyReusedError](err); ok {
 		return codes[CodeIdempotencyKeyReused].status, ErrorBody{Code: CodeIdempotencyKeyReused, Message: e.Error(), TxID: e.TxID}

@@ -54,7 +54,7 @@ func runCLI(t *testing.T, ctx context.Context, env map[string]string, args ...st
 }
 
 // serve runs an api.Server over b and returns its base URL.
-func serve(t *testing.T, b *fakeBackend) string {
+func serve(t *testing.T, b api.Backend) string {
 	t.Helper()
 	srv := httptest.NewServer(api.NewServer(api.Config{}, b))
 	t.Cleanup(srv.Close)
@@ -372,11 +372,34 @@ func TestLog(t *testing.T) {
 	}
 }
 
+// followBackend is a logBackend whose node tells the stream of entries applied.
+type followBackend struct {
+	*fakeBackend
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+func (b *followBackend) FirstIndex() uint64 { return 1 }
+
+func (b *followBackend) Applied() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.changed
+}
+
+func (b *followBackend) apply() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
 func TestLogFollow(t *testing.T) {
 	ctx := testCtx(t)
 	var mu sync.Mutex
 	n := 3
-	url := serve(t, logBackend(&n, &mu))
+	b := &followBackend{fakeBackend: logBackend(&n, &mu), changed: make(chan struct{})}
+	url := serve(t, b)
 
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -401,6 +424,7 @@ func TestLogFollow(t *testing.T) {
 	mu.Lock()
 	n = 4 // one more entry commits
 	mu.Unlock()
+	b.apply()
 	waitFor(4)
 	cancel()
 	if err := <-done; err != nil {

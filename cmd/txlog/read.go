@@ -203,16 +203,13 @@ func dash(s string) string {
 	return s
 }
 
-// followInterval is how long log --follow waits before asking again once it has
-// caught up.
-const followInterval = 250 * time.Millisecond
-
 func (c *cli) log(ctx context.Context, args []string) error {
 	cmd := c.command("log", "[flags]\n\nPrints one committed transaction per line, as JSON.")
 	targets := cmd.targets()
 	from := cmd.Uint64("from", 1, "first Raft index to print")
 	limit := cmd.Int("limit", 100, "entries per request; without --follow, txlog prints one request's worth")
-	follow := cmd.Bool("follow", false, "keep printing entries as they commit, until Ctrl-C")
+	follow := cmd.Bool("follow", false, "keep printing entries as they commit, until Ctrl-C (GET /v1/log/stream)")
+	prefix := cmd.String("prefix", "", "only entries that touch a key with this prefix")
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
@@ -232,36 +229,21 @@ func (c *cli) log(ctx context.Context, args []string) error {
 	}
 	enc := json.NewEncoder(c.stdout)
 	enc.SetEscapeHTML(false)
-	next := *from
-	for {
-		page, err := cl.Log(ctx, next, *limit)
-		if err != nil {
-			if *follow && ctx.Err() != nil {
-				return nil // Ctrl-C ends --follow
-			}
-			return fmt.Errorf("log from %d: %w", next, err)
+	if *follow {
+		err := cl.Follow(ctx, *from, *prefix, func(e wire.LogEntry) error { return enc.Encode(e) })
+		if ctx.Err() != nil {
+			return nil // Ctrl-C ends --follow
 		}
-		for _, e := range page.Entries {
-			if err := enc.Encode(e); err != nil {
-				return err
-			}
-		}
-		if !*follow {
-			return nil
-		}
-		if len(page.Entries) > 0 {
-			if page.Next <= next {
-				return fmt.Errorf("log from %d: the node answered next=%d", next, page.Next)
-			}
-			next = page.Next
-			continue
-		}
-		t := time.NewTimer(followInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
+		return fmt.Errorf("log --follow from %d: %w", *from, err)
+	}
+	page, err := cl.LogWait(ctx, *from, *limit, *prefix, 0)
+	if err != nil {
+		return fmt.Errorf("log from %d: %w", *from, err)
+	}
+	for _, e := range page.Entries {
+		if err := enc.Encode(e); err != nil {
+			return err
 		}
 	}
+	return nil
 }

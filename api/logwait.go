@@ -1,0 +1,335 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/txlog/txlog/api/wire"
+)
+
+// Limits of the waiting and streaming reads of the log.
+const (
+	// MaxLogWait bounds the wait parameter of GET /v1/log.
+	MaxLogWait = 60 * time.Second
+	// DefaultLogHeartbeat is how often an idle GET /v1/log/stream sends a
+	// comment line, so that proxies and readers see the connection live.
+	DefaultLogHeartbeat = 15 * time.Second
+	// logScanBudget bounds the log records one read with a prefix looks at;
+	// next then moves past the ones it skipped.
+	logScanBudget = 10 * MaxLogLimit
+	// logStreamPage is how many entries the stream reads, writes and flushes
+	// at a time.
+	logStreamPage = 100
+	// logStreamWriteTimeout bounds the write of one batch of events: a reader
+	// that takes longer is cut off, and resumes with Last-Event-ID.
+	logStreamWriteTimeout = 30 * time.Second
+)
+
+// LogFollower is what waiting (GET /v1/log?wait=) and streaming
+// (GET /v1/log/stream) reads need beyond Backend. node.Node implements it. On a
+// Backend without it nothing ever counts as applied while a read waits, and
+// the log starts at 1.
+type LogFollower interface {
+	// FirstIndex returns the first index the log still holds: entries below it
+	// were removed. 1 when none ever were.
+	FirstIndex() uint64
+	// Applied returns a channel closed when this node next applies an entry.
+	// A read takes it before it reads the log, so it misses nothing.
+	Applied() <-chan struct{}
+}
+
+// logStreams ends the waiting reads and the streams when the node shuts down:
+// http.Server.Shutdown waits for them, and they never go idle.
+type logStreams struct {
+	once sync.Once
+	done chan struct{}
+}
+
+// EndLogStreams ends the streams of GET /v1/log/stream and the waits of
+// GET /v1/log. Register it with http.Server.RegisterOnShutdown. Safe to call
+// more than once.
+func (s *Server) EndLogStreams() {
+	s.logs.once.Do(func() { close(s.logs.done) })
+}
+
+// logRead is a read of the log, as the query asks for it.
+type logRead struct {
+	from   uint64
+	limit  int
+	wait   time.Duration
+	prefix string // "": every entry
+}
+
+// parseLogRead reads the parameters of GET /v1/log (stream: of
+// GET /v1/log/stream, which takes no limit or wait, and resumes after the
+// Last-Event-ID header lastID when it is set).
+func parseLogRead(q query, maxKeyBytes int, stream bool, lastID string) (logRead, error) {
+	from, err := q.integer("from", 1, 1, 1<<63-1)
+	if err != nil {
+		return logRead{}, err
+	}
+	rd := logRead{from: from, limit: logStreamPage}
+	if !stream {
+		limit, err := q.integer("limit", DefaultLogLimit, 1, MaxLogLimit)
+		if err != nil {
+			return logRead{}, err
+		}
+		rd.limit = int(limit)
+		if rd.wait, err = q.duration("wait", 0, MaxLogWait, true); err != nil {
+			return logRead{}, err
+		}
+	}
+	if p, ok := q.get("prefix"); ok {
+		if err := checkKey(p, "prefix", maxKeyBytes); err != nil {
+			return logRead{}, asError(err, wire.CodeInvalidParam)
+		}
+		rd.prefix = p
+	}
+	if stream && lastID != "" {
+		id, err := strconv.ParseUint(lastID, 10, 64)
+		if err != nil || id >= 1<<63-1 {
+			return logRead{}, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s %q: want the index of an entry", wire.HeaderLastEventID, lastID)}
+		}
+		rd.from = id + 1 // takes precedence over from
+	}
+	return rd, nil
+}
+
+// follower returns the Backend's LogFollower, nil without.
+func (s *Server) follower() LogFollower {
+	f, _ := s.b.(LogFollower)
+	return f
+}
+
+// applied returns the channel that Applied gives, nil (never ready) without a
+// LogFollower.
+func (s *Server) applied() <-chan struct{} {
+	if f := s.follower(); f != nil {
+		return f.Applied()
+	}
+	return nil
+}
+
+// readLog answers the read rd: a page as logPage reads it, or with rd.wait,
+// the first page that has an entry, waiting up to rd.wait for one to be
+// applied. A wait that runs out answers the empty page and its next.
+func (s *Server) readLog(ctx context.Context, rd logRead) (wire.LogPage, error) {
+	var timeout <-chan time.Time
+	if rd.wait > 0 {
+		t := time.NewTimer(rd.wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		var changed <-chan struct{}
+		if rd.wait > 0 {
+			changed = s.applied() // before the read: an entry applied after it closes it
+		}
+		page, err := s.logPage(ctx, rd.from, rd.limit, rd.prefix)
+		if err != nil || len(page.Entries) > 0 || rd.wait == 0 {
+			return page, err
+		}
+		if page.Next != rd.from { // a prefix read skipped entries: read on
+			rd.from = page.Next
+			continue
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return page, nil
+		case <-s.logs.done:
+			return page, nil
+		case <-ctx.Done():
+			return page, ctx.Err()
+		}
+	}
+}
+
+// logPage reads up to limit entries from index from on that touch a key with
+// prefix (all with ""), looking at up to logScanBudget records; Next is past
+// the last record looked at. An index below the log's first gives a
+// *wire.CompactedError, never a page that starts later.
+func (s *Server) logPage(ctx context.Context, from uint64, limit int, prefix string) (wire.LogPage, error) {
+	out := wire.LogPage{Next: from}
+	for scanned := 0; ; {
+		ask := limit - len(out.Entries)
+		page, err := s.b.Log(ctx, out.Next, ask)
+		if err != nil {
+			return wire.LogPage{}, err
+		}
+		// After the read: retention only moves the first index up, so a read
+		// that started at or after it saw every entry it asked for.
+		if f := s.follower(); f != nil {
+			if first := f.FirstIndex(); out.Next < first {
+				return wire.LogPage{}, &wire.CompactedError{From: out.Next, FirstIndex: first}
+			}
+		}
+		if prefix == "" {
+			return page, nil
+		}
+		for _, e := range page.Entries {
+			if touches(e, prefix) {
+				out.Entries = append(out.Entries, e)
+			}
+		}
+		out.Next = page.Next
+		scanned += len(page.Entries)
+		if len(page.Entries) < ask || len(out.Entries) == limit || scanned >= logScanBudget {
+			return out, nil
+		}
+	}
+}
+
+// touches reports whether an op of e has a key that starts with prefix.
+func touches(e wire.LogEntry, prefix string) bool {
+	for _, op := range e.Ops {
+		if strings.HasPrefix(op.Key, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// handleLog serves GET /v1/log?from=N&limit=M[&wait=D][&prefix=P].
+func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r, "from", "limit", "wait", "prefix")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	rd, err := parseLogRead(q, s.cfg.MaxKeyBytes, false, "")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), rd.wait+s.cfg.DefaultTimeout)
+	defer cancel()
+	page, err := s.readLog(ctx, rd)
+	if err != nil {
+		s.writeLogError(w, err)
+		return
+	}
+	if page.Entries == nil {
+		page.Entries = []wire.LogEntry{}
+	}
+	s.writeJSON(w, http.StatusOK, page)
+}
+
+// writeLogError answers err; a *CompactedError gets first_index in the body.
+func (s *Server) writeLogError(w http.ResponseWriter, err error) {
+	ce, ok := errors.AsType[*wire.CompactedError](err)
+	if !ok {
+		s.writeError(w, err)
+		return
+	}
+	if rec, ok := w.(*recorder); ok {
+		rec.err = err
+	}
+	s.writeJSON(w, http.StatusGone, wire.CompactedAnswer{Error: wire.ErrorBody{Code: wire.CodeCompacted, Message: ce.Error()}, FirstIndex: ce.FirstIndex})
+}
+
+// handleLogStream serves GET /v1/log/stream?from=N[&prefix=P] as Server-Sent
+// Events, one event per entry (appendEvent), from what this node has applied,
+// in log order. It reads a page from the Backend at a time and writes and
+// flushes it before it reads the next, so a slow reader holds no lock and
+// no more than a page; one that takes longer than logStreamWriteTimeout for
+// a page is cut off. A comment line goes out every Config.logHeartbeat while
+// idle. Once the events started, an error ends the stream; the reader
+// reconnects with Last-Event-ID and gets the error as an answer.
+func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r, "from", "prefix")
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	rd, err := parseLogRead(q, s.cfg.MaxKeyBytes, true, r.Header.Get(wire.HeaderLastEventID))
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	ctx := r.Context()
+	changed := s.applied()
+	page, err := s.logPage(ctx, rd.from, rd.limit, rd.prefix)
+	if err != nil {
+		s.writeLogError(w, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	beat := time.NewTicker(s.cfg.logHeartbeat)
+	defer beat.Stop()
+	buf := []byte(": txlog log stream\n\n") // sends the headers at once
+	for {
+		for _, e := range page.Entries {
+			if buf, err = appendEvent(buf, e); err != nil {
+				s.log.Warn("encode log event", "index", e.Index, "err", err)
+				return
+			}
+		}
+		if len(buf) > 0 {
+			if err := writeFlush(rc, w, buf); err != nil {
+				s.log.Debug("log stream write", "err", err)
+				return
+			}
+			buf = buf[:0]
+			beat.Reset(s.cfg.logHeartbeat)
+		}
+		if page.Next == rd.from { // nothing new: wait
+			select {
+			case <-changed:
+			case <-beat.C:
+				buf = append(buf, ": heartbeat\n\n"...)
+				continue
+			case <-s.logs.done:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+		rd.from = page.Next
+		changed = s.applied()
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.DefaultTimeout)
+		page, err = s.logPage(rctx, rd.from, rd.limit, rd.prefix)
+		cancel()
+		if err != nil {
+			s.log.Debug("log stream read", "from", rd.from, "err", err)
+			return
+		}
+	}
+}
+
+// writeFlush writes b and flushes it, within logStreamWriteTimeout.
+func writeFlush(rc *http.ResponseController, w http.ResponseWriter, b []byte) error {
+	_ = rc.SetWriteDeadline(time.Now().Add(logStreamWriteTimeout)) // unsupported: no bound
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	if err := rc.Flush(); err != nil {
+		return err
+	}
+	_ = rc.SetWriteDeadline(time.Time{})
+	return nil
+}
+
+// appendEvent appends the event of e: "id: <index>", "event: entry" and
+// "data: <e as JSON>" lines and a blank line. The JSON is one line.
+func appendEvent(b []byte, e wire.LogEntry) ([]byte, error) {
+	data, err := wire.MarshalJSON(e)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, "id: "...)
+	b = strconv.AppendUint(b, e.Index, 10)
+	b = append(b, "\nevent: "+wire.LogEventEntry+"\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...), nil
+}
