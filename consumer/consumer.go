@@ -72,9 +72,10 @@ func (c Config) withDefaults() Config {
 // LeaseName is the name of group's lease.
 func LeaseName(group string) string { return "consumer/" + group }
 
-// Batch is the entries handed to a Handler at once: consecutive committed
-// log entries (of any status: a Handler that projects writes skips the
-// rejected ones) past the group's offset.
+// Batch is the entries handed to a Handler at once: the next transactions of
+// the log past the group's offset, in index order (of any status: a Handler
+// that projects writes skips the rejected ones). Their indexes have gaps:
+// raft's own entries and lease commands are not transactions.
 type Batch struct {
 	Group   string
 	Token   uint64 // the lease's token, which fences the commit
@@ -175,11 +176,11 @@ func (c *Consumer) term(ctx context.Context, token uint64, h Handler) error {
 		}
 		b := &Batch{Group: c.cfg.Group, Token: token}
 		for _, e := range page.Entries {
-			if e.Index > offset && (len(b.Entries) == 0 || e.Index == b.Last()+1) {
+			if e.Index > offset {
 				b.Entries = append(b.Entries, e)
 			}
 		}
-		if len(b.Entries) == 0 || b.Entries[0].Index != offset+1 {
+		if len(b.Entries) == 0 {
 			if err := c.pause(ctx); err != nil {
 				return err
 			}
