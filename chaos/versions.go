@@ -14,7 +14,8 @@ const NameVersionChains = "version chains without gaps"
 // CheckVersionChains checks that the committed writes of log form gap-free
 // version chains: each committed put of a key is at the key's previous version
 // plus one (a delete starts the key over), and a put with if_version N commits
-// version N+1.
+// version N+1. commit_offset ops (a consumer group's offset, docs/consuming.md)
+// write no key and are skipped.
 func CheckVersionChains(log []wire.LogEntry) CheckResult {
 	var v violations
 	versions := map[string]uint64{}
@@ -24,9 +25,13 @@ func CheckVersionChains(log []wire.LogEntry) CheckResult {
 			continue
 		}
 		for _, op := range e.Ops {
-			if op.Op == wire.OpDelete {
+			switch op.Op {
+			case wire.OpDelete:
 				versions[op.Key] = 0
 				continue
+			case wire.OpPut:
+			default:
+				continue // commit_offset: a group's offset, no key's version
 			}
 			writes++
 			want := versions[op.Key] + 1

@@ -22,6 +22,15 @@ func TestCheckVersionChains(t *testing.T) {
 		e.Status, e.Versions = wire.StatusRejected, nil
 		return e
 	}
+	// withOffset is e with a consumer's commit_offset too, as ExactlyOnce
+	// commits a batch's effects.
+	withOffset := func(e wire.LogEntry) wire.LogEntry {
+		e.Ops = append(e.Ops, wire.Op{Op: wire.OpCommitOffset, Group: "g", Offset: e.Index - 1})
+		return e
+	}
+	offset := func(index uint64) wire.LogEntry {
+		return wire.LogEntry{Index: index, TxID: txid.ID(100 + index), Status: wire.StatusCommitted, Ops: []wire.Op{{Op: wire.OpCommitOffset, Group: "g", Offset: index - 1}}}
+	}
 	tests := []struct {
 		name string
 		log  []wire.LogEntry
@@ -30,6 +39,8 @@ func TestCheckVersionChains(t *testing.T) {
 		{"chain", []wire.LogEntry{put(1, "x", nil, 1), put(2, "x", u64(1), 2), put(3, "y", nil, 1)}, ""},
 		{"delete starts over", []wire.LogEntry{put(1, "x", nil, 1), del(2, "x"), put(3, "x", u64(0), 1)}, ""},
 		{"rejected writes nothing", []wire.LogEntry{put(1, "x", nil, 1), rejected(2, "x"), put(3, "x", nil, 2)}, ""},
+		{"offset commits write no key", []wire.LogEntry{offset(1), put(2, "x", nil, 1), offset(3), withOffset(put(4, "x", u64(1), 2)), offset(5)}, ""},
+		{"gap past an offset commit", []wire.LogEntry{put(1, "x", nil, 1), offset(2), withOffset(put(3, "x", nil, 3))}, "index 3: x at version 3, want 2"},
 		{"gap", []wire.LogEntry{put(1, "x", nil, 1), put(2, "x", nil, 3)}, "index 2: x at version 3, want 2 (gap in the chain)"},
 		{"version twice", []wire.LogEntry{put(1, "x", nil, 1), put(2, "x", nil, 1)}, "gap in the chain"},
 		{"stale compare-and-set", []wire.LogEntry{put(1, "x", nil, 1), put(2, "x", u64(0), 2)}, "index 2: x committed with if_version 0 over version 1"},

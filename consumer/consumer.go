@@ -16,15 +16,16 @@ import (
 type Client interface {
 	lease.Client
 	Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error)
-	Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error)
+	LogWait(ctx context.Context, from uint64, limit int, prefix string, wait time.Duration) (wire.LogPage, error)
 }
 
 var _ Client = (*client.Client)(nil)
 
 // Defaults of Config.
 const (
-	DefaultBatch     = 100
-	DefaultPollEvery = 100 * time.Millisecond
+	DefaultBatch      = 100
+	DefaultWait       = 10 * time.Second
+	DefaultRetryEvery = 100 * time.Millisecond
 )
 
 // maxBatch is the most entries GET /v1/log answers at once.
@@ -48,10 +49,13 @@ type Config struct {
 	// Batch is the most entries handed to the Handler at once. Default
 	// DefaultBatch (100).
 	Batch int
-	// PollEvery is the pause before reading the log again when it had no
-	// entry past the offset, and after a failed read. Default
-	// DefaultPollEvery (100ms).
-	PollEvery time.Duration
+	// Wait is how long one read of the log waits for an entry past the
+	// offset (GET /v1/log?wait=): a new entry is handed over as soon as the
+	// node applies it. Default DefaultWait (10s); the server bounds it at 60s.
+	Wait time.Duration
+	// RetryEvery is the pause after a failed read of the log or a failed
+	// offset probe. Default DefaultRetryEvery (100ms).
+	RetryEvery time.Duration
 	// Logger receives the Consumer's records; nil discards them.
 	Logger *slog.Logger
 }
@@ -60,8 +64,11 @@ func (c Config) withDefaults() Config {
 	if c.Batch == 0 {
 		c.Batch = DefaultBatch
 	}
-	if c.PollEvery == 0 {
-		c.PollEvery = DefaultPollEvery
+	if c.Wait == 0 {
+		c.Wait = DefaultWait
+	}
+	if c.RetryEvery == 0 {
+		c.RetryEvery = DefaultRetryEvery
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -130,8 +137,11 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.Batch < 0 || cfg.Batch > maxBatch {
 		errs = append(errs, fmt.Errorf("consumer: Batch %d: want 0 to %d", cfg.Batch, maxBatch))
 	}
-	if cfg.PollEvery < 0 {
-		errs = append(errs, fmt.Errorf("consumer: PollEvery %v is negative", cfg.PollEvery))
+	if cfg.Wait < 0 {
+		errs = append(errs, fmt.Errorf("consumer: Wait %v is negative", cfg.Wait))
+	}
+	if cfg.RetryEvery < 0 {
+		errs = append(errs, fmt.Errorf("consumer: RetryEvery %v is negative", cfg.RetryEvery))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -163,7 +173,7 @@ func (c *Consumer) term(ctx context.Context, token uint64, h Handler) error {
 	}
 	c.log.Info("consuming", "token", token, "offset", offset)
 	for ctx.Err() == nil {
-		page, err := c.cfg.Client.Log(ctx, offset+1, c.cfg.Batch)
+		page, err := c.cfg.Client.LogWait(ctx, offset+1, c.cfg.Batch, "", c.cfg.Wait)
 		if err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
@@ -181,10 +191,7 @@ func (c *Consumer) term(ctx context.Context, token uint64, h Handler) error {
 			}
 		}
 		if len(b.Entries) == 0 {
-			if err := c.pause(ctx); err != nil {
-				return err
-			}
-			continue
+			continue // the wait ended with no new entry: wait again
 		}
 		if c.ownCommits(b.Entries) {
 			// The group's own bookkeeping: not handed on, and not committed
@@ -265,7 +272,7 @@ func (c *Consumer) probe(ctx context.Context, fence *wire.Fence) (uint64, error)
 }
 
 func (c *Consumer) pause(ctx context.Context) error {
-	t := time.NewTimer(c.cfg.PollEvery)
+	t := time.NewTimer(c.cfg.RetryEvery)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():

@@ -36,7 +36,7 @@ func project(_ context.Context, entries []wire.LogEntry) ([]wire.Op, error) {
 
 func newConsumer(t *testing.T, f *fakeTxlog, batch int) *Consumer {
 	t.Helper()
-	c, err := New(Config{Client: f, Group: group, Holder: "c1", Batch: batch, PollEvery: time.Millisecond, TTL: 2 * time.Second})
+	c, err := New(Config{Client: f, Group: group, Holder: "c1", Batch: batch, RetryEvery: time.Millisecond, TTL: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +99,38 @@ func TestExactlyOnceUnknownOutcome(t *testing.T) {
 	}
 	if f.lostAnswers != 0 {
 		t.Fatalf("%d lost answers left: the test did not lose any", f.lostAnswers)
+	}
+	checkOnce(t, f, idx)
+}
+
+// TestWaitsForNewEntries: a Consumer that has caught up waits in the read
+// of the log, and an entry appended then is handed over at once, not after
+// a pause (RetryEvery is an hour here).
+func TestWaitsForNewEntries(t *testing.T) {
+	f := newFake()
+	c, err := New(Config{Client: f, Group: group, Holder: "c1", RetryEvery: time.Hour, TTL: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, ExactlyOnce(project)) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-f.waiting:
+	case err := <-done:
+		t.Fatalf("Run: %v before waiting", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Consumer never waited in a read of the log")
+	}
+	idx := transfers(f, 1)
+	f.watch(group, idx[0])
+	select {
+	case <-f.reached:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("entry %d not handed over in 5s; offset %d", idx[0], f.offset(group))
 	}
 	checkOnce(t, f, idx)
 }
@@ -176,7 +208,7 @@ func TestConfig(t *testing.T) {
 		{Client: f, Holder: "h"},
 		{Client: f, Group: group},
 		{Client: f, Group: group, Holder: "h", Batch: maxBatch + 1},
-		{Client: f, Group: group, Holder: "h", PollEvery: -1},
+		{Client: f, Group: group, Holder: "h", RetryEvery: -1},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)

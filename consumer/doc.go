@@ -1,6 +1,8 @@
 // Package consumer follows txlog's log as one consumer group: a Consumer
 // takes the group's lease (named "consumer/<group>", docs/leases.md), reads
-// the group's committed offset, reads the log from offset + 1, hands batches
+// the group's committed offset, streams the log from offset + 1 (waiting
+// reads, GET /v1/log?wait=: an entry is handed over as soon as the node it
+// reads from applies it, with no polling pause), hands batches
 // of entries to a Handler and, once the Handler succeeds, commits the offset
 // of the batch's last entry in a transaction fenced by the lease's token. It
 // stops — cancels the Handler's context — when the lease is lost.

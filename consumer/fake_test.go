@@ -21,6 +21,12 @@ type fakeTxlog struct {
 	offsets  map[string]uint64
 	entries  []wire.LogEntry
 	next     uint64 // the next log index
+	// appended is closed and replaced at each append: LogWait's wake-up.
+	appended chan struct{}
+	// waits counts LogWait calls that waited.
+	waits int
+	// waiting is closed when a LogWait first waits.
+	waiting chan struct{}
 
 	// lostAnswers is how many committed non-probe Submits answer an error
 	// (the outcome a dropped connection leaves unknown).
@@ -34,7 +40,7 @@ type fakeTxlog struct {
 }
 
 func newFake() *fakeTxlog {
-	return &fakeTxlog{tokens: map[string]uint64{}, holders: map[string]string{}, versions: map[string]uint64{}, offsets: map[string]uint64{}, next: 2, reached: make(chan struct{})}
+	return &fakeTxlog{tokens: map[string]uint64{}, holders: map[string]string{}, versions: map[string]uint64{}, offsets: map[string]uint64{}, next: 2, reached: make(chan struct{}), appended: make(chan struct{}), waiting: make(chan struct{})}
 }
 
 // appendWrite logs a committed transaction of ops, as another client's.
@@ -56,7 +62,7 @@ func (f *fakeTxlog) apply(tx wire.TxRequest) applied {
 	res := wire.TxResult{Status: wire.StatusCommitted}
 	conflict := func(c *wire.Conflict) applied {
 		e.Status, e.Conflict = wire.StatusRejected, c
-		f.entries = append(f.entries, e)
+		f.append(e)
 		return applied{idx, wire.TxResult{Status: wire.StatusRejected, Conflict: c}}
 	}
 	if tx.Fence != nil && f.tokens[tx.Fence.Lease] != tx.Fence.Token {
@@ -86,7 +92,7 @@ func (f *fakeTxlog) apply(tx wire.TxRequest) applied {
 			f.versions[op.Key]++
 		}
 	}
-	f.entries = append(f.entries, e)
+	f.append(e)
 	if f.afterCommit != nil {
 		f.afterCommit(f)
 	}
@@ -105,17 +111,47 @@ func (f *fakeTxlog) Submit(ctx context.Context, tx wire.TxRequest, _ wire.Submit
 	return a.res, nil
 }
 
-func (f *fakeTxlog) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var page wire.LogPage
-	for _, e := range f.entries {
-		if e.Index >= from && len(page.Entries) < limit {
-			page.Entries = append(page.Entries, e)
+func (f *fakeTxlog) append(e wire.LogEntry) {
+	f.entries = append(f.entries, e)
+	close(f.appended)
+	f.appended = make(chan struct{})
+}
+
+// LogWait answers as the server does: the entries at from or later, or, when
+// there are none, waits up to wait for one to be appended.
+func (f *fakeTxlog) LogWait(ctx context.Context, from uint64, limit int, prefix string, wait time.Duration) (wire.LogPage, error) {
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		f.mu.Lock()
+		var page wire.LogPage
+		for _, e := range f.entries {
+			if e.Index >= from && len(page.Entries) < limit {
+				page.Entries = append(page.Entries, e)
+			}
+		}
+		page.Next = f.next
+		appended := f.appended
+		if len(page.Entries) > 0 || wait <= 0 {
+			f.mu.Unlock()
+			return page, nil
+		}
+		if f.waits++; f.waits == 1 {
+			close(f.waiting)
+		}
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return wire.LogPage{}, ctx.Err()
+		case <-timeout:
+			return page, nil
+		case <-appended:
 		}
 	}
-	page.Next = f.next
-	return page, nil
 }
 
 func (f *fakeTxlog) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (wire.LeaseResult, error) {
@@ -168,6 +204,10 @@ func (f *fakeTxlog) watch(group string, offset uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.watchGroup, f.watchOffset = group, offset
+	if f.offsets[group] >= offset {
+		close(f.reached)
+		f.watchOffset = 0
+	}
 }
 
 func projKey(index uint64) string { return fmt.Sprintf("proj/%d", index) }

@@ -186,6 +186,7 @@ func TestChaosUsage(t *testing.T) {
 		{"negative leases", []string{"chaos", "--leases", "-1"}, 2, "--leases -1: want 0 or more"},
 		{"too few contenders", []string{"chaos", "--contenders", "3"}, 2, "3 contenders for 2 leases"},
 		{"contender without flags", []string{"chaos-contender"}, 1, "--targets, --lease, --id, --key and --history are required"},
+		{"consumer without flags", []string{"chaos-consumer"}, 1, "--targets, --group, --id, --source, --projection and --history are required"},
 		{"powerloss needs local", []string{"chaos", "--targets", "http://127.0.0.1:1", "--faults", "powerloss"}, 1, "leave powerloss out of --faults"},
 	}
 	for _, tt := range tests {

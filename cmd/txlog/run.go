@@ -90,6 +90,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.exclusive(ctx, rest)
 	case "chaos-contender": // hidden: a lease contender that `txlog chaos` starts
 		return chaos.ContenderMain(ctx, rest, c.stderr)
+	case "chaos-consumer": // hidden: a consumer of the chaos consumer workload
+		return chaos.ConsumerProcMain(ctx, rest, c.stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(c.stdout, usageText)
 		return nil
