@@ -54,8 +54,9 @@ func (b *bench) subscribers(ctx context.Context) error {
 	fmt.Fprintf(b.out, "== subscribers: %d writers (single-put transactions, %d-byte values, ack=quorum) to the leader, %v warmup + %v measured a run; subscribers of GET /v1/log/stream spread over %d followers\n",
 		b.cfg.writers, b.cfg.valueBytes, b.cfg.warmup, b.cfg.dur, len(b.followers))
 	fmt.Fprintln(b.out, "delay = the subscriber's read of the entry's event - the writer's read of the committed answer (p50/p99/max over every transaction committed in the window and every subscriber); from send = the same from the writer's send of the request")
-	fmt.Fprintf(b.out, "%4s %5s %9s %8s %28s %20s %11s %10s %7s %7s %6s\n",
-		"run", "subs", "writes/s", "fraction", "delay p50/p99/max", "from send p50/p99", "deliveries", "undeliv.", "cl.CPU", "nodeCPU", "steal")
+	fmt.Fprintln(b.out, "vs.before = writes/s over the baseline run before (the summary compares with the baselines before and after); CPU in cores of this process and of the nodes, and the host's steal, over the window")
+	fmt.Fprintf(b.out, "%4s %5s %9s %9s %28s %20s %11s %10s %7s %7s %6s\n",
+		"run", "subs", "writes/s", "vs.before", "delay p50/p99/max", "from send p50/p99", "deliveries", "undeliv.", "cl.CPU", "nodeCPU", "steal")
 	var results []runResult
 	hc := &http.Client{Transport: streamTransport()}
 	for i, k := range b.cfg.subs {
@@ -98,7 +99,7 @@ func printRun(w io.Writer, n int, r runResult, f float64) {
 	if r.leaderChanged {
 		note += "  LEADER CHANGED"
 	}
-	fmt.Fprintf(w, "%4d %5d %9.0f %8s %28s %20s %11d %10d %7.2f %7.2f %5.1f%%%s\n",
+	fmt.Fprintf(w, "%4d %5d %9.0f %9s %28s %20s %11d %10d %7.2f %7.2f %5.1f%%%s\n",
 		n, r.subs, r.tput, frac(f), delay, fromSend, c.n, r.undelivered, r.clientCPU, r.nodesCPU, r.steal, note)
 }
 
