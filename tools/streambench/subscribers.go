@@ -91,7 +91,7 @@ func printRun(w io.Writer, n int, r runResult, f float64) {
 	}
 	note := ""
 	if r.errors > 0 {
-		note += fmt.Sprintf("  %d failed writes", r.errors)
+		note += fmt.Sprintf("  %d writes not answered committed", r.errors)
 	}
 	if c.negative > 0 {
 		note += fmt.Sprintf("  %d deliveries before the answer", c.negative)
