@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,31 +9,62 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// TestPerEntryFilter: raft's per-entry metrics (raft.apply, raft.commitTime)
-// stop at the filter; every other reaches the sink.
-func TestPerEntryFilter(t *testing.T) {
+// TestHotPathFilter: raft's per-entry, per-batch and per-RPC metrics stop at
+// the filter, whatever method records them; the per-event ones reach the
+// sink.
+func TestHotPathFilter(t *testing.T) {
 	sink := metrics.NewInmemSink(time.Hour, time.Hour)
-	f := perEntryFilter{sink}
-	f.IncrCounterWithLabels([]string{"raft", "apply"}, 1, nil)
-	f.AddSampleWithLabels([]string{"raft", "commitTime"}, 1, nil)
-	f.IncrCounterWithLabels([]string{"raft", "barrier"}, 1, nil)
-	f.AddSampleWithLabels([]string{"raft", "fsm", "applyBatch"}, 1, nil)
-	f.AddSampleWithLabels([]string{"raft", "replication", "apply"}, 1, nil)
-	got := map[string]bool{}
+	f := hotPathFilter{sink}
+	want := map[string]bool{}
+	for _, k := range []struct {
+		key  []string
+		kept bool
+	}{
+		{[]string{"raft", "apply"}, false},
+		{[]string{"raft", "commitTime"}, false},
+		{[]string{"raft", "commitNumLogs"}, false},
+		{[]string{"raft", "fsm", "applyBatch"}, false},
+		{[]string{"raft", "fsm", "applyBatchNum"}, false},
+		{[]string{"raft", "fsm", "enqueue"}, false},
+		{[]string{"raft", "fsm", "apply"}, false},
+		{[]string{"raft", "leader", "dispatchLog"}, false},
+		{[]string{"raft", "leader", "dispatchNumLogs"}, false},
+		{[]string{"raft", "replication", "appendEntries", "rpc"}, false},
+		{[]string{"raft", "replication", "appendEntries", "logs", "n2"}, false},
+		{[]string{"raft", "rpc", "appendEntries"}, false},
+		{[]string{"raft", "rpc", "appendEntries", "storeLogs"}, false},
+		{[]string{"raft", "net", "rpcDecode"}, false},
+		{[]string{"raft", "barrier"}, true},
+		{[]string{"raft", "apply", "x"}, true},
+		{[]string{"raft", "fsm", "snapshot"}, true},
+		{[]string{"raft", "fsm", "restore"}, true},
+		{[]string{"raft", "leader", "lastContact"}, true},
+		{[]string{"raft", "replication", "heartbeat", "n2"}, true},
+		{[]string{"raft", "rpc", "requestVote"}, true},
+		{[]string{"raft", "state", "leader"}, true},
+		{[]string{"raft", "peers"}, true},
+		{[]string{"other", "net"}, true},
+	} {
+		want[strings.Join(k.key, ".")] = k.kept
+		f.IncrCounterWithLabels(k.key, 1, nil)
+		f.AddSampleWithLabels(k.key, 1, nil)
+		f.SetGaugeWithLabels(k.key, 1, nil)
+	}
+	var counters, samples, gauges map[string]bool = map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, iv := range sink.Data() {
 		for k := range iv.Counters {
-			got[k] = true
+			counters[k] = true
 		}
 		for k := range iv.Samples {
-			got[k] = true
+			samples[k] = true
+		}
+		for k := range iv.Gauges {
+			gauges[k] = true
 		}
 	}
-	for key, want := range map[string]bool{
-		"raft.apply": false, "raft.commitTime": false,
-		"raft.barrier": true, "raft.fsm.applyBatch": true, "raft.replication.apply": true,
-	} {
-		if got[key] != want {
-			t.Errorf("sink has %s: %v, want %v (sink: %v)", key, got[key], want, got)
+	for key, kept := range want {
+		if counters[key] != kept || samples[key] != kept || gauges[key] != kept {
+			t.Errorf("%s reached the sink as counter %v, sample %v, gauge %v; want %v", key, counters[key], samples[key], gauges[key], kept)
 		}
 	}
 }
