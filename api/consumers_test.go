@@ -12,29 +12,6 @@ import (
 	"github.com/txlog/txlog/api/wire"
 )
 
-// fakeConsumers is a fakeBackend that is a ConsumerBackend too.
-type fakeConsumers struct {
-	fakeBackend
-	ConsumerFunc  func(ctx context.Context, group string) (wire.ConsumerGroup, error)
-	ConsumersFunc func(ctx context.Context) ([]wire.ConsumerGroup, error)
-}
-
-var _ ConsumerBackend = (*fakeConsumers)(nil)
-
-func (f *fakeConsumers) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
-	if f.ConsumerFunc == nil {
-		return wire.ConsumerGroup{}, errNotSet
-	}
-	return f.ConsumerFunc(ctx, group)
-}
-
-func (f *fakeConsumers) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
-	if f.ConsumersFunc == nil {
-		return nil, errNotSet
-	}
-	return f.ConsumersFunc(ctx)
-}
-
 func TestDecodeCommitOffsetOp(t *testing.T) {
 	tests := []struct {
 		name string
@@ -111,7 +88,7 @@ func TestConsumerRoutes(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var got []wire.TxRequest
 	b := &fakeConsumers{
-		fakeBackend: fakeBackend{SubmitFunc: func(_ context.Context, tx wire.TxRequest, _ wire.SubmitOptions) (wire.TxResult, error) {
+		Backend: fakeBackend{SubmitFunc: func(_ context.Context, tx wire.TxRequest, _ wire.SubmitOptions) (wire.TxResult, error) {
 			got = append(got, tx)
 			if tx.Ops[0].Offset == 1 {
 				return wire.TxResult{TxID: 5, Status: wire.StatusRejected, Conflict: &wire.Conflict{Group: tx.Ops[0].Group, Expected: 1, Actual: 4}}, nil

@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,6 +22,9 @@ const (
 	// testWork is long enough that the test can SIGKILL or SIGSTOP a
 	// projector between computing a batch and committing it.
 	testWork = time.Second
+	// consuming is what a projector logs when it gains the group's lease
+	// (package consumer's record, with the token).
+	consuming = "consuming"
 )
 
 func TestDeltas(t *testing.T) {
@@ -47,68 +44,10 @@ func TestDeltas(t *testing.T) {
 	}
 }
 
-type logLine struct {
-	Time  time.Time `json:"time"`
-	Msg   string    `json:"msg"`
-	Token uint64    `json:"token"`
-}
-
-func readLines(t *testing.T, p *launcher.Process) []logLine {
-	t.Helper()
-	b, err := os.ReadFile(p.LogPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []logLine
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var l logLine
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := launcher.Poll(ctx, 20*time.Millisecond, func(context.Context) error {
-		if cond() {
-			return nil
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// holder returns the projector whose latest "consuming" has the largest
-// token, and that token.
-func holder(t *testing.T, ps []*launcher.Process) (*launcher.Process, uint64) {
-	var best *launcher.Process
-	var token uint64
-	for _, p := range ps {
-		ls := readLines(t, p)
-		for i := len(ls) - 1; i >= 0; i-- {
-			if ls[i].Msg == "consuming" {
-				if ls[i].Token > token {
-					best, token = p, ls[i].Token
-				}
-				break
-			}
-		}
-	}
-	return best, token
-}
-
 // inWork tells whether p's last record is a computed batch: it is between
 // processing and commit.
 func inWork(t *testing.T, p *launcher.Process) bool {
-	ls := readLines(t, p)
+	ls := launchertest.ReadLog[launchertest.LogRecord](t, p)
 	return len(ls) > 0 && ls[len(ls)-1].Msg == "batch"
 }
 
@@ -118,37 +57,15 @@ func inWork(t *testing.T, p *launcher.Process) bool {
 // TTL and resumes it after a third took over; then the balance table must
 // be exactly the sum of the transfers.
 func TestProjectorExact(t *testing.T) {
-	dir := t.TempDir()
-	bctx, bcancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	txlogd, err := launcher.BuildBinaries(bctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "projector")
-	if out, err := exec.CommandContext(bctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build projector: %v: %s", err, out)
-	}
-	bcancel()
+	txlogd, bin := launchertest.BuildWithTxlogd(t, "projector")
 	c := launchertest.StartCluster(t, launcher.ClusterConfig{Bin: txlogd})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var ps []*launcher.Process
 	for _, id := range []string{"p1", "p2", "p3"} {
-		p, err := launcher.NewProcess(launcher.ProcessConfig{ID: id, Bin: bin, LogDir: t.TempDir(),
+		p := launchertest.StartProcess(t, launcher.ProcessConfig{ID: id, Bin: bin,
 			Args: []string{"--targets", strings.Join(c.HTTPAddrs(), ","), "--group", testGroup, "--ttl", testTTL.String(),
 				"--work", testWork.String(), "--batch", "5", "--id", id}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			p.Kill()
-			if t.Failed() {
-				t.Logf("--- %s log tail:\n%s", id, p.LogTail(30))
-			}
-		})
 		ps = append(ps, p)
 	}
 
@@ -180,8 +97,8 @@ func TestProjectorExact(t *testing.T) {
 	// 1. SIGKILL the holder between computing a batch and its commit.
 	var first *launcher.Process
 	var firstToken uint64
-	waitFor(ctx, t, "a holder in a batch's work", func() bool {
-		first, firstToken = holder(t, ps)
+	launchertest.WaitFor(ctx, t, "a holder in a batch's work", func() bool {
+		first, firstToken = launchertest.Holder(t, ps, consuming)
 		return first != nil && inWork(t, first)
 	})
 	if err := first.Kill(); err != nil {
@@ -194,8 +111,8 @@ func TestProjectorExact(t *testing.T) {
 	// 2. SIGSTOP the next holder in a batch's work, past its TTL.
 	var second *launcher.Process
 	var secondToken uint64
-	waitFor(ctx, t, "a second holder in a batch's work", func() bool {
-		second, secondToken = holder(t, ps)
+	launchertest.WaitFor(ctx, t, "a second holder in a batch's work", func() bool {
+		second, secondToken = launchertest.Holder(t, ps, consuming)
 		return second != first && secondToken > firstToken && inWork(t, second)
 	})
 	if err := second.Pause(); err != nil {
@@ -204,27 +121,23 @@ func TestProjectorExact(t *testing.T) {
 	for range 10 {
 		transfer()
 	}
-	waitFor(ctx, t, "a third holder", func() bool {
-		p, token := holder(t, ps)
+	launchertest.WaitFor(ctx, t, "a third holder", func() bool {
+		p, token := launchertest.Holder(t, ps, consuming)
 		return p != nil && p != second && token > secondToken
 	})
 	if err := second.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the resumed projector losing its lease", func() bool {
-		for _, l := range readLines(t, second) {
-			if l.Msg == "lease lost" {
-				return true
-			}
-		}
-		return false
+	launchertest.WaitFor(ctx, t, "the resumed projector losing its lease", func() bool {
+		_, ok := launchertest.Last(launchertest.ReadLog[launchertest.LogRecord](t, second), "lease lost")
+		return ok
 	})
 	for range 10 {
 		transfer()
 	}
 
 	// 3. The projection catches up, exactly.
-	waitFor(ctx, t, fmt.Sprintf("the group's offset past %d", last), func() bool {
+	launchertest.WaitFor(ctx, t, fmt.Sprintf("the group's offset past %d", last), func() bool {
 		g, err := cl.Consumer(ctx, testGroup)
 		return err == nil && g.Offset >= last
 	})

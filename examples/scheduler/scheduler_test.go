@@ -1,18 +1,11 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +32,9 @@ const (
 	// takeoverSlack covers the rest of a takeover: one election, the
 	// standby's long poll waking up, its acquire.
 	takeoverSlack = 2 * time.Second
+	// leaseGained is what a scheduler logs when it gains the lease, with
+	// the token.
+	leaseGained = "lease gained"
 )
 
 // maxSkipped is the takeover allowance: the most periods that may go
@@ -167,46 +163,18 @@ func TestCheckRunsFails(t *testing.T) {
 
 // logLine is one JSON record of a scheduler's stderr.
 type logLine struct {
-	Time     time.Time `json:"time"`
-	Msg      string    `json:"msg"`
-	Node     string    `json:"node"`
-	Token    uint64    `json:"token"`
-	Period   int64     `json:"period"`
-	Fence    string    `json:"fence"`
-	Expected uint64    `json:"expected"`
-	Actual   uint64    `json:"actual"`
+	launchertest.LogRecord
+	Node     string `json:"node"`
+	Period   int64  `json:"period"`
+	Fence    string `json:"fence"`
+	Expected uint64 `json:"expected"`
+	Actual   uint64 `json:"actual"`
 }
 
 // readLines reads the records a scheduler wrote so far; a line being
 // written is cut and left out.
 func readLines(t *testing.T, p *launcher.Process) []logLine {
-	t.Helper()
-	b, err := os.ReadFile(p.LogPath())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []logLine
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var l logLine
-		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg != "" {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// last returns the last record with message msg, and whether there is one.
-func last(ls []logLine, msg string) (logLine, bool) {
-	for i := len(ls) - 1; i >= 0; i-- {
-		if ls[i].Msg == msg {
-			return ls[i], true
-		}
-	}
-	return logLine{}, false
+	return launchertest.ReadLog[logLine](t, p)
 }
 
 // count counts the records with message msg after the time from.
@@ -220,73 +188,15 @@ func count(ls []logLine, msg string, from time.Time) int {
 	return n
 }
 
-// waitFor polls cond until it holds or ctx ends.
-func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := launcher.Poll(ctx, 20*time.Millisecond, func(context.Context) error {
-		if cond() {
-			return nil
-		}
-		return errors.New("not yet")
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// buildBinaries builds txlogd and the scheduler into dir.
-func buildBinaries(t *testing.T, dir string) (txlogd, scheduler string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	txlogd, err := launcher.BuildBinaries(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheduler = filepath.Join(dir, "scheduler")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", scheduler, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build scheduler: %v: %s", err, out)
-	}
-	return txlogd, scheduler
-}
-
 // startScheduler starts one scheduler instance against c's nodes.
 func startScheduler(t *testing.T, bin string, c *launcher.Cluster, id string) *launcher.Process {
 	t.Helper()
-	p, err := launcher.NewProcess(launcher.ProcessConfig{
+	return launchertest.StartProcess(t, launcher.ProcessConfig{
 		ID:  id,
 		Bin: bin,
 		Args: []string{"--targets", strings.Join(c.HTTPAddrs(), ","), "--lease", testLease, "--ttl", testTTL.String(),
 			"--period", testPeriod.String(), "--work", testWork.String(), "--id", id},
-		LogDir: t.TempDir(),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("--- %s log tail:\n%s", id, p.LogTail(40))
-		}
-	})
-	return p
-}
-
-// holder returns the instance whose latest "lease gained" has the largest
-// token, and that token.
-func holder(t *testing.T, ps []*launcher.Process) (*launcher.Process, uint64) {
-	t.Helper()
-	var best *launcher.Process
-	var token uint64
-	for _, p := range ps {
-		if l, ok := last(readLines(t, p), "lease gained"); ok && l.Token > token {
-			best, token = p, l.Token
-		}
-	}
-	return best, token
 }
 
 // readClusterLog pages through the log of the node at base.
@@ -317,7 +227,7 @@ func readClusterLog(ctx context.Context, t *testing.T, base string) []wire.LogEn
 // tokens only grew, and, from the paused instance's log, that its late run
 // was refused with a fence conflict.
 func TestSchedulerFailovers(t *testing.T) {
-	txlogd, schedBin := buildBinaries(t, t.TempDir())
+	txlogd, schedBin := launchertest.BuildWithTxlogd(t, "scheduler")
 	c := launchertest.StartCluster(t, launcher.ClusterConfig{Bin: txlogd})
 	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
 	defer cancel()
@@ -337,15 +247,15 @@ func TestSchedulerFailovers(t *testing.T) {
 		if try == 5 {
 			t.Fatal("never paused the holder in the middle of a run")
 		}
-		waitFor(ctx, t, "a holder starting a run after two runs", func() bool {
-			p, _ := holder(t, ps)
+		launchertest.WaitFor(ctx, t, "a holder starting a run after two runs", func() bool {
+			p, _ := launchertest.Holder(t, ps, leaseGained)
 			if p == nil {
 				return false
 			}
 			ls := readLines(t, p)
 			return count(ls, "run committed", start) >= 2 && ls[len(ls)-1].Msg == "run started"
 		})
-		p, token := holder(t, ps)
+		p, token := launchertest.Holder(t, ps, leaseGained)
 		if err := p.Pause(); err != nil {
 			t.Fatal(err)
 		}
@@ -364,8 +274,8 @@ func TestSchedulerFailovers(t *testing.T) {
 	// 2. A standby takes over with a larger token and runs; SIGKILL it.
 	var second *launcher.Process
 	var secondToken uint64
-	waitFor(ctx, t, "a standby's first run", func() bool {
-		second, secondToken = holder(t, ps)
+	launchertest.WaitFor(ctx, t, "a standby's first run", func() bool {
+		second, secondToken = launchertest.Holder(t, ps, leaseGained)
 		return second != paused && secondToken > pausedToken && count(readLines(t, second), "run committed", pausedAt) >= 1
 	})
 	t.Logf("%s took over with token %d %v after the pause", second.ID(), secondToken, time.Since(pausedAt).Round(time.Millisecond))
@@ -377,8 +287,8 @@ func TestSchedulerFailovers(t *testing.T) {
 	// 3. The last instance takes over and runs; kill the cluster's leader.
 	var third *launcher.Process
 	var thirdToken uint64
-	waitFor(ctx, t, "the last instance's first run", func() bool {
-		third, thirdToken = holder(t, ps)
+	launchertest.WaitFor(ctx, t, "the last instance's first run", func() bool {
+		third, thirdToken = launchertest.Holder(t, ps, leaseGained)
 		return third != paused && third != second && thirdToken > secondToken && count(readLines(t, third), "run committed", killedAt) >= 1
 	})
 	t.Logf("%s took over with token %d %v after the kill", third.ID(), thirdToken, time.Since(killedAt).Round(time.Millisecond))
@@ -390,8 +300,8 @@ func TestSchedulerFailovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaderKilledAt := time.Now()
-	waitFor(ctx, t, "two runs after the leader kill", func() bool {
-		p, _ := holder(t, ps)
+	launchertest.WaitFor(ctx, t, "two runs after the leader kill", func() bool {
+		p, _ := launchertest.Holder(t, ps, leaseGained)
 		return p != nil && count(readLines(t, p), "run committed", leaderKilledAt) >= 2
 	})
 
@@ -402,15 +312,15 @@ func TestSchedulerFailovers(t *testing.T) {
 	}
 	resumedAt := time.Now()
 	var refused logLine
-	waitFor(ctx, t, "the resumed instance's late run refused", func() bool {
+	launchertest.WaitFor(ctx, t, "the resumed instance's late run refused", func() bool {
 		ls := readLines(t, paused)
 		for _, msg := range []string{"run committed", "run duplicate"} {
-			if l, ok := last(ls, msg); ok && l.Period == pausedPeriod {
+			if l, ok := launchertest.Last(ls, msg); ok && l.Period == pausedPeriod {
 				t.Fatalf("the resumed instance's late run of period %d was answered %q: %+v", pausedPeriod, msg, l)
 			}
 		}
 		var ok bool
-		refused, ok = last(ls, "run rejected")
+		refused, ok = launchertest.Last(ls, "run rejected")
 		return ok
 	})
 	if refused.Period != pausedPeriod || refused.Token != pausedToken || refused.Fence != testLease ||
@@ -418,7 +328,7 @@ func TestSchedulerFailovers(t *testing.T) {
 		t.Fatalf("late run = %+v; want period %d refused with a fence conflict on %s, expected %d, actual above it",
 			refused, pausedPeriod, testLease, pausedToken)
 	}
-	waitFor(ctx, t, "three more runs after the resume", func() bool {
+	launchertest.WaitFor(ctx, t, "three more runs after the resume", func() bool {
 		n := 0
 		for _, p := range ps {
 			if p != second {
@@ -431,7 +341,7 @@ func TestSchedulerFailovers(t *testing.T) {
 	// over at once, usually in the same period, which it then finds run
 	// ("run duplicate", 422 idempotency_key_reused: the key is recorded
 	// under the other token).
-	final, lastToken := holder(t, ps)
+	final, lastToken := launchertest.Holder(t, ps, leaseGained)
 	other := paused
 	if final == paused {
 		other = third
@@ -440,12 +350,12 @@ func TestSchedulerFailovers(t *testing.T) {
 	if err := final.Stop(ctx); err != nil {
 		t.Fatalf("SIGTERM %s: %v", final.ID(), err)
 	}
-	waitFor(ctx, t, "the takeover after SIGTERM and a run", func() bool {
-		l, ok := last(readLines(t, other), "lease gained")
+	launchertest.WaitFor(ctx, t, "the takeover after SIGTERM and a run", func() bool {
+		l, ok := launchertest.Last(readLines(t, other), leaseGained)
 		ls := readLines(t, other)
 		return ok && l.Token > lastToken && count(ls, "run committed", stoppedAt)+count(ls, "run duplicate", stoppedAt) >= 1
 	})
-	gained, _ := last(readLines(t, other), "lease gained")
+	gained, _ := launchertest.Last(readLines(t, other), leaseGained)
 	t.Logf("%s took over %v after SIGTERM of %s; %d of its runs found their period run", other.ID(),
 		gained.Time.Sub(stoppedAt).Round(time.Millisecond), final.ID(), count(readLines(t, other), "run duplicate", stoppedAt))
 	if err := other.Stop(ctx); err != nil {
@@ -468,7 +378,7 @@ func TestSchedulerFailovers(t *testing.T) {
 			}
 		}
 	}
-	waitFor(ctx, t, "the node applying the whole log", func() bool {
+	launchertest.WaitFor(ctx, t, "the node applying the whole log", func() bool {
 		st, err := cl.ClusterFrom(ctx, base)
 		return err == nil && st.AppliedIndex >= want
 	})
@@ -509,7 +419,7 @@ func TestSchedulerFailovers(t *testing.T) {
 	var gains []logLine
 	for _, p := range ps {
 		for _, l := range readLines(t, p) {
-			if l.Msg == "lease gained" {
+			if l.Msg == leaseGained {
 				gains = append(gains, l)
 			}
 		}
