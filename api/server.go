@@ -264,19 +264,19 @@ func (s *Server) routes() *mux.Router {
 }
 
 // unless returns h, or with missing the handler that answers 404.
-func (a *answers) unless(missing bool, h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) unless(missing bool, h http.HandlerFunc) http.HandlerFunc {
 	if missing {
-		return a.handleNotFound
+		return s.handleNotFound
 	}
 	return h
 }
 
 // noQuery refuses a request with query parameters, as the handlers of routes
 // without any do, before h sees it.
-func (a *answers) noQuery(h http.Handler) http.Handler {
+func (s *Server) noQuery(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := parseQuery(r); err != nil {
-			a.writeError(w, err)
+			s.writeError(w, err)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -411,8 +411,8 @@ func (a *answers) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	a.writeError(w, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
 }
 
-func (a *answers) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	a.writeError(w, &wire.Error{Code: wire.CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
+func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, &wire.Error{Code: wire.CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
 }
 
 // preallocBodyBytes bounds the buffer readBody makes before it reads: a batch
