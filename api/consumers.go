@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/txlog/txlog/api/wire"
 )
@@ -158,23 +159,22 @@ func decodeOffsetBody(body []byte, group string, lim limits) (wire.TxRequest, er
 	return tx, nil
 }
 
-// consumers returns the ConsumerBackend, or answers 404 and returns nil.
-func (s *Server) consumers(w http.ResponseWriter, r *http.Request) ConsumerBackend {
-	cb, ok := s.b.(ConsumerBackend)
-	if !ok {
-		s.handleNotFound(w, r)
-		return nil
-	}
-	return cb
+// consumerHandlers serve /v1/consumers: the offset commits, which are
+// transactions (tx), and the reads. Without a ConsumerBackend (cb nil) the
+// Server routes the reads to 404 instead.
+type consumerHandlers struct {
+	*answers
+	cb ConsumerBackend
+	tx *txHandlers
 }
 
 // groupName reads and checks the {group} of a consumer path.
-func (s *Server) groupName(r *http.Request) (string, error) {
+func (h *consumerHandlers) groupName(r *http.Request) (string, error) {
 	group, err := pathVar(r, "group")
 	if err != nil {
 		return "", err
 	}
-	if err := checkKey(group, "group", s.cfg.MaxKeyBytes); err != nil {
+	if err := checkKey(group, "group", h.cfg.MaxKeyBytes); err != nil {
 		return "", asError(err, wire.CodeInvalidParam)
 	}
 	return group, nil
@@ -183,83 +183,57 @@ func (s *Server) groupName(r *http.Request) (string, error) {
 // handleCommitOffset serves POST /v1/consumers/{group}/offset: the
 // transaction whose one op commits the group's offset, answered as POST
 // /v1/tx answers.
-func (s *Server) handleCommitOffset(w http.ResponseWriter, r *http.Request) {
+func (h *consumerHandlers) handleCommitOffset(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r, "timeout", "ack")
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	opts, err := s.submitOptions(q)
+	opts, err := h.submitOptions(q)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	group, err := s.groupName(r)
+	group, err := h.groupName(r)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyTimeout)
+	body, err := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.BodyTimeout)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	tx, err := decodeOffsetBody(body, group, s.lim)
+	tx, err := decodeOffsetBody(body, group, h.lim)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	if err := mergeIdempotencyHeader(r, &tx); err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	s.submit(w, r, tx, opts)
+	h.tx.submit(w, r, tx, opts)
 }
 
-// handleConsumer serves GET /v1/consumers/{group}.
-func (s *Server) handleConsumer(w http.ResponseWriter, r *http.Request) {
-	cb := s.consumers(w, r)
-	if cb == nil {
-		return
-	}
-	if _, err := parseQuery(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	group, err := s.groupName(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
-	defer cancel()
-	c, err := cb.Consumer(ctx, group)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, c)
+// handleGet serves GET /v1/consumers/{group}.
+func (h *consumerHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
+	serveRead(h.answers, w, r, nil, h.groupArg, h.cb.Consumer)
 }
 
-// handleConsumerList serves GET /v1/consumers.
-func (s *Server) handleConsumerList(w http.ResponseWriter, r *http.Request) {
-	cb := s.consumers(w, r)
-	if cb == nil {
-		return
-	}
-	if _, err := parseQuery(r); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
-	defer cancel()
-	cs, err := cb.Consumers(ctx)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if cs == nil {
-		cs = []wire.ConsumerGroup{}
-	}
-	s.writeJSON(w, http.StatusOK, wire.ConsumerList{Consumers: cs})
+// groupArg reads the {group} of GET /v1/consumers/{group}.
+func (h *consumerHandlers) groupArg(r *http.Request, _ query) (string, time.Duration, error) {
+	group, err := h.groupName(r)
+	return group, 0, err
+}
+
+// handleList serves GET /v1/consumers.
+func (h *consumerHandlers) handleList(w http.ResponseWriter, r *http.Request) {
+	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}) (wire.ConsumerList, error) {
+		cs, err := h.cb.Consumers(ctx)
+		if cs == nil {
+			cs = []wire.ConsumerGroup{}
+		}
+		return wire.ConsumerList{Consumers: cs}, err
+	})
 }

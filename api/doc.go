@@ -7,9 +7,18 @@
 //
 //   - backend.go: Backend, the small interface the handlers call. node.Node
 //     implements it; api never reaches past it.
-//   - server.go, handlers.go: Server, an http.Handler whose routes are all
-//     declared in one routes function (gorilla/mux), and its Config. Errors are
-//     answered through wire's code table.
+//   - server.go: Server, an http.Handler whose routes are all declared in
+//     one routes function (gorilla/mux), and its Config. Its handlers live on
+//     small types, one per feature, that it builds: txHandlers (handlers.go,
+//     stream.go), logHandlers (logwait.go), leaseHandlers (leases.go),
+//     consumerHandlers (consumers.go) and clusterHandlers (cluster.go). They
+//     share answers (server.go): the Config, the logger, and the JSON and
+//     error answers; errors are answered through wire's code table.
+//   - handlers.go: txHandlers: POST /v1/tx and /v1/tx/batch, the lookups of
+//     GET /v1/tx, GET /v1/kv/{key} and POST /v1/internal/propose.
+//   - read.go: serveRead, the one shape of a read handler (parse, call the
+//     backend, answer the error or the JSON).
+//   - cluster.go: /healthz, /readyz and the /v1/cluster paths.
 //   - decode.go, params.go: request bodies and query parameters, decoded
 //     strictly. Nothing is silently repaired: invalid UTF-8, unknown or
 //     repeated fields, wrong types, trailing data and unknown query parameters

@@ -31,23 +31,20 @@ type LeaseBackend interface {
 	Leases(ctx context.Context) ([]wire.Lease, error)
 }
 
-// leases returns the LeaseBackend, or answers 404 and returns nil.
-func (s *Server) leases(w http.ResponseWriter, r *http.Request) LeaseBackend {
-	lb, ok := s.b.(LeaseBackend)
-	if !ok {
-		s.handleNotFound(w, r)
-		return nil
-	}
-	return lb
+// leaseHandlers serve /v1/leases. Without a LeaseBackend (lb nil) the
+// Server routes those paths to 404 instead.
+type leaseHandlers struct {
+	*answers
+	lb LeaseBackend
 }
 
 // leaseName reads and checks the {name} of a lease path.
-func (s *Server) leaseName(r *http.Request) (string, error) {
+func (h *leaseHandlers) leaseName(r *http.Request) (string, error) {
 	name, err := pathVar(r, "name")
 	if err != nil {
 		return "", err
 	}
-	if err := checkKey(name, "name", s.cfg.MaxKeyBytes); err != nil {
+	if err := checkKey(name, "name", h.cfg.MaxKeyBytes); err != nil {
 		return "", asError(err, wire.CodeInvalidParam)
 	}
 	return name, nil
@@ -121,89 +118,81 @@ func leaseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// handleLeasePut serves PUT /v1/leases/{name}.
-func (s *Server) handleLeasePut(w http.ResponseWriter, r *http.Request) {
-	lb := s.leases(w, r)
-	if lb == nil {
-		return
-	}
+// handlePut serves PUT /v1/leases/{name}.
+func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
 	if _, err := parseQuery(r); err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	forwarded, err := forwardedHeader(r)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	name, err := s.leaseName(r)
+	name, err := h.leaseName(r)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, s.cfg.BodyTimeout)
+	body, err := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.BodyTimeout)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	req, err := decodeLeaseBody(body)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	req.Name = name
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.DefaultTimeout)
 	defer cancel()
-	res, err := lb.AcquireLease(ctx, req, forwarded)
+	res, err := h.lb.AcquireLease(ctx, req, forwarded)
 	if err != nil {
-		s.writeLeaseError(w, err)
+		h.writeLeaseError(w, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, res)
+	h.writeJSON(w, http.StatusOK, res)
 }
 
-// handleLeaseDelete serves DELETE /v1/leases/{name}?holder=H&token=N.
-func (s *Server) handleLeaseDelete(w http.ResponseWriter, r *http.Request) {
-	lb := s.leases(w, r)
-	if lb == nil {
-		return
-	}
+// handleDelete serves DELETE /v1/leases/{name}?holder=H&token=N.
+func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r, "holder", "token")
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	forwarded, err := forwardedHeader(r)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	name, err := s.leaseName(r)
+	name, err := h.leaseName(r)
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	holder, ok := q.get("holder")
 	if !ok {
-		s.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: "holder: missing"})
+		h.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: "holder: missing"})
 		return
 	}
 	if err := checkHolder(holder, "holder"); err != nil {
-		s.writeError(w, asError(err, wire.CodeInvalidParam))
+		h.writeError(w, asError(err, wire.CodeInvalidParam))
 		return
 	}
 	token, err := positiveParam(q, "token")
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.DefaultTimeout)
 	defer cancel()
-	if err := lb.ReleaseLease(ctx, name, holder, token, forwarded); err != nil {
-		s.writeLeaseError(w, err)
+	if err := h.lb.ReleaseLease(ctx, name, holder, token, forwarded); err != nil {
+		h.writeLeaseError(w, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, wire.LeaseReleased{Name: name, Released: true})
+	h.writeJSON(w, http.StatusOK, wire.LeaseReleased{Name: name, Released: true})
 }
 
 // positiveParam reads a required query parameter of a positive integer.
@@ -219,76 +208,59 @@ func positiveParam(q query, name string) (uint64, error) {
 	return n, nil
 }
 
-// handleLeaseGet serves GET /v1/leases/{name}[?wait=D&after_token=N].
-func (s *Server) handleLeaseGet(w http.ResponseWriter, r *http.Request) {
-	lb := s.leases(w, r)
-	if lb == nil {
-		return
-	}
-	q, err := parseQuery(r, "wait", "after_token")
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	name, err := s.leaseName(r)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	wait, err := q.duration("wait", 0, s.cfg.MaxTimeout, true)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	var after uint64
-	if v, ok := q.get("after_token"); ok {
-		if after, err = strconv.ParseUint(v, 10, 64); err != nil {
-			s.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("after_token=%q: want an integer", v)})
-			return
-		}
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), wait+s.cfg.DefaultTimeout)
-	defer cancel()
-	l, err := lb.Lease(ctx, name, wait, after)
-	if err != nil {
-		s.writeError(w, err)
-		return
-	}
-	s.writeJSON(w, http.StatusOK, l)
+// handleGet serves GET /v1/leases/{name}[?wait=D&after_token=N].
+func (h *leaseHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
+	serveRead(h.answers, w, r, []string{"wait", "after_token"}, h.getArg, func(ctx context.Context, x leaseRead) (wire.Lease, error) {
+		return h.lb.Lease(ctx, x.name, x.wait, x.after)
+	})
 }
 
-// handleLeaseList serves GET /v1/leases.
-func (s *Server) handleLeaseList(w http.ResponseWriter, r *http.Request) {
-	lb := s.leases(w, r)
-	if lb == nil {
-		return
+// leaseRead is the argument of GET /v1/leases/{name}.
+type leaseRead struct {
+	name  string
+	wait  time.Duration
+	after uint64
+}
+
+// getArg reads the {name}, the wait and the after_token of
+// GET /v1/leases/{name}.
+func (h *leaseHandlers) getArg(r *http.Request, q query) (leaseRead, time.Duration, error) {
+	var x leaseRead
+	var err error
+	if x.name, err = h.leaseName(r); err != nil {
+		return x, 0, err
 	}
-	if _, err := parseQuery(r); err != nil {
-		s.writeError(w, err)
-		return
+	if x.wait, err = q.duration("wait", 0, h.cfg.MaxTimeout, true); err != nil {
+		return x, 0, err
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DefaultTimeout)
-	defer cancel()
-	ls, err := lb.Leases(ctx)
-	if err != nil {
-		s.writeError(w, err)
-		return
+	if v, ok := q.get("after_token"); ok {
+		if x.after, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return x, 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("after_token=%q: want an integer", v)}
+		}
 	}
-	if ls == nil {
-		ls = []wire.Lease{}
-	}
-	s.writeJSON(w, http.StatusOK, wire.LeaseList{Leases: ls})
+	return x, x.wait, nil
+}
+
+// handleList serves GET /v1/leases.
+func (h *leaseHandlers) handleList(w http.ResponseWriter, r *http.Request) {
+	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}) (wire.LeaseList, error) {
+		ls, err := h.lb.Leases(ctx)
+		if ls == nil {
+			ls = []wire.Lease{}
+		}
+		return wire.LeaseList{Leases: ls}, err
+	})
 }
 
 // writeLeaseError answers err; a *LeaseError gets its lease in the body.
-func (s *Server) writeLeaseError(w http.ResponseWriter, err error) {
+func (h *leaseHandlers) writeLeaseError(w http.ResponseWriter, err error) {
 	le, ok := errors.AsType[*wire.LeaseError](err)
 	if !ok {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.err = err
 	}
-	s.writeJSON(w, http.StatusConflict, wire.LeaseErrorAnswer{Error: wire.ErrorBody{Code: le.Code, Message: le.Message}, Lease: &le.Lease})
+	h.writeJSON(w, http.StatusConflict, wire.LeaseErrorAnswer{Error: wire.ErrorBody{Code: le.Code, Message: le.Message}, Lease: &le.Lease})
 }

@@ -44,11 +44,22 @@ type LogFollower interface {
 	Applied() <-chan struct{}
 }
 
-// logStreams ends the waiting reads and the streams when the node shuts down:
-// http.Server.Shutdown waits for them, and they never go idle.
-type logStreams struct {
+// logHandlers serve GET /v1/log and GET /v1/log/stream. done ends the
+// waiting reads and the streams when the node shuts down
+// (Server.EndLogStreams): http.Server.Shutdown waits for them, and they
+// never go idle.
+type logHandlers struct {
+	*answers
+	b    Backend
+	f    LogFollower // nil if b is not one
 	once sync.Once
 	done chan struct{}
+}
+
+func newLogHandlers(a *answers, b Backend) *logHandlers {
+	h := &logHandlers{answers: a, b: b, done: make(chan struct{})}
+	h.f, _ = b.(LogFollower)
+	return h
 }
 
 // EndLogStreams ends the streams of GET /v1/log/stream and the waits of
@@ -101,17 +112,11 @@ func parseLogRead(q query, maxKeyBytes int, stream bool, lastID string) (logRead
 	return rd, nil
 }
 
-// follower returns the Backend's LogFollower, nil without.
-func (s *Server) follower() LogFollower {
-	f, _ := s.b.(LogFollower)
-	return f
-}
-
 // applied returns the channel that Applied gives, nil (never ready) without a
 // LogFollower.
-func (s *Server) applied() <-chan struct{} {
-	if f := s.follower(); f != nil {
-		return f.Applied()
+func (h *logHandlers) applied() <-chan struct{} {
+	if h.f != nil {
+		return h.f.Applied()
 	}
 	return nil
 }
@@ -119,7 +124,7 @@ func (s *Server) applied() <-chan struct{} {
 // readLog answers the read rd: a page as logPage reads it, or with rd.wait,
 // the first page that has an entry, waiting up to rd.wait for one to be
 // applied. A wait that runs out answers the empty page and its next.
-func (s *Server) readLog(ctx context.Context, rd logRead) (wire.LogPage, error) {
+func (h *logHandlers) readLog(ctx context.Context, rd logRead) (wire.LogPage, error) {
 	var timeout <-chan time.Time
 	if rd.wait > 0 {
 		t := time.NewTimer(rd.wait)
@@ -129,9 +134,9 @@ func (s *Server) readLog(ctx context.Context, rd logRead) (wire.LogPage, error) 
 	for {
 		var changed <-chan struct{}
 		if rd.wait > 0 {
-			changed = s.applied() // before the read: an entry applied after it closes it
+			changed = h.applied() // before the read: an entry applied after it closes it
 		}
-		page, err := s.logPage(ctx, rd.from, rd.limit, rd.prefix)
+		page, err := h.logPage(ctx, rd.from, rd.limit, rd.prefix)
 		if err != nil || len(page.Entries) > 0 || rd.wait == 0 {
 			return page, err
 		}
@@ -143,7 +148,7 @@ func (s *Server) readLog(ctx context.Context, rd logRead) (wire.LogPage, error) 
 		case <-changed:
 		case <-timeout:
 			return page, nil
-		case <-s.logs.done:
+		case <-h.done:
 			return page, nil
 		case <-ctx.Done():
 			return page, ctx.Err()
@@ -155,18 +160,18 @@ func (s *Server) readLog(ctx context.Context, rd logRead) (wire.LogPage, error) 
 // prefix (all with ""), looking at up to logScanBudget records; Next is past
 // the last record looked at. An index below the log's first gives a
 // *wire.CompactedError, never a page that starts later.
-func (s *Server) logPage(ctx context.Context, from uint64, limit int, prefix string) (wire.LogPage, error) {
+func (h *logHandlers) logPage(ctx context.Context, from uint64, limit int, prefix string) (wire.LogPage, error) {
 	out := wire.LogPage{Next: from}
 	for scanned := 0; ; {
 		ask := limit - len(out.Entries)
-		page, err := s.b.Log(ctx, out.Next, ask)
+		page, err := h.b.Log(ctx, out.Next, ask)
 		if err != nil {
 			return wire.LogPage{}, err
 		}
 		// After the read: retention only moves the first index up, so a read
 		// that started at or after it saw every entry it asked for.
-		if f := s.follower(); f != nil {
-			if first := f.FirstIndex(); out.Next < first {
+		if h.f != nil {
+			if first := h.f.FirstIndex(); out.Next < first {
 				return wire.LogPage{}, &wire.CompactedError{From: out.Next, FirstIndex: first}
 			}
 		}
@@ -197,41 +202,41 @@ func touches(e wire.LogEntry, prefix string) bool {
 }
 
 // handleLog serves GET /v1/log?from=N&limit=M[&wait=D][&prefix=P].
-func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
+func (h *logHandlers) handleLog(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r, "from", "limit", "wait", "prefix")
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	rd, err := parseLogRead(q, s.cfg.MaxKeyBytes, false, "")
+	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, false, "")
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), rd.wait+s.cfg.DefaultTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), rd.wait+h.cfg.DefaultTimeout)
 	defer cancel()
-	page, err := s.readLog(ctx, rd)
+	page, err := h.readLog(ctx, rd)
 	if err != nil {
-		s.writeLogError(w, err)
+		h.writeLogError(w, err)
 		return
 	}
 	if page.Entries == nil {
 		page.Entries = []wire.LogEntry{}
 	}
-	s.writeJSON(w, http.StatusOK, page)
+	h.writeJSON(w, http.StatusOK, page)
 }
 
 // writeLogError answers err; a *CompactedError gets first_index in the body.
-func (s *Server) writeLogError(w http.ResponseWriter, err error) {
+func (h *logHandlers) writeLogError(w http.ResponseWriter, err error) {
 	ce, ok := errors.AsType[*wire.CompactedError](err)
 	if !ok {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	if rec, ok := w.(*recorder); ok {
 		rec.err = err
 	}
-	s.writeJSON(w, http.StatusGone, wire.CompactedAnswer{Error: wire.ErrorBody{Code: wire.CodeCompacted, Message: ce.Error()}, FirstIndex: ce.FirstIndex})
+	h.writeJSON(w, http.StatusGone, wire.CompactedAnswer{Error: wire.ErrorBody{Code: wire.CodeCompacted, Message: ce.Error()}, FirstIndex: ce.FirstIndex})
 }
 
 // handleLogStream serves GET /v1/log/stream?from=N[&prefix=P] as Server-Sent
@@ -242,46 +247,46 @@ func (s *Server) writeLogError(w http.ResponseWriter, err error) {
 // a page is cut off. A comment line goes out every Config.logHeartbeat while
 // idle. Once the events started, an error ends the stream; the reader
 // reconnects with Last-Event-ID and gets the error as an answer.
-func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request) {
+func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r, "from", "prefix")
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	rd, err := parseLogRead(q, s.cfg.MaxKeyBytes, true, r.Header.Get(wire.HeaderLastEventID))
+	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, true, r.Header.Get(wire.HeaderLastEventID))
 	if err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
 	ctx := r.Context()
-	changed := s.applied()
-	page, err := s.logPage(ctx, rd.from, rd.limit, rd.prefix)
+	changed := h.applied()
+	page, err := h.logPage(ctx, rd.from, rd.limit, rd.prefix)
 	if err != nil {
-		s.writeLogError(w, err)
+		h.writeLogError(w, err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	beat := time.NewTicker(s.cfg.logHeartbeat)
+	beat := time.NewTicker(h.cfg.logHeartbeat)
 	defer beat.Stop()
 	buf := []byte(": txlog log stream\n\n") // sends the headers at once
 	for {
 		for _, e := range page.Entries {
 			if buf, err = appendEvent(buf, e); err != nil {
-				s.log.Warn("encode log event", "index", e.Index, "err", err)
+				h.log.Warn("encode log event", "index", e.Index, "err", err)
 				return
 			}
 		}
 		if len(buf) > 0 {
 			if err := writeFlush(rc, w, buf); err != nil {
-				s.log.Debug("log stream write", "err", err)
+				h.log.Debug("log stream write", "err", err)
 				return
 			}
 			buf = buf[:0]
-			beat.Reset(s.cfg.logHeartbeat)
+			beat.Reset(h.cfg.logHeartbeat)
 		}
 		if page.Next == rd.from { // nothing new: wait
 			select {
@@ -289,19 +294,19 @@ func (s *Server) handleLogStream(w http.ResponseWriter, r *http.Request) {
 			case <-beat.C:
 				buf = append(buf, ": heartbeat\n\n"...)
 				continue
-			case <-s.logs.done:
+			case <-h.done:
 				return
 			case <-ctx.Done():
 				return
 			}
 		}
 		rd.from = page.Next
-		changed = s.applied()
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.DefaultTimeout)
-		page, err = s.logPage(rctx, rd.from, rd.limit, rd.prefix)
+		changed = h.applied()
+		rctx, cancel := context.WithTimeout(ctx, h.cfg.DefaultTimeout)
+		page, err = h.logPage(rctx, rd.from, rd.limit, rd.prefix)
 		cancel()
 		if err != nil {
-			s.log.Debug("log stream read", "from", rd.from, "err", err)
+			h.log.Debug("log stream read", "from", rd.from, "err", err)
 			return
 		}
 	}

@@ -86,12 +86,12 @@ func statusLabel(status int) string {
 }
 
 // instrument wraps h, the handler of route pattern, with the route's metrics;
-// without Config.Metrics it returns h.
-func (s *Server) instrument(pattern string, h http.Handler) http.Handler {
-	if s.met == nil {
+// on a nil m (no Config.Metrics) it returns h.
+func (m *httpMetrics) instrument(pattern string, h http.Handler) http.Handler {
+	if m == nil {
 		return h
 	}
-	rm := s.met.route(pattern)
+	rm := m.route(pattern)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		h.ServeHTTP(w, r)
@@ -106,13 +106,13 @@ func (s *Server) instrument(pattern string, h http.Handler) http.Handler {
 // instrumentRoutes wraps the handler of every route of r with instrument,
 // under the route's path template: once, when the routes are built, so that
 // a request finds its series without a lookup.
-func (s *Server) instrumentRoutes(r *mux.Router) {
-	if s.met == nil {
+func (m *httpMetrics) instrumentRoutes(r *mux.Router) {
+	if m == nil {
 		return
 	}
 	r.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
 		if tpl, err := route.GetPathTemplate(); err == nil && route.GetHandler() != nil {
-			route.Handler(s.instrument(tpl, route.GetHandler()))
+			route.Handler(m.instrument(tpl, route.GetHandler()))
 		}
 		return nil
 	})

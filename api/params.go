@@ -148,8 +148,8 @@ func (q query) integer(name string, def, min, max uint64) (uint64, error) {
 }
 
 // submitOptions reads the timeout and ack parameters of a write.
-func (s *Server) submitOptions(q query) (wire.SubmitOptions, error) {
-	timeout, err := q.duration("timeout", s.cfg.DefaultTimeout, s.cfg.MaxTimeout, false)
+func (a *answers) submitOptions(q query) (wire.SubmitOptions, error) {
+	timeout, err := q.duration("timeout", a.cfg.DefaultTimeout, a.cfg.MaxTimeout, false)
 	if err != nil {
 		return wire.SubmitOptions{}, err
 	}

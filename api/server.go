@@ -152,39 +152,59 @@ func (c Config) withDefaults() Config {
 }
 
 // Server serves the HTTP API over a Backend. It is an http.Handler and safe for
-// concurrent use.
+// concurrent use. Its handlers live on small types, one per feature, that it
+// builds and whose routes it declares (routes): txHandlers (writes, lookups,
+// reads of keys, internal proposals and streams), logHandlers, leaseHandlers,
+// consumerHandlers and clusterHandlers, all answering through one answers.
 type Server struct {
-	cfg    Config // with defaults filled in
-	lim    limits
-	b      Backend
-	log    *slog.Logger
+	*answers
 	router *mux.Router
 	met    *httpMetrics // nil without Config.Metrics
 	// submitH and batchH are the handlers of POST /v1/tx and /v1/tx/batch, as
 	// the router runs them (FastHandler).
 	submitH, batchH http.Handler
-	logs            logStreams
+
+	tx        *txHandlers
+	logs      *logHandlers
+	leases    *leaseHandlers
+	consumers *consumerHandlers
+	cluster   *clusterHandlers
 }
 
 var _ http.Handler = (*Server)(nil)
+
+// answers is what every handler answers with: the Config, the limits of a
+// body, the logger, and the JSON and error answers. Each handler type embeds
+// it.
+type answers struct {
+	cfg Config // with defaults filled in
+	lim limits
+	log *slog.Logger
+}
 
 // NewServer returns a Server that answers with b. It fills in the defaults of
 // cfg on its own copy.
 func NewServer(cfg Config, b Backend) *Server {
 	cfg = cfg.withDefaults()
-	s := &Server{
+	a := &answers{
 		cfg: cfg,
 		lim: limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs, notify: cfg.NotifyAllow},
-		b:   b,
 		log: cfg.Logger.With("component", "api"),
 	}
+	s := &Server{answers: a}
 	if cfg.Metrics != nil {
 		s.met = newHTTPMetrics(cfg.Metrics)
 	}
-	s.logs.done = make(chan struct{})
+	s.tx = &txHandlers{answers: a, b: b}
+	s.logs = newLogHandlers(a, b)
+	s.leases = &leaseHandlers{answers: a}
+	s.leases.lb, _ = b.(LeaseBackend)
+	s.consumers = &consumerHandlers{answers: a, tx: s.tx}
+	s.consumers.cb, _ = b.(ConsumerBackend)
+	s.cluster = &clusterHandlers{answers: a, b: b}
 	s.router = s.routes()
-	s.submitH = s.instrument("/v1/tx", http.HandlerFunc(s.handleSubmit))
-	s.batchH = s.instrument("/v1/tx/batch", http.HandlerFunc(s.handleSubmitBatch))
+	s.submitH = s.met.instrument("/v1/tx", http.HandlerFunc(s.tx.handleSubmit))
+	s.batchH = s.met.instrument("/v1/tx/batch", http.HandlerFunc(s.tx.handleSubmitBatch))
 	return s
 }
 
@@ -197,36 +217,39 @@ func (s *Server) routes() *mux.Router {
 	r := mux.NewRouter()
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	r.NotFoundHandler = s.instrument(routeUnmatched, http.HandlerFunc(s.handleNotFound))
-	r.MethodNotAllowedHandler = s.instrument(routeUnmatched, http.HandlerFunc(s.handleMethodNotAllowed))
+	r.NotFoundHandler = s.met.instrument(routeUnmatched, http.HandlerFunc(s.handleNotFound))
+	r.MethodNotAllowedHandler = s.met.instrument(routeUnmatched, http.HandlerFunc(s.handleMethodNotAllowed))
 
-	r.HandleFunc("/healthz", s.handleHealth).Methods(http.MethodGet)
-	r.HandleFunc("/readyz", s.handleReady).Methods(http.MethodGet)
+	cl, tx, lg, ls, cs := s.cluster, s.tx, s.logs, s.leases, s.consumers
+	r.HandleFunc("/healthz", cl.handleHealth).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", cl.handleReady).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/tx", s.handleSubmit).Methods(http.MethodPost)
-	r.HandleFunc("/v1/tx", s.handleTxByIdempotencyKey).Methods(http.MethodGet)
-	r.HandleFunc("/v1/tx/batch", s.handleSubmitBatch).Methods(http.MethodPost)
-	r.HandleFunc("/v1/tx/{txid}", s.handleTx).Methods(http.MethodGet)
-	r.HandleFunc("/v1/kv/{key:.+}", s.handleGet).Methods(http.MethodGet)
-	r.HandleFunc("/v1/log", s.handleLog).Methods(http.MethodGet)
-	r.HandleFunc(wire.LogStreamPath, s.handleLogStream).Methods(http.MethodGet)
+	r.HandleFunc("/v1/tx", tx.handleSubmit).Methods(http.MethodPost)
+	r.HandleFunc("/v1/tx", tx.handleTxByIdempotencyKey).Methods(http.MethodGet)
+	r.HandleFunc("/v1/tx/batch", tx.handleSubmitBatch).Methods(http.MethodPost)
+	r.HandleFunc("/v1/tx/{txid}", tx.handleTx).Methods(http.MethodGet)
+	r.HandleFunc("/v1/kv/{key:.+}", tx.handleGet).Methods(http.MethodGet)
+	r.HandleFunc("/v1/log", lg.handleLog).Methods(http.MethodGet)
+	r.HandleFunc(wire.LogStreamPath, lg.handleLogStream).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/leases", s.handleLeaseList).Methods(http.MethodGet)
-	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeasePut).Methods(http.MethodPut)
-	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseDelete).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/leases/{name:.+}", s.handleLeaseGet).Methods(http.MethodGet)
+	// Without a LeaseBackend (ConsumerBackend) the lease (consumer read)
+	// paths answer 404.
+	r.HandleFunc("/v1/leases", s.unless(ls.lb == nil, ls.handleList)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/leases/{name:.+}", s.unless(ls.lb == nil, ls.handlePut)).Methods(http.MethodPut)
+	r.HandleFunc("/v1/leases/{name:.+}", s.unless(ls.lb == nil, ls.handleDelete)).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/leases/{name:.+}", s.unless(ls.lb == nil, ls.handleGet)).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/consumers", s.handleConsumerList).Methods(http.MethodGet)
-	r.HandleFunc("/v1/consumers/{group:.+}/offset", s.handleCommitOffset).Methods(http.MethodPost)
-	r.HandleFunc("/v1/consumers/{group:.+}", s.handleConsumer).Methods(http.MethodGet)
+	r.HandleFunc("/v1/consumers", s.unless(cs.cb == nil, cs.handleList)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/consumers/{group:.+}/offset", cs.handleCommitOffset).Methods(http.MethodPost)
+	r.HandleFunc("/v1/consumers/{group:.+}", s.unless(cs.cb == nil, cs.handleGet)).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/cluster", s.handleCluster).Methods(http.MethodGet)
-	r.HandleFunc("/v1/cluster/join", s.handleJoin).Methods(http.MethodPost)
-	r.HandleFunc("/v1/cluster/nodes/{id}", s.handleRemove).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/cluster/transfer-leadership", s.handleTransferLeadership).Methods(http.MethodPost)
+	r.HandleFunc("/v1/cluster", cl.handleCluster).Methods(http.MethodGet)
+	r.HandleFunc("/v1/cluster/join", cl.handleJoin).Methods(http.MethodPost)
+	r.HandleFunc("/v1/cluster/nodes/{id}", cl.handleRemove).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/cluster/transfer-leadership", cl.handleTransferLeadership).Methods(http.MethodPost)
 
-	r.HandleFunc("/v1/internal/propose", s.handlePropose).Methods(http.MethodPost)
-	r.HandleFunc(wire.StreamPath, s.handleStream).Methods(http.MethodGet)
+	r.HandleFunc("/v1/internal/propose", tx.handlePropose).Methods(http.MethodPost)
+	r.HandleFunc(wire.StreamPath, tx.handleStream).Methods(http.MethodGet)
 	if s.cfg.MetricsHandler != nil {
 		r.Handle("/metrics", s.cfg.MetricsHandler).Methods(http.MethodGet)
 	}
@@ -236,8 +259,16 @@ func (s *Server) routes() *mux.Router {
 		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
 		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
 	}
-	s.instrumentRoutes(r)
+	s.met.instrumentRoutes(r)
 	return r
+}
+
+// unless returns h, or with missing the handler that answers 404.
+func (s *Server) unless(missing bool, h http.HandlerFunc) http.HandlerFunc {
+	if missing {
+		return s.handleNotFound
+	}
+	return h
 }
 
 // noQuery refuses a request with query parameters, as the handlers of routes
@@ -323,7 +354,7 @@ func (r *recorder) WriteHeader(status int) {
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 // writeJSON answers status with v as JSON.
-func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+func (a *answers) writeJSON(w http.ResponseWriter, status int, v any) {
 	var b []byte
 	var err error
 	switch v := v.(type) {
@@ -335,13 +366,13 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 		b, err = wire.MarshalJSON(v)
 	}
 	if err != nil {
-		s.writeError(w, fmt.Errorf("encode answer: %w", err))
+		a.writeError(w, fmt.Errorf("encode answer: %w", err))
 		return
 	}
 	w.WriteHeader(status)
 	b = append(b, '\n')
 	if _, err := w.Write(b); err != nil {
-		s.log.Debug("write answer", "err", err)
+		a.log.Debug("write answer", "err", err)
 	}
 }
 
@@ -351,8 +382,8 @@ type errorAnswer struct {
 }
 
 // writeError answers err with its status and code from the code table.
-func (s *Server) writeError(w http.ResponseWriter, err error) {
-	status, b := s.errorAnswer(err)
+func (a *answers) writeError(w http.ResponseWriter, err error) {
+	status, b := a.errorAnswer(err)
 	if rec, ok := w.(*recorder); ok {
 		rec.err = err
 	}
@@ -361,23 +392,23 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	}
 	w.WriteHeader(status)
 	if _, err := w.Write(append(b, '\n')); err != nil {
-		s.log.Debug("write answer", "err", err)
+		a.log.Debug("write answer", "err", err)
 	}
 }
 
 // errorAnswer returns the status and the JSON body that answer err, logging an
 // internal error.
-func (s *Server) errorAnswer(err error) (int, []byte) {
+func (a *answers) errorAnswer(err error) (int, []byte) {
 	status, body := wire.ErrorStatus(err)
 	if status == http.StatusInternalServerError {
-		s.log.Warn("internal error", "err", err)
+		a.log.Warn("internal error", "err", err)
 	}
 	b, _ := json.Marshal(errorAnswer{Error: body}) // an ErrorBody always encodes
 	return status, b
 }
 
-func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
+func (a *answers) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	a.writeError(w, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
 }
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {

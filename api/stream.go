@@ -26,34 +26,34 @@ type Streams interface {
 // handleStream serves GET /v1/internal/stream through Config.Streams; without
 // them the path is not found, and a proposing node falls back to
 // POST /v1/internal/propose.
-func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
+func (h *txHandlers) handleStream(w http.ResponseWriter, r *http.Request) {
 	if _, err := parseQuery(r); err != nil {
-		s.writeError(w, err)
+		h.writeError(w, err)
 		return
 	}
-	if s.cfg.Streams == nil {
-		s.handleNotFound(w, r)
+	if h.cfg.Streams == nil {
+		h.handleNotFound(w, r)
 		return
 	}
-	if err := s.cfg.Streams.ServeStream(w, r, s.cfg.MaxInternalBodyBytes, s.streamAnswer); err != nil {
-		s.writeError(w, err)
+	if err := h.cfg.Streams.ServeStream(w, r, h.cfg.MaxInternalBodyBytes, h.streamAnswer); err != nil {
+		h.writeError(w, err)
 	}
 }
 
 // streamAnswer runs one request of a propose stream and returns the status and
 // body of its answer: for 200 the results in binary (wire/streamresults.go),
 // otherwise the JSON error object.
-func (s *Server) streamAnswer(ctx context.Context, rawQuery string, frames []byte) (int, []byte) {
+func (h *txHandlers) streamAnswer(ctx context.Context, rawQuery string, frames []byte) (int, []byte) {
 	status, body := http.StatusOK, []byte(nil)
 	q, err := parseRawQuery(rawQuery, proposeParams...)
 	var results []wire.TxResult
 	if err == nil {
-		results, err = s.propose(ctx, q, frames)
+		results, err = h.propose(ctx, q, frames)
 	}
 	if err == nil {
 		body = wire.AppendResults(nil, results)
 	} else {
-		status, body = s.errorAnswer(err)
+		status, body = h.errorAnswer(err)
 	}
 	return status, body
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,7 +93,24 @@ func NormalizeBaseURL(s string) (string, error) {
 // a jittered, capped backoff, until the call's time is up. Answers 4xx come
 // back at once, as the sentinel of their code (wrapped, check with errors.Is)
 // or as an *Error.
+//
+// As etcd's clientv3 does, a Client is made of small types, one per job, whose
+// methods it promotes: kv (Submit, SubmitBatch, Tx, TxByIdempotencyKey, Get
+// and the calls that name a node), logs (Log, LogWait, Follow), leases,
+// consumers and cluster (membership, readiness, ProposeTo). They share one
+// conn: the endpoints, the http.Client, and the retries.
 type Client struct {
+	conn *conn
+	kv
+	logs
+	leases
+	consumers
+	cluster
+}
+
+// conn is the transport a Client's parts share: one HTTP exchange, and the
+// failover between endpoints with backoff (exchange.go).
+type conn struct {
 	cfg ClientConfig // with defaults filled in
 	hc  *http.Client
 
@@ -135,7 +151,7 @@ func NewClient(cfg ClientConfig) *Client {
 		t.MaxIdleConnsPerHost = 64
 		hc = &http.Client{Transport: t}
 	}
-	c := &Client{cfg: cfg, hc: hc}
+	c := &conn{cfg: cfg, hc: hc}
 	for _, e := range cfg.Endpoints {
 		if n, err := NormalizeBaseURL(e); err == nil {
 			e = n
@@ -145,22 +161,23 @@ func NewClient(cfg ClientConfig) *Client {
 		}
 	}
 	c.cfg.Endpoints = nil // c.endpoints is the one copy
-	return c
+	return &Client{conn: c, kv: kv{c}, logs: logs{c}, leases: leases{c}, consumers: consumers{c, kv{c}}, cluster: cluster{c}}
 }
 
 // Endpoints returns the base URLs the Client knows, the one it prefers first.
 func (c *Client) Endpoints() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]string, 0, len(c.endpoints))
-	for i := range c.endpoints {
-		out = append(out, c.endpoints[(c.preferred+i)%len(c.endpoints)])
+	cn := c.conn
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	out := make([]string, 0, len(cn.endpoints))
+	for i := range cn.endpoints {
+		out = append(out, cn.endpoints[(cn.preferred+i)%len(cn.endpoints)])
 	}
 	return out
 }
 
 // first returns the endpoint to try first.
-func (c *Client) first() (string, error) {
+func (c *conn) first() (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.endpoints) == 0 {
@@ -170,7 +187,7 @@ func (c *Client) first() (string, error) {
 }
 
 // next returns the endpoint after base.
-func (c *Client) next(base string) string {
+func (c *conn) next(base string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := slices.Index(c.endpoints, base)
@@ -178,7 +195,7 @@ func (c *Client) next(base string) string {
 }
 
 // prefer makes base the endpoint to try first, adding it when it is new.
-func (c *Client) prefer(base string) {
+func (c *conn) prefer(base string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := slices.Index(c.endpoints, base)
@@ -188,6 +205,10 @@ func (c *Client) prefer(base string) {
 	}
 	c.preferred = i
 }
+
+// kv are the calls of writes and reads of keys and transactions (submit.go:
+// Submit, SubmitBatch).
+type kv struct{ *conn }
 
 // waitQuery is the query of a lookup that may wait.
 func waitQuery(wait time.Duration) url.Values {
@@ -201,7 +222,7 @@ func waitQuery(wait time.Duration) url.Values {
 // Tx looks a transaction up by its ID on any node. With wait > 0 the server
 // waits up to wait for a pending transaction to be resolved. An unknown ID
 // gives ErrNotFound.
-func (c *Client) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+func (c *kv) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
 	var res wire.TxResult
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/tx/" + id.String(), query: waitQuery(wait), serverTime: wait}, true, &res)
 	return res, err
@@ -209,7 +230,7 @@ func (c *Client) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.T
 
 // TxByIdempotencyKey looks a transaction up by its idempotency key on any node;
 // wait as for Tx.
-func (c *Client) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
+func (c *kv) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
 	q := waitQuery(wait)
 	q.Set("idempotency_key", key)
 	var res wire.TxResult
@@ -220,7 +241,7 @@ func (c *Client) TxByIdempotencyKey(ctx context.Context, key string, wait time.D
 // PendingKeyFrom asks the node at baseURL, as a node asks another (header
 // X-Txlog-Forwarded), for the transaction under key that it accepted and has
 // not resolved: pending with its txid, or ErrNotFound.
-func (c *Client) PendingKeyFrom(ctx context.Context, baseURL, key string) (wire.TxResult, error) {
+func (c *kv) PendingKeyFrom(ctx context.Context, baseURL, key string) (wire.TxResult, error) {
 	req := request{method: http.MethodGet, path: "/v1/tx", query: url.Values{"idempotency_key": {key}}, header: http.Header{wire.HeaderForwarded: {"1"}}}
 	var res wire.TxResult
 	err := c.callAt(ctx, baseURL, req, &res)
@@ -240,7 +261,7 @@ func getRequest(key string, opts wire.ReadOptions) request {
 }
 
 // Get reads key from any node. A missing key gives ErrNotFound.
-func (c *Client) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
+func (c *kv) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 	var kv wire.KV
 	err := c.call(ctx, getRequest(key, opts), true, &kv)
 	return kv, err
@@ -249,155 +270,9 @@ func (c *Client) Get(ctx context.Context, key string, opts wire.ReadOptions) (wi
 // GetFrom reads key from the node at baseURL only, once, marked as forwarded
 // (header X-Txlog-Forwarded: 1) so that node does not forward it again. A node
 // uses it to pass a read on to the leader.
-func (c *Client) GetFrom(ctx context.Context, baseURL, key string, opts wire.ReadOptions) (wire.KV, error) {
+func (c *kv) GetFrom(ctx context.Context, baseURL, key string, opts wire.ReadOptions) (wire.KV, error) {
 	opts.Forwarded = true
 	var kv wire.KV
 	err := c.callAt(ctx, baseURL, getRequest(key, opts), &kv)
 	return kv, err
-}
-
-// Log reads up to limit committed transactions from index from on, from any
-// node. from 0 and limit 0 leave the server's defaults (1 and 100).
-func (c *Client) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
-	q := url.Values{}
-	if from > 0 {
-		q.Set("from", strconv.FormatUint(from, 10))
-	}
-	if limit > 0 {
-		q.Set("limit", strconv.Itoa(limit))
-	}
-	var page wire.LogPage
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/log", query: q}, true, &page)
-	return page, err
-}
-
-// Cluster describes the cluster as any node sees it.
-func (c *Client) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
-	var st wire.ClusterStatus
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster"}, true, &st)
-	return st, err
-}
-
-// ClusterFrom describes the cluster as the node at baseURL sees it.
-func (c *Client) ClusterFrom(ctx context.Context, baseURL string) (wire.ClusterStatus, error) {
-	var st wire.ClusterStatus
-	err := c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/v1/cluster"}, &st)
-	return st, err
-}
-
-func joinRequest(req wire.JoinRequest) (request, error) {
-	body, err := wire.MarshalJSON(req)
-	if err != nil {
-		return request{}, fmt.Errorf("encode join request: %w", err)
-	}
-	return request{method: http.MethodPost, path: "/v1/cluster/join", body: body}, nil
-}
-
-// Join adds a server to the cluster through any node and returns the txid
-// node number it holds there. It is retried only while no node has carried it
-// out. A number another member holds gives an *Error with code
-// CodeNodeNumberTaken.
-func (c *Client) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
-	var res wire.JoinResult
-	r, err := joinRequest(req)
-	if err != nil {
-		return res, err
-	}
-	err = c.call(ctx, r, false, &res)
-	return res, err
-}
-
-// JoinVia asks the node at baseURL, once, to add a server.
-func (c *Client) JoinVia(ctx context.Context, baseURL string, req wire.JoinRequest) (wire.JoinResult, error) {
-	var res wire.JoinResult
-	r, err := joinRequest(req)
-	if err != nil {
-		return res, err
-	}
-	err = c.callAt(ctx, baseURL, r, &res)
-	return res, err
-}
-
-func removeRequest(id string) request {
-	return request{method: http.MethodDelete, path: "/v1/cluster/nodes/" + url.PathEscape(id)}
-}
-
-// Remove takes a server out of the cluster through any node. An unknown
-// server gives ErrNotFound.
-func (c *Client) Remove(ctx context.Context, id string) error {
-	return c.call(ctx, removeRequest(id), false, nil)
-}
-
-// RemoveVia asks the node at baseURL, once, to take a server out.
-func (c *Client) RemoveVia(ctx context.Context, baseURL, id string) error {
-	return c.callAt(ctx, baseURL, removeRequest(id), nil)
-}
-
-func transferRequest(req wire.TransferRequest) (request, error) {
-	body, err := wire.MarshalJSON(req)
-	if err != nil {
-		return request{}, fmt.Errorf("encode transfer request: %w", err)
-	}
-	return request{method: http.MethodPost, path: "/v1/cluster/transfer-leadership", body: body}, nil
-}
-
-// TransferLeadership hands leadership to req.ID, or to a server Raft chooses,
-// through any node.
-func (c *Client) TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
-	r, err := transferRequest(req)
-	if err != nil {
-		return wire.TransferResult{}, err
-	}
-	var res wire.TransferResult
-	err = c.call(ctx, r, false, &res)
-	return res, err
-}
-
-// TransferLeadershipVia asks the node at baseURL, once, to hand leadership over.
-func (c *Client) TransferLeadershipVia(ctx context.Context, baseURL string, req wire.TransferRequest) (wire.TransferResult, error) {
-	r, err := transferRequest(req)
-	if err != nil {
-		return wire.TransferResult{}, err
-	}
-	var res wire.TransferResult
-	err = c.callAt(ctx, baseURL, r, &res)
-	return res, err
-}
-
-// ProposeTo sends encoded transactions to the node at baseURL, once, as the
-// frames of POST /v1/internal/propose, and returns one result per payload. A
-// node uses it to forward what it accepted to the leader; a node that is not
-// the leader answers ErrNotLeader.
-func (c *Client) ProposeTo(ctx context.Context, baseURL string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
-	q, serverTime, ok := ProposeQuery(ctx, opts)
-	if !ok {
-		return nil, fmt.Errorf("propose to %s: %w", baseURL, ErrNoTimeLeft)
-	}
-	req := request{
-		method:     http.MethodPost,
-		path:       "/v1/internal/propose",
-		query:      q,
-		header:     http.Header{"Content-Type": {"application/octet-stream"}},
-		body:       wire.EncodeFrames(payloads),
-		serverTime: serverTime,
-	}
-	var br wire.BatchResponse
-	if err := c.callAt(ctx, baseURL, req, &br); err != nil {
-		return nil, err
-	}
-	if len(br.Results) != len(payloads) {
-		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(br.Results), len(payloads))
-	}
-	return br.Results, nil
-}
-
-// Ready asks the node at baseURL whether it is ready: nil, or an *Error with
-// code not_ready saying why.
-func (c *Client) Ready(ctx context.Context, baseURL string) error {
-	return c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/readyz"}, nil)
-}
-
-// Health asks the node at baseURL whether it serves HTTP at all.
-func (c *Client) Health(ctx context.Context, baseURL string) error {
-	return c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/healthz"}, nil)
 }

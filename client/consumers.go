@@ -8,19 +8,26 @@ import (
 	"github.com/txlog/txlog/api/wire"
 )
 
+// consumers are the consumer-group calls; offsets are committed by
+// transactions, through kv.
+type consumers struct {
+	*conn
+	kv kv
+}
+
 // CommitOffset commits offset as group's offset, under fence when it is not
 // nil: the transaction whose one op is that commit_offset, run as Submit runs
 // it (same retries, a random idempotency key). An offset not above the
 // group's, or a fence whose lease was taken over, is a rejected result with
 // its Conflict (Group, or Fence), not an error. To commit the offset with
 // other ops, Submit a transaction with a commit_offset op among them.
-func (c *Client) CommitOffset(ctx context.Context, group string, offset uint64, fence *wire.Fence) (wire.TxResult, error) {
-	return c.Submit(ctx, offsetTx(group, offset, false, fence), wire.SubmitOptions{})
+func (c *consumers) CommitOffset(ctx context.Context, group string, offset uint64, fence *wire.Fence) (wire.TxResult, error) {
+	return c.kv.Submit(ctx, offsetTx(group, offset, false, fence), wire.SubmitOptions{})
 }
 
 // ResetOffset is CommitOffset with reset: it sets any offset, lower or 0 too.
-func (c *Client) ResetOffset(ctx context.Context, group string, offset uint64, fence *wire.Fence) (wire.TxResult, error) {
-	return c.Submit(ctx, offsetTx(group, offset, true, fence), wire.SubmitOptions{})
+func (c *consumers) ResetOffset(ctx context.Context, group string, offset uint64, fence *wire.Fence) (wire.TxResult, error) {
+	return c.kv.Submit(ctx, offsetTx(group, offset, true, fence), wire.SubmitOptions{})
 }
 
 func offsetTx(group string, offset uint64, reset bool, fence *wire.Fence) wire.TxRequest {
@@ -29,14 +36,14 @@ func offsetTx(group string, offset uint64, reset bool, fence *wire.Fence) wire.T
 
 // Consumer reads group's committed offset from any node, as that node has
 // applied it; ErrNotFound when the group has none.
-func (c *Client) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
+func (c *consumers) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
 	var g wire.ConsumerGroup
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers/" + url.PathEscape(group)}, true, &g)
 	return g, err
 }
 
 // Consumers lists the consumer groups in name order, from any node.
-func (c *Client) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
+func (c *consumers) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
 	var l wire.ConsumerList
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers"}, true, &l)
 	return l.Consumers, err

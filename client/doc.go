@@ -5,19 +5,27 @@
 //
 // # What it owns
 //
-//   - client.go: Client, ClientConfig and its defaults, reads and the
-//     membership calls, and ProposeTo, the POST /v1/internal/propose a node
-//     forwards proposals with (node/peer drives it).
-//   - exchange.go: one HTTP exchange, its classification through wire's code
-//     table, and failover with backoff between endpoints; TransportError for a
-//     request that got no answer.
+//   - client.go: Client, ClientConfig and its defaults, and conn, the one
+//     transport the Client's parts share (base URLs, http.Client, retries).
+//     As etcd's clientv3 does, Client embeds a small type per job and
+//     promotes its methods: kv (client.go, submit.go), logs (follow.go),
+//     leases (leases.go), consumers (consumers.go) and cluster (cluster.go),
+//     so callers write c.Submit, c.Follow, c.AcquireLease as before. kv's
+//     reads are here: Tx, TxByIdempotencyKey, Get and the calls that name a
+//     node.
+//   - exchange.go: conn's exchanges: one HTTP exchange, its classification
+//     through wire's code table, and failover with backoff between
+//     endpoints; TransportError for a request that got no answer.
 //   - submit.go: Submit and SubmitBatch, retried writes made safe with
 //     idempotency keys and lookups of open outcomes.
+//   - cluster.go: the membership calls, Ready and Health, and ProposeTo, the
+//     POST /v1/internal/propose a node forwards proposals with (node/peer
+//     drives it).
 //   - leases.go: the lease calls (docs/leases.md).
 //   - consumers.go: the consumer-group calls: CommitOffset, ResetOffset,
 //     Consumer, Consumers (docs/api.md, Consumers).
-//   - follow.go: Follow, a reader of GET /v1/log/stream that resumes with
-//     Last-Event-ID on any node, and LogWait (docs/consuming.md).
+//   - follow.go: Log, LogWait, and Follow, a reader of GET /v1/log/stream
+//     that resumes with Last-Event-ID on any node (docs/consuming.md).
 //
 // # What it must not import
 //

@@ -53,7 +53,7 @@ func (e *TransportError) Error() string { return e.endpoint + ": " + e.err.Error
 func (e *TransportError) Unwrap() error { return e.err }
 
 // roundTrip sends req to base once and reads the whole answer.
-func (c *Client) roundTrip(ctx context.Context, base string, req request) (answer, error) {
+func (c *conn) roundTrip(ctx context.Context, base string, req request) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout+req.serverTime)
 	defer cancel()
 	u := base + req.path
@@ -162,13 +162,13 @@ func decodeAnswer(a answer, out any) error {
 
 // callContext bounds a call by the Timeout, or longer when the request asks
 // the server for longer.
-func (c *Client) callContext(ctx context.Context, serverTime time.Duration) (context.Context, context.CancelFunc) {
+func (c *conn) callContext(ctx context.Context, serverTime time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, max(c.cfg.Timeout, serverTime+c.cfg.AttemptTimeout))
 }
 
 // pause waits the backoff before retry number attempt (from 1), or until ctx
 // ends.
-func (c *Client) pause(ctx context.Context, attempt int) error {
+func (c *conn) pause(ctx context.Context, attempt int) error {
 	d := c.cfg.MaxBackoff
 	if shift := attempt - 1; shift < 30 {
 		d = min(c.cfg.MinBackoff<<shift, c.cfg.MaxBackoff)
@@ -195,7 +195,7 @@ func giveUp(last, ctxErr error) error {
 
 // afterRefusal picks the endpoint to try after base refused with code: the
 // leader base names when code is not_leader and base knows one, else the next.
-func (c *Client) afterRefusal(ctx context.Context, base, code string) string {
+func (c *conn) afterRefusal(ctx context.Context, base, code string) string {
 	if code == wire.CodeNotLeader {
 		if leader, ok := c.learnLeader(ctx, base); ok {
 			return leader
@@ -205,7 +205,7 @@ func (c *Client) afterRefusal(ctx context.Context, base, code string) string {
 }
 
 // learnLeader asks base for the leader's HTTP address and prefers it.
-func (c *Client) learnLeader(ctx context.Context, base string) (string, bool) {
+func (c *conn) learnLeader(ctx context.Context, base string) (string, bool) {
 	var st wire.ClusterStatus
 	if err := c.callAt(ctx, base, request{method: http.MethodGet, path: "/v1/cluster"}, &st); err != nil {
 		return "", false
@@ -245,7 +245,7 @@ func leaderURL(from, addr string) (string, bool) {
 // call sends req to any node, retrying as the Client's doc says, and decodes
 // a 2xx answer into out. An idempotent request is also retried after a
 // failure that leaves open whether it was carried out.
-func (c *Client) call(ctx context.Context, req request, idempotent bool, out any) error {
+func (c *conn) call(ctx context.Context, req request, idempotent bool, out any) error {
 	ctx, cancel := c.callContext(ctx, req.serverTime)
 	defer cancel()
 	base, err := c.first()
@@ -290,7 +290,7 @@ func (c *Client) call(ctx context.Context, req request, idempotent bool, out any
 }
 
 // callAt sends req to base once and decodes a 2xx answer into out.
-func (c *Client) callAt(ctx context.Context, base string, req request, out any) error {
+func (c *conn) callAt(ctx context.Context, base string, req request, out any) error {
 	b, err := NormalizeBaseURL(base)
 	if err != nil {
 		return fmt.Errorf("api client: base URL: %w", err)

@@ -26,12 +26,30 @@ const (
 	MaxEventBytes = 64 << 20
 )
 
+// logs are the reads of the log.
+type logs struct{ *conn }
+
+// Log reads up to limit committed transactions from index from on, from any
+// node. from 0 and limit 0 leave the server's defaults (1 and 100).
+func (c *logs) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
+	q := url.Values{}
+	if from > 0 {
+		q.Set("from", strconv.FormatUint(from, 10))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	var page wire.LogPage
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/log", query: q}, true, &page)
+	return page, err
+}
+
 // LogWait reads as Log, limited to the entries that touch a key starting with
 // prefix ("" for all), from any node. With wait > 0 the node answers as soon
 // as it has applied such an entry at index from or later, or after wait with
 // no entries (the server bounds wait at 60s). Next moves past the entries the
 // prefix skipped.
-func (c *Client) LogWait(ctx context.Context, from uint64, limit int, prefix string, wait time.Duration) (wire.LogPage, error) {
+func (c *logs) LogWait(ctx context.Context, from uint64, limit int, prefix string, wait time.Duration) (wire.LogPage, error) {
 	q := waitQuery(wait)
 	if from > 0 {
 		q.Set("from", strconv.FormatUint(from, 10))
@@ -59,12 +77,12 @@ func (c *Client) LogWait(ctx context.Context, from uint64, limit int, prefix str
 // is not an error: Follow reconnects with backoff, trying the next endpoint,
 // and resumes after the last entry fn got (header Last-Event-ID). fn runs on
 // Follow's goroutine; the stream waits while it runs.
-func (c *Client) Follow(ctx context.Context, from uint64, prefix string, fn func(wire.LogEntry) error) error {
+func (c *logs) Follow(ctx context.Context, from uint64, prefix string, fn func(wire.LogEntry) error) error {
 	base, err := c.first()
 	if err != nil {
 		return err
 	}
-	f := follow{c: c, prefix: prefix, fn: fn, last: max(from, 1) - 1}
+	f := follow{c: c.conn, prefix: prefix, fn: fn, last: max(from, 1) - 1}
 	var lastErr error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -92,7 +110,7 @@ func (c *Client) Follow(ctx context.Context, from uint64, prefix string, fn func
 
 // follow is one Follow: where it is, and what it calls.
 type follow struct {
-	c      *Client
+	c      *conn
 	prefix string
 	fn     func(wire.LogEntry) error
 	last   uint64 // the index of the last entry fn got; 0 for none

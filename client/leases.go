@@ -39,22 +39,25 @@ func acquireRequest(req wire.LeaseRequest, forwarded bool) (request, error) {
 	return r, nil
 }
 
+// leases are the lease calls.
+type leases struct{ *conn }
+
 // AcquireLease acquires the lease name for holder with ttl through any node:
 // the lease, whose Token fences holder's writes, or a *LeaseError
 // (ErrLeaseHeld) naming the current holder. An acquire by the holder that
 // has it answers the current lease (Acquired false), so a retry is safe.
-func (c *Client) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (wire.LeaseResult, error) {
+func (c *leases) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (wire.LeaseResult, error) {
 	return c.putLease(ctx, wire.LeaseRequest{Name: name, Holder: holder, TTL: ttl})
 }
 
 // RenewLease extends the lease that holder holds with token by ttl from the
 // time the leader applies it; a *LeaseError (ErrFenced) when the token is not
 // current or the lease expired.
-func (c *Client) RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (wire.LeaseResult, error) {
+func (c *leases) RenewLease(ctx context.Context, name, holder string, token uint64, ttl time.Duration) (wire.LeaseResult, error) {
 	return c.putLease(ctx, wire.LeaseRequest{Name: name, Holder: holder, TTL: ttl, Token: token})
 }
 
-func (c *Client) putLease(ctx context.Context, req wire.LeaseRequest) (wire.LeaseResult, error) {
+func (c *leases) putLease(ctx context.Context, req wire.LeaseRequest) (wire.LeaseResult, error) {
 	r, err := acquireRequest(req, false)
 	if err != nil {
 		return wire.LeaseResult{}, err
@@ -66,7 +69,7 @@ func (c *Client) putLease(ctx context.Context, req wire.LeaseRequest) (wire.Leas
 
 // AcquireLeaseVia sends an acquire or renewal to the node at baseURL once,
 // marked as forwarded: a node passes one on to the leader with it.
-func (c *Client) AcquireLeaseVia(ctx context.Context, baseURL string, req wire.LeaseRequest) (wire.LeaseResult, error) {
+func (c *leases) AcquireLeaseVia(ctx context.Context, baseURL string, req wire.LeaseRequest) (wire.LeaseResult, error) {
 	r, err := acquireRequest(req, true)
 	if err != nil {
 		return wire.LeaseResult{}, err
@@ -87,19 +90,19 @@ func releaseRequest(name, holder string, token uint64, forwarded bool) request {
 // ReleaseLease releases the lease that holder holds with token, through any
 // node; a free lease stays free (nil). A *LeaseError (ErrFenced) means
 // another token holds it, which the release left alone.
-func (c *Client) ReleaseLease(ctx context.Context, name, holder string, token uint64) error {
+func (c *leases) ReleaseLease(ctx context.Context, name, holder string, token uint64) error {
 	return c.call(ctx, releaseRequest(name, holder, token, false), true, nil)
 }
 
 // ReleaseLeaseVia is ReleaseLease sent to the node at baseURL once, marked
 // as forwarded.
-func (c *Client) ReleaseLeaseVia(ctx context.Context, baseURL, name, holder string, token uint64) error {
+func (c *leases) ReleaseLeaseVia(ctx context.Context, baseURL, name, holder string, token uint64) error {
 	return c.callAt(ctx, baseURL, releaseRequest(name, holder, token, true), nil)
 }
 
 // Lease reads a live lease from any node (ErrNotFound when free). With wait
 // > 0 it long-polls as LeaseBackend.Lease says.
-func (c *Client) Lease(ctx context.Context, name string, wait time.Duration, afterToken uint64) (wire.Lease, error) {
+func (c *leases) Lease(ctx context.Context, name string, wait time.Duration, afterToken uint64) (wire.Lease, error) {
 	q := waitQuery(wait)
 	if afterToken > 0 {
 		q.Set("after_token", strconv.FormatUint(afterToken, 10))
@@ -110,7 +113,7 @@ func (c *Client) Lease(ctx context.Context, name string, wait time.Duration, aft
 }
 
 // Leases lists the live leases, from any node.
-func (c *Client) Leases(ctx context.Context) ([]wire.Lease, error) {
+func (c *leases) Leases(ctx context.Context) ([]wire.Lease, error) {
 	var ls wire.LeaseList
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/leases"}, true, &ls)
 	return ls.Leases, err

@@ -94,7 +94,7 @@ func serverTimeout(opts wire.SubmitOptions) time.Duration {
 // the outcome still open, the error wraps ErrUnknownOutcome and the result has
 // Status StatusUnknown, the idempotency key, and the txid when known: look it
 // up later with Tx or TxByIdempotencyKey.
-func (c *Client) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
 	if tx.IdempotencyKey == "" {
 		tx.IdempotencyKey = newIdempotencyKey()
 	}
@@ -231,7 +231,7 @@ func retryable(err error) bool {
 // resolve looks up at base a transaction whose outcome is open: by id when it
 // is not zero, else by idempotency key. found is false when base does not know
 // it.
-func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key string) (res wire.TxResult, found bool, err error) {
+func (c *kv) resolve(ctx context.Context, base string, id txid.ID, key string) (res wire.TxResult, found bool, err error) {
 	wait, ok := fit(ctx, c.cfg.LookupWait)
 	if !ok {
 		return wire.TxResult{}, false, ErrNoTimeLeft
@@ -257,7 +257,7 @@ func (c *Client) resolve(ctx context.Context, base string, id txid.ID, key strin
 // an attempt that may have been carried out, the error wraps
 // ErrUnknownOutcome and each result has Status StatusUnknown and the
 // transaction's idempotency key.
-func (c *Client) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+func (c *kv) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	txs = slices.Clone(txs)
 	for i := range txs {
 		if txs[i].IdempotencyKey == "" {

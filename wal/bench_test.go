@@ -24,7 +24,7 @@ func BenchmarkAppend(b *testing.B) {
 			payload := make([]byte, 256)
 			ctx := context.Background()
 			var n atomic.Int64
-			syncs := l.syncs.Load() // Open's fsyncs are not the benchmark's
+			syncs := l.w.syncs.Load() // Open's fsyncs are not the benchmark's
 			b.SetBytes(int64(len(payload)))
 			if writers == 1 {
 				for b.Loop() {
@@ -49,7 +49,7 @@ func BenchmarkAppend(b *testing.B) {
 				b.StopTimer()
 			}
 			b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "appends/s")
-			if s := l.syncs.Load() - syncs; s > 0 {
+			if s := l.w.syncs.Load() - syncs; s > 0 {
 				b.ReportMetric(float64(n.Load())/float64(s), "appends/fsync")
 			}
 		})

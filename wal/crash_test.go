@@ -128,13 +128,13 @@ func TestLazyAppend(t *testing.T) {
 			}
 			defer l.Close()
 			first := appendN(t, l, 0, 1, 40) // an fsynced record, so the segment has a sync point
-			syncs := l.syncs.Load()
+			syncs := l.w.syncs.Load()
 			payloads := [][]byte{payloadFor(1, 40), payloadFor(2, 40)}
 			seqs, err := l.AppendBatchLazy(context.Background(), payloads)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := l.syncs.Load(); got != syncs {
+			if got := l.w.syncs.Load(); got != syncs {
 				t.Errorf("lazy append made %d fsyncs, want 0", got-syncs)
 			}
 			lazy := []Record{{Seq: seqs[0], Payload: payloads[0]}, {Seq: seqs[1], Payload: payloads[1]}}
@@ -142,7 +142,7 @@ func TestLazyAppend(t *testing.T) {
 				if err := l.Sync(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				if l.syncs.Load() == syncs {
+				if l.w.syncs.Load() == syncs {
 					t.Errorf("Sync after a lazy append made no fsync")
 				}
 			}

@@ -45,8 +45,11 @@
 //
 // # Group commit
 //
-// One writer goroutine owns the files. It takes one request, drains every
-// request queued behind it without blocking (up to Config.MaxBatchBytes),
+// One writer goroutine owns the files: Log (log.go) takes the calls and runs
+// the group commit, and hands the file work to its writer (writer.go:
+// writing, fsyncing, rotating and deleting segments; recover.go: the
+// repairs of Open). The goroutine takes one request, drains every request
+// queued behind it without blocking (up to Config.MaxBatchBytes),
 // writes them with one write, fsyncs once and answers them all. So N
 // concurrent Appends cost about one fsync, not N. Done-marks and the
 // records of AppendBatchLazyFunc, which nobody waits for, wait up to

@@ -47,7 +47,7 @@ func TestAppendBatchLazyFunc(t *testing.T) {
 	}
 	defer l.Close()
 	first := appendN(t, l, 0, 1, 40)
-	syncs, writes := l.syncs.Load(), l.writes.Load()
+	syncs, writes := l.w.syncs.Load(), l.w.writes.Load()
 	start := time.Now()
 	var chs []<-chan lazyOutcome
 	var want []Record
@@ -66,10 +66,10 @@ func TestAppendBatchLazyFunc(t *testing.T) {
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Errorf("lazy appends written after %v, before LazyDelay (50ms)", d)
 	}
-	if got := l.writes.Load() - writes; got != 1 {
+	if got := l.w.writes.Load() - writes; got != 1 {
 		t.Errorf("three lazy appends took %d writes, want 1", got)
 	}
-	if got := l.syncs.Load() - syncs; got != 0 {
+	if got := l.w.syncs.Load() - syncs; got != 0 {
 		t.Errorf("lazy appends made %d fsyncs, want 0", got)
 	}
 	all := append(append([]Record{}, first...), want...)
@@ -147,20 +147,20 @@ func TestMarksGather(t *testing.T) {
 	}
 	defer l.Close()
 	recs := appendN(t, l, 0, 4, 40)
-	writes := l.writes.Load()
+	writes := l.w.writes.Load()
 	for _, r := range recs[:3] {
 		if err := l.MarkDone(r.Seq); err != nil {
 			t.Fatal(err)
 		}
 	}
 	time.Sleep(20 * time.Millisecond)
-	if got := l.writes.Load() - writes; got != 0 {
+	if got := l.w.writes.Load() - writes; got != 0 {
 		t.Errorf("marks written %d times before LazyDelay or a Sync, want 0", got)
 	}
 	if err := l.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := l.writes.Load() - writes; got != 1 {
+	if got := l.w.writes.Load() - writes; got != 1 {
 		t.Errorf("three marks and a Sync took %d writes, want 1", got)
 	}
 	checkPending(t, l, recs[3:])

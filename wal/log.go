@@ -11,9 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Keys of the attributes that Log logs.
@@ -57,10 +54,13 @@ type Stats struct {
 // Log is a write-ahead log of opaque records in one directory. Its methods
 // may be called from any goroutine. Open it with Open and release it with
 // Close. Only one Log may use a directory at a time; Log does not lock it.
+//
+// Its jobs are split: Log takes the calls (Append and the rest, MarkDone,
+// Pending, Stats, Close), runs the writer goroutine's group commit (run) and
+// answers the requests; writer (writer.go) owns the segment files: writing,
+// fsyncing, rotating and deleting them, and the repairs of recovery.
 type Log struct {
-	dir    string
 	cfg    Config
-	fs     fileSystem
 	logger *slog.Logger
 
 	reqCh     chan *appendReq // unbuffered: Append hands a request to the writer
@@ -92,14 +92,6 @@ type Log struct {
 
 	// w belongs to the writer goroutine (and to Open before it starts).
 	w writer
-
-	// syncs counts the fsyncs of segment files, and writes counts the
-	// writes of records and marks to them (flush); for tests and benchmarks.
-	syncs  atomic.Int64
-	writes atomic.Int64
-	// fsync observes the segment fsyncs of sync (metrics.go); nil without
-	// Config.Metrics.
-	fsync prometheus.Observer
 }
 
 // Open opens the log in dir, creating dir and a first segment if needed, and
@@ -117,29 +109,29 @@ func openFS(dir string, cfg Config, fsys fileSystem) (*Log, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	logger := cfg.Logger.With(keyComponent, "wal")
 	l := &Log{
-		dir:     dir,
 		cfg:     cfg,
-		fs:      fsys,
-		logger:  cfg.Logger.With(keyComponent, "wal"),
+		logger:  logger,
 		reqCh:   make(chan *appendReq),
 		kick:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 		pending: map[uint64][]byte{},
+		w:       writer{dir: dir, cfg: cfg, fs: fsys, logger: logger},
 	}
 	if cfg.Metrics != nil {
 		h := fsyncHistogram()
 		if err := cfg.Metrics.Register(h); err != nil {
 			return nil, fmt.Errorf("wal: register metrics: %w", err)
 		}
-		l.fsync = h
+		l.w.fsync = h
 	}
-	if err := l.makeDir(dir); err != nil {
+	if err := l.w.makeDir(dir); err != nil {
 		return nil, err
 	}
 	err := l.recover()
 	if err == nil {
-		l.collect()
+		l.w.collect()
 		err = l.w.err
 	}
 	if err != nil {
@@ -160,29 +152,29 @@ func openFS(dir string, cfg Config, fsys fileSystem) (*Log, error) {
 // made durable in turn. It fsyncs dir's parent even when dir exists: a
 // crash of an earlier Open may have left dir created and its entry not yet
 // durable, and the first segment's fsyncs do not cover the parent.
-func (l *Log) makeDir(dir string) error {
+func (w *writer) makeDir(dir string) error {
 	dir = filepath.Clean(dir)
 	parent := filepath.Dir(dir)
-	err := l.fs.Mkdir(dir)
+	err := w.fs.Mkdir(dir)
 	if errors.Is(err, fs.ErrNotExist) && parent != dir {
-		if err = l.makeDir(parent); err == nil {
-			err = l.fs.Mkdir(dir)
+		if err = w.makeDir(parent); err == nil {
+			err = w.fs.Mkdir(dir)
 		}
 	}
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("wal: create dir %s: %w", dir, err)
 	}
-	if l.cfg.NoSync || parent == dir {
+	if w.cfg.NoSync || parent == dir {
 		return nil
 	}
-	if err := l.fs.SyncDir(parent); err != nil {
+	if err := w.fs.SyncDir(parent); err != nil {
 		return fmt.Errorf("wal: fsync dir %s: %w", parent, err)
 	}
 	return nil
 }
 
 // path is the path of the segment file with header h.
-func (l *Log) path(h segHeader) string { return filepath.Join(l.dir, segName(h)) }
+func (w *writer) path(h segHeader) string { return filepath.Join(w.dir, segName(h)) }
 
 // Append writes payload as a new record and returns its Seq once the record
 // is durable (fsynced, unless Config.NoSync). Concurrent Appends share one

@@ -248,7 +248,7 @@ func TestConcurrentAppends(t *testing.T) {
 		}
 	}
 	check(l)
-	t.Logf("%d appends, %d fsyncs", writers*each, l.syncs.Load())
+	t.Logf("%d appends, %d fsyncs", writers*each, l.w.syncs.Load())
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

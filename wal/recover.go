@@ -25,7 +25,7 @@ type scanned struct {
 	marked int64
 }
 
-// recover reads every segment in l.dir, repairs a torn tail of the last one,
+// recover reads every segment in l.w.dir, repairs a torn tail of the last one,
 // and sets up the writer's state: l.w.segs, l.w.nextSeq, l.pending and
 // the open active file. It runs in Open, before the writer goroutine starts.
 //
@@ -34,9 +34,9 @@ type scanned struct {
 // still have pending records, to copy their payloads. So recovery holds in
 // memory one segment file and the pending payloads, never the whole log.
 func (l *Log) recover() error {
-	names, err := l.fs.ReadDir(l.dir)
+	names, err := l.w.fs.ReadDir(l.w.dir)
 	if err != nil {
-		return fmt.Errorf("wal: read dir %s: %w", l.dir, err)
+		return fmt.Errorf("wal: read dir %s: %w", l.w.dir, err)
 	}
 	var heads []segHeader
 	for _, name := range names {
@@ -49,7 +49,7 @@ func (l *Log) recover() error {
 	var scans []scanned
 	next := uint64(1) // Seq of the next data record
 	for i, h := range heads {
-		path := l.path(h)
+		path := l.w.path(h)
 		if i > 0 {
 			prev := heads[i-1]
 			switch {
@@ -62,7 +62,7 @@ func (l *Log) recover() error {
 		if h.firstSeq == 0 {
 			return &CorruptError{File: path, Offset: 0, Err: fmt.Errorf("%w: first seq 0", errBadSegment)}
 		}
-		buf, err := l.fs.ReadFile(path)
+		buf, err := l.w.fs.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("wal: read segment %s: %w", path, err)
 		}
@@ -75,7 +75,7 @@ func (l *Log) recover() error {
 			return err
 		}
 		if sc.tornAt >= 0 {
-			if err := l.repairTail(path, h, sc.tornAt, int64(len(buf))); err != nil {
+			if err := l.w.repairTail(path, h, sc.tornAt, int64(len(buf))); err != nil {
 				return err
 			}
 		}
@@ -110,7 +110,7 @@ func (l *Log) recover() error {
 	}
 	for _, seg := range segs {
 		if seg.live > 0 {
-			if err := l.readPending(seg, done); err != nil {
+			if err := l.w.readPending(seg, done, l.pending); err != nil {
 				return err
 			}
 		}
@@ -119,14 +119,14 @@ func (l *Log) recover() error {
 	l.w.segs = segs
 	l.w.nextSeq = next
 	if len(segs) == 0 {
-		return l.createSegment(segHeader{id: 1, firstSeq: 1})
+		return l.w.createSegment(segHeader{id: 1, firstSeq: 1})
 	}
 	active := segs[len(segs)-1]
 	if scans[len(scans)-1].tornAt == 0 {
-		return l.rewriteHeader(active)
+		return l.w.rewriteHeader(active)
 	}
-	path := l.path(active.segHeader)
-	f, err := l.fs.OpenWrite(path)
+	path := l.w.path(active.segHeader)
+	f, err := l.w.fs.OpenWrite(path)
 	if err != nil {
 		return fmt.Errorf("wal: open segment %s: %w", path, err)
 	}
@@ -153,7 +153,7 @@ func (l *Log) recover() error {
 	if err := sync(); err != nil {
 		return fmt.Errorf("wal: fsync segment %s: %w", path, err)
 	}
-	l.syncs.Add(1)
+	l.w.syncs.Add(1)
 	l.w.synced = active.size
 	return nil
 }
@@ -313,12 +313,12 @@ func validRecordAfter(buf []byte, off int, next uint64) bool {
 }
 
 // repairTail truncates the torn tail of segment h at off.
-func (l *Log) repairTail(path string, h segHeader, off, size int64) error {
-	l.logger.Warn("torn tail truncated", keyFile, path, keyOffset, off, keyDroppedBytes, size-off)
+func (w *writer) repairTail(path string, h segHeader, off, size int64) error {
+	w.logger.Warn("torn tail truncated", keyFile, path, keyOffset, off, keyDroppedBytes, size-off)
 	if off == 0 {
 		return nil // rewriteHeader truncates, once the segment is set up
 	}
-	if err := l.fs.Truncate(path, off); err != nil {
+	if err := w.fs.Truncate(path, off); err != nil {
 		return fmt.Errorf("wal: truncate segment %s at %d: %w", path, off, err)
 	}
 	return nil
@@ -326,24 +326,24 @@ func (l *Log) repairTail(path string, h segHeader, off, size int64) error {
 
 // rewriteHeader writes a fresh header into the last segment, whose header was
 // torn, and opens it as the active segment.
-func (l *Log) rewriteHeader(seg *segment) error {
-	path := l.path(seg.segHeader)
-	if err := l.fs.Truncate(path, 0); err != nil {
+func (w *writer) rewriteHeader(seg *segment) error {
+	path := w.path(seg.segHeader)
+	if err := w.fs.Truncate(path, 0); err != nil {
 		return fmt.Errorf("wal: truncate segment %s: %w", path, err)
 	}
-	f, err := l.fs.OpenWrite(path)
+	f, err := w.fs.OpenWrite(path)
 	if err != nil {
 		return fmt.Errorf("wal: open segment %s: %w", path, err)
 	}
-	l.w.f = f
-	return l.startSegment()
+	w.f = f
+	return w.startSegment()
 }
 
-// readPending copies into l.pending the payloads of seg's data records that
-// are not in done.
-func (l *Log) readPending(seg *segment, done map[uint64]struct{}) error {
-	path := l.path(seg.segHeader)
-	buf, err := l.fs.ReadFile(path)
+// readPending copies into pending (the Log's) the payloads of seg's data
+// records that are not in done.
+func (w *writer) readPending(seg *segment, done map[uint64]struct{}, pending map[uint64][]byte) error {
+	path := w.path(seg.segHeader)
+	buf, err := w.fs.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("wal: read segment %s: %w", path, err)
 	}
@@ -355,7 +355,7 @@ func (l *Log) readPending(seg *segment, done map[uint64]struct{}) error {
 			return &CorruptError{File: path, Offset: int64(off), Err: err}
 		}
 		if _, ok := done[r.seq]; r.typ == recData && !ok {
-			l.pending[r.seq] = bytes.Clone(r.payload)
+			pending[r.seq] = bytes.Clone(r.payload)
 		}
 		off += n
 	}

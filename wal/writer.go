@@ -2,9 +2,12 @@ package wal
 
 import (
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // States of an appendReq.
@@ -32,8 +35,15 @@ type appendReq struct {
 	done chan struct{}
 }
 
-// writer is the state that only the writer goroutine touches.
+// writer owns the segment files: it is the state that only the writer
+// goroutine touches (and Open before it starts), and the work on the files.
+// dir, cfg, fs and logger are set once, in Open.
 type writer struct {
+	dir    string
+	cfg    Config
+	fs     fileSystem
+	logger *slog.Logger
+
 	segs []*segment // by ID; the last is the active segment
 	f    file       // the active segment, written at its size
 	// zeroEnd is the length of the active segment's file: records end at
@@ -53,9 +63,17 @@ type writer struct {
 	// Invariant: segHeaderLen <= marked <= synced <= the segment's size.
 	synced, marked int64
 	err            error // sticky: once set, the log writes nothing more
+
+	// syncs counts the fsyncs of segment files, and writes counts the
+	// writes of records and marks to them (flush); for tests and benchmarks.
+	syncs  atomic.Int64
+	writes atomic.Int64
+	// fsync observes the segment fsyncs of sync (metrics.go); nil without
+	// Config.Metrics.
+	fsync prometheus.Observer
 }
 
-func (l *Log) active() *segment { return l.w.segs[len(l.w.segs)-1] }
+func (w *writer) active() *segment { return w.segs[len(w.segs)-1] }
 
 // run is the writer goroutine: group commit in the manner of hashicorp/raft's
 // leaderLoop. It takes one request, drains whatever else is queued without
@@ -111,9 +129,9 @@ func (l *Log) commit(reqs []*appendReq) {
 	marks, lazy := l.takeLazy()
 	reqs = append(reqs, lazy...)
 	if l.w.err == nil {
-		l.w.err = l.writeBatch(marks, reqs)
+		l.w.err = l.w.writeBatch(marks, reqs)
 	}
-	l.collect()
+	l.w.collect()
 	l.publish()
 	l.answer(reqs, l.w.err)
 }
@@ -132,30 +150,30 @@ func (l *Log) takeLazy() ([]uint64, []*appendReq) {
 // writeBatch writes done records for marks and data records for reqs, and
 // fsyncs if reqs has a request that is not lazy (a request from Sync has no
 // records but wants the fsync). It assigns the Seqs of reqs.
-func (l *Log) writeBatch(marks []uint64, reqs []*appendReq) error {
-	if err := l.writeMarks(marks, false); err != nil {
+func (w *writer) writeBatch(marks []uint64, reqs []*appendReq) error {
+	if err := w.writeMarks(marks, false); err != nil {
 		return err
 	}
 	for _, r := range reqs {
 		r.seqs = make([]uint64, len(r.payloads))
 		for i, p := range r.payloads {
-			seq := l.w.nextSeq
-			if err := l.reserve(encodedLen(len(p))); err != nil {
+			seq := w.nextSeq
+			if err := w.reserve(encodedLen(len(p))); err != nil {
 				return err
 			}
-			l.w.buf = appendRecord(l.w.buf, record{typ: recData, seq: seq, payload: p})
-			l.w.nextSeq++
-			a := l.active()
+			w.buf = appendRecord(w.buf, record{typ: recData, seq: seq, payload: p})
+			w.nextSeq++
+			a := w.active()
 			a.lastSeq = seq
 			a.live++
 			r.seqs[i] = seq
 		}
 	}
-	if err := l.flush(); err != nil {
+	if err := w.flush(); err != nil {
 		return err
 	}
 	if slices.ContainsFunc(reqs, func(r *appendReq) bool { return !r.lazy }) {
-		return l.sync()
+		return w.sync()
 	}
 	return nil
 }
@@ -163,15 +181,15 @@ func (l *Log) writeBatch(marks []uint64, reqs []*appendReq) error {
 // writeMarks encodes done records for seqs into l.w.buf and updates the
 // segment accounting. carried says the marks are copies of marks already
 // counted, moved out of a segment about to be deleted.
-func (l *Log) writeMarks(seqs []uint64, carried bool) error {
+func (w *writer) writeMarks(seqs []uint64, carried bool) error {
 	for chunk := range slices.Chunk(seqs, maxDoneSeqs) {
-		if err := l.reserve(encodedLen(8 * len(chunk))); err != nil {
+		if err := w.reserve(encodedLen(8 * len(chunk))); err != nil {
 			return err
 		}
-		l.w.buf = appendDone(l.w.buf, chunk)
-		x := l.active()
+		w.buf = appendDone(w.buf, chunk)
+		x := w.active()
 		for _, s := range chunk {
-			y := findSegment(l.w.segs, s)
+			y := findSegment(w.segs, s)
 			if y == nil {
 				continue
 			}
@@ -191,46 +209,46 @@ func (l *Log) writeMarks(seqs []uint64, carried bool) error {
 // rotates, unless the segment is still empty. If the record is the first of
 // a write and a fsync of the segment completed since its last sync mark,
 // reserve puts a sync mark in l.w.buf ahead of it.
-func (l *Log) reserve(n int) error {
-	if l.markDue() {
+func (w *writer) reserve(n int) error {
+	if w.markDue() {
 		n += syncedRecLen
 	}
-	used := l.active().size + int64(len(l.w.buf))
-	if used+int64(n) > l.cfg.SegmentBytes && used != segHeaderLen {
-		if err := l.flush(); err != nil {
+	used := w.active().size + int64(len(w.buf))
+	if used+int64(n) > w.cfg.SegmentBytes && used != segHeaderLen {
+		if err := w.flush(); err != nil {
 			return err
 		}
-		if err := l.rotate(); err != nil {
+		if err := w.rotate(); err != nil {
 			return err
 		}
 	}
-	if l.markDue() { // false in a segment just started: nothing to mark
-		l.w.buf = appendSynced(l.w.buf, l.w.synced)
-		l.w.marked = l.w.synced
+	if w.markDue() { // false in a segment just started: nothing to mark
+		w.buf = appendSynced(w.buf, w.synced)
+		w.marked = w.synced
 	}
 	return nil
 }
 
 // markDue reports whether the next record starts a write, and a fsync
 // completed since the active segment's last sync mark.
-func (l *Log) markDue() bool { return len(l.w.buf) == 0 && l.w.synced > l.w.marked }
+func (w *writer) markDue() bool { return len(w.buf) == 0 && w.synced > w.marked }
 
 // flush writes l.w.buf to the active segment at its size, and zeros ahead
 // of it when the records reach past the zeros written before.
-func (l *Log) flush() error {
-	if len(l.w.buf) == 0 {
+func (w *writer) flush() error {
+	if len(w.buf) == 0 {
 		return nil
 	}
-	a := l.active()
-	if _, err := l.w.f.WriteAt(l.w.buf, a.size); err != nil {
-		return fmt.Errorf("wal: write segment %s: %w", l.path(a.segHeader), err)
+	a := w.active()
+	if _, err := w.f.WriteAt(w.buf, a.size); err != nil {
+		return fmt.Errorf("wal: write segment %s: %w", w.path(a.segHeader), err)
 	}
-	l.writes.Add(1)
-	a.size += int64(len(l.w.buf))
-	l.w.buf = l.w.buf[:0]
-	l.w.unsynced = true
-	l.w.zeroEnd = max(l.w.zeroEnd, a.size)
-	return l.zeroAhead()
+	w.writes.Add(1)
+	a.size += int64(len(w.buf))
+	w.buf = w.buf[:0]
+	w.unsynced = true
+	w.zeroEnd = max(w.zeroEnd, a.size)
+	return w.zeroAhead()
 }
 
 // zeroAhead writes zeros after the active segment's records, up to
@@ -238,19 +256,19 @@ func (l *Log) flush() error {
 // have used the zeros written before. The zeros reach the disk with the next
 // sync, which also makes the new size durable; the syncs after it find the
 // size unchanged and flush data blocks only.
-func (l *Log) zeroAhead() error {
-	a := l.active()
-	if l.cfg.PreallocBytes <= 0 || l.w.zeroEnd > a.size {
+func (w *writer) zeroAhead() error {
+	a := w.active()
+	if w.cfg.PreallocBytes <= 0 || w.zeroEnd > a.size {
 		return nil
 	}
-	end := min(a.size+l.cfg.PreallocBytes, l.cfg.SegmentBytes)
-	for off := l.w.zeroEnd; off < end; {
+	end := min(a.size+w.cfg.PreallocBytes, w.cfg.SegmentBytes)
+	for off := w.zeroEnd; off < end; {
 		n := min(end-off, int64(len(zeros)))
-		if _, err := l.w.f.WriteAt(zeros[:n], off); err != nil {
-			return fmt.Errorf("wal: write zeros to segment %s: %w", l.path(a.segHeader), err)
+		if _, err := w.f.WriteAt(zeros[:n], off); err != nil {
+			return fmt.Errorf("wal: write zeros to segment %s: %w", w.path(a.segHeader), err)
 		}
 		off += n
-		l.w.zeroEnd = off
+		w.zeroEnd = off
 	}
 	return nil
 }
@@ -259,95 +277,95 @@ func (l *Log) zeroAhead() error {
 var zeros [64 << 10]byte
 
 // sync fsyncs the active segment if it has unsynced writes.
-func (l *Log) sync() error {
-	if !l.w.unsynced || l.cfg.NoSync {
-		l.w.unsynced = false
+func (w *writer) sync() error {
+	if !w.unsynced || w.cfg.NoSync {
+		w.unsynced = false
 		return nil
 	}
 	start := time.Now()
-	if err := l.w.f.Sync(); err != nil {
-		return fmt.Errorf("wal: fsync segment %s: %w", l.path(l.active().segHeader), err)
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("wal: fsync segment %s: %w", w.path(w.active().segHeader), err)
 	}
-	if l.fsync != nil {
-		l.fsync.Observe(time.Since(start).Seconds())
+	if w.fsync != nil {
+		w.fsync.Observe(time.Since(start).Seconds())
 	}
-	l.syncs.Add(1)
-	l.w.unsynced = false
-	l.w.synced = l.active().size
+	w.syncs.Add(1)
+	w.unsynced = false
+	w.synced = w.active().size
 	return nil
 }
 
 // rotate fsyncs and closes the active segment and starts the next one. The
 // old segment is durable before the new one exists, so only the last
 // segment can ever have a torn tail.
-func (l *Log) rotate() error {
-	old := l.active()
+func (w *writer) rotate() error {
+	old := w.active()
 	// Only the last segment may end in zeros: recovery reads zeros after
 	// the records of any other segment as damage.
-	if l.w.zeroEnd > old.size {
-		if err := l.w.f.Truncate(old.size); err != nil {
-			return fmt.Errorf("wal: truncate segment %s: %w", l.path(old.segHeader), err)
+	if w.zeroEnd > old.size {
+		if err := w.f.Truncate(old.size); err != nil {
+			return fmt.Errorf("wal: truncate segment %s: %w", w.path(old.segHeader), err)
 		}
-		l.w.zeroEnd = old.size
-		if !l.cfg.NoSync {
-			if err := l.w.f.SyncAll(); err != nil {
-				return fmt.Errorf("wal: fsync segment %s: %w", l.path(old.segHeader), err)
+		w.zeroEnd = old.size
+		if !w.cfg.NoSync {
+			if err := w.f.SyncAll(); err != nil {
+				return fmt.Errorf("wal: fsync segment %s: %w", w.path(old.segHeader), err)
 			}
-			l.syncs.Add(1)
-			l.w.unsynced = false
+			w.syncs.Add(1)
+			w.unsynced = false
 		}
 	}
-	if err := l.sync(); err != nil {
+	if err := w.sync(); err != nil {
 		return err
 	}
-	if err := l.w.f.Close(); err != nil {
-		return fmt.Errorf("wal: close segment %s: %w", l.path(old.segHeader), err)
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("wal: close segment %s: %w", w.path(old.segHeader), err)
 	}
-	l.w.f = nil
-	if err := l.createSegment(segHeader{id: old.id + 1, firstSeq: l.w.nextSeq}); err != nil {
+	w.f = nil
+	if err := w.createSegment(segHeader{id: old.id + 1, firstSeq: w.nextSeq}); err != nil {
 		return err
 	}
-	l.logger.Info("segment rotated", keyFile, l.path(l.active().segHeader), keySeq, l.w.nextSeq)
+	w.logger.Info("segment rotated", keyFile, w.path(w.active().segHeader), keySeq, w.nextSeq)
 	return nil
 }
 
 // createSegment creates the segment h, writes and fsyncs its header, fsyncs
 // the directory, and makes it the active segment.
-func (l *Log) createSegment(h segHeader) error {
-	path := l.path(h)
-	f, err := l.fs.Create(path)
+func (w *writer) createSegment(h segHeader) error {
+	path := w.path(h)
+	f, err := w.fs.Create(path)
 	if err != nil {
 		return fmt.Errorf("wal: create segment %s: %w", path, err)
 	}
-	l.w.f = f
-	l.w.segs = append(l.w.segs, newSegment(h))
-	if err := l.startSegment(); err != nil {
+	w.f = f
+	w.segs = append(w.segs, newSegment(h))
+	if err := w.startSegment(); err != nil {
 		return err
 	}
-	if l.cfg.NoSync {
+	if w.cfg.NoSync {
 		return nil
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return fmt.Errorf("wal: fsync dir %s: %w", l.dir, err)
+	if err := w.fs.SyncDir(w.dir); err != nil {
+		return fmt.Errorf("wal: fsync dir %s: %w", w.dir, err)
 	}
 	return nil
 }
 
 // startSegment writes the header of the active segment, whose file l.w.f is
 // empty, and its first zeros, and fsyncs them.
-func (l *Log) startSegment() error {
-	a := l.active()
-	if _, err := l.w.f.WriteAt(appendSegHeader(nil, a.segHeader), 0); err != nil {
-		return fmt.Errorf("wal: write segment header %s: %w", l.path(a.segHeader), err)
+func (w *writer) startSegment() error {
+	a := w.active()
+	if _, err := w.f.WriteAt(appendSegHeader(nil, a.segHeader), 0); err != nil {
+		return fmt.Errorf("wal: write segment header %s: %w", w.path(a.segHeader), err)
 	}
 	a.size = segHeaderLen
-	l.w.zeroEnd = segHeaderLen
-	l.w.synced, l.w.marked = segHeaderLen, segHeaderLen
-	l.w.unsynced = true
-	if err := l.zeroAhead(); err != nil {
+	w.zeroEnd = segHeaderLen
+	w.synced, w.marked = segHeaderLen, segHeaderLen
+	w.unsynced = true
+	if err := w.zeroAhead(); err != nil {
 		return err
 	}
-	return l.sync()
+	return w.sync()
 }
 
 // answer tells each request in reqs its outcome. Records of abandoned
@@ -403,12 +421,12 @@ func (l *Log) answer(reqs []*appendReq, err error) {
 //
 // A failure to delete a file is logged and the segment is dropped from the
 // account anyway; the next Open finds it all done and deletes it again.
-func (l *Log) collect() {
-	if l.w.err != nil {
+func (w *writer) collect() {
+	if w.err != nil {
 		return
 	}
 	var dead []*segment // by ID
-	for _, s := range l.w.segs[:len(l.w.segs)-1] {
+	for _, s := range w.segs[:len(w.segs)-1] {
 		if s.live == 0 {
 			dead = append(dead, s)
 		}
@@ -429,35 +447,35 @@ func (l *Log) collect() {
 	}
 	slices.Sort(carry)
 	carry = slices.Compact(carry)
-	err := l.writeMarks(carry, true)
+	err := w.writeMarks(carry, true)
 	if err == nil {
-		err = l.flush()
+		err = w.flush()
 	}
 	if err == nil {
-		err = l.sync()
+		err = w.sync()
 	}
 	if err != nil {
-		l.w.err = err
+		w.err = err
 		return
 	}
 	// writeMarks may have rotated, so the active segment is not in dead,
 	// but a rotated-out segment may now qualify too; the next collect
 	// takes it.
 	for _, s := range dead {
-		path := l.path(s.segHeader)
-		if err := l.fs.Remove(path); err != nil {
-			l.logger.Warn("segment delete failed", keyFile, path, keyErr, err)
+		path := w.path(s.segHeader)
+		if err := w.fs.Remove(path); err != nil {
+			w.logger.Warn("segment delete failed", keyFile, path, keyErr, err)
 			continue
 		}
-		l.logger.Info("segment deleted", keyFile, path)
+		w.logger.Info("segment deleted", keyFile, path)
 	}
-	if !l.cfg.NoSync {
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			l.logger.Warn("dir fsync failed", keyDir, l.dir, keyErr, err)
+	if !w.cfg.NoSync {
+		if err := w.fs.SyncDir(w.dir); err != nil {
+			w.logger.Warn("dir fsync failed", keyDir, w.dir, keyErr, err)
 		}
 	}
-	l.w.segs = slices.DeleteFunc(l.w.segs, func(s *segment) bool { return isDead(s.id) })
-	for _, s := range l.w.segs {
+	w.segs = slices.DeleteFunc(w.segs, func(s *segment) bool { return isDead(s.id) })
+	for _, s := range w.segs {
 		for _, d := range dead {
 			delete(s.cross, d.id)
 		}
@@ -483,7 +501,7 @@ func (l *Log) shutdown() error {
 	marks, lazy := l.takeLazy()
 	err := l.w.err
 	if err == nil {
-		err = l.writeBatch(marks, lazy)
+		err = l.w.writeBatch(marks, lazy)
 	}
 	l.answer(lazy, err)
 	l.mu.Lock()
@@ -491,22 +509,22 @@ func (l *Log) shutdown() error {
 	l.mu.Unlock()
 	slices.Sort(marks)
 	if err == nil {
-		err = l.writeMarks(marks, false)
+		err = l.w.writeMarks(marks, false)
 	}
 	if err == nil {
-		err = l.flush()
+		err = l.w.flush()
 	}
 	if err == nil {
-		err = l.sync()
+		err = l.w.sync()
 	}
 	if l.w.f != nil {
 		if cerr := l.w.f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("wal: close segment %s: %w", l.path(l.active().segHeader), cerr)
+			err = fmt.Errorf("wal: close segment %s: %w", l.w.path(l.w.active().segHeader), cerr)
 		}
 		l.w.f = nil
 	}
 	if err == nil {
-		l.logger.Info("wal closed", keyDir, l.dir)
+		l.logger.Info("wal closed", keyDir, l.w.dir)
 	}
 	return err
 }

@@ -1,0 +1,145 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/txlog/txlog/api/wire"
+)
+
+// cluster are the calls of the cluster's membership and of one node's
+// state, and ProposeTo, which a node forwards proposals with.
+type cluster struct{ *conn }
+
+// Cluster describes the cluster as any node sees it.
+func (c *cluster) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
+	var st wire.ClusterStatus
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster"}, true, &st)
+	return st, err
+}
+
+// ClusterFrom describes the cluster as the node at baseURL sees it.
+func (c *cluster) ClusterFrom(ctx context.Context, baseURL string) (wire.ClusterStatus, error) {
+	var st wire.ClusterStatus
+	err := c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/v1/cluster"}, &st)
+	return st, err
+}
+
+func joinRequest(req wire.JoinRequest) (request, error) {
+	body, err := wire.MarshalJSON(req)
+	if err != nil {
+		return request{}, fmt.Errorf("encode join request: %w", err)
+	}
+	return request{method: http.MethodPost, path: "/v1/cluster/join", body: body}, nil
+}
+
+// Join adds a server to the cluster through any node and returns the txid
+// node number it holds there. It is retried only while no node has carried it
+// out. A number another member holds gives an *Error with code
+// CodeNodeNumberTaken.
+func (c *cluster) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
+	var res wire.JoinResult
+	r, err := joinRequest(req)
+	if err != nil {
+		return res, err
+	}
+	err = c.call(ctx, r, false, &res)
+	return res, err
+}
+
+// JoinVia asks the node at baseURL, once, to add a server.
+func (c *cluster) JoinVia(ctx context.Context, baseURL string, req wire.JoinRequest) (wire.JoinResult, error) {
+	var res wire.JoinResult
+	r, err := joinRequest(req)
+	if err != nil {
+		return res, err
+	}
+	err = c.callAt(ctx, baseURL, r, &res)
+	return res, err
+}
+
+func removeRequest(id string) request {
+	return request{method: http.MethodDelete, path: "/v1/cluster/nodes/" + url.PathEscape(id)}
+}
+
+// Remove takes a server out of the cluster through any node. An unknown
+// server gives ErrNotFound.
+func (c *cluster) Remove(ctx context.Context, id string) error {
+	return c.call(ctx, removeRequest(id), false, nil)
+}
+
+// RemoveVia asks the node at baseURL, once, to take a server out.
+func (c *cluster) RemoveVia(ctx context.Context, baseURL, id string) error {
+	return c.callAt(ctx, baseURL, removeRequest(id), nil)
+}
+
+func transferRequest(req wire.TransferRequest) (request, error) {
+	body, err := wire.MarshalJSON(req)
+	if err != nil {
+		return request{}, fmt.Errorf("encode transfer request: %w", err)
+	}
+	return request{method: http.MethodPost, path: "/v1/cluster/transfer-leadership", body: body}, nil
+}
+
+// TransferLeadership hands leadership to req.ID, or to a server Raft chooses,
+// through any node.
+func (c *cluster) TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
+	r, err := transferRequest(req)
+	if err != nil {
+		return wire.TransferResult{}, err
+	}
+	var res wire.TransferResult
+	err = c.call(ctx, r, false, &res)
+	return res, err
+}
+
+// TransferLeadershipVia asks the node at baseURL, once, to hand leadership over.
+func (c *cluster) TransferLeadershipVia(ctx context.Context, baseURL string, req wire.TransferRequest) (wire.TransferResult, error) {
+	r, err := transferRequest(req)
+	if err != nil {
+		return wire.TransferResult{}, err
+	}
+	var res wire.TransferResult
+	err = c.callAt(ctx, baseURL, r, &res)
+	return res, err
+}
+
+// ProposeTo sends encoded transactions to the node at baseURL, once, as the
+// frames of POST /v1/internal/propose, and returns one result per payload. A
+// node uses it to forward what it accepted to the leader; a node that is not
+// the leader answers ErrNotLeader.
+func (c *cluster) ProposeTo(ctx context.Context, baseURL string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+	q, serverTime, ok := ProposeQuery(ctx, opts)
+	if !ok {
+		return nil, fmt.Errorf("propose to %s: %w", baseURL, ErrNoTimeLeft)
+	}
+	req := request{
+		method:     http.MethodPost,
+		path:       "/v1/internal/propose",
+		query:      q,
+		header:     http.Header{"Content-Type": {"application/octet-stream"}},
+		body:       wire.EncodeFrames(payloads),
+		serverTime: serverTime,
+	}
+	var br wire.BatchResponse
+	if err := c.callAt(ctx, baseURL, req, &br); err != nil {
+		return nil, err
+	}
+	if len(br.Results) != len(payloads) {
+		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(br.Results), len(payloads))
+	}
+	return br.Results, nil
+}
+
+// Ready asks the node at baseURL whether it is ready: nil, or an *Error with
+// code not_ready saying why.
+func (c *cluster) Ready(ctx context.Context, baseURL string) error {
+	return c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/readyz"}, nil)
+}
+
+// Health asks the node at baseURL whether it serves HTTP at all.
+func (c *cluster) Health(ctx context.Context, baseURL string) error {
+	return c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/healthz"}, nil)
+}
