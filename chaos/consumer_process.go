@@ -17,6 +17,7 @@ import (
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/consumer"
+	"github.com/txlog/txlog/lease"
 )
 
 // ConsumerProcConfig is one process of the consumer workload: a
@@ -88,7 +89,7 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 	}
 	defer f.Close()
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.Targets})
-	cons, err := consumer.New(consumer.Config{Client: cl, Group: c.Group, Holder: c.ID, TTL: c.TTL, Logger: logger})
+	cons, err := consumer.New(consumer.Config{Client: cl, Group: c.Group, Lease: lease.Config{Holder: c.ID, TTL: c.TTL}, Logger: logger})
 	if err != nil {
 		return err
 	}
