@@ -40,14 +40,17 @@ type ConsumerProcConfig struct {
 
 // ConsumerBatchOp is one batch a consumer process handed to its effects:
 // the lease token it held, the batch's range and the source indexes it
-// projected.
+// projected. With Late, it is instead the write the process sent under
+// Token after its term ended (RunConsumerProc), with its answer.
 type ConsumerBatchOp struct {
 	Consumer  string   `json:"consumer"`
 	Token     uint64   `json:"token"`
-	First     uint64   `json:"first"`
-	Last      uint64   `json:"last"`
-	Projected []uint64 `json:"projected"`
+	First     uint64   `json:"first,omitempty"`
+	Last      uint64   `json:"last,omitempty"`
+	Projected []uint64 `json:"projected,omitempty"`
 	At        int64    `json:"at_unix_nano"`
+	Late      bool     `json:"late,omitempty"`
+	Answer    string   `json:"answer,omitempty"`
 }
 
 // Args returns cfg as the flags ConsumerProcMain parses.
@@ -88,6 +91,7 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 	if err != nil {
 		return err
 	}
+	var token uint64 // the token of the term's last batch
 	for ctx.Err() == nil {
 		err := cons.Run(ctx, func(ctx context.Context, b *consumer.Batch) error {
 			ops, projected, err := projectionOps(ctx, cl, c, b.Entries)
@@ -95,15 +99,43 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 				return err
 			}
 			b.AddOps(ops...)
+			token = b.Token
 			return out.write(ConsumerBatchOp{Consumer: c.ID, Token: b.Token, First: b.Entries[0].Index, Last: b.Last(), Projected: projected, At: time.Now().UnixNano()})
 		})
 		if ctx.Err() != nil {
 			break
 		}
 		logger.Info("consumer term ended", "err", err)
+		if token != 0 {
+			out.write(lateWrite(ctx, cl, c, token))
+			token = 0
+		}
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
 	return nil
+}
+
+// lateWrite sends, once a term under token has ended, one more write fenced
+// by token, as a consumer that stalled past its TTL would send the commit
+// it had in hand: a put that only the fence can refuse (no if_version, a
+// key of its own under the projection's prefix). If another consumer took
+// the lease over, the fence must refuse it (CheckConsumer, rule 3).
+func lateWrite(ctx context.Context, cl *client.Client, c ConsumerProcConfig, token uint64) ConsumerBatchOp {
+	key := c.Projection + "/late/" + c.ID
+	tx := wire.TxRequest{IdempotencyKey: key + "/" + strconv.FormatUint(token, 10),
+		Fence: &wire.Fence{Lease: consumer.LeaseName(c.Group), Token: token},
+		Ops:   []wire.Op{{Op: wire.OpPut, Key: key, Value: json.RawMessage(strconv.FormatUint(token, 10))}}}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultSubmitTimeout)
+	defer cancel()
+	op := ConsumerBatchOp{Consumer: c.ID, Token: token, Late: true}
+	res, err := cl.Submit(sctx, tx, wire.SubmitOptions{Ack: wire.AckQuorum, Timeout: serverTimeout})
+	if err != nil {
+		op.Answer = err.Error()
+	} else {
+		op.Answer = res.Status
+	}
+	op.At = time.Now().UnixNano()
+	return op
 }
 
 // projectionBucket is how many log indexes share one projection key, so
