@@ -148,9 +148,9 @@ func projectionKey(projection string, i uint64) string {
 	return projection + "/" + strconv.FormatUint(i/projectionBucket, 10)
 }
 
-// projectionOps returns the puts that append the indexes of entries'
-// committed source writes to their projection keys, each conditioned on the
-// version read, and those indexes.
+// projectionOps returns the indexes of the committed source writes among
+// entries and the puts that append them to their projection keys, each
+// conditioned on the version it read.
 func projectionOps(ctx context.Context, cl *client.Client, c ConsumerProcConfig, entries []wire.LogEntry) ([]wire.Op, []uint64, error) {
 	var projected []uint64
 	var keys []string
