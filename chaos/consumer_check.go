@@ -1,9 +1,11 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/txlog/txlog/api/wire"
 )
@@ -23,9 +25,21 @@ type ConsumerHistory struct {
 	// Projection counts, per log index, how many times the projection read
 	// at the end of the run reflects that entry.
 	Projection map[uint64]int
-	// Offsets are the group's offset as the workload read it, in the order
-	// of the reads (each read answered before the next was sent).
-	Offsets []uint64
+	// Offsets are the group's offset as the workload read it, from any
+	// node, each with the applied index of the state it was read from.
+	Offsets []OffsetRead
+}
+
+// OffsetRead is one read of the group's offset (GET /v1/consumers/{group}):
+// the node that answered, the offset, and the applied index of the state it
+// was read from (the offset plus the answer's lag). A node answers from its
+// own applied state, so reads in time order may go back (a lagging node
+// answers after the leader); reads in order of their applied index may not.
+type OffsetRead struct {
+	Node    string    `json:"node"`
+	Offset  uint64    `json:"offset"`
+	Applied uint64    `json:"applied"`
+	At      time.Time `json:"at"`
 }
 
 // ConsumerStats sums up a consumer history; the report shows them.
@@ -34,6 +48,8 @@ type ConsumerStats struct {
 	Projected int `json:"projected"` // entries the projection reflects
 	Commits   int `json:"commits"`   // applied offset commits of the group
 	Refused   int `json:"refused"`   // the group's fenced entries refused by the fence
+	Terms     int `json:"terms"`     // tokens the group's applied fenced entries carry
+	Reads     int `json:"reads"`     // offset reads
 }
 
 // CheckConsumer checks the consumer workload against the applied log. The
@@ -42,7 +58,9 @@ type ConsumerStats struct {
 //  1. every committed source entry of the followed range is reflected in
 //     the projection exactly once, and the projection reflects nothing else;
 //  2. the group's offset never goes back: not along the log (its applied
-//     commit_offset ops without reset), nor between the workload's reads;
+//     commit_offset ops without reset), nor between the workload's reads in
+//     the order of the applied index they were read at (two reads at the
+//     same applied index read the same offset);
 //  3. no write of a fenced-out consumer is applied: tokens are the Raft
 //     indexes of grants, so the token of the group's applied fenced entries
 //     never goes down along the log, and none is below a token that the
@@ -57,6 +75,7 @@ func checkConsumer(h ConsumerHistory, log []wire.LogEntry) (CheckResult, Consume
 	var st ConsumerStats
 	source := map[uint64]bool{}
 	var offset, token, fencedAt uint64 // along the log
+	terms := map[uint64]bool{}
 	for _, e := range log {
 		committed := e.Status == wire.StatusCommitted
 		if committed && e.Index >= h.From && e.Index <= h.To && h.Source != nil && h.Source(e) {
@@ -70,6 +89,7 @@ func checkConsumer(h ConsumerHistory, log []wire.LogEntry) (CheckResult, Consume
 				v.addf("rule 3: entry %d applied with token %d of lease %s, which the fence refused before for token %d", e.Index, e.Fence.Token, h.Lease, fencedAt)
 			case committed:
 				token = e.Fence.Token
+				terms[token] = true
 			case e.Conflict != nil && e.Conflict.Fence != "":
 				st.Refused++
 				fencedAt = max(fencedAt, e.Conflict.Actual)
@@ -89,11 +109,15 @@ func checkConsumer(h ConsumerHistory, log []wire.LogEntry) (CheckResult, Consume
 			offset = op.Offset
 		}
 	}
-	for i := 1; i < len(h.Offsets); i++ {
-		if h.Offsets[i] < h.Offsets[i-1] {
-			v.addf("rule 2: group %s's offset read as %d, then as %d", h.Group, h.Offsets[i-1], h.Offsets[i])
+	reads := slices.SortedStableFunc(slices.Values(h.Offsets), func(a, b OffsetRead) int { return cmp.Compare(a.Applied, b.Applied) })
+	for i := 1; i < len(reads); i++ {
+		p, r := reads[i-1], reads[i]
+		if r.Offset < p.Offset || (r.Applied == p.Applied && r.Offset != p.Offset) {
+			v.addf("rule 2: group %s's offset read as %d from %s at applied index %d, but as %d from %s at applied index %d",
+				h.Group, p.Offset, p.Node, p.Applied, r.Offset, r.Node, r.Applied)
 		}
 	}
+	st.Terms, st.Reads = len(terms), len(h.Offsets)
 	st.Source = len(source)
 	for _, i := range slices.Sorted(maps.Keys(source)) {
 		if n := h.Projection[i]; n != 1 {

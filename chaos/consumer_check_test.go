@@ -27,7 +27,9 @@ func consumerGood() (ConsumerHistory, []wire.LogEntry) {
 	h := ConsumerHistory{Group: "g", Lease: lease, From: 2, To: 5,
 		Source:     func(e wire.LogEntry) bool { return len(e.Ops) == 1 && e.Ops[0].Key == "acct" },
 		Projection: map[uint64]int{2: 1, 3: 1, 5: 1},
-		Offsets:    []uint64{0, 3, 3, 5},
+		// n2 lags: it answers 3 after n1 answered 5, from an older state.
+		Offsets: []OffsetRead{{Node: "n1", Offset: 3, Applied: 5}, {Node: "n1", Offset: 5, Applied: 8},
+			{Node: "n2", Offset: 3, Applied: 6}, {Node: "n3", Offset: 5, Applied: 8}},
 	}
 	return h, log
 }
@@ -38,7 +40,7 @@ func TestCheckConsumerPasses(t *testing.T) {
 	if !res.Pass {
 		t.Fatalf("good history failed: %s %v", res.Summary, res.Evidence)
 	}
-	if st.Source != 3 || st.Commits != 2 || st.Refused != 1 {
+	if st.Source != 3 || st.Commits != 2 || st.Refused != 1 || st.Terms != 2 || st.Reads != 4 {
 		t.Errorf("stats %+v", st)
 	}
 }
@@ -66,7 +68,11 @@ func TestCheckConsumerFails(t *testing.T) {
 			return log
 		}},
 		{"offset read back", "rule 2", func(h *ConsumerHistory, log []wire.LogEntry) []wire.LogEntry {
-			h.Offsets = []uint64{3, 5, 3}
+			h.Offsets = append(h.Offsets, OffsetRead{Node: "n2", Offset: 3, Applied: 9})
+			return log
+		}},
+		{"two offsets at one applied index", "rule 2", func(h *ConsumerHistory, log []wire.LogEntry) []wire.LogEntry {
+			h.Offsets = append(h.Offsets, OffsetRead{Node: "n2", Offset: 4, Applied: 5})
 			return log
 		}},
 		{"fenced-out write applied after the new holder's", "rule 3", func(h *ConsumerHistory, log []wire.LogEntry) []wire.LogEntry {

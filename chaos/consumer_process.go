@@ -8,28 +8,31 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
+	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/consumer"
+	"github.com/txlog/txlog/lease"
 )
 
 // ConsumerProcConfig is one process of the consumer workload: a
 // consumer.Consumer of Group that, with consumer.ExactlyOnce, appends the
-// index of each committed entry that writes a key starting with Source to
-// the JSON array of indexes at key Projection (a put with if_version of the
-// version it read), in the batch's fenced offset commit.
+// index of each committed entry that writes a key starting with one of
+// Sources to the projection (readProjection), in the batch's fenced offset
+// commit.
 type ConsumerProcConfig struct {
-	Targets    []string
-	Group, ID  string
-	TTL        time.Duration
-	Source     string // the prefix of the keys whose writes are projected
-	Projection string // the projection key
+	Targets   []string
+	Group, ID string
+	TTL       time.Duration
+	// Sources are the prefixes of the keys whose writes are projected.
+	Sources []string
+	// Projection is the prefix of the projection's keys: the index i goes
+	// into the JSON array of indexes at projectionKey(Projection, i), a put
+	// with if_version of the version read.
+	Projection string
 	// History is the file the process appends its batches to, as JSON
 	// lines (ConsumerBatchOp).
 	History string
@@ -37,62 +40,58 @@ type ConsumerProcConfig struct {
 
 // ConsumerBatchOp is one batch a consumer process handed to its effects:
 // the lease token it held, the batch's range and the source indexes it
-// projected.
+// projected. With Late, it is instead the write the process sent under
+// Token after its term ended (RunConsumerProc), with its answer.
 type ConsumerBatchOp struct {
 	Consumer  string   `json:"consumer"`
 	Token     uint64   `json:"token"`
-	First     uint64   `json:"first"`
-	Last      uint64   `json:"last"`
-	Projected []uint64 `json:"projected"`
+	First     uint64   `json:"first,omitempty"`
+	Last      uint64   `json:"last,omitempty"`
+	Projected []uint64 `json:"projected,omitempty"`
 	At        int64    `json:"at_unix_nano"`
+	Late      bool     `json:"late,omitempty"`
+	Answer    string   `json:"answer,omitempty"`
 }
 
 // Args returns cfg as the flags ConsumerProcMain parses.
 func (c ConsumerProcConfig) Args() []string {
 	return []string{"--targets=" + strings.Join(c.Targets, ","), "--group=" + c.Group, "--id=" + c.ID,
-		"--ttl=" + c.TTL.String(), "--source=" + c.Source, "--projection=" + c.Projection, "--history=" + c.History}
+		"--ttl=" + c.TTL.String(), "--source=" + strings.Join(c.Sources, ","), "--projection=" + c.Projection, "--history=" + c.History}
 }
 
 // ConsumerProcMain parses args (ConsumerProcConfig.Args) and runs the
 // consumer until ctx ends or the process gets SIGTERM or SIGINT: `txlog
-// chaos-consumer`. A lost lease is not the end: it campaigns again.
+// chaos-consumer`, and the chaos tests' re-executed test binary. A lost
+// lease is not the end: it campaigns again.
 func ConsumerProcMain(ctx context.Context, args []string, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	fs := flag.NewFlagSet("chaos-consumer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c ConsumerProcConfig
-	targets := fs.String("targets", "", "base URLs of the nodes")
-	fs.StringVar(&c.Group, "group", "", "the consumer group")
-	fs.StringVar(&c.ID, "id", "", "the consumer's name (the lease's holder)")
-	fs.DurationVar(&c.TTL, "ttl", DefaultLeaseTTL, "the group lease's TTL")
-	fs.StringVar(&c.Source, "source", "", "the prefix of the keys whose writes are projected")
-	fs.StringVar(&c.Projection, "projection", "", "the projection key")
-	fs.StringVar(&c.History, "history", "", "file of the recorded batches")
-	if err := fs.Parse(args); err != nil {
-		return err
+	define := func(fs *flag.FlagSet) {
+		fs.Var((*commaList)(&c.Targets), "targets", "base URLs of the nodes")
+		fs.StringVar(&c.Group, "group", "", "the consumer group")
+		fs.StringVar(&c.ID, "id", "", "the consumer's name (the lease's holder)")
+		fs.DurationVar(&c.TTL, "ttl", DefaultLeaseTTL, "the group lease's TTL")
+		fs.Var((*commaList)(&c.Sources), "source", "the prefixes of the keys whose writes are projected, comma-separated")
+		fs.StringVar(&c.Projection, "projection", "", "the prefix of the projection's keys")
+		fs.StringVar(&c.History, "history", "", "file of the recorded batches")
 	}
-	c.Targets = strings.Split(*targets, ",")
-	if *targets == "" || c.Group == "" || c.ID == "" || c.Source == "" || c.Projection == "" || c.History == "" {
-		return errors.New("chaos-consumer: --targets, --group, --id, --source, --projection and --history are required")
-	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil)).With("consumer", c.ID)
-	return RunConsumerProc(ctx, c, logger)
+	return childMain(ctx, args, stderr, "chaos-consumer", "consumer", []string{"targets", "group", "id", "source", "projection", "history"}, define,
+		func(ctx context.Context, logger *slog.Logger) error { return RunConsumerProc(ctx, c, logger) })
 }
 
 // RunConsumerProc runs the consumer process c until ctx ends.
 func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Logger) error {
-	f, err := os.OpenFile(c.History, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := openJSONLines(c.History)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	cl := client.NewClient(client.ClientConfig{Endpoints: c.Targets})
-	cons, err := consumer.New(consumer.Config{Client: cl, Group: c.Group, Holder: c.ID, TTL: c.TTL, Logger: logger})
+	defer out.Close()
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
+		MaxBackoff: 250 * time.Millisecond, LookupWait: time.Second})
+	cons, err := consumer.New(consumer.Config{Client: cl, Group: c.Group, Lease: lease.Config{Holder: c.ID, TTL: c.TTL}, Logger: logger})
 	if err != nil {
 		return err
 	}
-	enc := json.NewEncoder(f)
+	var token uint64 // the token of the term's last batch
 	for ctx.Err() == nil {
 		err := cons.Run(ctx, func(ctx context.Context, b *consumer.Batch) error {
 			ops, projected, err := projectionOps(ctx, cl, c, b.Entries)
@@ -100,67 +99,131 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 				return err
 			}
 			b.AddOps(ops...)
-			return enc.Encode(ConsumerBatchOp{Consumer: c.ID, Token: b.Token, First: b.Entries[0].Index, Last: b.Last(), Projected: projected, At: time.Now().UnixNano()})
+			token = b.Token
+			return out.write(ConsumerBatchOp{Consumer: c.ID, Token: b.Token, First: b.Entries[0].Index, Last: b.Last(), Projected: projected, At: time.Now().UnixNano()})
 		})
 		if ctx.Err() != nil {
 			break
 		}
 		logger.Info("consumer term ended", "err", err)
+		if token != 0 {
+			out.write(lateWrite(ctx, cl, c, token))
+			token = 0
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
 	}
 	return nil
 }
 
-// projectionOps reads the projection and returns its put with the source
-// indexes of entries appended, conditioned on the version read.
-func projectionOps(ctx context.Context, cl *client.Client, c ConsumerProcConfig, entries []wire.LogEntry) ([]wire.Op, []uint64, error) {
-	var projected []uint64
-	for _, e := range entries {
-		if e.Status == wire.StatusCommitted && writesPrefix(e, c.Source) {
-			projected = append(projected, e.Index)
-		}
-	}
-	if len(projected) == 0 {
-		return nil, nil, nil
-	}
-	var list []uint64
-	var version uint64
-	kv, err := cl.Get(ctx, c.Projection, wire.ReadOptions{})
-	switch {
-	case errors.Is(err, wire.ErrNotFound):
-	case err != nil:
-		return nil, nil, fmt.Errorf("read of the projection: %w", err)
-	default:
-		if err := json.Unmarshal(kv.Value, &list); err != nil {
-			return nil, nil, fmt.Errorf("projection %s: %w", c.Projection, err)
-		}
-		version = kv.Version
-	}
-	v, err := json.Marshal(append(list, projected...))
+// lateWrite sends, once a term under token has ended, one more write fenced
+// by token, as a consumer that stalled past its TTL would send the commit
+// it had in hand: a put that only the fence can refuse (no if_version, a
+// key of its own under the projection's prefix). If another consumer took
+// the lease over, the fence must refuse it (CheckConsumer, rule 3).
+func lateWrite(ctx context.Context, cl *client.Client, c ConsumerProcConfig, token uint64) ConsumerBatchOp {
+	key := c.Projection + "/late/" + c.ID
+	tx := wire.TxRequest{IdempotencyKey: key + "/" + strconv.FormatUint(token, 10),
+		Fence: &wire.Fence{Lease: consumer.LeaseName(c.Group), Token: token},
+		Ops:   []wire.Op{{Op: wire.OpPut, Key: key, Value: json.RawMessage(strconv.FormatUint(token, 10))}}}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultSubmitTimeout)
+	defer cancel()
+	op := ConsumerBatchOp{Consumer: c.ID, Token: token, Late: true}
+	res, err := cl.Submit(sctx, tx, wire.SubmitOptions{Ack: wire.AckQuorum, Timeout: serverTimeout})
 	if err != nil {
-		return nil, nil, err
+		op.Answer = err.Error()
+	} else {
+		op.Answer = res.Status
 	}
-	return []wire.Op{{Op: wire.OpPut, Key: c.Projection, Value: v, IfVersion: &version}}, projected, nil
+	op.At = time.Now().UnixNano()
+	return op
 }
 
-func writesPrefix(e wire.LogEntry, prefix string) bool {
+// projectionBucket is how many log indexes share one projection key, so
+// that a commit rewrites at most one bucket's array (a few KiB) rather than
+// the whole projection.
+const projectionBucket = 1000
+
+// projectionKey is the projection's key that holds log index i.
+func projectionKey(projection string, i uint64) string {
+	return projection + "/" + strconv.FormatUint(i/projectionBucket, 10)
+}
+
+// projectionOps returns the indexes of the committed source writes among
+// entries and the puts that append them to their projection keys, each
+// conditioned on the version it read.
+func projectionOps(ctx context.Context, cl *client.Client, c ConsumerProcConfig, entries []wire.LogEntry) ([]wire.Op, []uint64, error) {
+	var projected []uint64
+	var keys []string
+	byKey := map[string][]uint64{}
+	for _, e := range entries {
+		if e.Status == wire.StatusCommitted && writesPrefix(e, c.Sources) {
+			projected = append(projected, e.Index)
+			k := projectionKey(c.Projection, e.Index)
+			if byKey[k] == nil {
+				keys = append(keys, k)
+			}
+			byKey[k] = append(byKey[k], e.Index)
+		}
+	}
+	var ops []wire.Op
+	for _, k := range keys {
+		list, version, err := readBucket(ctx, cl, k)
+		if err != nil {
+			return nil, nil, err
+		}
+		v, err := json.Marshal(append(list, byKey[k]...))
+		if err != nil {
+			return nil, nil, err
+		}
+		ops = append(ops, wire.Op{Op: wire.OpPut, Key: k, Value: v, IfVersion: &version})
+	}
+	return ops, projected, nil
+}
+
+// readBucket reads one projection key (linearizably): its indexes and
+// version, none and 0 when it does not exist.
+func readBucket(ctx context.Context, cl *client.Client, key string) ([]uint64, uint64, error) {
+	kv, err := cl.Get(ctx, key, wire.ReadOptions{})
+	switch {
+	case errors.Is(err, wire.ErrNotFound):
+		return nil, 0, nil
+	case err != nil:
+		return nil, 0, fmt.Errorf("read of the projection: %w", err)
+	}
+	var list []uint64
+	if err := json.Unmarshal(kv.Value, &list); err != nil {
+		return nil, 0, fmt.Errorf("projection %s: %w", key, err)
+	}
+	return list, kv.Version, nil
+}
+
+// readProjection reads the projection of the indexes up to to and counts,
+// per log index, how many times it holds it: ConsumerHistory.Projection.
+func readProjection(ctx context.Context, cl *client.Client, projection string, to uint64) (map[uint64]int, error) {
+	n := map[uint64]int{}
+	for b := uint64(0); b <= to/projectionBucket; b++ {
+		list, _, err := readBucket(ctx, cl, projectionKey(projection, b*projectionBucket))
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range list {
+			n[i]++
+		}
+	}
+	return n, nil
+}
+
+// writesPrefix tells whether e puts or deletes a key under one of prefixes.
+func writesPrefix(e wire.LogEntry, prefixes []string) bool {
 	for _, op := range e.Ops {
-		if (op.Op == wire.OpPut || op.Op == wire.OpDelete) && strings.HasPrefix(op.Key, prefix) {
-			return true
+		if op.Op != wire.OpPut && op.Op != wire.OpDelete {
+			continue
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(op.Key, p) {
+				return true
+			}
 		}
 	}
 	return false
-}
-
-// ProjectionCounts counts, per log index, how many times the projection's
-// value (a JSON array of indexes) holds it: ConsumerHistory.Projection.
-func ProjectionCounts(value json.RawMessage) (map[uint64]int, error) {
-	var list []uint64
-	if err := json.Unmarshal(value, &list); err != nil {
-		return nil, err
-	}
-	n := map[uint64]int{}
-	for _, i := range list {
-		n[i]++
-	}
-	return n, nil
 }

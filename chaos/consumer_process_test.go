@@ -29,7 +29,7 @@ func TestConsumerProc(t *testing.T) {
 	c := startFakeCluster(t, ctx, launcher.ClusterConfig{Bin: bin})
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	dir := t.TempDir()
-	cfg := ConsumerProcConfig{Targets: c.HTTPAddrs(), Group: "chaos", TTL: 2 * time.Second, Source: "src/", Projection: "proj"}
+	cfg := ConsumerProcConfig{Targets: c.HTTPAddrs(), Group: "chaos", TTL: 2 * time.Second, Sources: []string{"src/"}, Projection: "proj"}
 	cctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, id := range []string{"k1", "k2"} {
@@ -44,24 +44,20 @@ func TestConsumerProc(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 	const n = 30
 	var last uint64
-	var offsets []uint64
+	var offsets []OffsetRead
 	for i := range n {
 		res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: wire.OpPut, Key: fmt.Sprintf("src/%d", i%5), Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{})
 		if err != nil || res.Status != wire.StatusCommitted {
 			t.Fatalf("source write %d: %+v, %v", i, res, err)
 		}
 		last = max(last, res.Index)
-		if g, err := cl.Consumer(ctx, cfg.Group); err == nil {
-			offsets = append(offsets, g.Offset)
+		if g, err := cl.Consumer(ctx, cfg.Group); err == nil && g.Lag > 0 {
+			offsets = append(offsets, OffsetRead{Offset: g.Offset, Applied: g.Offset + g.Lag})
 		}
 	}
 	var proj map[uint64]int
 	err = launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
-		kv, err := cl.Get(ctx, cfg.Projection, wire.ReadOptions{})
-		if err != nil {
-			return err
-		}
-		if proj, err = ProjectionCounts(kv.Value); err != nil {
+		if proj, err = readProjection(ctx, cl, cfg.Projection, last); err != nil {
 			return err
 		}
 		if len(proj) < n {
@@ -76,7 +72,7 @@ func TestConsumerProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	offsets = append(offsets, g.Offset)
+	offsets = append(offsets, OffsetRead{Offset: g.Offset, Applied: g.Offset + g.Lag})
 	var log []wire.LogEntry
 	for from := uint64(1); ; {
 		page, err := cl.Log(ctx, from, 1000)
@@ -90,7 +86,7 @@ func TestConsumerProc(t *testing.T) {
 		from = page.Next
 	}
 	h := ConsumerHistory{Group: cfg.Group, Lease: "consumer/" + cfg.Group, From: 1, To: last,
-		Source:     func(e wire.LogEntry) bool { return writesPrefix(e, cfg.Source) },
+		Source:     func(e wire.LogEntry) bool { return writesPrefix(e, cfg.Sources) },
 		Projection: proj, Offsets: offsets}
 	r := CheckConsumer(h, log)
 	if !r.Pass {

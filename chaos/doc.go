@@ -13,8 +13,11 @@
 // [CheckAvailability] and [CheckRestarts], and with the lease workload
 // (lease_workload.go: contender processes, [ContenderMain], campaigning with
 // lease.Elector and making fenced writes; the pause-holder fault SIGSTOPs a
-// holder) [CheckLeases] ([CheckVersionChains] is for the process-level tests'
-// logs). Each checker is a pure function of the
+// holder) [CheckLeases], and with the consumer workload (consumer_workload.go:
+// consumer processes, [ConsumerProcMain], projecting the clients' writes with
+// consumer.ExactlyOnce; the pause-consumer fault SIGSTOPs the one that holds the
+// group's lease) [CheckConsumer]. Both workloads' child processes share child.go
+// ([CheckVersionChains] is for the process-level tests' logs). Each checker is a pure function of the
 // history and the logs (or the faults), so its tests feed it broken histories. The
 // result is a [Report], written as text, JSON and HTML. The powerloss fault serves
 // each local node's data dir through chaos/lazyfs (powerloss.go).
@@ -27,7 +30,8 @@
 // # Imports
 //
 // chaos imports only client, api/wire, txid, launcher, lease (the client's
-// Elector, which the lease workload's contenders run) and its own
+// Elector, which the lease workload's contenders run), consumer (which the
+// consumer workload's processes run) and its own
 // chaos/procstat (what /proc says of a process) and chaos/lazyfs (the FUSE
 // file system of the powerloss fault, which serves each node's data dir from
 // <dir>/cluster/nN.disk) from txlog. It never imports the server (api,

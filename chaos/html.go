@@ -43,6 +43,14 @@ func (r *Report) WriteHTML(path string) error {
 			[2]string{"fenced writes applied / refused", fmt.Sprintf("%d / %d", st.Applied, st.Refused)},
 			[2]string{"paused holders (late writes, all refused)", fmt.Sprintf("%d (%d)", st.Pauses, st.LateWrites)})
 	}
+	if c := r.Consumers; c != nil {
+		st := c.Stats
+		data.Counts = append(data.Counts,
+			[2]string{"consumer source entries / projected", fmt.Sprintf("%d / %d", st.Source, st.Projected)},
+			[2]string{"consumer batches, offset commits (terms)", fmt.Sprintf("%d, %d (%d)", c.Batches, st.Commits, st.Terms)},
+			[2]string{"consumer late writes / fenced-out entries refused", fmt.Sprintf("%d / %d", c.LateWrites, st.Refused)},
+			[2]string{"paused consumers", fmt.Sprint(c.Pauses)})
+	}
 	if err := reportPage.Execute(f, data); err != nil {
 		f.Close()
 		return fmt.Errorf("write html report: %w", err)
@@ -58,6 +66,7 @@ var faultColors = map[Fault]string{
 	FaultKillLeader: "#d62728", FaultKillFollower: "#ff9896", FaultPauseLeader: "#9467bd",
 	FaultPartitionLeader: "#8c564b", FaultPartitionOneWay: "#c49c94", FaultRedisOutage: "#e377c2",
 	FaultTermLeader: "#17becf", FaultQuorumLoss: "#000000", FaultPauseHolder: "#bcbd22",
+	FaultPauseConsumer: "#7f7f7f",
 }
 
 var nodeColors = []string{"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"}
@@ -128,6 +137,7 @@ func (r *Report) timelineSVG() string {
 	}
 	y += rowH + legendPadding + 8
 	y = r.leaseRows(&b, y, x)
+	y = r.consumerRow(&b, y, x)
 
 	// Answers per second.
 	peak := 1
@@ -194,6 +204,36 @@ func (r *Report) leaseRows(b *strings.Builder, y float64, x func(time.Time) floa
 		}
 		y += rowH
 	}
+	for i, id := range ids {
+		lx := 110.0 + float64(i)*60
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
+			lx, y+4, color(id), lx+14, y+13, html.EscapeString(id))
+	}
+	return y + 18 + 8
+}
+
+// consumerRow draws the consumer workload's row from y: each consumer's
+// terms colored by consumer, and returns the y below it.
+func (r *Report) consumerRow(b *strings.Builder, y float64, x func(time.Time) float64) float64 {
+	const rowH = 14.0
+	if r.Consumers == nil {
+		return y
+	}
+	var ids []string
+	for _, s := range r.Consumers.Spans {
+		if !slices.Contains(ids, s.Consumer) {
+			ids = append(ids, s.Consumer)
+		}
+	}
+	slices.Sort(ids)
+	color := func(id string) string { return nodeColors[slices.Index(ids, id)%len(nodeColors)] }
+	fmt.Fprintf(b, `<text x="4" y="%.1f" class="lbl">consumers</text>`, y+rowH-3)
+	for _, s := range r.Consumers.Spans {
+		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s consumes with token %d from +%v to +%v</title></rect>`,
+			x(s.From), y, max(x(s.To)-x(s.From), 2), rowH-2, color(s.Consumer), html.EscapeString(s.Consumer),
+			s.Token, s.From.Sub(r.Started).Round(time.Millisecond), s.To.Sub(r.Started).Round(time.Millisecond))
+	}
+	y += rowH
 	for i, id := range ids {
 		lx := 110.0 + float64(i)*60
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,

@@ -7,12 +7,8 @@ import (
 	"flag"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
@@ -48,40 +44,31 @@ func (c ContenderConfig) Args() []string {
 // chaos-contender`, and the chaos tests' re-executed test binary. It
 // resigns the lease it holds before it returns.
 func ContenderMain(ctx context.Context, args []string, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	fs := flag.NewFlagSet("chaos-contender", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c ContenderConfig
-	targets := fs.String("targets", "", "base URLs of the nodes")
-	fs.StringVar(&c.Lease, "lease", "", "the lease to campaign for")
-	fs.StringVar(&c.ID, "id", "", "the holder name")
-	fs.DurationVar(&c.TTL, "ttl", DefaultLeaseTTL, "the lease's TTL")
-	fs.DurationVar(&c.WriteEvery, "write-every", DefaultLeaseWriteEvery, "time between two fenced writes")
-	fs.StringVar(&c.Key, "key", "", "the key of the fenced writes")
-	fs.StringVar(&c.History, "history", "", "file of the recorded operations")
-	if err := fs.Parse(args); err != nil {
-		return err
+	define := func(fs *flag.FlagSet) {
+		fs.Var((*commaList)(&c.Targets), "targets", "base URLs of the nodes")
+		fs.StringVar(&c.Lease, "lease", "", "the lease to campaign for")
+		fs.StringVar(&c.ID, "id", "", "the holder name")
+		fs.DurationVar(&c.TTL, "ttl", DefaultLeaseTTL, "the lease's TTL")
+		fs.DurationVar(&c.WriteEvery, "write-every", DefaultLeaseWriteEvery, "time between two fenced writes")
+		fs.StringVar(&c.Key, "key", "", "the key of the fenced writes")
+		fs.StringVar(&c.History, "history", "", "file of the recorded operations")
 	}
-	c.Targets = strings.Split(*targets, ",")
-	if *targets == "" || c.Lease == "" || c.ID == "" || c.Key == "" || c.History == "" {
-		return errors.New("chaos-contender: --targets, --lease, --id, --key and --history are required")
-	}
-	logger := slog.New(slog.NewJSONHandler(stderr, nil)).With("contender", c.ID)
-	return RunContender(ctx, c, logger)
+	return childMain(ctx, args, stderr, "chaos-contender", "contender", []string{"targets", "lease", "id", "key", "history"}, define,
+		func(ctx context.Context, logger *slog.Logger) error { return RunContender(ctx, c, logger) })
 }
 
 // RunContender runs the contender c until ctx ends.
 func RunContender(ctx context.Context, c ContenderConfig, logger *slog.Logger) error {
-	f, err := os.OpenFile(c.History, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := openJSONLines(c.History)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer out.Close()
 	rc := &recordingClient{
 		Client: client.NewClient(client.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
 			MaxBackoff: 250 * time.Millisecond, LookupWait: time.Second}),
-		c: c, out: f,
+		c: c, out: out,
 	}
 	el, err := lease.New(lease.Config{Client: rc, Name: c.Lease, Holder: c.ID, TTL: c.TTL, Logger: logger})
 	if err != nil {
@@ -124,21 +111,13 @@ func RunContender(ctx context.Context, c ContenderConfig, logger *slog.Logger) e
 // its answer.
 type recordingClient struct {
 	*client.Client
-	c ContenderConfig
-
-	mu  sync.Mutex
-	out io.Writer
+	c   ContenderConfig
+	out *jsonLines
 }
 
 func (r *recordingClient) record(op LeaseOp) {
 	op.Contender, op.Lease = r.c.ID, r.c.Lease
-	b, err := json.Marshal(op)
-	if err != nil {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.out.Write(append(b, '\n')) // one write a line: a killed contender tears at most the last
+	r.out.write(op)
 }
 
 // leaseAnswer classifies err of a lease call, with the lease a 409 named.
@@ -209,13 +188,4 @@ func (r *recordingClient) write(ctx context.Context, token uint64, seq int) {
 		}
 	}
 	r.record(op)
-}
-
-// contenderCommand returns the command line of contender c: cmd (the
-// contender program and its leading arguments) and c's flags.
-func contenderCommand(cmd []string, c ContenderConfig) ([]string, error) {
-	if len(cmd) == 0 {
-		return nil, errors.New("no contender command")
-	}
-	return append(append([]string(nil), cmd...), c.Args()...), nil
 }

@@ -1,11 +1,7 @@
 package chaos
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/json"
-	"fmt"
-	"os"
 	"slices"
 	"time"
 )
@@ -78,27 +74,7 @@ type LeasePauseEvent struct {
 
 // readLeaseOps reads a contender's history file: one JSON LeaseOp a line. A
 // torn last line (a contender killed mid-write) is left out.
-func readLeaseOps(path string) ([]LeaseOp, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []LeaseOp
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		var op LeaseOp
-		if err := json.Unmarshal(sc.Bytes(), &op); err != nil {
-			continue
-		}
-		out = append(out, op)
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("read %s: %w", path, err)
-	}
-	return out, nil
-}
+func readLeaseOps(path string) ([]LeaseOp, error) { return readJSONLines[LeaseOp](path) }
 
 // LeaseSpan is one holder's time with a lease, as the report's timeline
 // draws it: from the grant's answer until the release, the next grant, or

@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/client"
-	"github.com/txlog/txlog/launcher"
 )
 
 // LeaseConfig describes the lease workload: Contenders processes campaign
@@ -97,8 +94,7 @@ func (c LeaseConfig) pauseHold() time.Duration { return c.TTL + leaseReplaceSlac
 // contender is one running contender process.
 type contender struct {
 	cfg  ContenderConfig
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *child
 }
 
 // leaseWorkload is the contenders of one run.
@@ -128,30 +124,12 @@ func startLeaseWorkload(cfg LeaseConfig, dir string, endpoints []string, runID s
 		name := w.names[i%cfg.Leases]
 		cc := ContenderConfig{Targets: endpoints, Lease: name, ID: id, TTL: cfg.TTL, WriteEvery: cfg.WriteEvery,
 			Key: name + "/writes", History: filepath.Join(dir, id+".jsonl")}
-		argv, err := contenderCommand(cfg.Command, cc)
+		p, err := startChild(id, cfg.Command, cc.Args(), filepath.Join(dir, id+".log"))
 		if err != nil {
 			w.stop(context.Background())
 			return nil, err
 		}
-		logf, err := os.OpenFile(filepath.Join(dir, id+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			w.stop(context.Background())
-			return nil, err
-		}
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		cmd.SysProcAttr = launcher.SysProcAttr()
-		err = cmd.Start()
-		logf.Close()
-		if err != nil {
-			w.stop(context.Background())
-			return nil, fmt.Errorf("chaos: start contender %s: %w", id, err)
-		}
-		c := &contender{cfg: cc, cmd: cmd, done: make(chan struct{})}
-		go func() {
-			cmd.Wait()
-			close(c.done)
-		}()
+		c := &contender{cfg: cc, proc: p}
 		w.procs = append(w.procs, c)
 	}
 	return w, nil
@@ -160,21 +138,11 @@ func startLeaseWorkload(cfg LeaseConfig, dir string, endpoints []string, runID s
 // stop SIGTERMs the contenders (they resign their leases) and waits for
 // them, SIGKILLing any that has not exited within 10s.
 func (w *leaseWorkload) stop(ctx context.Context) {
-	for _, c := range w.procs {
-		c.cmd.Process.Signal(syscall.SIGCONT)
-		c.cmd.Process.Signal(syscall.SIGTERM)
+	procs := make([]*child, len(w.procs))
+	for i, c := range w.procs {
+		procs[i] = c.proc
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, c := range w.procs {
-		select {
-		case <-c.done:
-		case <-ctx.Done():
-			w.log.Warn("contender did not stop; killing it", "contender", c.cfg.ID)
-			c.cmd.Process.Kill()
-			<-c.done
-		}
-	}
+	stopChildren(ctx, procs, w.log)
 }
 
 // history reads the contenders' records, contender by contender.
@@ -212,16 +180,7 @@ func (w *leaseWorkload) pauseHolder(ctx context.Context, ev *FaultEvent, sched *
 				}
 				ev.Nodes = []string{c.cfg.ID}
 				ev.LeasePause = &LeasePauseEvent{Lease: name, Contender: c.cfg.ID, Token: l.Token}
-				ev.Injected = time.Now()
-				if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-					return fmt.Errorf("SIGSTOP contender %s: %w", c.cfg.ID, err)
-				}
-				sleepCtx(ctx, w.cfg.pauseHold())
-				ev.Healed = time.Now()
-				if err := c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-					return fmt.Errorf("SIGCONT contender %s: %w", c.cfg.ID, err)
-				}
-				return nil
+				return c.proc.pause(ctx, w.cfg.pauseHold(), ev)
 			}
 		}
 		if time.Now().After(deadline) || !sleepCtx(ctx, 100*time.Millisecond) {

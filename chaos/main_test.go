@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,9 +22,16 @@ var fakeBin string
 // the lease workload of the tests' runs (testContender).
 const contenderEnv = "CHAOS_TEST_CONTENDER"
 
+// consumerEnv makes the test binary a consumer process (ConsumerProcMain),
+// for the consumer workload of the tests' runs (testConsumer).
+const consumerEnv = "CHAOS_TEST_CONSUMER"
+
 func TestMain(m *testing.M) {
-	if os.Getenv(contenderEnv) != "" {
-		if err := ContenderMain(context.Background(), os.Args[1:], os.Stderr); err != nil {
+	for env, main := range map[string]func(context.Context, []string, io.Writer) error{contenderEnv: ContenderMain, consumerEnv: ConsumerProcMain} {
+		if os.Getenv(env) == "" {
+			continue
+		}
+		if err := main(context.Background(), os.Args[1:], os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

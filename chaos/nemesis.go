@@ -43,15 +43,19 @@ const (
 	// the lease's TTL, then SIGCONTs it (lease_workload.go). It needs the
 	// lease workload.
 	FaultPauseHolder Fault = "pause-holder"
+	// FaultPauseConsumer SIGSTOPs the consumer process that holds the
+	// consumer group's lease past its TTL, then SIGCONTs it
+	// (consumer_workload.go). It needs the consumer workload.
+	FaultPauseConsumer Fault = "pause-consumer"
 )
 
 // AllFaults lists every fault in the order reports show them.
 var AllFaults = []Fault{FaultKillLeader, FaultKillFollower, FaultPauseLeader, FaultPartitionLeader,
-	FaultPartitionOneWay, FaultRedisOutage, FaultTermLeader, FaultQuorumLoss, FaultPowerLoss, FaultPauseHolder}
+	FaultPartitionOneWay, FaultRedisOutage, FaultTermLeader, FaultQuorumLoss, FaultPowerLoss, FaultPauseHolder, FaultPauseConsumer}
 
-// DefaultFaults is the mix when none is given: every fault, leader kills four
-// times as often as the rest.
-const DefaultFaults = "kill-leader*4,kill-follower,pause-leader,partition-leader,partition-oneway,redis-outage,term-leader,quorum-loss,pause-holder"
+// DefaultFaults is the mix when none is given: every fault but powerloss,
+// leader kills four times as often as the rest.
+const DefaultFaults = "kill-leader*4,kill-follower,pause-leader,partition-leader,partition-oneway,redis-outage,term-leader,quorum-loss,pause-holder,pause-consumer"
 
 // FaultWeight is a fault and how many times it appears in each round of the
 // schedule.
@@ -196,6 +200,8 @@ type FaultEvent struct {
 	PowerLoss *PowerLossEvent `json:"power_loss,omitempty"`
 	// LeasePause describes a pause-holder fault; nil for the others.
 	LeasePause *LeasePauseEvent `json:"lease_pause,omitempty"`
+	// ConsumerPause describes a pause-consumer fault; nil for the others.
+	ConsumerPause *ConsumerPauseEvent `json:"consumer_pause,omitempty"`
 	// NotRestarted lists the nodes the fault stopped that could not be
 	// started again within the recovery timeout; StartRetried those that
 	// started only after failed tries (startNode).
@@ -254,6 +260,9 @@ type nemesis struct {
 	log    *slog.Logger
 	// leases is the lease workload that pause-holder acts on; nil without one.
 	leases *leaseWorkload
+	// consumers is the consumer workload that pause-consumer acts on; nil
+	// without one.
+	consumers *consumerWorkload
 
 	// powerLosses counts the powerloss faults so far; it picks the next one's
 	// victims and mode (powerLossPlan). Only run's goroutine touches it.
@@ -428,6 +437,12 @@ func (n *nemesis) inject(runCtx context.Context, f Fault) FaultEvent {
 			break
 		}
 		try(n.leases.pauseHolder(ctx, &ev, n.sched, n.cfg.RecoverTimeout))
+	case FaultPauseConsumer:
+		if n.consumers == nil {
+			try(fmt.Errorf("%s: no consumer workload: %w", f, ErrUnsupported))
+			break
+		}
+		try(n.consumers.pauseConsumer(ctx, &ev, n.cfg.RecoverTimeout))
 	}
 	wctx, cancel := context.WithTimeout(ctx, n.cfg.RecoverTimeout)
 	if err := n.mon.waitHealthy(wctx); err != nil {

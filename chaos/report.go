@@ -36,6 +36,8 @@ type Report struct {
 	Checks       []CheckResult  `json:"checks"`
 	// Leases is the lease workload's part; nil when it did not run.
 	Leases *LeaseReport `json:"leases,omitempty"`
+	// Consumers is the consumer workload's part; nil when it did not run.
+	Consumers *ConsumerReport `json:"consumers,omitempty"`
 	// Dir holds the cluster's data and logs (local mode) and other artifacts.
 	Dir string `json:"dir"`
 }
@@ -175,6 +177,11 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	fmt.Fprintf(&b, "faults: %d, leader SIGKILLs: %d, leader changes seen: %d\n", len(r.Faults), r.LeaderKills, max(0, len(r.Leaders)-1))
 	if r.PowerLosses > 0 || r.NotRestarted > 0 {
 		b.WriteString(r.powerLossLine())
+	}
+	if c := r.Consumers; c != nil {
+		st := c.Stats
+		fmt.Fprintf(&b, "consumers: %d of group %s: %d source entries, %d projected, %d batches, %d offset commits in %d terms, %d late writes, %d fenced-out entries refused, %d offset reads, %d paused consumers\n",
+			c.Consumers, c.Group, st.Source, st.Projected, c.Batches, st.Commits, st.Terms, c.LateWrites, st.Refused, st.Reads, c.Pauses)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nFAULT\tCOUNT\tTO 200 p50/max\tTO 202 p50/max\tNEW LEADER p50/max\tRECOVERED p50/max\tFAILED")

@@ -41,6 +41,9 @@ type Config struct {
 	// Leases is the lease workload (lease_workload.go): on when it has a
 	// Command and is not Off.
 	Leases LeaseConfig
+	// Consumers is the consumer workload (consumer_workload.go): on when it
+	// has a Command and is not Off.
+	Consumers ConsumerConfig
 	// Duration is how long the clients issue operations. Default 1m. With
 	// Nemesis.MaxFaults the run ends earlier, once the last fault recovered.
 	Duration time.Duration
@@ -114,6 +117,9 @@ func (c Config) Validate() error {
 	if err := c.Leases.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Leases: %w", err))
 	}
+	if err := c.Consumers.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("Consumers: %w", err))
+	}
 	if c.PowerLossDirs != "" {
 		if _, err := lazyfs.ParseDirRule(string(c.PowerLossDirs)); err != nil {
 			errs = append(errs, fmt.Errorf("PowerLossDirs: %w", err))
@@ -177,6 +183,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			log.Warn("fault left out", "fault", w.Fault, "err", "no lease workload")
 			continue
 		}
+		if w.Fault == FaultPauseConsumer && !cfg.Consumers.on() {
+			log.Warn("fault left out", "fault", w.Fault, "err", "no consumer workload")
+			continue
+		}
 		if err := target.Supports(w.Fault); err != nil {
 			log.Warn("fault left out", "fault", w.Fault, "err", err)
 			continue
@@ -209,6 +219,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		defer nem.leases.stop(context.WithoutCancel(ctx)) // on an early return; stopping twice is harmless
+	}
+	if cfg.Consumers.on() {
+		if nem.consumers, err = startConsumerWorkload(cfg.Consumers, dir, endpoints, runID, wl.keyPrefixes(), log); err != nil {
+			return nil, err
+		}
+		defer nem.consumers.stop(context.WithoutCancel(ctx)) // on an early return; stopping twice is harmless
 	}
 
 	monCtx, stopMon := context.WithCancel(ctx)
@@ -325,6 +341,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		var lc CheckResult
 		rep.Leases, lc = nem.leases.finish(ref, rep.Faults)
 		rep.Checks = append(rep.Checks, lc)
+	}
+	if nem.consumers != nil {
+		var cc CheckResult
+		rep.Consumers, cc = nem.consumers.finish(ctx, ref, rep.Faults, cfg.ResolveTimeout)
+		rep.Checks = append(rep.Checks, cc)
 	}
 	return rep, nil
 }

@@ -204,6 +204,10 @@ func newWorkload(cfg WorkloadConfig, endpoints []string, seed uint64, runID stri
 func (w *workload) hotKey(i int) string  { return w.runID + "/hot/" + strconv.Itoa(i) }
 func (w *workload) coldKey(i int) string { return w.runID + "/k/" + strconv.Itoa(i) }
 
+// keyPrefixes are the prefixes of every key the clients write: the consumer
+// workload projects those writes.
+func (w *workload) keyPrefixes() []string { return []string{w.runID + "/hot/", w.runID + "/k/"} }
+
 // run starts the clients, which issue operations until issue ends and finish
 // the one in flight within drain; it returns when they all stopped. The
 // resolvers of 202 answers run until resolve ends.

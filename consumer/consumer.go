@@ -41,11 +41,12 @@ type Config struct {
 	Client Client
 	// Group is the consumer group. Required.
 	Group string
-	// Holder names this consumer to the other consumers of the group
-	// (the lease's holder). Required.
-	Holder string
-	// TTL is the lease's TTL; 0 is lease.DefaultTTL.
-	TTL time.Duration
+	// Lease is the group's lease: Holder names this consumer to the other
+	// consumers of the group (required), and TTL, RenewEvery, Margin,
+	// PollWait and RetryPause are the Elector's, with lease.Config's
+	// defaults (TTL lease.DefaultTTL). Leave Client, Name and Logger zero:
+	// New sets them to Client, LeaseName(Group) and Logger.
+	Lease lease.Config
 	// Batch is the most entries handed to the Handler at once. Default
 	// DefaultBatch (100).
 	Batch int
@@ -143,15 +144,20 @@ func New(cfg Config) (*Consumer, error) {
 	if cfg.RetryEvery < 0 {
 		errs = append(errs, fmt.Errorf("consumer: RetryEvery %v is negative", cfg.RetryEvery))
 	}
+	if cfg.Lease.Client != nil || cfg.Lease.Name != "" || cfg.Lease.Logger != nil {
+		errs = append(errs, errors.New("consumer: Lease.Client, Lease.Name and Lease.Logger are set by New: leave them zero"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	e, err := lease.New(lease.Config{Client: cfg.Client, Name: LeaseName(cfg.Group), Holder: cfg.Holder, TTL: cfg.TTL, Logger: cfg.Logger})
+	lc := cfg.Lease
+	lc.Client, lc.Name, lc.Logger = cfg.Client, LeaseName(cfg.Group), cfg.Logger
+	e, err := lease.New(lc)
 	if err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "consumer", "group", cfg.Group, "holder", cfg.Holder), elect: e}, nil
+	return &Consumer{cfg: cfg, log: cfg.Logger.With("component", "consumer", "group", cfg.Group, "holder", lc.Holder), elect: e}, nil
 }
 
 // Run campaigns for the group's lease and, while it holds it, hands batches

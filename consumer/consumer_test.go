@@ -36,7 +36,7 @@ func project(_ context.Context, entries []wire.LogEntry) ([]wire.Op, error) {
 
 func newConsumer(t *testing.T, f *fakeTxlog, batch int) *Consumer {
 	t.Helper()
-	c, err := New(Config{Client: f, Group: group, Holder: "c1", Batch: batch, RetryEvery: time.Millisecond, TTL: 2 * time.Second})
+	c, err := New(Config{Client: f, Group: group, Lease: lease.Config{Holder: "c1", TTL: 2 * time.Second}, Batch: batch, RetryEvery: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestExactlyOnceUnknownOutcome(t *testing.T) {
 // a pause (RetryEvery is an hour here).
 func TestWaitsForNewEntries(t *testing.T) {
 	f := newFake()
-	c, err := New(Config{Client: f, Group: group, Holder: "c1", RetryEvery: time.Hour, TTL: 2 * time.Second})
+	c, err := New(Config{Client: f, Group: group, Lease: lease.Config{Holder: "c1", TTL: 2 * time.Second}, RetryEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,11 +204,14 @@ func TestHandlerError(t *testing.T) {
 func TestConfig(t *testing.T) {
 	f := newFake()
 	for _, cfg := range []Config{
-		{Group: group, Holder: "h"},
-		{Client: f, Holder: "h"},
+		{Group: group, Lease: lease.Config{Holder: "h"}},
+		{Client: f, Lease: lease.Config{Holder: "h"}},
 		{Client: f, Group: group},
-		{Client: f, Group: group, Holder: "h", Batch: maxBatch + 1},
-		{Client: f, Group: group, Holder: "h", RetryEvery: -1},
+		{Client: f, Group: group, Lease: lease.Config{Holder: "h"}, Batch: maxBatch + 1},
+		{Client: f, Group: group, Lease: lease.Config{Holder: "h"}, RetryEvery: -1},
+		{Client: f, Group: group, Lease: lease.Config{Holder: "h", TTL: time.Millisecond}},
+		{Client: f, Group: group, Lease: lease.Config{Holder: "h", Name: "other"}},
+		{Client: f, Group: group, Lease: lease.Config{Holder: "h", Client: f}},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)

@@ -43,7 +43,15 @@ for the leases and make fenced writes while they hold one, and the
 pause-holder fault SIGSTOPs a holder past the --lease-ttl. The lease checker
 holds the history to the applied log: tokens only grow, no fenced write
 applied under a token that is not current, one holder between two grants,
-a paused holder replaced in time and its late writes refused.`
+a paused holder replaced in time and its late writes refused.
+
+--consumers (on by default; --consumers=false leaves it out) adds the consumer
+workload: two consumer processes of one group (this txlog, run as a hidden
+'chaos-consumer' command) project the clients' committed writes with the
+exactly-once helper, and the pause-consumer fault SIGSTOPs the one that holds
+the group's lease past its TTL (--lease-ttl). The consumer checker holds the
+projection and the group's offset to the applied log: every committed write
+projected exactly once, the offset never back, no fenced-out write applied.`
 
 func (c *cli) chaos(ctx context.Context, args []string) error {
 	cmd := c.command("chaos", chaosSynopsis)
@@ -66,7 +74,8 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	resolveTimeout := cmd.Duration("resolve-timeout", chaos.DefaultResolveTimeout, "bound on the wait for 202s and for the nodes to catch up at the end")
 	leases := cmd.Int("leases", chaos.DefaultLeases, "leases of the lease workload (0: no lease workload, and no pause-holder)")
 	contenders := cmd.Int("contenders", 0, "contender processes of the lease workload (default: two a lease)")
-	leaseTTL := cmd.Duration("lease-ttl", chaos.DefaultLeaseTTL, "TTL of the lease workload's leases")
+	leaseTTL := cmd.Duration("lease-ttl", chaos.DefaultLeaseTTL, "TTL of the lease workload's leases and of the consumer group's lease")
+	consumers := cmd.Bool("consumers", true, "run the consumer workload (and pause-consumer): two consumers of one group project the writes exactly once")
 	reportJSON := cmd.String("report-json", "", "write the report as JSON to this file")
 	reportHTML := cmd.String("report-html", "", "write the report as a self-contained HTML page to this file")
 	var cmds chaos.Commands
@@ -112,6 +121,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 		PowerLossDirs: dirs,
 		Progress:      c.stderr,
 		Leases:        chaos.LeaseConfig{Off: *leases == 0, Leases: *leases, Contenders: *contenders, TTL: *leaseTTL},
+		Consumers:     chaos.ConsumerConfig{Off: !*consumers, TTL: *leaseTTL},
 	}
 	if !cfg.Leases.Off {
 		exe, err := os.Executable()
@@ -119,6 +129,13 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 			return fmt.Errorf("chaos: the lease workload runs this program as its contenders: %w", err)
 		}
 		cfg.Leases.Command = []string{exe, "chaos-contender"}
+	}
+	if !cfg.Consumers.Off {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("chaos: the consumer workload runs this program as its consumers: %w", err)
+		}
+		cfg.Consumers.Command = []string{exe, "chaos-consumer"}
 	}
 	for _, t := range strings.Split(*targets, ",") {
 		if t = strings.TrimSpace(t); t != "" {

@@ -108,7 +108,7 @@ func chaosAgainstFake(t *testing.T, f *kvFake, extra ...string) (result, string)
 	args := append([]string{"chaos", "--targets", strings.Join(urls, ","), "--dir", dir,
 		"--faults", "kill-follower", "--kill-cmd", "echo {id} >> " + killed, "--start-cmd", "true",
 		"--max-faults", "2", "--fault-interval", "50ms", "--fault-hold", "50ms",
-		"--duration", "10s", "--rate", "200", "--clients", "4", "--seed", "9", "--leases", "0",
+		"--duration", "10s", "--rate", "200", "--clients", "4", "--seed", "9", "--leases", "0", "--consumers=false",
 		"--report-json", filepath.Join(dir, "r.json"), "--report-html", filepath.Join(dir, "r.html")}, extra...)
 	r := runCLI(t, ctx, nil, args...)
 	return r, dir
@@ -183,6 +183,7 @@ func TestChaosUsage(t *testing.T) {
 		{"ack twice", []string{"chaos", "--acks", "all,quorum,all*2"}, 2, `--acks: ack "all" given twice`},
 		{"no acks", []string{"chaos", "--acks", " , "}, 2, "--acks: no ack levels given"},
 		{"help leases", []string{"chaos", "-h"}, 0, "-lease-ttl"},
+		{"help consumers", []string{"chaos", "-h"}, 0, "-consumers"},
 		{"negative leases", []string{"chaos", "--leases", "-1"}, 2, "--leases -1: want 0 or more"},
 		{"too few contenders", []string{"chaos", "--contenders", "3"}, 2, "3 contenders for 2 leases"},
 		{"contender without flags", []string{"chaos-contender"}, 1, "--targets, --lease, --id, --key and --history are required"},

@@ -52,6 +52,7 @@ import (
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/consumer"
+	"github.com/txlog/txlog/lease"
 )
 
 func main() {
@@ -118,7 +119,7 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	cl := client.NewClient(client.ClientConfig{Endpoints: cfg.targets})
-	c, err := consumer.New(consumer.Config{Client: cl, Group: cfg.group, Holder: cfg.id, TTL: cfg.ttl, Batch: cfg.batch, Logger: log})
+	c, err := consumer.New(consumer.Config{Client: cl, Group: cfg.group, Lease: lease.Config{Holder: cfg.id, TTL: cfg.ttl}, Batch: cfg.batch, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "projector:", err)
 		return 2

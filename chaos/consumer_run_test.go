@@ -1,0 +1,107 @@
+package chaos
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testConsumer is the consumer workload's command in these tests: the test
+// binary itself, which TestMain turns into ConsumerProcMain.
+func testConsumer(t *testing.T) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"env", consumerEnv + "=1", exe}
+}
+
+// TestConsumerChaosRun runs the consumer workload against a real three-node
+// cluster with a leader kill and the pause-consumer fault, which SIGSTOPs
+// the consumer that holds the group's lease past its TTL: the consumer
+// checker passes (every committed write projected once, the offset never
+// back, no fenced-out write applied), the other consumer took over with a
+// larger token, and the paused one's late write was refused by the fence.
+// About 15 seconds.
+func TestConsumerChaosRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a real cluster and consumer processes")
+	}
+	bin, err := realTxlogd()
+	if err != nil {
+		t.Fatalf("build txlogd: %v", err)
+	}
+	weights, err := ParseFaults("pause-consumer,kill-leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := Config{
+		Bin:       bin,
+		Dir:       dir,
+		Workload:  WorkloadConfig{Clients: 2, Rate: 20, Keys: 8, HotKeys: 2},
+		Consumers: ConsumerConfig{Command: testConsumer(t), TTL: 2 * time.Second},
+		Nemesis: NemesisConfig{Faults: weights, Interval: time.Second, MaxFaults: 2,
+			RecoverTimeout: 20 * time.Second},
+		Duration:       45 * time.Second,
+		Seed:           20261203,
+		ResolveTimeout: 15 * time.Second,
+		CheckTimeout:   15 * time.Second,
+	}
+	start := time.Now()
+	rep, err := Run(testCtx(t, 2*time.Minute), cfg)
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	t.Logf("run took %v\n%s", time.Since(start).Round(time.Second), summary(rep))
+	fail := func(format string, args ...any) {
+		t.Helper()
+		for _, id := range []string{"k1", "k2"} {
+			t.Logf("--- consumer %s log tail:\n%s", id, tailOrErr(filepath.Join(dir, "consumers", id+".log"), 20))
+		}
+		t.Fatalf(format, args...)
+	}
+	if rep.Failed() {
+		fail("checkers failed (seed %d)", cfg.Seed)
+	}
+	if len(rep.Checks) == 0 || rep.Checks[len(rep.Checks)-1].Name != NameConsumer {
+		fail("the consumer checker did not run")
+	}
+	c := rep.Consumers
+	if c == nil {
+		fail("no consumer report")
+	}
+	kills, pause := 0, (*ConsumerPauseEvent)(nil)
+	for _, f := range rep.Faults {
+		if f.Kind == FaultKillLeader && f.Err == "" {
+			kills++
+		}
+		if f.ConsumerPause != nil {
+			pause = f.ConsumerPause
+		}
+	}
+	if kills == 0 || pause == nil || c.Pauses != 1 {
+		fail("faults %+v: want a leader kill and a paused consumer", rep.Faults)
+	}
+	st := c.Stats
+	if st.Source == 0 || st.Projected != st.Source || st.Terms < 2 || st.Reads == 0 || c.LateWrites == 0 || st.Refused == 0 {
+		fail("consumer stats %+v, %d late writes: want source entries, all projected, in two terms at least, offset reads, and late writes refused by the fence", st, c.LateWrites)
+	}
+	tookOver := false
+	for _, s := range c.Spans {
+		tookOver = tookOver || (s.Consumer != pause.Consumer && s.Token > pause.Token)
+	}
+	if !tookOver {
+		fail("spans %+v: no consumer but the paused %s consumed with a token above %d", c.Spans, pause.Consumer, pause.Token)
+	}
+	html := filepath.Join(dir, "report.html")
+	if err := rep.WriteHTML(html); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), ">consumers<") {
+		fail("the HTML report has no consumer row (%v)", err)
+	}
+}
