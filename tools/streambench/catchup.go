@@ -10,6 +10,7 @@ import (
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/consumer"
+	"github.com/txlog/txlog/lease"
 )
 
 // errCaughtUp ends a reader once it has read the last entry.
@@ -155,7 +156,7 @@ func (b *bench) readPages(ctx context.Context, top uint64) (int, error) {
 func (b *bench) readConsumer(ctx context.Context, top uint64) (int, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cons, err := consumer.New(consumer.Config{Client: b.client(b.followers[0]), Group: "streambench", Holder: "streambench", Batch: 1000})
+	cons, err := consumer.New(consumer.Config{Client: b.client(b.followers[0]), Group: "streambench", Lease: lease.Config{Holder: "streambench"}, Batch: 1000})
 	if err != nil {
 		return 0, err
 	}
