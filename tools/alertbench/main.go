@@ -53,7 +53,7 @@ type config struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
@@ -62,7 +62,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, out, logw io.Writer) error {
+func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("alertbench", flag.ContinueOnError)
 	var cfg config
 	fs.StringVar(&cfg.txlogd, "txlogd", "", "txlogd binary (required)")
@@ -102,7 +102,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return err
 	}
 	defer cl.Close(context.WithoutCancel(ctx))
-	b := &bench{cfg: cfg, cl: cl, rec: rec, out: out, log: logw}
+	b := &bench{cfg: cfg, cl: cl, rec: rec, out: out}
 	fmt.Fprintf(out, "== %d leader SIGKILLs, 3 nodes, --alert-no-leader-for %v, --alert-leader-changed-for %v\n",
 		cfg.tries, cfg.noLeaderFor, cfg.leaderChangedFor)
 	var tries []try
@@ -185,7 +185,6 @@ type bench struct {
 	cl  *launcher.Cluster
 	rec *receiver
 	out io.Writer
-	log io.Writer
 }
 
 // try is what one kill brought: the events from the kill until the cluster
@@ -268,7 +267,6 @@ func (b *bench) once(ctx context.Context, n int) (try, error) {
 	if err != nil {
 		return t, fmt.Errorf("after killing %s: %w; got %v", leader, err, b.rec.since(from))
 	}
-	fmt.Fprintf(b.log, "try %d: killed %s, new leader %s; restarting %s\n", n, leader, t.leader, leader)
 	if err := b.cl.Restart(wctx, leader); err != nil {
 		return t, err
 	}
