@@ -147,13 +147,34 @@ func (a *alertSampler) close() {
 	}
 }
 
-// diskFree returns the free fraction of dir's file system, -1 if unknown.
+// diskFree returns the free fraction of dir's file system, -1 if unknown:
+// txlog_disk_free_bytes / txlog_disk_size_bytes.
 func diskFree(dir string) float64 {
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil || st.Blocks == 0 {
+	free, size, ok := diskSpace(dir)
+	if !ok || size == 0 {
 		return -1
 	}
-	return float64(st.Bavail) / float64(st.Blocks)
+	return free / size
+}
+
+// diskSpace returns the bytes available to an unprivileged user on dir's
+// file system and its total size; ok is false when statfs fails.
+func diskSpace(dir string) (free, size float64, ok bool) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, false
+	}
+	return float64(st.Bavail) * float64(st.Bsize), float64(st.Blocks) * float64(st.Bsize), true
+}
+
+// oldestAge returns how long ago the oldest unresolved transaction here was
+// accepted, 0 when none: txlog_intake_oldest_age_seconds, what
+// TxlogParkedOldest compares with --alert-parked-age.
+func (in *intake) oldestAge(now time.Time) time.Duration {
+	if _, t := in.oldest(); !t.IsZero() {
+		return max(now.Sub(t), 0)
+	}
+	return 0
 }
 
 // oldest returns how many transactions are unresolved here and when the

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/sys/unix"
 
 	"github.com/txlog/txlog/api/wire"
 )
@@ -140,14 +139,12 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 	cs = append(cs,
 		gauge("txlog_intake_unresolved", "Transactions this node accepted and has not seen resolved (in flight or parked).",
 			func() float64 { return float64(n.intake.size()) }),
+		gauge("txlog_intake_oldest_age_seconds", "Age of the oldest transaction this node accepted and has not seen resolved; 0 when none.",
+			func() float64 { return n.intake.oldestAge(time.Now()).Seconds() }),
 		gauge("txlog_disk_free_bytes", "Bytes free to an unprivileged user on the data directory's file system.",
-			func() float64 {
-				var st unix.Statfs_t
-				if err := unix.Statfs(n.cfg.DataDir, &st); err != nil {
-					return 0
-				}
-				return float64(st.Bavail) * float64(st.Bsize)
-			}),
+			func() float64 { free, _, _ := diskSpace(n.cfg.DataDir); return free }),
+		gauge("txlog_disk_size_bytes", "Total bytes of the data directory's file system.",
+			func() float64 { _, size, _ := diskSpace(n.cfg.DataDir); return size }),
 		gauge("txlog_leases_held", "Leases held (live) in this node's applied state.",
 			func() float64 {
 				ls, err := n.db.Leases()

@@ -112,7 +112,8 @@ func TestMetrics(t *testing.T) {
 		"txlog_intake_unresolved", "txlog_parked_total", "txlog_replayed_total", "txlog_redis_breaker_state",
 		"txlog_raft_state", "txlog_raft_term", "txlog_raft_commit_index", "txlog_raft_applied_index",
 		"txlog_raft_leader_changes_total", "txlog_raft_last_contact_seconds",
-		"txlog_fsync_duration_seconds", "txlog_store_bytes", "txlog_disk_free_bytes", "txlog_leases_held",
+		"txlog_fsync_duration_seconds", "txlog_store_bytes", "txlog_disk_free_bytes", "txlog_disk_size_bytes",
+		"txlog_intake_oldest_age_seconds", "txlog_leases_held",
 		"go_goroutines", "process_resident_memory_bytes", "raft_state_follower",
 	} {
 		if before[name] == nil {
@@ -137,6 +138,13 @@ func TestMetrics(t *testing.T) {
 	}
 	if v := before.must(t, "txlog_disk_free_bytes"); v <= 0 {
 		t.Errorf("txlog_disk_free_bytes = %v, want > 0", v)
+	}
+	if free, size := before.must(t, "txlog_disk_free_bytes"), before.must(t, "txlog_disk_size_bytes"); size < free || size <= 0 {
+		t.Errorf("txlog_disk_size_bytes = %v, want > 0 and >= txlog_disk_free_bytes %v", size, free)
+	}
+	// Nothing is parked before the traffic: no oldest.
+	if v := before.must(t, "txlog_intake_oldest_age_seconds"); v != 0 {
+		t.Errorf("txlog_intake_oldest_age_seconds = %v with nothing unresolved, want 0", v)
 	}
 	if v := before.must(t, "txlog_store_bytes"); v <= 0 {
 		t.Errorf("txlog_store_bytes = %v, want > 0", v)
