@@ -132,7 +132,7 @@ func outcome(r *wire.TxResult) int {
 
 // registerMetrics registers n.met and the node's scrape-time gauges with reg
 // (node/parking registers txlog_redis_breaker_state).
-func (n *Node) registerMetrics(reg prometheus.Registerer) error {
+func registerMetrics(n *Node, reg prometheus.Registerer) error {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
