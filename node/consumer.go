@@ -24,7 +24,7 @@ type consumers struct {
 // state after catching up with the leader's commit index, as a lookup does.
 func (cg *consumers) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
 	cg.look.catchUp(ctx)
-	c, err := cg.db.Consumer(group)
+	c, err := cg.db.Reads().Consumer(group)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return wire.ConsumerGroup{}, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("consumer group %q: no committed offset", group)}
@@ -37,7 +37,7 @@ func (cg *consumers) Consumer(ctx context.Context, group string) (wire.ConsumerG
 // Consumers implements api.ConsumerBackend.
 func (cg *consumers) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
 	cg.look.catchUp(ctx)
-	cs, err := cg.db.Consumers()
+	cs, err := cg.db.Reads().Consumers()
 	if err != nil {
 		return nil, err
 	}

@@ -135,7 +135,7 @@ func fromLease(l store.Lease, now int64) wire.Lease {
 // whose clock runs behind still sees what the store decides).
 func leaseNow(db *store.DB) int64 {
 	now := time.Now().UnixNano()
-	if t, err := db.MaxTime(); err == nil && t > now {
+	if t, err := db.Reads().MaxTime(); err == nil && t > now {
 		now = t
 	}
 	return now
@@ -148,7 +148,7 @@ func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, af
 	lb.look.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
-		l, err := lb.db.Lease(name)
+		l, err := lb.db.Reads().Lease(name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return wire.Lease{}, err
 		}
@@ -183,7 +183,7 @@ func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, af
 // applied state.
 func (lb *leases) Leases(ctx context.Context) ([]wire.Lease, error) {
 	lb.look.catchUp(ctx)
-	ls, err := lb.db.Leases()
+	ls, err := lb.db.Reads().Leases()
 	if err != nil {
 		return nil, err
 	}

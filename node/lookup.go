@@ -29,7 +29,7 @@ type lookups struct {
 
 // Tx implements api.Backend: a transaction by its txid.
 func (l *lookups) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
-	return l.lookup(ctx, wait, id, func() (store.Outcome, error) { return l.db.Tx(id) },
+	return l.lookup(ctx, wait, id, func() (store.Outcome, error) { return l.db.Reads().Tx(id) },
 		func(ctx context.Context) (wire.TxResult, bool) { return l.pendingAnywhere(ctx, id) })
 }
 
@@ -47,7 +47,7 @@ func (l *lookups) TxByIdempotencyKey(ctx context.Context, key string, wait time.
 		}
 		return wire.TxResult{}, wire.ErrNotFound
 	}
-	return l.lookup(ctx, wait, 0, func() (store.Outcome, error) { return l.db.TxByIdempotencyKey(key) },
+	return l.lookup(ctx, wait, 0, func() (store.Outcome, error) { return l.db.Reads().TxByIdempotencyKey(key) },
 		func(ctx context.Context) (wire.TxResult, bool) {
 			if res, ok := l.pendingKeyHere(key); ok {
 				return res, true
@@ -167,7 +167,7 @@ func (l *lookups) catchUp(ctx context.Context) {
 
 // get reads key from this node's applied state.
 func (l *lookups) get(key string) (wire.KV, error) {
-	kv, err := l.db.Get(key)
+	kv, err := l.db.Reads().Get(key)
 	if err != nil {
 		return wire.KV{}, translate(err)
 	}
@@ -205,7 +205,7 @@ func (l *lookups) Get(ctx context.Context, key string, opts wire.ReadOptions) (w
 
 // Log implements api.Backend. It reads this node's applied log.
 func (l *lookups) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
-	recs, next, err := l.db.Log(from, limit)
+	recs, next, err := l.db.Reads().Log(from, limit)
 	if err != nil {
 		return wire.LogPage{}, err
 	}
@@ -217,8 +217,8 @@ func (l *lookups) Log(ctx context.Context, from uint64, limit int) (wire.LogPage
 }
 
 // FirstIndex implements api.LogFollower: the index below which retention
-// dropped log records (store.DB.RetainedFrom), 1 when it dropped none.
-func (l *lookups) FirstIndex() uint64 { return l.db.RetainedFrom() }
+// dropped log records (store.Reader.RetainedFrom), 1 when it dropped none.
+func (l *lookups) FirstIndex() uint64 { return l.db.Reads().RetainedFrom() }
 
 // Applied implements api.LogFollower. A node that does not run Raft applies
 // nothing: its channel is never closed.

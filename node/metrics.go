@@ -150,7 +150,7 @@ func registerMetrics(n *Node, reg prometheus.Registerer) error {
 			}),
 		gauge("txlog_leases_held", "Leases held (live) in this node's applied state.",
 			func() float64 {
-				ls, err := n.db.Leases()
+				ls, err := n.db.Reads().Leases()
 				if err != nil {
 					return 0
 				}
@@ -192,7 +192,7 @@ type consumerLag struct{ n *Node }
 func (c consumerLag) Describe(ch chan<- *prometheus.Desc) { ch <- consumerLagDesc }
 
 func (c consumerLag) Collect(ch chan<- prometheus.Metric) {
-	cs, err := c.n.db.Consumers()
+	cs, err := c.n.db.Reads().Consumers()
 	if err != nil {
 		return
 	}

@@ -90,7 +90,7 @@ func (cb *callbacks) config() notify.Config {
 
 // pending reads the store's pending deliveries as notify items.
 func (cb *callbacks) pending(max int) ([]notify.Item, error) {
-	ds, err := cb.db.Deliveries(0, max)
+	ds, err := cb.db.Reads().Deliveries(0, max)
 	if err != nil {
 		return nil, err
 	}
