@@ -11,10 +11,12 @@ import (
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
-	"github.com/txlog/txlog/txid"
 )
 
-var _ api.Backend = (*Node)(nil)
+var (
+	_ api.Backend     = (*Node)(nil)
+	_ api.LogFollower = (*Node)(nil)
+)
 
 // Propose implements api.Backend: the leader's side of forwarding. It makes one
 // attempt; the forwarding node retries.
@@ -108,73 +110,6 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.
 	}
 	n.met.answered(opts.Ack, took, res, len(txs), err)
 	return res, err
-}
-
-// Tx implements api.Backend.
-func (n *Node) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
-	return n.look.tx(ctx, id, wait)
-}
-
-// TxByIdempotencyKey implements api.Backend: see lookups.byKey.
-func (n *Node) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
-	return n.look.byKey(ctx, key, wait, forwarded)
-}
-
-// Get implements api.Backend.
-func (n *Node) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
-	switch opts.Consistency {
-	case wire.ConsistencyStale:
-		return n.look.get(key)
-	case wire.ConsistencyLeader, wire.ConsistencyLinearizable, "":
-	default:
-		return wire.KV{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
-	}
-	var kv wire.KV
-	err := n.peers.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
-		if opts.Consistency != wire.ConsistencyLeader {
-			if _, err := n.raft.ReadIndex(ctx); err != nil {
-				return translate(err)
-			}
-		}
-		var err error
-		kv, err = n.look.get(key)
-		return err
-	}, func(ctx context.Context, base string) error {
-		fwd := opts
-		fwd.Forwarded = true
-		var err error
-		kv, err = n.peers.client.GetFrom(ctx, base, key, fwd)
-		return err
-	})
-	return kv, err
-}
-
-// Log implements api.Backend. It reads this node's applied log.
-func (n *Node) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
-	recs, next, err := n.db.Log(from, limit)
-	if err != nil {
-		return wire.LogPage{}, err
-	}
-	page := wire.LogPage{Entries: make([]wire.LogEntry, len(recs)), Next: next}
-	for i, r := range recs {
-		page.Entries[i] = fromLogRecord(r)
-	}
-	return page, nil
-}
-
-var _ api.LogFollower = (*Node)(nil)
-
-// FirstIndex implements api.LogFollower: the index below which retention
-// dropped log records (store.DB.RetainedFrom), 1 when it dropped none.
-func (n *Node) FirstIndex() uint64 { return n.db.RetainedFrom() }
-
-// Applied implements api.LogFollower. A node that does not run Raft applies
-// nothing: its channel is never closed.
-func (n *Node) Applied() <-chan struct{} {
-	if n.raft == nil {
-		return nil
-	}
-	return n.raft.Applied()
 }
 
 // Cluster implements api.Backend.

@@ -13,28 +13,35 @@ import (
 
 var _ api.ConsumerBackend = (*Node)(nil)
 
+// consumers answers api.ConsumerBackend for Node, which embeds it, from this
+// node's applied state.
+type consumers struct {
+	look *lookups
+	db   *store.DB
+}
+
 // Consumer implements api.ConsumerBackend. It reads this node's applied
 // state after catching up with the leader's commit index, as a lookup does.
-func (n *Node) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
-	n.look.catchUp(ctx)
-	c, err := n.db.Consumer(group)
+func (cg *consumers) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
+	cg.look.catchUp(ctx)
+	c, err := cg.db.Reads().Consumer(group)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return wire.ConsumerGroup{}, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("consumer group %q: no committed offset", group)}
 	case err != nil:
 		return wire.ConsumerGroup{}, err
 	}
-	return fromConsumer(c, n.db.AppliedIndex()), nil
+	return fromConsumer(c, cg.db.AppliedIndex()), nil
 }
 
 // Consumers implements api.ConsumerBackend.
-func (n *Node) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
-	n.look.catchUp(ctx)
-	cs, err := n.db.Consumers()
+func (cg *consumers) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
+	cg.look.catchUp(ctx)
+	cs, err := cg.db.Reads().Consumers()
 	if err != nil {
 		return nil, err
 	}
-	applied := n.db.AppliedIndex()
+	applied := cg.db.AppliedIndex()
 	out := make([]wire.ConsumerGroup, len(cs))
 	for i, c := range cs {
 		out[i] = fromConsumer(c, applied)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -36,7 +38,7 @@ type debugServer struct {
 
 // openSide binds addr for the server of h called name (in the error when addr
 // cannot be bound: "listen debug HOST:PORT: ..."); it does not serve yet
-// (serveDebug). With no addr it returns nil.
+// (sideServers.serve). With no addr it returns nil.
 func openSide(name, addr, file string, h http.Handler) (*debugServer, error) {
 	if addr == "" {
 		return nil, nil
@@ -71,47 +73,72 @@ func openDebug(cfg Config) (*debugServer, error) {
 	return openSide("debug", cfg.DebugAddr, debugAddrFile, mux)
 }
 
-// serveDebug serves the debug and metrics listeners, when there are, and
+// sideServers are the debug and metrics listeners of a node (either nil
+// when not configured): opened by Open, served by Run, closed by Close.
+type sideServers struct {
+	debug   *debugServer // nil without Config.DebugAddr
+	metrics *debugServer // nil without Config.MetricsAddr
+	dataDir string
+	log     *slog.Logger
+	wg      *sync.WaitGroup // the node's: Close waits for the servers
+}
+
+// serve serves the debug and metrics listeners, when there are, and
 // writes their bound addresses to <DataDir>/debug.addr and metrics.addr as
 // Run writes http.addr; without one, it removes the file an earlier run
 // left, so that no tool reads a stale address.
-func (n *Node) serveDebug() error {
-	if err := n.serveSide(n.debug, debugAddrFile); err != nil {
+func (s *sideServers) serve() error {
+	if err := s.serveOne(s.debug, debugAddrFile); err != nil {
 		return err
 	}
-	return n.serveSide(n.metrics, metricsAddrFile)
+	return s.serveOne(s.metrics, metricsAddrFile)
 }
 
-func (n *Node) serveSide(d *debugServer, file string) error {
-	path := filepath.Join(n.cfg.DataDir, file)
+func (s *sideServers) serveOne(d *debugServer, file string) error {
+	path := filepath.Join(s.dataDir, file)
 	if d == nil {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", path, err)
 		}
 		return nil
 	}
-	n.wg.Go(func() {
+	s.wg.Go(func() {
 		if err := d.srv.Serve(d.ln); !errors.Is(err, http.ErrServerClosed) {
-			n.log.Warn("side server failed", "file", file, "err", err)
+			s.log.Warn("side server failed", "file", file, "err", err)
 		}
 	})
 	if err := writeFileAtomic(path, []byte(d.ln.Addr().String()+"\n")); err != nil {
 		return err
 	}
-	n.log.Info("side listener serving", "file", file, "addr", d.ln.Addr().String())
+	s.log.Info("side listener serving", "file", file, "addr", d.ln.Addr().String())
 	return nil
 }
 
-// closeDebug stops the debug and metrics servers, letting requests in
+// shutdown stops the debug and metrics servers, letting requests in
 // flight finish until ctx is done.
-func (n *Node) closeDebug(ctx context.Context) {
-	for _, d := range []*debugServer{n.debug, n.metrics} {
+func (s *sideServers) shutdown(ctx context.Context) {
+	for _, d := range []*debugServer{s.debug, s.metrics} {
 		if d == nil {
 			continue
 		}
 		if err := d.srv.Shutdown(ctx); err != nil {
-			n.log.Warn("side server shutdown", "file", d.file, "err", err)
+			s.log.Warn("side server shutdown", "file", d.file, "err", err)
 			d.srv.Close()
 		}
 	}
+}
+
+// closeListeners closes the listeners: Shutdown closed them if Run served
+// them; a node closed without Run (or whose Open failed) still holds them.
+func (s *sideServers) closeListeners() error {
+	var errs []error
+	for _, d := range []*debugServer{s.debug, s.metrics} {
+		if d == nil {
+			continue
+		}
+		if err := d.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -11,11 +11,18 @@
 // Node composes the parts it runs, each a type of its own (the list is on
 // Node): the write path (writer, write.go) over the intake (intake.go), the
 // proposer (propose.go) and ack=all's checks (ackall.go); the replayer
-// (replay.go); lookups (lookup.go); peers, the one place that builds peer URLs
-// and HTTP clients (peers.go); and membership, the txid node number, registry
-// entry and join (number.go, register.go), with removal (removed.go); the alert sampler, which feeds package alert a
-// snapshot of the node once a second (alerts.go). A
-// pending command's state, and every path a write takes, is in state.go.
+// (replay.go); lookups, the reads of api.Backend and api.LogFollower
+// (lookup.go), leases, api.LeaseBackend (lease.go), and consumers,
+// api.ConsumerBackend (consumer.go), which Node embeds, so that Node itself
+// is what api.NewServer serves; callbacks, the deliverer on the leader
+// (notify.go); peers, the one place that builds peer URLs and HTTP clients
+// (peers.go); membership, the txid node number, registry entry and join
+// (number.go, register.go), with removal (removed.go); the side listeners
+// (sideServers, debug.go); and the alert sampler, which feeds package alert a
+// snapshot of the node once a second (alerts.go). Node's own methods are the
+// writes and cluster calls of api.Backend (backend.go) and its life: Open,
+// Run, Close (node.go). A pending command's state, and every path a write
+// takes, is in state.go.
 //
 // node imports api, api/fastpath, api/wire, client, node/peer, replication,
 // store, wal, txid, dirsync, alert and node/parking. It does not import

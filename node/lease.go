@@ -8,6 +8,7 @@ import (
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 )
 
@@ -20,13 +21,25 @@ var _ api.LeaseBackend = (*Node)(nil)
 // grants it before the old holder's own deadline (docs/leases.md).
 const LeaseClockSkew = 500 * time.Millisecond
 
+// leases answers api.LeaseBackend for Node, which embeds it: lease writes go
+// through the leader as one KindLease entry each, lease reads come from this
+// node's applied state.
+type leases struct {
+	mem   *membership
+	peers *peers
+	props *proposer
+	look  *lookups
+	db    *store.DB
+	raft  *replication.Raft
+}
+
 // AcquireLease implements api.LeaseBackend: the command goes into the log
 // through the leader, like a write, and its Result is the answer. A retry
 // after an ambiguous failure is safe: an acquire by the holder answers the
 // lease it holds, a renewal renews again, a release of a free lease is a
 // release.
-func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarded bool) (wire.LeaseResult, error) {
-	if err := n.mem.leaseWriteErr(); err != nil {
+func (lb *leases) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarded bool) (wire.LeaseResult, error) {
+	if err := lb.mem.leaseWriteErr(); err != nil {
 		return wire.LeaseResult{}, err
 	}
 	lc := store.LeaseCommand{Op: store.LeaseAcquire, Name: req.Name, Holder: req.Holder, TTL: req.TTL, Token: req.Token, Skew: LeaseClockSkew}
@@ -34,8 +47,8 @@ func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarde
 		lc.Op = store.LeaseRenew
 	}
 	var res wire.LeaseResult
-	err := n.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
-		out, err := n.props.applyLease(ctx, lc)
+	err := lb.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := lb.props.applyLease(ctx, lc)
 		if err != nil {
 			return err
 		}
@@ -43,26 +56,26 @@ func (n *Node) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwarde
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.peers.client.AcquireLeaseVia(ctx, base, req)
+		res, err = lb.peers.client.AcquireLeaseVia(ctx, base, req)
 		return err
 	})
 	return res, err
 }
 
 // ReleaseLease implements api.LeaseBackend.
-func (n *Node) ReleaseLease(ctx context.Context, name, holder string, token uint64, forwarded bool) error {
-	if err := n.mem.leaseWriteErr(); err != nil {
+func (lb *leases) ReleaseLease(ctx context.Context, name, holder string, token uint64, forwarded bool) error {
+	if err := lb.mem.leaseWriteErr(); err != nil {
 		return err
 	}
 	lc := store.LeaseCommand{Op: store.LeaseRelease, Name: name, Holder: holder, Token: token, Skew: LeaseClockSkew}
-	return n.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
-		out, err := n.props.applyLease(ctx, lc)
+	return lb.peers.viaLeader(ctx, forwarded, func(ctx context.Context) error {
+		out, err := lb.props.applyLease(ctx, lc)
 		if err != nil {
 			return err
 		}
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
-		return n.peers.client.ReleaseLeaseVia(ctx, base, name, holder, token)
+		return lb.peers.client.ReleaseLeaseVia(ctx, base, name, holder, token)
 	})
 }
 
@@ -122,7 +135,7 @@ func fromLease(l store.Lease, now int64) wire.Lease {
 // whose clock runs behind still sees what the store decides).
 func leaseNow(db *store.DB) int64 {
 	now := time.Now().UnixNano()
-	if t, err := db.MaxTime(); err == nil && t > now {
+	if t, err := db.Reads().MaxTime(); err == nil && t > now {
 		now = t
 	}
 	return now
@@ -131,15 +144,15 @@ func leaseNow(db *store.DB) int64 {
 // Lease implements api.LeaseBackend. It reads this node's applied state
 // after catching up with the leader's commit index, as a lookup does; the
 // long poll wakes on each applied entry and at the lease's expiry.
-func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
-	n.look.catchUp(ctx)
+func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
+	lb.look.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
-		l, err := n.db.Lease(name)
+		l, err := lb.db.Reads().Lease(name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return wire.Lease{}, err
 		}
-		now := leaseNow(n.db)
+		now := leaseNow(lb.db)
 		live := err == nil && l.LiveAt(now)
 		done := wait <= 0 || !time.Now().Before(deadline) ||
 			(after == 0 && live) || (after > 0 && !(live && l.Token <= after))
@@ -158,7 +171,7 @@ func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after
 			}
 		}
 		wctx, cancel := context.WithDeadline(ctx, until)
-		_ = n.raft.WaitApplied(wctx, n.db.AppliedIndex()+1)
+		_ = lb.raft.WaitApplied(wctx, lb.db.AppliedIndex()+1)
 		cancel()
 		if ctx.Err() != nil {
 			return wire.Lease{}, ctx.Err()
@@ -168,13 +181,13 @@ func (n *Node) Lease(ctx context.Context, name string, wait time.Duration, after
 
 // Leases implements api.LeaseBackend: the live leases in this node's
 // applied state.
-func (n *Node) Leases(ctx context.Context) ([]wire.Lease, error) {
-	n.look.catchUp(ctx)
-	ls, err := n.db.Leases()
+func (lb *leases) Leases(ctx context.Context) ([]wire.Lease, error) {
+	lb.look.catchUp(ctx)
+	ls, err := lb.db.Reads().Leases()
 	if err != nil {
 		return nil, err
 	}
-	now := leaseNow(n.db)
+	now := leaseNow(lb.db)
 	out := make([]wire.Lease, 0, len(ls))
 	for _, l := range ls {
 		if l.LiveAt(now) {

@@ -15,7 +15,9 @@ import (
 // lookups answers reads of transactions and keys from this node's applied
 // state, after catching up with the leader's commit index, and finds a
 // transaction accepted and not resolved yet (pending) in an intake: this
-// node's, or that of the node that holds it, which it asks.
+// node's, or that of the node that holds it, which it asks. Node embeds it for
+// the reads of api.Backend (Tx, TxByIdempotencyKey, Get, Log) and for
+// api.LogFollower.
 type lookups struct {
 	self   string // this node's ID
 	db     *store.DB
@@ -25,18 +27,18 @@ type lookups struct {
 	mem    *membership
 }
 
-// tx is Tx: a transaction by its txid.
-func (l *lookups) tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
-	return l.lookup(ctx, wait, id, func() (store.Outcome, error) { return l.db.Tx(id) },
+// Tx implements api.Backend: a transaction by its txid.
+func (l *lookups) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+	return l.lookup(ctx, wait, id, func() (store.Outcome, error) { return l.db.Reads().Tx(id) },
 		func(ctx context.Context) (wire.TxResult, bool) { return l.pendingAnywhere(ctx, id) })
 }
 
-// byKey is TxByIdempotencyKey. A key that is not in the store
+// TxByIdempotencyKey implements api.Backend. A key that is not in the store
 // but unresolved in a node's intake (in flight or parked) is "pending", with
 // the txid that node gave it: this node's intake, else every other node's,
 // which it asks (forwarded, so that they ask no further). A key names no node,
 // as a txid does, hence the asking of all.
-func (l *lookups) byKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
+func (l *lookups) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
 	if forwarded {
 		// The store is the same on every node: what the asking node did not
 		// find there, only an intake may hold.
@@ -45,7 +47,7 @@ func (l *lookups) byKey(ctx context.Context, key string, wait time.Duration, for
 		}
 		return wire.TxResult{}, wire.ErrNotFound
 	}
-	return l.lookup(ctx, wait, 0, func() (store.Outcome, error) { return l.db.TxByIdempotencyKey(key) },
+	return l.lookup(ctx, wait, 0, func() (store.Outcome, error) { return l.db.Reads().TxByIdempotencyKey(key) },
 		func(ctx context.Context) (wire.TxResult, bool) {
 			if res, ok := l.pendingKeyHere(key); ok {
 				return res, true
@@ -165,9 +167,64 @@ func (l *lookups) catchUp(ctx context.Context) {
 
 // get reads key from this node's applied state.
 func (l *lookups) get(key string) (wire.KV, error) {
-	kv, err := l.db.Get(key)
+	kv, err := l.db.Reads().Get(key)
 	if err != nil {
 		return wire.KV{}, translate(err)
 	}
 	return fromKV(kv), nil
+}
+
+// Get implements api.Backend.
+func (l *lookups) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
+	switch opts.Consistency {
+	case wire.ConsistencyStale:
+		return l.get(key)
+	case wire.ConsistencyLeader, wire.ConsistencyLinearizable, "":
+	default:
+		return wire.KV{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
+	}
+	var kv wire.KV
+	err := l.peers.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
+		if opts.Consistency != wire.ConsistencyLeader {
+			if _, err := l.raft.ReadIndex(ctx); err != nil {
+				return translate(err)
+			}
+		}
+		var err error
+		kv, err = l.get(key)
+		return err
+	}, func(ctx context.Context, base string) error {
+		fwd := opts
+		fwd.Forwarded = true
+		var err error
+		kv, err = l.peers.client.GetFrom(ctx, base, key, fwd)
+		return err
+	})
+	return kv, err
+}
+
+// Log implements api.Backend. It reads this node's applied log.
+func (l *lookups) Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error) {
+	recs, next, err := l.db.Reads().Log(from, limit)
+	if err != nil {
+		return wire.LogPage{}, err
+	}
+	page := wire.LogPage{Entries: make([]wire.LogEntry, len(recs)), Next: next}
+	for i, r := range recs {
+		page.Entries[i] = fromLogRecord(r)
+	}
+	return page, nil
+}
+
+// FirstIndex implements api.LogFollower: the index below which retention
+// dropped log records (store.Reader.RetainedFrom), 1 when it dropped none.
+func (l *lookups) FirstIndex() uint64 { return l.db.Reads().RetainedFrom() }
+
+// Applied implements api.LogFollower. A node that does not run Raft applies
+// nothing: its channel is never closed.
+func (l *lookups) Applied() <-chan struct{} {
+	if l.raft == nil {
+		return nil
+	}
+	return l.raft.Applied()
 }

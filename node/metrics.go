@@ -131,7 +131,7 @@ func outcome(r *wire.TxResult) int {
 
 // registerMetrics registers n.met and the node's scrape-time gauges with reg
 // (node/parking registers txlog_redis_breaker_state).
-func (n *Node) registerMetrics(reg prometheus.Registerer) error {
+func registerMetrics(n *Node, reg prometheus.Registerer) error {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -147,7 +147,7 @@ func (n *Node) registerMetrics(reg prometheus.Registerer) error {
 			func() float64 { _, size, _ := diskSpace(n.cfg.DataDir); return size }),
 		gauge("txlog_leases_held", "Leases held (live) in this node's applied state.",
 			func() float64 {
-				ls, err := n.db.Leases()
+				ls, err := n.db.Reads().Leases()
 				if err != nil {
 					return 0
 				}
@@ -189,7 +189,7 @@ type consumerLag struct{ n *Node }
 func (c consumerLag) Describe(ch chan<- *prometheus.Desc) { ch <- consumerLagDesc }
 
 func (c consumerLag) Collect(ch chan<- prometheus.Metric) {
-	cs, err := c.n.db.Consumers()
+	cs, err := c.n.db.Reads().Consumers()
 	if err != nil {
 		return
 	}

@@ -25,8 +25,10 @@ import (
 )
 
 // Node is one running txlog node. It opens, runs and closes the parts it is
-// made of, and answers the API (backend.go, lease.go) by handing each call to
-// the part that does it:
+// made of, and answers the API by handing each call to the part that does it.
+// The writes and cluster calls of api.Backend are Node's (backend.go); the
+// reads, api.LeaseBackend and api.ConsumerBackend come from the parts it
+// embeds:
 //
 //   - writes (write.go): the write path, SubmitBatch, with the intake
 //     (intake.go) of accepted, unresolved transactions and its WAL; a pending
@@ -34,10 +36,16 @@ import (
 //   - props (propose.go): proposals, here when this node leads, else through
 //     the leader (forward.go, node/peer); acks (ackall.go): ack=all's checks.
 //   - replay (replay.go): the parked transactions, and Redis's.
-//   - look (lookup.go): lookups of transactions.
+//   - lookups (lookup.go, embedded): Tx, TxByIdempotencyKey, Get, Log and
+//     api.LogFollower.
+//   - leases (lease.go, embedded): api.LeaseBackend; consumers (consumer.go,
+//     embedded): api.ConsumerBackend.
+//   - cbs (notify.go): the callback deliverer, on the leader.
 //   - peers (peers.go): the node registry, peer URLs and HTTP clients.
 //   - mem (number.go, register.go): the txid node number, registration, join;
 //     rm (removed.go): removal.
+//   - side (debug.go): the debug and metrics listeners; dash (dashboard.go),
+//     alerts and sample (alerts.go): the dashboard and the alert rules.
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
@@ -48,9 +56,8 @@ type Node struct {
 	ln       net.Listener
 	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
 	srv      *http.Server
-	httpAddr string       // advertised HTTP address, host:port
-	debug    *debugServer // nil without Config.DebugAddr (debug.go)
-	metrics  *debugServer // nil without Config.MetricsAddr (debug.go)
+	httpAddr string      // advertised HTTP address, host:port
+	side     sideServers // debug.go
 
 	peers  *peers
 	intake *intake
@@ -65,7 +72,10 @@ type Node struct {
 	props  *proposer
 	acks   *ackAll
 	replay *replayer
-	look   *lookups
+	*lookups
+	*leases
+	*consumers
+	cbs    *callbacks
 	mem    *membership
 	rm     *removal
 	dash   *dashboard     // GET /ui/, /v1/stats, /v1/events (dashboard.go)
@@ -182,16 +192,17 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if cfg.AdvertiseHTTPAddr != "" {
 		n.httpAddr = cfg.AdvertiseHTTPAddr
 	}
-	if n.debug, err = openDebug(cfg); err != nil {
+	n.side = sideServers{dataDir: cfg.DataDir, log: n.log, wg: &n.wg}
+	if n.side.debug, err = openDebug(cfg); err != nil {
 		return nil, err
 	}
-	if n.metrics, err = openMetrics(cfg, metricsHandler(cfg.Metrics)); err != nil {
+	if n.side.metrics, err = openMetrics(cfg, metricsHandler(cfg.Metrics)); err != nil {
 		return nil, err
 	}
 	n.met = newNodeMetrics()
 	n.wire()
 	if cfg.Metrics != nil {
-		if err := n.registerMetrics(cfg.Metrics); err != nil {
+		if err := registerMetrics(n, cfg.Metrics); err != nil {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
@@ -241,7 +252,10 @@ func (n *Node) wire() {
 	n.acks = &ackAll{self: cfg.ID, raft: n.raft, peers: n.peers}
 	n.writes = &writer{met: n.met, maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
 	n.replay = &replayer{met: n.met, raft: n.raft, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
-	n.look = &lookups{self: cfg.ID, db: n.db, raft: n.raft, intake: n.intake, peers: n.peers, mem: n.mem}
+	n.lookups = &lookups{self: cfg.ID, db: n.db, raft: n.raft, intake: n.intake, peers: n.peers, mem: n.mem}
+	n.leases = &leases{mem: n.mem, peers: n.peers, props: n.props, look: n.lookups, db: n.db, raft: n.raft}
+	n.consumers = &consumers{look: n.lookups, db: n.db}
+	n.cbs = &callbacks{cfg: cfg, log: n.log, db: n.db, raft: n.raft, life: n.life}
 	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr = n.raft, n.peers, n.props, n.httpAddr
 	n.rm = &removal{raft: n.raft, mem: n.mem, peers: n.peers, intake: n.intake, replay: n.replay, log: n.log, httpAddr: n.httpAddr, shutdownTimeout: cfg.ShutdownTimeout, life: n.life}
 }
@@ -277,7 +291,7 @@ func (n *Node) Run(ctx context.Context) error {
 			serveErr <- err
 		}
 	})
-	if err := n.serveDebug(); err != nil { // before http.addr: who sees that sees debug.addr too
+	if err := n.side.serve(); err != nil { // before http.addr: who sees that sees debug.addr too
 		n.Close()
 		return err
 	}
@@ -305,7 +319,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.alerts.Run(n.life, n.sample.sample)
 			n.sample.close()
 		})
-		n.wg.Go(n.notifyLoop)
+		n.wg.Go(n.cbs.loop)
 	}
 
 	var err error
@@ -359,7 +373,7 @@ func (n *Node) Close() error {
 			if err := <-fastDone; err != nil {
 				n.log.Warn("http fast path shutdown", "err", err)
 			}
-			n.closeDebug(ctx)
+			n.side.shutdown(ctx)
 			if err := n.api.CloseStreams(ctx); err != nil {
 				n.log.Warn("propose streams shutdown", "err", err)
 			}
@@ -383,13 +397,8 @@ func (n *Node) closeParts() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, d := range []*debugServer{n.debug, n.metrics} {
-		if d == nil {
-			continue
-		}
-		if err := d.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-			errs = append(errs, err)
-		}
+	if err := n.side.closeListeners(); err != nil {
+		errs = append(errs, err)
 	}
 	if n.raft != nil {
 		if err := n.raft.Close(); err != nil {

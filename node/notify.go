@@ -3,36 +3,48 @@ package node
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/notify"
+	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 )
 
-// notifyCheck is how often notifyLoop checks whether this node leads.
+// notifyCheck is how often callbacks.loop checks whether this node leads.
 const notifyCheck = 200 * time.Millisecond
 
-// notifyLoop runs the callback deliverer (package notify) while this node
+// callbacks runs the callback deliverer (package notify) on the leader, over
+// the store's pending deliveries.
+type callbacks struct {
+	cfg  Config
+	log  *slog.Logger
+	db   *store.DB
+	raft *replication.Raft
+	life context.Context // ends when the node closes
+}
+
+// loop runs the callback deliverer (package notify) while this node
 // leads, and stops it when leadership goes: the new leader reads the same
 // pending deliveries from the replicated store and goes on.
-func (n *Node) notifyLoop() {
+func (cb *callbacks) loop() {
 	t := time.NewTicker(notifyCheck)
 	defer t.Stop()
 	var run *deliverRun
 	defer func() { run.halt() }()
 	for {
 		select {
-		case <-n.life.Done():
+		case <-cb.life.Done():
 			return
 		case <-t.C:
 		}
-		leads := n.raft.IsLeader()
+		leads := cb.raft.IsLeader()
 		if leads && run == nil {
-			n.log.Info("notify: delivering callbacks as leader")
-			run = startDeliverer(n.life, n.notifyConfig())
+			cb.log.Info("notify: delivering callbacks as leader")
+			run = startDeliverer(cb.life, cb.config())
 		} else if !leads && run != nil {
-			n.log.Info("notify: no longer leader; callbacks stop here")
+			cb.log.Info("notify: no longer leader; callbacks stop here")
 			run.halt()
 			run = nil
 		}
@@ -63,22 +75,22 @@ func (r *deliverRun) halt() {
 	}
 }
 
-func (n *Node) notifyConfig() notify.Config {
+func (cb *callbacks) config() notify.Config {
 	return notify.Config{
-		Pending:    n.pendingCallbacks,
-		Done:       n.callbacksDone,
-		Secret:     []byte(n.cfg.WebhookSecret),
-		Allow:      n.cfg.WebhookAllow,
-		MinBackoff: n.cfg.WebhookMinBackoff,
-		MaxBackoff: n.cfg.WebhookMaxBackoff,
-		Horizon:    n.cfg.WebhookHorizon,
-		Logger:     n.log.With("component", "notify"),
+		Pending:    cb.pending,
+		Done:       cb.done,
+		Secret:     []byte(cb.cfg.WebhookSecret),
+		Allow:      cb.cfg.WebhookAllow,
+		MinBackoff: cb.cfg.WebhookMinBackoff,
+		MaxBackoff: cb.cfg.WebhookMaxBackoff,
+		Horizon:    cb.cfg.WebhookHorizon,
+		Logger:     cb.log.With("component", "notify"),
 	}
 }
 
-// pendingCallbacks reads the store's pending deliveries as notify items.
-func (n *Node) pendingCallbacks(max int) ([]notify.Item, error) {
-	ds, err := n.db.Deliveries(0, max)
+// pending reads the store's pending deliveries as notify items.
+func (cb *callbacks) pending(max int) ([]notify.Item, error) {
+	ds, err := cb.db.Reads().Deliveries(0, max)
 	if err != nil {
 		return nil, err
 	}
@@ -100,13 +112,13 @@ func (n *Node) pendingCallbacks(max int) ([]notify.Item, error) {
 	return items, nil
 }
 
-// callbacksDone proposes the KindNotifyDone command that removes the
+// done proposes the KindNotifyDone command that removes the
 // deliveries of indexes on every node.
-func (n *Node) callbacksDone(ctx context.Context, indexes []uint64) error {
+func (cb *callbacks) done(ctx context.Context, indexes []uint64) error {
 	data := store.EncodeCommand(store.Command{Kind: store.KindNotifyDone, Time: time.Now().UnixNano(), Payload: store.EncodeNotifyDone(indexes)})
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	a := n.raft.ApplyMany(ctx, [][]byte{data})[0]
+	a := cb.raft.ApplyMany(ctx, [][]byte{data})[0]
 	switch {
 	case a.Err != nil:
 		return translate(a.Err)

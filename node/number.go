@@ -216,7 +216,7 @@ func (m *membership) inferNumber() (int, string, bool) {
 
 // ownEntry returns this node's entry in the registry of the local store.
 func (m *membership) ownEntry() (store.NodeInfo, bool) {
-	nodes, err := m.db.Nodes()
+	nodes, err := m.db.Reads().Nodes()
 	if err != nil {
 		return store.NodeInfo{}, false
 	}

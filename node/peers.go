@@ -106,7 +106,7 @@ func (p *peers) all() map[string]store.NodeInfo {
 }
 
 func (p *peers) refresh() (map[string]store.NodeInfo, error) {
-	nodes, err := p.db.Nodes()
+	nodes, err := p.db.Reads().Nodes()
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func (pr *proposer) settle(ctx context.Context, ps []*pending) {
 	_ = pr.raft.WaitCurrent(ctx, pr.raft.Status().CommitIndex)
 	for _, p := range ps {
 		if p.id != 0 && p.st.isSent() {
-			if o, err := pr.db.Tx(p.id); err == nil {
+			if o, err := pr.db.Reads().Tx(p.id); err == nil {
 				p.resolve(result(o, false), nil)
 				continue
 			}
@@ -158,7 +158,7 @@ func (pr *proposer) proposeLocal(ctx context.Context, ps []*pending) {
 		if p.id != 0 && p.st.isSent() {
 			// Already in the log (an earlier, ambiguous attempt that did commit)?
 			// A transaction never proposed before cannot be; skip the read.
-			if o, err := pr.db.Tx(p.id); err == nil {
+			if o, err := pr.db.Reads().Tx(p.id); err == nil {
 				p.resolve(result(o, false), nil)
 				continue
 			}

@@ -85,7 +85,7 @@ func (m *membership) checkClash() {
 	for i, m := range members {
 		ids[i] = m.ID
 	}
-	nodes, err := m.db.Nodes()
+	nodes, err := m.db.Reads().Nodes()
 	if err != nil {
 		return
 	}
@@ -208,7 +208,7 @@ func (m *membership) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.
 	for i, m := range members {
 		ids[i] = m.ID
 	}
-	registry, err := m.db.Nodes()
+	registry, err := m.db.Reads().Nodes()
 	if err != nil {
 		return wire.JoinResult{}, err
 	}

@@ -152,7 +152,7 @@ func keep[T any](xs []T, held []*intakeEntry) []T {
 // naming it. It reports whether it resolved p; a store that cannot answer
 // leaves p to the proposal, which the store's Apply decides the same way.
 func (w *writer) recorded(p *pending, key string) bool {
-	o, err := w.db.TxByIdempotencyKeyFor(key, p.payload)
+	o, err := w.db.Reads().TxByIdempotencyKeyFor(key, p.payload)
 	if e, ok := errors.AsType[*store.KeyReusedError](err); ok {
 		p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: key, TxID: e.TxID})
 		return true
@@ -193,7 +193,7 @@ func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEnt
 			continue
 		}
 		if !open {
-			if o, err := w.db.Tx(e.id); err == nil {
+			if o, err := w.db.Reads().Tx(e.id); err == nil {
 				p.resolve(result(o, true), nil)
 				continue
 			}

@@ -56,7 +56,7 @@ func put(id txid.ID, key, value string) []byte {
 
 func wantValue(t *testing.T, n *storeNode, key, value string) {
 	t.Helper()
-	kv, err := n.db.Get(key)
+	kv, err := n.db.Reads().Get(key)
 	if err != nil {
 		t.Fatalf("Get(%s) on %s: %v", key, n.cfg.ID, err)
 	}

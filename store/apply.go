@@ -88,12 +88,12 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 	flushed := kv.stepped && len(kv.pending) == 0
 	if db.cfg.CommitInterval <= 0 || flushed || a.nodesChanged ||
 		db.wtxEntries >= maxOpenEntries || time.Since(db.wtxSince) >= db.cfg.CommitInterval {
-		if err := db.commitLocked(); err != nil {
+		if err := db.commits.commitLocked(); err != nil {
 			return nil, err
 		}
 	} else if !db.timerArmed {
 		db.timerArmed = true
-		time.AfterFunc(db.cfg.CommitInterval, db.commitIdle)
+		time.AfterFunc(db.cfg.CommitInterval, db.commits.commitIdle)
 	}
 	db.idem.commit(idem)
 	db.kv.commit(kv)
@@ -130,7 +130,7 @@ func (db *DB) applyIn(btx *bolt.Tx, entries []Entry, results []Result, idem *ide
 		a.st.kvApplied = to
 	}
 	if db.retain != nil {
-		if a.retained, err = a.retainStep(*db.retain, a.window); err != nil {
+		if a.retained, err = (retainer{a}).step(*db.retain, a.window); err != nil {
 			return nil, fmt.Errorf("retention: %w", err)
 		}
 	}
@@ -141,13 +141,20 @@ func (db *DB) applyIn(btx *bolt.Tx, entries []Entry, results []Result, idem *ide
 // (Config.CommitInterval) collects before an Apply commits it.
 const maxOpenEntries = 1 << 15
 
+// committer commits the bbolt transaction Apply leaves open
+// (Config.CommitInterval), whose state is DB's wtx fields, and makes commits
+// durable (durable.go). Apply, Sync, Snapshot, Restore, Close, the idle timer
+// and the reads that read the open transaction (DB.viewApplied) use it.
+type committer struct{ db *DB }
+
 // commitLocked commits the bbolt transaction Apply left open. The caller holds
 // db.mu (read) and db.wmu, and db.wtx is not nil. A failed commit breaks the
 // database: the Results of the entries in it are out.
-func (db *DB) commitLocked() error {
+func (c *committer) commitLocked() error {
+	db := c.db
 	btx, index, n := db.wtx, db.wtxIndex, db.wtxEntries
 	db.wtx, db.wtxEntries = nil, 0
-	if err := db.commitTx(db.bolt, db.dur, btx, index); err != nil {
+	if err := c.commitTx(db.bolt, db.dur, btx, index); err != nil {
 		db.failed = fmt.Errorf("store: commit of %d applied entries up to index %d: %w", n, index, err)
 		db.broken.Store(true)
 		return db.failed
@@ -158,21 +165,23 @@ func (db *DB) commitLocked() error {
 
 // commitPending commits what Apply left uncommitted, if anything: Sync,
 // Snapshot and the idle timer call it before they rely on the file.
-func (db *DB) commitPending() error {
-	return db.withWriter(func() error {
+func (c *committer) commitPending() error {
+	db := c.db
+	return c.withWriter(func() error {
 		if db.failed != nil {
 			return db.failed
 		}
 		if db.wtx == nil {
 			return nil
 		}
-		return db.commitLocked()
+		return c.commitLocked()
 	})
 }
 
 // withWriter runs fn holding db.mu (read) and db.wmu, as Apply does, or
 // returns ErrClosed.
-func (db *DB) withWriter(fn func() error) error {
+func (c *committer) withWriter(fn func() error) error {
+	db := c.db
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.bolt == nil {
@@ -185,11 +194,12 @@ func (db *DB) withWriter(fn func() error) error {
 
 // commitIdle is the timer Apply arms when it leaves a transaction open: with
 // no Apply to commit it, the transaction is committed after CommitInterval.
-func (db *DB) commitIdle() {
+func (c *committer) commitIdle() {
+	db := c.db
 	db.wmu.Lock()
 	db.timerArmed = false
 	db.wmu.Unlock()
-	if err := db.commitPending(); err != nil && !errors.Is(err, ErrClosed) {
+	if err := c.commitPending(); err != nil && !errors.Is(err, ErrClosed) {
 		db.logger.Error("commit applied entries", "err", err)
 	}
 }

@@ -112,11 +112,11 @@ func TestVersions(t *testing.T) {
 				t.Fatalf("Versions = %v, want %v", last.Outcome.Versions, tt.wantVersions)
 			}
 			lastIndex := uint64(len(tt.txs))
-			if recs, _, err := db.Log(lastIndex, 1); err != nil || len(recs) != 1 || !maps.Equal(recs[0].Versions, tt.wantVersions) {
+			if recs, _, err := db.Reads().Log(lastIndex, 1); err != nil || len(recs) != 1 || !maps.Equal(recs[0].Versions, tt.wantVersions) {
 				t.Fatalf("Log(%d) = %+v, %v; want versions %v", lastIndex, recs, err, tt.wantVersions)
 			}
 			for key, want := range tt.want {
-				kv, err := db.Get(key)
+				kv, err := db.Reads().Get(key)
 				if want == nil {
 					if !errors.Is(err, ErrNotFound) {
 						t.Fatalf("Get(%q) = %+v, %v; want ErrNotFound", key, kv, err)
@@ -184,10 +184,10 @@ func TestConflicts(t *testing.T) {
 			if after := dump(t, db)["kv"]; !maps.Equal(after, before) {
 				t.Fatalf("kv bucket changed by a rejected tx:\nbefore %v\nafter  %v", before, after)
 			}
-			if got, err := db.Tx(1); err != nil || !reflect.DeepEqual(got, want) {
+			if got, err := db.Reads().Tx(1); err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("Tx(1) = %+v, %v; want %+v", got, err, want)
 			}
-			recs, _, err := db.Log(index, 10)
+			recs, _, err := db.Reads().Log(index, 10)
 			if err != nil || len(recs) != 1 || !reflect.DeepEqual(recs[0].Outcome, want) {
 				t.Fatalf("Log(%d) = %+v, %v; want the rejected outcome", index, recs, err)
 			}
@@ -220,7 +220,7 @@ func TestDedup(t *testing.T) {
 			if !reflect.DeepEqual(res.Outcome, orig.Outcome) {
 				t.Fatalf("duplicate Outcome = %+v, want the original %+v", res.Outcome, orig.Outcome)
 			}
-			if _, err := db.Get(tt.untouchd); tt.untouchd != "" && !errors.Is(err, ErrNotFound) {
+			if _, err := db.Reads().Get(tt.untouchd); tt.untouchd != "" && !errors.Is(err, ErrNotFound) {
 				t.Fatalf("Get(%q) = %v, want ErrNotFound: a duplicate writes nothing", tt.untouchd, err)
 			}
 			after := dump(t, db)
@@ -241,13 +241,13 @@ func TestDedup(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o, err := db.Tx(tx.ID); err != nil || !reflect.DeepEqual(o, orig.Outcome) {
+			if o, err := db.Reads().Tx(tx.ID); err != nil || !reflect.DeepEqual(o, orig.Outcome) {
 				t.Fatalf("Tx(%v) of the resubmission = %+v, %v; want the original outcome %+v", tx.ID, o, err, orig.Outcome)
 			}
 			if got := db.AppliedIndex(); got != 2 {
 				t.Fatalf("AppliedIndex() = %d, want 2", got)
 			}
-			if recs, _, _ := db.Log(0, 10); len(recs) != 1 {
+			if recs, _, _ := db.Reads().Log(0, 10); len(recs) != 1 {
 				t.Fatalf("Log() has %d records, want 1", len(recs))
 			}
 		})
@@ -257,19 +257,19 @@ func TestDedup(t *testing.T) {
 func TestLookups(t *testing.T) {
 	db := openTest(t)
 	res := applyOne(t, db, txEntry(3, 9, "order-1", put("a", "1"), put("b", "2")))
-	if got, err := db.Tx(9); err != nil || !reflect.DeepEqual(got, res.Outcome) {
+	if got, err := db.Reads().Tx(9); err != nil || !reflect.DeepEqual(got, res.Outcome) {
 		t.Fatalf("Tx(9) = %+v, %v; want %+v", got, err, res.Outcome)
 	}
-	if got, err := db.TxByIdempotencyKey("order-1"); err != nil || !reflect.DeepEqual(got, res.Outcome) {
+	if got, err := db.Reads().TxByIdempotencyKey("order-1"); err != nil || !reflect.DeepEqual(got, res.Outcome) {
 		t.Fatalf("TxByIdempotencyKey() = %+v, %v; want %+v", got, err, res.Outcome)
 	}
 	for name, err := range map[string]error{
-		"Tx(unknown)":                  second(db.Tx(10)),
-		"TxByIdempotencyKey(unknown)":  second(db.TxByIdempotencyKey("order-2")),
-		"TxByIdempotencyKey(empty)":    second(db.TxByIdempotencyKey("")),
-		"Get(unknown)":                 second(db.Get("c")),
-		"Get(empty)":                   second(db.Get("")),
-		"TxByIdempotencyKey(non-utf8)": second(db.TxByIdempotencyKey("\xff")),
+		"Tx(unknown)":                  second(db.Reads().Tx(10)),
+		"TxByIdempotencyKey(unknown)":  second(db.Reads().TxByIdempotencyKey("order-2")),
+		"TxByIdempotencyKey(empty)":    second(db.Reads().TxByIdempotencyKey("")),
+		"Get(unknown)":                 second(db.Reads().Get("c")),
+		"Get(empty)":                   second(db.Reads().Get("")),
+		"TxByIdempotencyKey(non-utf8)": second(db.Reads().TxByIdempotencyKey("\xff")),
 	} {
 		if !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s = %v, want ErrNotFound", name, err)
@@ -294,14 +294,14 @@ func TestRegisterNode(t *testing.T) {
 			t.Fatalf("Result[%d] = %+v, want %+v", i, r, want)
 		}
 	}
-	got, err := db.Nodes()
+	got, err := db.Reads().Nodes()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := []NodeInfo{n1b, n2}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Nodes() = %+v, want %+v", got, want)
 	}
-	if recs, _, _ := db.Log(0, 10); len(recs) != 0 {
+	if recs, _, _ := db.Reads().Log(0, 10); len(recs) != 0 {
 		t.Fatalf("Log() = %+v, want no records for node entries", recs)
 	}
 }
@@ -373,7 +373,7 @@ func TestSkipApplied(t *testing.T) {
 		t.Fatalf("Get(a).Version = %d, want 3", kv.Version)
 	}
 	for _, key := range []string{"x", "y"} {
-		if _, err := db.Get(key); !errors.Is(err, ErrNotFound) {
+		if _, err := db.Reads().Get(key); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Get(%q) = %v, want ErrNotFound", key, err)
 		}
 	}
@@ -489,7 +489,7 @@ func TestApplyKeepsNoEntryData(t *testing.T) {
 	}
 	want := map[string]string{"one": long, "small": `1`, "big": `"a much longer value than the other op's"`}
 	for key, value := range want {
-		kv, err := db.Get(key)
+		kv, err := db.Reads().Get(key)
 		if err != nil || string(kv.Value) != value {
 			t.Errorf("Get(%q) = %q, %v; want %q", key, kv.Value, err, value)
 		}

@@ -213,7 +213,7 @@ func BenchmarkTxByIdempotencyKeyMiss(b *testing.B) {
 	}
 	i := 0
 	for b.Loop() {
-		if _, err := db.TxByIdempotencyKey(keys[i%len(keys)]); !errors.Is(err, ErrNotFound) {
+		if _, err := db.Reads().TxByIdempotencyKey(keys[i%len(keys)]); !errors.Is(err, ErrNotFound) {
 			b.Fatal(err)
 		}
 		i++
@@ -268,7 +268,7 @@ func BenchmarkGetFromBucket(b *testing.B) {
 			rnd := rand.New(rand.NewPCG(1, 2))
 			for b.Loop() {
 				k := fmt.Sprint("key", 1+rnd.IntN(nkeys))
-				if kv, err := db.Get(k); err != nil || len(kv.Value) != len(value) {
+				if kv, err := db.Reads().Get(k); err != nil || len(kv.Value) != len(value) {
 					b.Fatalf("Get(%q) = %+v, %v", k, kv, err)
 				}
 			}

@@ -136,7 +136,8 @@ func (a *applier) commitOffsets(index uint64, at int64) error {
 // Consumer returns the group's committed offset as recorded by the last
 // Apply (with Config.CommitInterval, in the transaction Apply left open), or
 // ErrConsumerNotFound.
-func (db *DB) Consumer(group string) (Consumer, error) {
+func (r *Reader) Consumer(group string) (Consumer, error) {
+	db := r.db
 	var c Consumer
 	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		b := tx.Bucket(bucketConsumers)
@@ -155,7 +156,8 @@ func (db *DB) Consumer(group string) (Consumer, error) {
 }
 
 // Consumers returns every consumer group in name order.
-func (db *DB) Consumers() ([]Consumer, error) {
+func (r *Reader) Consumers() ([]Consumer, error) {
+	db := r.db
 	var out []Consumer
 	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		out = out[:0]
@@ -179,8 +181,8 @@ func (db *DB) Consumers() ([]Consumer, error) {
 // groups, and false when there is no group. When the groups cannot be read
 // it returns 0 and true: a caller that keeps the log from the offset on
 // (retention) then keeps all of it.
-func (db *DB) MinConsumerOffset() (uint64, bool) {
-	cs, err := db.Consumers()
+func (r *Reader) MinConsumerOffset() (uint64, bool) {
+	cs, err := r.Consumers()
 	if err != nil {
 		return 0, true
 	}

@@ -27,7 +27,7 @@ func wantOffsetConflict(t *testing.T, r Result, group string, asked, cur uint64)
 // wantOffset checks the group's committed offset and the entry that set it.
 func wantOffset(t *testing.T, db *DB, group string, offset, index uint64) {
 	t.Helper()
-	c, err := db.Consumer(group)
+	c, err := db.Reads().Consumer(group)
 	if err != nil || c.Offset != offset || c.Index != index || c.Group != group {
 		t.Fatalf("Consumer(%q) = %+v, %v; want offset %d at index %d", group, c, err, offset, index)
 	}
@@ -35,15 +35,15 @@ func wantOffset(t *testing.T, db *DB, group string, offset, index uint64) {
 
 func TestCommitOffsetRules(t *testing.T) {
 	db := openTest(t)
-	if _, err := db.Consumer("billing"); !errors.Is(err, ErrConsumerNotFound) || !errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().Consumer("billing"); !errors.Is(err, ErrConsumerNotFound) || !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Consumer() before any = %v, want ErrConsumerNotFound", err)
 	}
-	if _, ok := db.MinConsumerOffset(); ok {
+	if _, ok := db.Reads().MinConsumerOffset(); ok {
 		t.Fatal("MinConsumerOffset() with no groups reports one")
 	}
 	wantCommitted(t, applyOne(t, db, entryAt(1, KindTx, t0+sec, 0, EncodeTx(Tx{ID: 1, Ops: []Op{offset("billing", 5)}}))))
 	wantOffset(t, db, "billing", 5, 1)
-	if c, _ := db.Consumer("billing"); c.Time != t0+sec {
+	if c, _ := db.Reads().Consumer("billing"); c.Time != t0+sec {
 		t.Fatalf("Consumer().Time = %d, want the entry's time %d", c.Time, t0+sec)
 	}
 	// Equal and backward: rejected, naming the group and the current offset.
@@ -66,16 +66,16 @@ func TestCommitOffsetRules(t *testing.T) {
 	wantCommitted(t, applyOne(t, db, txEntry(9, 9, "", offset("audit", 3), offset("audit", 4))))
 	wantOffset(t, db, "audit", 4, 9)
 
-	got, err := db.Consumers()
+	got, err := db.Reads().Consumers()
 	want := []Consumer{{Group: "audit", Offset: 4, Index: 9, Time: t0}, {Group: "billing", Offset: 0, Index: 6, Time: t0}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Consumers() = %+v, %v; want %+v", got, err, want)
 	}
-	if low, ok := db.MinConsumerOffset(); !ok || low != 0 {
+	if low, ok := db.Reads().MinConsumerOffset(); !ok || low != 0 {
 		t.Fatalf("MinConsumerOffset() = %d, %v; want 0, true", low, ok)
 	}
 	// The rejected records read back with their conflict.
-	rec, err := db.Tx(3)
+	rec, err := db.Reads().Tx(3)
 	if err != nil || !reflect.DeepEqual(rec.Conflict, &Conflict{Group: "billing", Expected: 4, Actual: 5}) {
 		t.Fatalf("Tx(3) = %+v (conflict %+v), %v", rec, rec.Conflict, err)
 	}
@@ -151,7 +151,7 @@ func TestConsumersSurviveSnapshotReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap.Release()
-	want, _ := a.Consumers()
+	want, _ := a.Reads().Consumers()
 
 	path := filepath.Join(dir, "b.db")
 	b := openAt(t, path)
@@ -159,7 +159,7 @@ func TestConsumersSurviveSnapshotReopen(t *testing.T) {
 	if err := b.Restore(&buf); err != nil {
 		t.Fatalf("Restore() = %v", err)
 	}
-	if got, err := b.Consumers(); err != nil || !reflect.DeepEqual(got, want) {
+	if got, err := b.Reads().Consumers(); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored Consumers() = %+v, %v; want %+v", got, err, want)
 	}
 	wantOffsetConflict(t, applyOne(t, b, txEntry(4, 4, "", offset("g", 7))), "g", 7, 7)
@@ -167,10 +167,10 @@ func TestConsumersSurviveSnapshotReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := openAt(t, path)
-	if got, err := c.Consumers(); err != nil || !reflect.DeepEqual(got, want) {
+	if got, err := c.Reads().Consumers(); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("Consumers() after reopen = %+v, %v; want %+v", got, err, want)
 	}
-	if low, ok := c.MinConsumerOffset(); !ok || low != 2 {
+	if low, ok := c.Reads().MinConsumerOffset(); !ok || low != 2 {
 		t.Fatalf("MinConsumerOffset() = %d, %v; want 2, true", low, ok)
 	}
 }
@@ -187,10 +187,10 @@ func TestConsumersDeferredReads(t *testing.T) {
 	wantOffset(t, db, "g", 1, 1)
 	applyOK(t, db, txEntry(2, 2, "", offset("g", 5)))
 	wantOffset(t, db, "g", 5, 2) // committed state has 1 or nothing; the open transaction 5
-	if got, err := db.Consumers(); err != nil || len(got) != 1 || got[0].Offset != 5 {
+	if got, err := db.Reads().Consumers(); err != nil || len(got) != 1 || got[0].Offset != 5 {
 		t.Fatalf("Consumers() = %+v, %v; want g at 5", got, err)
 	}
-	if low, ok := db.MinConsumerOffset(); !ok || low != 5 {
+	if low, ok := db.Reads().MinConsumerOffset(); !ok || low != 5 {
 		t.Fatalf("MinConsumerOffset() = %d, %v; want 5", low, ok)
 	}
 }

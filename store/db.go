@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/dirsync"
-	"github.com/txlog/txlog/txid"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -171,12 +169,18 @@ func (c Config) withDefaults() Config {
 }
 
 // DB is the bbolt state machine. Apply, Snapshot and Restore are called from one
-// goroutine (the apply goroutine); the read methods (Tx, TxByIdempotencyKey, Get,
-// Log, Nodes, AppliedIndex) are safe from any goroutine at any time, including
-// during Apply and Restore, and see the state after the last Apply that has
-// returned, or a later one (with Config.CommitInterval, a read that misses in
-// committed state reads again in the transaction Apply left open).
+// goroutine (the apply goroutine); the reads are on Reads (a Reader), safe from
+// any goroutine at any time, including during Apply and Restore, as are
+// AppliedIndex, AppliedTerm and RestoredIndex.
 type DB struct {
+	// The parts, each a view of this DB: reads (reads.go and the files of
+	// each bucket), commits (the bbolt transaction Apply leaves open,
+	// apply.go) and file (opening, creating and restoring the file, db.go and
+	// snapshot.go).
+	reads   Reader
+	commits committer
+	file    dbFile
+
 	path     string
 	fsync    prometheus.Observer // durable.go's fdatasyncs of the file (metrics.go); nil without Config.Metrics
 	cfg      Config
@@ -250,17 +254,18 @@ func Open(path string, cfg Config) (*DB, error) {
 		},
 		logger: cfg.Logger.With("component", "store"),
 	}
+	db.reads.db, db.commits.db, db.file.db = db, db, db
 	if cfg.Retention.On() {
 		db.retain = &retainState{cfg: cfg.Retention}
 	}
-	db.removeRestoreTemps()
+	db.file.removeRestoreTemps()
 	var met []prometheus.Collector
 	if cfg.Metrics != nil {
 		met = db.metrics()
 	}
 
 	_, statErr := os.Stat(path)
-	o, err := db.openBolt(path)
+	o, err := db.file.openBolt(path)
 	if err != nil {
 		return nil, err
 	}
@@ -309,21 +314,27 @@ func (o opened) logAttrs(path string) []any {
 	}
 }
 
+// dbFile opens, creates and checks the database file of its DB, and puts a
+// restored one in its place (snapshot.go). Used by Open, Restore and the
+// apply goroutine only.
+type dbFile struct{ db *DB }
+
 // openBolt opens the bbolt file at path, creates the buckets if they are
 // missing, checks the schema (a schema 2 file is rewritten as 3), reads the
 // applied state and builds the idempotency index and the kv overlay.
-func (db *DB) openBolt(path string) (opened, error) {
+func (df *dbFile) openBolt(path string) (opened, error) {
+	db := df.db
 	start := time.Now()
 	if !db.cfg.NoSync {
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			if err := db.create(path); err != nil {
+			if err := df.create(path); err != nil {
 				return opened{}, err
 			}
 		} else if _, err := rollBackToSaved(path); err != nil {
 			return opened{}, err
 		}
 	}
-	b, err := bolt.Open(path, 0o600, db.boltOptions(true))
+	b, err := bolt.Open(path, 0o600, df.boltOptions(true))
 	if err != nil {
 		return opened{}, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -346,7 +357,7 @@ func (db *DB) openBolt(path string) (opened, error) {
 	if err == nil && !db.cfg.NoSync {
 		o.dur, err = newDurability(path, b.Info().PageSize, db.cfg.syncDir, db.fsync)
 		if err == nil {
-			err = db.makeDurable(b, o.dur)
+			err = df.makeDurable(b, o.dur)
 			if err != nil {
 				o.dur.close()
 			}
@@ -401,7 +412,8 @@ func (p *pageDropper) tick() {
 // boltOptions returns the options bbolt opens the file with. Commits are
 // never fsynced by bbolt itself (noSync): durable.go does it off the apply
 // goroutine, or nothing does with Config.NoSync.
-func (db *DB) boltOptions(noSync bool) *bolt.Options {
+func (df *dbFile) boltOptions(noSync bool) *bolt.Options {
+	db := df.db
 	return &bolt.Options{
 		Timeout:         db.cfg.LockTimeout,
 		NoSync:          noSync,
@@ -415,7 +427,8 @@ func (db *DB) boltOptions(noSync bool) *bolt.Options {
 // create creates a new database file at path whole: under a temporary name,
 // with bbolt's own fsyncs, renamed into place. A side file left from another
 // database file goes first.
-func (db *DB) create(path string) error {
+func (df *dbFile) create(path string) error {
+	db := df.db
 	if err := os.Remove(path + metaFileSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
@@ -423,7 +436,7 @@ func (db *DB) create(path string) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	b, err := bolt.Open(tmp, 0o600, db.boltOptions(false))
+	b, err := bolt.Open(tmp, 0o600, df.boltOptions(false))
 	if err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
@@ -449,7 +462,8 @@ func (db *DB) create(path string) error {
 
 // makeDurable makes b's current commit durable and records it in dur's side
 // file, and waits for that.
-func (db *DB) makeDurable(b *bolt.DB, dur *durability) error {
+func (df *dbFile) makeDurable(b *bolt.DB, dur *durability) error {
+	db := df.db
 	var txid, applied uint64
 	if err := b.View(func(tx *bolt.Tx) error {
 		st, err := readState(tx)
@@ -495,13 +509,13 @@ func (db *DB) Close() error {
 		}
 		ferr = failed // and no flush: the overlay is ahead of the file
 	case btx != nil:
-		if err := db.commitTx(b, dur, btx, index); err != nil {
+		if err := db.commits.commitTx(b, dur, btx, index); err != nil {
 			ferr = fmt.Errorf("close %s: commit applied entries: %w", db.path, err)
 			break
 		}
-		ferr = db.flushAtClose(b, dur, kv)
+		ferr = db.commits.flushAtClose(b, dur, kv)
 	default:
-		ferr = db.flushAtClose(b, dur, kv)
+		ferr = db.commits.flushAtClose(b, dur, kv)
 	}
 	if dur != nil {
 		ferr = errors.Join(ferr, dur.close())
@@ -514,7 +528,8 @@ func (db *DB) Close() error {
 
 // commitTx commits btx, whose applied index is index, once the commit before
 // it is durable, and starts making it durable (dur may be nil).
-func (db *DB) commitTx(b *bolt.DB, dur *durability, btx *bolt.Tx, index uint64) error {
+func (c *committer) commitTx(b *bolt.DB, dur *durability, btx *bolt.Tx, index uint64) error {
+	db := c.db
 	if dur != nil {
 		if err := dur.wait(); err != nil {
 			btx.Rollback()
@@ -533,7 +548,8 @@ func (db *DB) commitTx(b *bolt.DB, dur *durability, btx *bolt.Tx, index uint64) 
 
 // flushAtClose writes the overlay kv of b into the kv bucket, if it has
 // anything to write, and makes the file durable.
-func (db *DB) flushAtClose(b *bolt.DB, dur *durability, kv *kvOverlay) error {
+func (c *committer) flushAtClose(b *bolt.DB, dur *durability, kv *kvOverlay) error {
+	db := c.db
 	if kv.empty() {
 		if db.cfg.NoSync {
 			return nil
@@ -552,7 +568,7 @@ func (db *DB) flushAtClose(b *bolt.DB, dur *durability, kv *kvOverlay) error {
 		if err != nil {
 			btx.Rollback()
 		} else {
-			err = db.commitTx(b, dur, btx, st.index)
+			err = c.commitTx(b, dur, btx, st.index)
 		}
 	}
 	switch {
@@ -571,10 +587,10 @@ func (db *DB) flushAtClose(b *bolt.DB, dur *durability, kv *kvOverlay) error {
 // Sync commits what Apply left open and makes the file durable: everything
 // applied before the call then survives any crash.
 func (db *DB) Sync() error {
-	if err := db.commitPending(); err != nil {
+	if err := db.commits.commitPending(); err != nil {
 		return err
 	}
-	return db.withWriter(func() error {
+	return db.commits.withWriter(func() error {
 		if db.dur != nil {
 			return db.dur.wait()
 		}
@@ -649,7 +665,7 @@ func (db *DB) viewApplied(fn func(*bolt.Tx) (retry bool, err error)) error {
 		return err
 	}
 	inOpen := false
-	err = db.withWriter(func() error {
+	err = db.commits.withWriter(func() error {
 		if db.failed != nil {
 			return db.failed
 		}
@@ -669,195 +685,6 @@ func (db *DB) failure() error {
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
 	return db.failed
-}
-
-// Tx returns the outcome of a transaction by ID, or ErrNotFound. A transaction
-// whose dedup record was pruned (older than the dedup window) is not found here,
-// though Log still has it. The caller owns the result.
-func (db *DB) Tx(id txid.ID) (Outcome, error) {
-	var o Outcome
-	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
-		var err error
-		o, err = lookupTx(tx.Bucket(bucketTxs), tx.Bucket(bucketLog), txidKey(id))
-		return false, err
-	})
-	return o, err
-}
-
-// TxByIdempotencyKey returns the outcome of a transaction by idempotency key, or
-// ErrNotFound, as Tx does. The empty key is never found. It looks the key up in
-// the in-memory index and reads the record from bbolt, so a call that races an
-// Apply which records or prunes the key answers as before or as after that
-// Apply.
-func (db *DB) TxByIdempotencyKey(key string) (Outcome, error) {
-	return db.TxByIdempotencyKeyFor(key, nil)
-}
-
-// TxByIdempotencyKeyFor is TxByIdempotencyKey for a resubmission of payload,
-// the EncodeTx bytes submitted with key. When the transaction recorded under
-// key is not the same (SameTx), it returns a *KeyReusedError naming it, as
-// Apply would refuse payload (Result.Reused). A nil payload is not compared.
-func (db *DB) TxByIdempotencyKeyFor(key string, payload []byte) (Outcome, error) {
-	if key == "" || !db.indexed(key) {
-		return Outcome{}, ErrNotFound
-	}
-	var o Outcome
-	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
-		id, ok := db.idem.candidate(key)
-		if !ok {
-			return false, errNotIndexed
-		}
-		txs := tx.Bucket(bucketTxs)
-		var recorded []byte
-		var err error
-		o, recorded, err = outcomeTxAt(tx.Bucket(bucketLog), id, txs.Get(txidKey(id)))
-		switch {
-		case err != nil:
-			return false, err
-		case o.IdempotencyKey != key:
-			return false, ErrNotFound // another key with the same hash
-		case payload != nil && !SameTx(recorded, payload):
-			return false, &KeyReusedError{Key: key, TxID: o.TxID}
-		}
-		return false, nil
-	})
-	if errors.Is(err, errNotIndexed) {
-		err = ErrNotFound // the index is current: no need to commit and look again
-	}
-	if err != nil {
-		return Outcome{}, err
-	}
-	return o, nil
-}
-
-// indexed reports whether the idempotency index has a candidate txid for key,
-// or the store cannot tell (closed or broken: the read reports that). The index
-// holds every applied entry's key, so a key without a candidate has no
-// record, and TxByIdempotencyKey answers ErrNotFound without a bbolt read
-// transaction: the common case of a client's first submission, which each
-// receiving node checks (node.SubmitBatch).
-func (db *DB) indexed(key string) bool {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	if db.bolt == nil || db.idem == nil || db.broken.Load() {
-		return true
-	}
-	_, ok := db.idem.candidate(key)
-	return ok
-}
-
-// Get returns a key's current state, or ErrNotFound. The caller owns the result.
-// It reads the kv overlay and, when the overlay does not have the key, the kv
-// bucket.
-func (db *DB) Get(key string) (KV, error) {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	if db.bolt == nil {
-		return KV{}, ErrClosed
-	}
-	if db.broken.Load() {
-		return KV{}, db.failure()
-	}
-	// The overlay before the bucket: a flush clears the overlay only after its
-	// bbolt transaction, which puts the overlay's keys into the bucket, has
-	// committed. A bbolt transaction begun after a miss sees that commit.
-	if s, ok := db.kv.get(key); ok {
-		if s.version == 0 {
-			return KV{}, ErrNotFound
-		}
-		return KV{Key: key, Value: bytes.Clone(s.value), Version: s.version, ModIndex: s.modIndex}, nil
-	}
-	var kv KV
-	err := db.bolt.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketKV).Get([]byte(key))
-		if v == nil {
-			return ErrNotFound
-		}
-		var byRef bool
-		var err error
-		if kv, byRef, err = decodeKV(key, v); err != nil {
-			return err
-		}
-		if byRef {
-			kv.Value, err = kvValueAt(tx.Bucket(bucketLog), key, kv.Version, kv.ModIndex)
-			return err
-		}
-		kv.Value = append([]byte{}, kv.Value...) // out of bbolt memory
-		return nil
-	})
-	if err != nil {
-		return KV{}, err
-	}
-	return kv, nil
-}
-
-// Log returns up to limit committed transactions with index >= from, in index
-// order, and the index to continue from: the last returned index + 1, or from when
-// nothing is returned. A limit <= 0 returns nothing. Indexes have gaps: only
-// transaction entries with a new outcome (committed or rejected) are in the log,
-// not duplicates or other entries. The caller owns the result.
-func (db *DB) Log(from uint64, limit int) ([]LogRecord, uint64, error) {
-	if limit <= 0 {
-		return nil, from, nil
-	}
-	// A read that comes up short goes on from where it stopped, so the one in
-	// the open transaction, under the writer's lock, reads only what is not
-	// committed yet. Log records never change once written, and each read
-	// sees at least what the one before it saw.
-	var recs []LogRecord
-	next := from
-	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
-		more, n, err := readLog(tx, next, limit-len(recs))
-		if err != nil {
-			return false, err
-		}
-		recs, next = append(recs, more...), n
-		return len(recs) < limit, nil
-	})
-	if err != nil {
-		return nil, from, err
-	}
-	return recs, next, nil
-}
-
-// readLog returns the log records from index from on, up to limit of them,
-// and the index after the last (from when there is none).
-func readLog(tx *bolt.Tx, from uint64, limit int) ([]LogRecord, uint64, error) {
-	var recs []LogRecord
-	next := from
-	c := tx.Bucket(bucketLog).Cursor()
-	for k, v := c.Seek(u64Key(from)); k != nil && len(recs) < limit; k, v = c.Next() {
-		if len(k) != 8 {
-			return nil, from, fmt.Errorf("%w: log key of %d bytes", ErrCorrupt, len(k))
-		}
-		index := u64(k)
-		r, err := decodeLogValue(index, v, true)
-		if err != nil {
-			return nil, from, err
-		}
-		recs = append(recs, r)
-		next = index + 1
-	}
-	return recs, next, nil
-}
-
-// Nodes returns the registered nodes, ordered by ID. The caller owns the result.
-func (db *DB) Nodes() ([]NodeInfo, error) {
-	var nodes []NodeInfo
-	err := db.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
-			n, err := DecodeNode(v)
-			if err != nil {
-				return fmt.Errorf("node %q: %w", k, err)
-			}
-			nodes = append(nodes, n)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return nodes, nil
 }
 
 // ReleaseMemory drops the database's memory-mapped pages from the process's

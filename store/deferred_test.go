@@ -37,18 +37,18 @@ func TestDeferredReads(t *testing.T) {
 		t.Fatal("Get committed the open entries; it needs no commit")
 	}
 	// The idempotency index is in memory: a key it does not have needs no commit.
-	if _, err := db.TxByIdempotencyKey("nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().TxByIdempotencyKey("nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("TxByIdempotencyKey(nope) = %v, want ErrNotFound", err)
 	}
 	if !db.stale() {
 		t.Fatal("a key the idempotency index lacks committed the open entries")
 	}
 	// A txid committed state does not have: found in the open transaction.
-	o, err := db.TxByIdempotencyKey("b")
+	o, err := db.Reads().TxByIdempotencyKey("b")
 	if err != nil || o.TxID != 2 || o.Index != 2 {
 		t.Fatalf("TxByIdempotencyKey(b) = %+v, %v; want txid 2 at index 2", o, err)
 	}
-	if o, err := db.Tx(3); err != nil || o.Index != 3 || o.Versions["x"] != 2 {
+	if o, err := db.Reads().Tx(3); err != nil || o.Index != 3 || o.Versions["x"] != 2 {
 		t.Fatalf("Tx(3) = %+v, %v; want x at version 2, index 3", o, err)
 	}
 	if !db.stale() || db.committed.Load() != 0 {
@@ -58,7 +58,7 @@ func TestDeferredReads(t *testing.T) {
 	// Log reads to the end, through the open transaction when committed
 	// state comes up short.
 	applyOK(t, db, txEntry(5, 5, "", put("z", "5")))
-	recs, next, err := db.Log(1, 10)
+	recs, next, err := db.Reads().Log(1, 10)
 	if err != nil || len(recs) != 4 || next != 6 {
 		t.Fatalf("Log(1, 10) = %d records, next %d, %v; want 4, next 6", len(recs), next, err)
 	}
@@ -67,16 +67,16 @@ func TestDeferredReads(t *testing.T) {
 	}
 	// Committed state and the open transaction: each read sees both.
 	applyOK(t, db, txEntry(6, 6, "", put("z", "6")))
-	if recs, next, err := db.Log(2, 10); err != nil || len(recs) != 4 || next != 7 || recs[3].Index != 6 {
+	if recs, next, err := db.Reads().Log(2, 10); err != nil || len(recs) != 4 || next != 7 || recs[3].Index != 6 {
 		t.Fatalf("Log(2, 10) = %+v, next %d, %v; want indexes 2, 3, 5, 6", recs, next, err)
 	}
-	if o, err := db.Tx(6); err != nil || o.Index != 6 {
+	if o, err := db.Reads().Tx(6); err != nil || o.Index != 6 {
 		t.Fatalf("Tx(6) = %+v, %v", o, err)
 	}
-	if o, err := db.Tx(1); err != nil || o.Index != 1 {
+	if o, err := db.Reads().Tx(1); err != nil || o.Index != 1 {
 		t.Fatalf("Tx(1) = %+v, %v", o, err)
 	}
-	if _, err := db.Tx(7); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().Tx(7); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Tx(7) = %v, want ErrNotFound", err)
 	}
 	if !db.stale() || db.committed.Load() != 5 {
@@ -127,7 +127,7 @@ func TestDeferredCommits(t *testing.T) {
 		if db.stale() {
 			t.Fatal("a node registration left its entry uncommitted; Nodes reads committed state")
 		}
-		if nodes, err := db.Nodes(); err != nil || len(nodes) != 1 {
+		if nodes, err := db.Reads().Nodes(); err != nil || len(nodes) != 1 {
 			t.Fatalf("Nodes() = %v, %v", nodes, err)
 		}
 	})
@@ -181,13 +181,13 @@ func TestDeferredFailure(t *testing.T) {
 	if _, err := db.Apply([]Entry{txEntry(3, 3, "", put("z", "1"))}); err == nil {
 		t.Fatal("Apply after a rolled back open transaction succeeded")
 	}
-	if _, err := db.Get("x"); err == nil {
+	if _, err := db.Reads().Get("x"); err == nil {
 		t.Fatal("Get after a rolled back open transaction succeeded")
 	}
-	if _, err := db.Tx(1); err == nil {
+	if _, err := db.Reads().Tx(1); err == nil {
 		t.Fatal("Tx after a rolled back open transaction succeeded")
 	}
-	if _, err := db.TxByIdempotencyKey("unknown"); err == nil || errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().TxByIdempotencyKey("unknown"); err == nil || errors.Is(err, ErrNotFound) {
 		t.Fatalf("TxByIdempotencyKey(unknown) after a rolled back open transaction = %v, want the failure", err)
 	}
 	if err := db.Close(); err == nil {
@@ -221,17 +221,17 @@ func TestDeferredReadsDuringApply(t *testing.T) {
 		switch i := n - rnd.Uint64N(min(n, 8)); r % 3 {
 		case 0:
 			var o Outcome
-			if o, err = db.Tx(txid.ID(i)); err == nil && o.Index != i {
+			if o, err = db.Reads().Tx(txid.ID(i)); err == nil && o.Index != i {
 				err = fmt.Errorf("Tx(%d) at index %d", i, o.Index)
 			}
 		case 1:
 			var o Outcome
-			if o, err = db.TxByIdempotencyKey(fmt.Sprint("k", i)); err == nil && o.Index != i {
+			if o, err = db.Reads().TxByIdempotencyKey(fmt.Sprint("k", i)); err == nil && o.Index != i {
 				err = fmt.Errorf("TxByIdempotencyKey(k%d) at index %d", i, o.Index)
 			}
 		case 2:
 			var recs []LogRecord
-			recs, _, err = db.Log(i, 100)
+			recs, _, err = db.Reads().Log(i, 100)
 			if err == nil && (len(recs) < int(n-i+1) || recs[0].Index != i) {
 				err = fmt.Errorf("Log(%d) = %d records from %v, want at least %d from %d", i, len(recs), recs, n-i+1, i)
 			}

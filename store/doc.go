@@ -9,8 +9,17 @@
 //   - Apply: committed entries in, one Result per entry out, all of a batch in one
 //     bbolt transaction together with the applied index.
 //   - Snapshot and Restore of the whole database, for Raft snapshots.
-//   - The reads the API serves: transactions by txid or idempotency key, keys, the
-//     transaction log, the registered nodes, leases and consumer groups.
+//   - The reads the API serves, on DB.Reads, a Reader (reads.go): transactions
+//     by txid or idempotency key, keys, the transaction log, the registered
+//     nodes, leases, consumer groups and pending callbacks.
+//
+// DB holds Apply, Snapshot, Restore, Close, Sync, Checkpoint and the applied
+// indexes, and the parts they use, each a view of the DB: the Reader; the
+// committer (apply.go), which commits the bbolt transaction Apply leaves open;
+// and dbFile (db.go, snapshot.go), which opens, creates and checks the file
+// and puts a restored one in its place. Inside one bbolt transaction an
+// applier (apply.go) applies the entries, and a retainer (retain.go) takes
+// retention's step.
 //
 // # What it must not import
 //
@@ -53,7 +62,7 @@
 // below: a record is filed under the dedup clock when its outcome is recorded,
 // and each applied transaction entry prunes, oldest first and at most 1000 per
 // entry, the records filed before (dedup clock - the entry's dedup window).
-// After that Tx and TxByIdempotencyKey no longer find the transaction and a
+// After that Reader.Tx and TxByIdempotencyKey no longer find the transaction and a
 // resubmission applies anew, but Log still returns it. log, txs and dedup_time
 // grow at their end, and Apply fills their pages to 95% (appendFillPercent).
 //
@@ -89,7 +98,7 @@
 // Callbacks (notify.go): a transaction with Tx.Notify that Apply decides adds
 // a delivery to notify in the same bbolt transaction as its outcome (a
 // duplicate adds none); a KindNotifyDone command removes deliveries by index.
-// Deliveries lists the pending ones for the leader's deliverer.
+// Reader.Deliveries lists the pending ones for the leader's deliverer.
 //
 // # The kv overlay
 //
@@ -149,9 +158,9 @@
 // # Goroutines
 //
 // Apply, Snapshot and Restore are called from one goroutine, the apply loop.
-// Snapshot.WriteTo may run on another goroutine while Apply goes on. The read
-// methods are safe from any goroutine at any time and return memory the caller
-// owns.
+// Snapshot.WriteTo may run on another goroutine while Apply goes on. The
+// Reader's methods, and AppliedIndex, AppliedTerm and RestoredIndex, are safe
+// from any goroutine at any time and return memory the caller owns.
 //
 // Must not import: github.com/hashicorp/raft, github.com/txlog/txlog/replication, github.com/txlog/txlog/api/..., github.com/txlog/txlog/node/...
 // Must not import directly: net, net/http

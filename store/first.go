@@ -9,7 +9,8 @@ import (
 
 // FirstIndex returns the index of the first record of the log, 1 when the
 // log is empty: the records below it are gone (retention) or never were.
-func (db *DB) FirstIndex() (uint64, error) {
+func (r *Reader) FirstIndex() (uint64, error) {
+	db := r.db
 	first := uint64(1)
 	err := db.view(func(tx *bolt.Tx) error {
 		if k, _ := tx.Bucket(bucketLog).Cursor().First(); k != nil {
@@ -31,7 +32,8 @@ var metaLogFirst = []byte("log_first")
 // (only transaction entries have records) from dropped records, so a reader
 // from an index below it is told the log is compacted, and one from any other
 // index is not. A broken or closed DB gives 1.
-func (db *DB) RetainedFrom() uint64 {
+func (r *Reader) RetainedFrom() uint64 {
+	db := r.db
 	from := uint64(1)
 	_ = db.view(func(tx *bolt.Tx) error {
 		var err error

@@ -112,7 +112,7 @@ func dump(t testing.TB, db *DB) map[string]map[string]string {
 // mustGet returns a key's state, failing the test if it is not there.
 func mustGet(t testing.TB, db *DB, key string) KV {
 	t.Helper()
-	kv, err := db.Get(key)
+	kv, err := db.Reads().Get(key)
 	if err != nil {
 		t.Fatalf("Get(%q) = %v", key, err)
 	}

@@ -56,7 +56,7 @@ func byKey(t *testing.T, db *DB, keys ...string) map[string]txid.ID {
 	t.Helper()
 	got := map[string]txid.ID{}
 	for _, k := range keys {
-		o, err := db.TxByIdempotencyKey(k)
+		o, err := db.Reads().TxByIdempotencyKey(k)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			got[k] = 0
@@ -204,7 +204,7 @@ func TestIdemDedup(t *testing.T) {
 				wantByKey(t, db, map[string]txid.ID{"k1": 1, "k2": 2, "k3": 0, "": 0})
 				// The resubmissions' txids are aliases of the originals.
 				for alias, orig := range map[txid.ID]txid.ID{3: 1, 4: 2} {
-					if o, err := db.Tx(alias); err != nil || o.TxID != orig {
+					if o, err := db.Reads().Tx(alias); err != nil || o.TxID != orig {
 						t.Fatalf("Tx(%d) = %+v, %v; want the outcome of txid %d", alias, o, err, orig)
 					}
 				}
@@ -546,7 +546,7 @@ func TestIdemReadsDuringApply(t *testing.T) {
 			if rnd.IntN(4) == 0 {
 				k = "failed-" + k
 			}
-			o, err := db.TxByIdempotencyKey(k)
+			o, err := db.Reads().TxByIdempotencyKey(k)
 			switch {
 			case errors.Is(err, ErrNotFound):
 				if i <= n && k == key(i) {
@@ -699,16 +699,16 @@ func TestIdemReused(t *testing.T) {
 						t.Fatalf("state after the refused entry:\n got %v\nwant %v", got, want)
 					}
 					for round := range 2 {
-						if _, err := db.Tx(2); !errors.Is(err, ErrNotFound) {
+						if _, err := db.Reads().Tx(2); !errors.Is(err, ErrNotFound) {
 							t.Fatalf("round %d: Tx(2) of the refused entry = %v, want ErrNotFound", round, err)
 						}
 						payload := EncodeTx(Tx{ID: 99, IdempotencyKey: "k", Ops: tt.ops})
-						_, err := db.TxByIdempotencyKeyFor("k", payload)
+						_, err := db.Reads().TxByIdempotencyKeyFor("k", payload)
 						if e, ok := errors.AsType[*KeyReusedError](err); !ok || e.TxID != 1 || e.Key != "k" || !errors.Is(err, ErrKeyReused) {
 							t.Fatalf("round %d: TxByIdempotencyKeyFor(k, other) = %v, want a KeyReusedError naming txid 1", round, err)
 						}
 						for _, p := range [][]byte{nil, EncodeTx(Tx{ID: 99, IdempotencyKey: "k", Ops: orig})} {
-							if o, err := db.TxByIdempotencyKeyFor("k", p); err != nil || o.TxID != 1 {
+							if o, err := db.Reads().TxByIdempotencyKeyFor("k", p); err != nil || o.TxID != 1 {
 								t.Fatalf("round %d: TxByIdempotencyKeyFor(k, %x) = %+v, %v; want txid 1", round, p, o, err)
 							}
 						}

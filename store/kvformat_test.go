@@ -60,7 +60,7 @@ func TestKVValueFromLog(t *testing.T) {
 			t.Errorf("kv bucket value of %q = %x, want format 2 %x", k, raw, encodeKV(w.Version, w.ModIndex))
 		}
 	}
-	if _, err := db.Get("c"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().Get("c"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(c) = %v, want ErrNotFound", err)
 	}
 }
@@ -168,7 +168,7 @@ func TestKVRefCorrupt(t *testing.T) {
 	})
 	db = openCfg(t, path, cfg)
 	for _, c := range bad {
-		if kv, err := db.Get(c.key); !errors.Is(err, ErrCorrupt) {
+		if kv, err := db.Reads().Get(c.key); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: Get(%q) = %+v, %v; want ErrCorrupt", c.what, c.key, kv, err)
 		}
 	}

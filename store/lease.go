@@ -342,7 +342,8 @@ func (a *applier) fenceConflict(f *Fence) (*Conflict, error) {
 // Config.CommitInterval, in the transaction Apply left open), expired or not (the caller
 // judges expiry against its clock or MaxTime), or ErrLeaseNotFound when it
 // is free.
-func (db *DB) Lease(name string) (Lease, error) {
+func (r *Reader) Lease(name string) (Lease, error) {
+	db := r.db
 	var l Lease
 	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		b := tx.Bucket(bucketLeases)
@@ -361,7 +362,8 @@ func (db *DB) Lease(name string) (Lease, error) {
 }
 
 // Leases returns every recorded lease, expired or not, in name order.
-func (db *DB) Leases() ([]Lease, error) {
+func (r *Reader) Leases() ([]Lease, error) {
+	db := r.db
 	var out []Lease
 	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		out = out[:0]
@@ -384,7 +386,8 @@ func (db *DB) Leases() ([]Lease, error) {
 // MaxTime returns the largest leader time of the applied entries (the
 // leases' and the dedup window's clock), Unix nanoseconds; math.MinInt64
 // before the first entry.
-func (db *DB) MaxTime() (int64, error) {
+func (r *Reader) MaxTime() (int64, error) {
+	db := r.db
 	t := int64(math.MinInt64)
 	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		st, err := readState(tx)

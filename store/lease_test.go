@@ -61,14 +61,14 @@ func TestLeaseGrant(t *testing.T) {
 	if out.Lease.Expires() != t0+5*sec || out.Now != t0 {
 		t.Fatalf("outcome = %+v, want expiry t0+5s at t0", out)
 	}
-	l, err := db.Lease("consumer/billing")
+	l, err := db.Reads().Lease("consumer/billing")
 	if err != nil || !reflect.DeepEqual(l, out.Lease) {
 		t.Fatalf("Lease() = %+v, %v; want %+v", l, err, out.Lease)
 	}
-	if _, err := db.Lease("other"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().Lease("other"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Lease(other) = %v, want ErrNotFound", err)
 	}
-	all, err := db.Leases()
+	all, err := db.Reads().Leases()
 	if err != nil || len(all) != 1 || all[0] != out.Lease {
 		t.Fatalf("Leases() = %+v, %v", all, err)
 	}
@@ -157,11 +157,11 @@ func TestLeaseRelease(t *testing.T) {
 	leaseOut(t, db, leaseEntry(1, t0, acquire("l", "a", 5*time.Second)))
 	wantLease(t, leaseOut(t, db, leaseEntry(2, t0, release("l", "b", 1))), LeaseFenced, "a", 1)
 	wantLease(t, leaseOut(t, db, leaseEntry(3, t0, release("l", "a", 9))), LeaseFenced, "a", 1)
-	if l, err := db.Lease("l"); err != nil || l.Token != 1 {
+	if l, err := db.Reads().Lease("l"); err != nil || l.Token != 1 {
 		t.Fatalf("Lease() after refused releases = %+v, %v", l, err)
 	}
 	wantLease(t, leaseOut(t, db, leaseEntry(4, t0, release("l", "a", 1))), LeaseReleased, "", 0)
-	if _, err := db.Lease("l"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().Lease("l"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Lease() after release = %v, want ErrNotFound", err)
 	}
 	// Releasing a free lease changes nothing and succeeds.
@@ -209,12 +209,12 @@ func TestFenceSingle(t *testing.T) {
 	wantFenced(t, applyOne(t, db, fencedEntry(5, t0+5*sec, 4, "l", 2, put("k", "3"))), "l", 2, 0)
 	// The fence conflict is recorded, and reads back, like any rejection.
 	for _, id := range []txid.ID{3, 4} {
-		o, err := db.Tx(id)
+		o, err := db.Reads().Tx(id)
 		if err != nil || o.Status != StatusRejected || o.Conflict == nil || o.Conflict.Fence != "l" || o.Conflict.Key != "" {
 			t.Fatalf("Tx(%d) = %+v, %v; want rejected by the fence", id, o, err)
 		}
 	}
-	recs, _, err := db.Log(0, 10)
+	recs, _, err := db.Reads().Log(0, 10)
 	if err != nil || len(recs) != 4 {
 		t.Fatalf("Log() = %d records, %v; want 4", len(recs), err)
 	}
@@ -313,8 +313,8 @@ func TestLeaseTokenSurvivesSnapshotRestore(t *testing.T) {
 	if err := b.Restore(&buf); err != nil {
 		t.Fatalf("Restore() = %v", err)
 	}
-	want, _ := a.Leases()
-	if got, err := b.Leases(); err != nil || !reflect.DeepEqual(got, want) {
+	want, _ := a.Reads().Leases()
+	if got, err := b.Reads().Leases(); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("restored Leases() = %+v, %v; want %+v", got, err, want)
 	}
 	wantFenced(t, applyOne(t, b, fencedEntry(14, t0, 1, "l", 10, put("k", "1"))), "l", 10, 12)
@@ -328,7 +328,7 @@ func TestLeaseTokenSurvivesSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := openAt(t, path)
-	if l, err := c.Lease("l"); err != nil || l.Token != 16 || l.Holder != "c" {
+	if l, err := c.Reads().Lease("l"); err != nil || l.Token != 16 || l.Holder != "c" {
 		t.Fatalf("Lease() after reopen = %+v, %v", l, err)
 	}
 	wantLease(t, leaseOut(t, c, leaseEntry(17, t0+2*int64(time.Minute), acquire("l", "d", time.Second))), LeaseHeld, "c", 16)
@@ -442,20 +442,20 @@ func TestLeaseReadsOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaseOut(t, db, leaseEntry(2, t0+sec, renew("l", "a", 1, time.Minute)))
-	if l, err := db.Lease("l"); err != nil || l.Renewed != t0+sec {
+	if l, err := db.Reads().Lease("l"); err != nil || l.Renewed != t0+sec {
 		t.Fatalf("Lease() after an uncommitted renewal = %+v, %v", l, err)
 	}
-	if ls, err := db.Leases(); err != nil || len(ls) != 1 || ls[0].Renewed != t0+sec {
+	if ls, err := db.Reads().Leases(); err != nil || len(ls) != 1 || ls[0].Renewed != t0+sec {
 		t.Fatalf("Leases() after an uncommitted renewal = %+v, %v", ls, err)
 	}
-	if mt, err := db.MaxTime(); err != nil || mt != t0+sec {
+	if mt, err := db.Reads().MaxTime(); err != nil || mt != t0+sec {
 		t.Fatalf("MaxTime() = %d, %v; want t0+1s", mt, err)
 	}
 	leaseOut(t, db, leaseEntry(3, t0+sec, release("l", "a", 1)))
-	if l, err := db.Lease("l"); !errors.Is(err, ErrNotFound) {
+	if l, err := db.Reads().Lease("l"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Lease() after an uncommitted release = %+v, %v; want ErrNotFound", l, err)
 	}
-	if ls, err := db.Leases(); err != nil || len(ls) != 0 {
+	if ls, err := db.Reads().Leases(); err != nil || len(ls) != 0 {
 		t.Fatalf("Leases() after an uncommitted release = %+v, %v", ls, err)
 	}
 }

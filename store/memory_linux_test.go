@@ -63,7 +63,7 @@ func TestReleaseMemory(t *testing.T) {
 		}
 	}
 	for i := 1; i <= n; i += 7 { // touch pages all over the file
-		if _, err := db.Get(fmt.Sprint("key-", i)); err != nil {
+		if _, err := db.Reads().Get(fmt.Sprint("key-", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestReleaseMemory(t *testing.T) {
 		t.Errorf("resident KiB of the store map: %d before ReleaseMemory, %d after; want at most half", before, after)
 	}
 	for _, i := range []int{1, n / 2, n} {
-		kv, err := db.Get(fmt.Sprint("key-", i))
+		kv, err := db.Reads().Get(fmt.Sprint("key-", i))
 		if err != nil || string(kv.Value) != value || kv.Version != 1 {
 			t.Errorf("Get(key-%d) after ReleaseMemory = %+v, %v", i, kv, err)
 		}
@@ -125,7 +125,7 @@ func TestOpenDropsPages(t *testing.T) {
 		t.Fatal("the store opened with pages dropped during its walks differs from the original")
 	}
 	for _, i := range []int{1, n / 2, n} {
-		o, err := st.TxByIdempotencyKey(fmt.Sprint("idem-", i))
+		o, err := st.Reads().TxByIdempotencyKey(fmt.Sprint("idem-", i))
 		if err != nil || o.TxID != txid.ID(i) {
 			t.Fatalf("TxByIdempotencyKey(idem-%d) = %+v, %v", i, o, err)
 		}

@@ -162,7 +162,8 @@ func (a *applier) applyNotifyDone(c Command, indexes []uint64) (Result, error) {
 
 // Deliveries returns up to max pending deliveries (all if max <= 0) in index
 // order, starting after index after.
-func (db *DB) Deliveries(after uint64, max int) ([]Delivery, error) {
+func (r *Reader) Deliveries(after uint64, max int) ([]Delivery, error) {
+	db := r.db
 	var out []Delivery
 	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
 		out = out[:0]

@@ -16,7 +16,7 @@ func notifyEntry(index uint64, id txid.ID, idem, url string, ops ...Op) Entry {
 
 func deliveries(t *testing.T, db *DB) []Delivery {
 	t.Helper()
-	d, err := db.Deliveries(0, 0)
+	d, err := db.Reads().Deliveries(0, 0)
 	if err != nil {
 		t.Fatalf("Deliveries() = %v", err)
 	}
@@ -103,7 +103,7 @@ func TestNotifyDeliveries(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Deliveries() = %+v\nwant %+v", got, want)
 	}
-	if d, err := db.Deliveries(2, 1); err != nil || len(d) != 1 || d[0].Outcome.Index != 3 {
+	if d, err := db.Reads().Deliveries(2, 1); err != nil || len(d) != 1 || d[0].Outcome.Index != 3 {
 		t.Fatalf("Deliveries(2, 1) = %+v, %v; want the one at 3", d, err)
 	}
 

@@ -102,7 +102,7 @@ func modelApply(model map[string]modelKV, index uint64, tx Tx) (Status, map[stri
 func checkModel(t *testing.T, db *DB, keys []string, model map[string]modelKV, when string) {
 	t.Helper()
 	for _, k := range keys {
-		kv, err := db.Get(k)
+		kv, err := db.Reads().Get(k)
 		want, ok := model[k]
 		switch {
 		case !ok && errors.Is(err, ErrNotFound):
@@ -253,7 +253,7 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred, retain boo
 		checkModel(t, db, keys, model, fmt.Sprintf("batch %d", batch))
 		if deferred && rnd.IntN(6) == 0 {
 			// A read that misses everywhere commits nothing; Sync commits.
-			if _, err := db.Tx(nextID + 1000); !errors.Is(err, ErrNotFound) {
+			if _, err := db.Reads().Tx(nextID + 1000); !errors.Is(err, ErrNotFound) {
 				t.Fatalf("batch %d: Tx(%d) = %v, want ErrNotFound", batch, nextID+1000, err)
 			}
 			if err := db.Sync(); err != nil {
@@ -304,7 +304,7 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred, retain boo
 	}
 	t.Logf("limits %d keys, %d log bytes, %d records, steps of %d keys: %d flushes, %d crashes (%d mid-flush), %d replays, %d keys at the end",
 		cfg.KVFlushKeys, cfg.KVFlushLogBytes, cfg.KVFlushRecords, cfg.KVFlushStepKeys, flushes, crashes, midFlush, replays, len(model))
-	if first, _ := db.FirstIndex(); retain && first < index/2 {
+	if first, _ := db.Reads().FirstIndex(); retain && first < index/2 {
 		t.Fatalf("FirstIndex() = %d at index %d with retention %s: the test tests too little", first, index, cfg.Retention)
 	}
 	if flushes < 5 || replays < 2 || len(model) == 0 {
@@ -410,7 +410,7 @@ func TestOverlayReadsDuringFlush(t *testing.T) {
 	stop := readConcurrently(t, 3, 3, "read during flushes", func(r int, rnd *rand.Rand) error {
 		i := rnd.IntN(nkeys)
 		floor := committed[i].Load()
-		kv, err := db.Get(key(i))
+		kv, err := db.Reads().Get(key(i))
 		switch {
 		case errors.Is(err, ErrNotFound):
 			if floor > 0 {
@@ -622,7 +622,7 @@ func TestOverlayFreezeKeepsMap(t *testing.T) {
 	if st := metaState(t, db); st.kvApplied != 2 {
 		t.Errorf("kv_applied = %d after the flush's last step, want 2", st.kvApplied)
 	}
-	if v, err := db.Get("a"); err != nil || string(v.Value) != "2" {
+	if v, err := db.Reads().Get("a"); err != nil || string(v.Value) != "2" {
 		t.Errorf(`Get("a") = %+v, %v; want the batch's "2"`, v, err)
 	}
 }

@@ -17,13 +17,13 @@ func txAt(index uint64, at int64, w time.Duration, id txid.ID, idem string, ops 
 // not empty, by idempotency key), failing the test if they disagree.
 func known(t *testing.T, db *DB, id txid.ID, idem string) bool {
 	t.Helper()
-	_, err := db.Tx(id)
+	_, err := db.Reads().Tx(id)
 	byID := err == nil
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Tx(%d) = %v", id, err)
 	}
 	if idem != "" {
-		_, err := db.TxByIdempotencyKey(idem)
+		_, err := db.Reads().TxByIdempotencyKey(idem)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			t.Fatalf("TxByIdempotencyKey(%q) = %v", idem, err)
 		}
@@ -68,7 +68,7 @@ func TestPruneWindow(t *testing.T) {
 			}
 
 			// The log keeps the pruned record.
-			recs, _, err := db.Log(1, 1)
+			recs, _, err := db.Reads().Log(1, 1)
 			if err != nil || len(recs) != 1 || recs[0].TxID != 1 {
 				t.Fatalf("Log(1, 1) = %+v, %v; want tx 1", recs, err)
 			}
@@ -205,7 +205,7 @@ func TestPruneReusedKey(t *testing.T) {
 	if res.Duplicate {
 		t.Fatalf("key reuse after the window = duplicate, want a new outcome")
 	}
-	o, err := db.TxByIdempotencyKey("k")
+	o, err := db.Reads().TxByIdempotencyKey("k")
 	if err != nil || o.TxID != 2 {
 		t.Fatalf("TxByIdempotencyKey(k) = %+v, %v; want tx 2", o, err)
 	}

@@ -141,11 +141,16 @@ type retainState struct {
 	window  time.Duration // the dedup window of the last transaction applied
 }
 
-// retainStep drops up to maxRetainPerApply records beyond the horizon from
+// retainer is the retention step of one Apply, in its applier's transaction
+// (applyIn, once per Apply).
+type retainer struct{ a *applier }
+
+// step drops up to maxRetainPerApply records beyond the horizon from
 // the start of the log, in a's transaction, and returns the new progress.
 // window is the dedup window of the batch's last transaction (defaulted), 0
 // if it had none.
-func (a *applier) retainStep(rs retainState, window time.Duration) (retainState, error) {
+func (rt retainer) step(rs retainState, window time.Duration) (retainState, error) {
+	a := rt.a
 	rs.gates = slices.Clone(rs.gates)
 	oldest := int64(math.MaxInt64) // filing time of the oldest dedup record
 	if k, _ := a.dedupTime.Cursor().First(); k != nil {
@@ -184,7 +189,7 @@ func (a *applier) retainStep(rs retainState, window time.Duration) (retainState,
 
 	limit := min(a.st.kvApplied, rs.cleared) // the highest index that may go
 	if rs.cfg.RespectConsumers {
-		if low, ok := a.minConsumerOffset(); ok {
+		if low, ok := rt.minConsumerOffset(); ok {
 			if low == 0 {
 				return rs, nil
 			}
@@ -220,7 +225,7 @@ func (a *applier) retainStep(rs retainState, window time.Duration) (retainState,
 		victims = append(victims, victim{i, bytes.Clone(v)})
 	}
 	for _, vc := range victims {
-		if err := a.keepValues(vc.index, vc.rec); err != nil {
+		if err := rt.keepValues(vc.index, vc.rec); err != nil {
 			return rs, err
 		}
 		if err := a.log.Delete(u64Key(vc.index)); err != nil {
@@ -237,7 +242,8 @@ func (a *applier) retainStep(rs retainState, window time.Duration) (retainState,
 
 // keepValues copies into kv the value of every key whose kv entry points at
 // the record at index, which is about to go.
-func (a *applier) keepValues(index uint64, rec []byte) error {
+func (rt retainer) keepValues(index uint64, rec []byte) error {
+	a := rt.a
 	r, err := decodeLogValue(index, rec, true)
 	if err != nil {
 		return err
@@ -303,9 +309,10 @@ func logRecordTime(index uint64, v []byte) (int64, error) {
 	return r.Time, nil
 }
 
-// minConsumerOffset is DB.MinConsumerOffset in a's transaction, which the
+// minConsumerOffset is Reader.MinConsumerOffset in a's transaction, which the
 // DB's own reads may not enter during Apply.
-func (a *applier) minConsumerOffset() (uint64, bool) {
+func (rt retainer) minConsumerOffset() (uint64, bool) {
+	a := rt.a
 	b := a.btx.Bucket(bucketConsumers)
 	if b == nil {
 		return 0, false

@@ -40,7 +40,7 @@ func logCount(t testing.TB, db *DB) int {
 
 func firstIndex(t testing.TB, db *DB) uint64 {
 	t.Helper()
-	f, err := db.FirstIndex()
+	f, err := db.Reads().FirstIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func firstIndex(t testing.TB, db *DB) uint64 {
 func wantKeys(t *testing.T, db *DB, model map[string]KV, what string) {
 	t.Helper()
 	for k, want := range model {
-		got, err := db.Get(k)
+		got, err := db.Reads().Get(k)
 		if want.Version == 0 {
 			if !errors.Is(err, ErrNotFound) {
 				t.Fatalf("%s: Get(%q) = %+v, %v; want ErrNotFound", what, k, got, err)
@@ -100,13 +100,13 @@ func TestRetainLiveKeys(t *testing.T) {
 	if f := firstIndex(t, db); f < 200 {
 		t.Fatalf("FirstIndex() = %d after 300 entries with retention 20, want it moved past 200", f)
 	}
-	if r, f := db.RetainedFrom(), firstIndex(t, db); r > f || r < 200 {
+	if r, f := db.Reads().RetainedFrom(), firstIndex(t, db); r > f || r < 200 {
 		t.Fatalf("RetainedFrom() = %d, FirstIndex() = %d: want the one past the last dropped record, past 200", r, f)
 	}
 	if n := logCount(t, db); n > 120 {
 		t.Fatalf("%d log records with retention 20, want them dropped", n)
 	}
-	recs, _, err := db.Log(1, 5)
+	recs, _, err := db.Reads().Log(1, 5)
 	if err != nil || len(recs) == 0 || recs[0].Index < 200 {
 		t.Fatalf("Log(1, 5) = %+v, %v; want the first record past 200", recs, err)
 	}
@@ -198,10 +198,10 @@ func TestRetainDedup(t *testing.T) {
 	for n := 0; n < 20; n++ {
 		next(t0+1500*ms+int64(n)*ms, txid.ID(200+n), "", put("f", fmt.Sprint(n)))
 	}
-	if _, err := db.Tx(1); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Reads().Tx(1); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Tx(1) = %v at 1.5 s, want pruned", err)
 	}
-	if o, err := db.Tx(2); err != nil || o.Index != 1 {
+	if o, err := db.Reads().Tx(2); err != nil || o.Index != 1 {
 		t.Fatalf("Tx(2) (the alias) = %+v, %v; want index 1", o, err)
 	}
 	if f := firstIndex(t, db); f != 1 {
@@ -311,7 +311,7 @@ func TestRetainSteady(t *testing.T) {
 		if i%100 != 0 {
 			continue
 		}
-		recs, _, err := db.Log(1, 1)
+		recs, _, err := db.Reads().Log(1, 1)
 		if err != nil || len(recs) != 1 {
 			t.Fatalf("Log(1, 1) = %+v, %v", recs, err)
 		}

@@ -213,7 +213,7 @@ func runBlock(t *testing.T, db **DB, path string, b block) string {
 	case "get":
 		var s strings.Builder
 		for _, k := range b.pos {
-			kv, err := (*db).Get(k)
+			kv, err := (*db).Reads().Get(k)
 			if err != nil {
 				fmt.Fprintf(&s, "%s: %v\n", k, err)
 				continue
@@ -225,16 +225,16 @@ func runBlock(t *testing.T, db **DB, path string, b block) string {
 		var o Outcome
 		var err error
 		if idem, ok := b.args["idem"]; ok {
-			o, err = (*db).TxByIdempotencyKey(idem)
+			o, err = (*db).Reads().TxByIdempotencyKey(idem)
 		} else {
-			o, err = (*db).Tx(txid.ID(num("txid", 0)))
+			o, err = (*db).Reads().Tx(txid.ID(num("txid", 0)))
 		}
 		if err != nil {
 			return err.Error() + "\n"
 		}
 		return formatOutcome(o) + "\n"
 	case "log":
-		recs, next, err := (*db).Log(num("from", 0), int(num("limit", 100)))
+		recs, next, err := (*db).Reads().Log(num("from", 0), int(num("limit", 100)))
 		if err != nil {
 			return err.Error() + "\n"
 		}
@@ -248,7 +248,7 @@ func runBlock(t *testing.T, db **DB, path string, b block) string {
 		fmt.Fprintf(&s, "next=%d\n", next)
 		return s.String()
 	case "nodes":
-		nodes, err := (*db).Nodes()
+		nodes, err := (*db).Reads().Nodes()
 		if err != nil {
 			return err.Error() + "\n"
 		}

@@ -32,7 +32,7 @@ type Snapshot struct {
 // bbolt cannot reuse the pages it sees. It needs no flush of the kv overlay: the
 // file holds kv_applied and the log records after it, which Restore replays.
 func (db *DB) Snapshot() (*Snapshot, error) {
-	if err := db.commitPending(); err != nil {
+	if err := db.commits.commitPending(); err != nil {
 		return nil, fmt.Errorf("snapshot %s: %w", db.path, err)
 	}
 	db.mu.RLock()
@@ -113,36 +113,36 @@ func (s *Snapshot) Release() {
 func (db *DB) Restore(r io.Reader) error {
 	// What Apply left open is committed first, so that an error below leaves
 	// the database as it was, and so that the old database can close.
-	if err := db.commitPending(); err != nil {
+	if err := db.commits.commitPending(); err != nil {
 		return err
 	}
 
-	tmp, err := db.writeTemp(r)
+	tmp, err := db.file.writeTemp(r)
 	if err != nil {
 		return err
 	}
-	if err := db.checkFile(tmp); err != nil {
+	if err := db.file.checkFile(tmp); err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if err := db.markRestored(tmp); err != nil {
+	if err := db.file.markRestored(tmp); err != nil {
 		os.Remove(tmp)
 		return err
 	}
 	// The side file describes the old file: it goes, after the old file's last
 	// commit is durable, before the new file takes the old one's name.
-	if err := db.dropSideFile(); err != nil {
+	if err := db.file.dropSideFile(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
 	if err := os.Rename(tmp, db.path); err != nil {
 		os.Remove(tmp)
-		return errors.Join(fmt.Errorf("restore %s: %w", db.path, err), db.resumeDurability())
+		return errors.Join(fmt.Errorf("restore %s: %w", db.path, err), db.file.resumeDurability())
 	}
 	if err := db.cfg.syncDir(filepath.Dir(db.path)); err != nil {
 		return fmt.Errorf("restore %s: %w", db.path, err)
 	}
-	o, err := db.openBolt(db.path)
+	o, err := db.file.openBolt(db.path)
 
 	db.mu.Lock()
 	old := db.bolt
@@ -185,8 +185,9 @@ func (db *DB) Restore(r io.Reader) error {
 // making commits durable and removes the side file (durable.go). Nothing is
 // left to commit: Restore committed what was open, and it runs on the apply
 // goroutine.
-func (db *DB) dropSideFile() error {
-	return db.withWriter(func() error {
+func (df *dbFile) dropSideFile() error {
+	db := df.db
+	return db.commits.withWriter(func() error {
 		dur := db.dur
 		if dur == nil {
 			return nil
@@ -205,7 +206,8 @@ func (db *DB) dropSideFile() error {
 }
 
 // resumeDurability undoes dropSideFile when the database file stays.
-func (db *DB) resumeDurability() error {
+func (df *dbFile) resumeDurability() error {
+	db := df.db
 	if db.cfg.NoSync {
 		return nil
 	}
@@ -216,7 +218,7 @@ func (db *DB) resumeDurability() error {
 	}
 	dur, err := newDurability(db.path, db.bolt.Info().PageSize, db.cfg.syncDir, db.fsync)
 	if err == nil {
-		err = db.makeDurable(db.bolt, dur)
+		err = df.makeDurable(db.bolt, dur)
 	}
 	db.wmu.Lock()
 	defer db.wmu.Unlock()
@@ -231,7 +233,8 @@ func (db *DB) resumeDurability() error {
 
 // writeTemp copies r into a new fsynced file next to the database and returns its
 // name.
-func (db *DB) writeTemp(r io.Reader) (string, error) {
+func (df *dbFile) writeTemp(r io.Reader) (string, error) {
+	db := df.db
 	f, err := os.CreateTemp(filepath.Dir(db.path), filepath.Base(db.path)+restoreTempPattern)
 	if err != nil {
 		return "", fmt.Errorf("restore %s: %w", db.path, err)
@@ -253,8 +256,9 @@ func (db *DB) writeTemp(r io.Reader) (string, error) {
 // markRestored writes the restored key (metaRestored) into the checked
 // snapshot file at path: its own applied index and term, in a bbolt commit
 // with bbolt's fsyncs (none with Config.NoSync), before Restore renames it.
-func (db *DB) markRestored(path string) error {
-	b, err := bolt.Open(path, 0o600, db.boltOptions(db.cfg.NoSync))
+func (df *dbFile) markRestored(path string) error {
+	db := df.db
+	b, err := bolt.Open(path, 0o600, df.boltOptions(db.cfg.NoSync))
 	if err != nil {
 		return fmt.Errorf("restore %s: mark snapshot: %w", db.path, err)
 	}
@@ -278,11 +282,12 @@ func (db *DB) markRestored(path string) error {
 // buckets, schema and the log records that rebuild the kv overlay. It cannot see a flipped byte inside a value: bbolt has no
 // checksums on data pages, so the integrity of the stream is the transport's job
 // (Raft's file snapshot store keeps a CRC).
-func (db *DB) checkFile(path string) error {
+func (df *dbFile) checkFile(path string) error {
+	db := df.db
 	if err := checkLength(path); err != nil {
 		return fmt.Errorf("restore %s: check snapshot: %w", db.path, err)
 	}
-	b, err := bolt.Open(path, 0o600, db.boltOptions(true)) // it only reads
+	b, err := bolt.Open(path, 0o600, df.boltOptions(true)) // it only reads
 	if err != nil {
 		return fmt.Errorf("restore %s: check snapshot: %w", db.path, err)
 	}
@@ -376,7 +381,8 @@ func checkLength(path string) error {
 }
 
 // removeRestoreTemps removes temporary files of a Restore that did not finish.
-func (db *DB) removeRestoreTemps() {
+func (df *dbFile) removeRestoreTemps() {
+	db := df.db
 	names, _ := filepath.Glob(filepath.Join(filepath.Dir(db.path), globEscape(filepath.Base(db.path))+restoreTempPattern))
 	for _, name := range names {
 		if err := os.Remove(name); err != nil {

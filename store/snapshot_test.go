@@ -31,24 +31,24 @@ func readView(t *testing.T, db *DB, keys []string, ids []txid.ID) view {
 	t.Helper()
 	v := view{applied: db.AppliedIndex(), kvs: map[string]KV{}, txs: map[txid.ID]Outcome{}}
 	var err error
-	if v.log, _, err = db.Log(0, 1000); err != nil {
+	if v.log, _, err = db.Reads().Log(0, 1000); err != nil {
 		t.Fatalf("Log() = %v", err)
 	}
 	for _, k := range keys {
-		if kv, err := db.Get(k); err == nil {
+		if kv, err := db.Reads().Get(k); err == nil {
 			v.kvs[k] = kv
 		} else if !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Get(%q) = %v", k, err)
 		}
 	}
 	for _, id := range ids {
-		if o, err := db.Tx(id); err == nil {
+		if o, err := db.Reads().Tx(id); err == nil {
 			v.txs[id] = o
 		} else if !errors.Is(err, ErrNotFound) {
 			t.Fatalf("Tx(%d) = %v", id, err)
 		}
 	}
-	if v.nodes, err = db.Nodes(); err != nil {
+	if v.nodes, err = db.Reads().Nodes(); err != nil {
 		t.Fatalf("Nodes() = %v", err)
 	}
 	return v
@@ -219,18 +219,18 @@ func TestReadDuringRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := readConcurrently(t, 4, 0, "read during Restore", func(int, *rand.Rand) error {
-		recs, _, err := db.Log(0, 10)
+		recs, _, err := db.Reads().Log(0, 10)
 		if err == nil && (len(recs) != 1 || len(recs[0].Ops) != 2) {
 			err = fmt.Errorf("Log() = %+v, want one tx of two ops", recs)
 		}
 		if err == nil {
-			_, err = db.Get("a")
+			_, err = db.Reads().Get("a")
 		}
 		if err == nil {
-			_, err = db.Tx(1)
+			_, err = db.Reads().Tx(1)
 		}
 		if err == nil {
-			_, err = db.Nodes()
+			_, err = db.Reads().Nodes()
 		}
 		return err
 	})
@@ -270,16 +270,16 @@ func TestClosed(t *testing.T) {
 	}
 	checks := map[string]error{
 		"Apply":              second(db.Apply([]Entry{txEntry(2, 2, "", put("b", "1"))})),
-		"Tx":                 second(db.Tx(1)),
-		"TxByIdempotencyKey": second(db.TxByIdempotencyKey("k")),
+		"Tx":                 second(db.Reads().Tx(1)),
+		"TxByIdempotencyKey": second(db.Reads().TxByIdempotencyKey("k")),
 		// A key the index never had: the read, not the index, answers.
-		"TxByIdempotencyKey(unknown)": second(db.TxByIdempotencyKey("unknown")),
-		"Get":                         second(db.Get("a")),
-		"Nodes":                       second(db.Nodes()),
+		"TxByIdempotencyKey(unknown)": second(db.Reads().TxByIdempotencyKey("unknown")),
+		"Get":                         second(db.Reads().Get("a")),
+		"Nodes":                       second(db.Reads().Nodes()),
 		"Snapshot":                    second(db.Snapshot()),
 		"Restore":                     db.Restore(bytes.NewReader(nil)),
 	}
-	_, _, checks["Log"] = db.Log(0, 10)
+	_, _, checks["Log"] = db.Reads().Log(0, 10)
 	for name, err := range checks {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", name, err)
@@ -296,9 +296,9 @@ func TestResultsOutliveDB(t *testing.T) {
 		entryAt(2, KindRegisterNode, t0, 0, EncodeNode(NodeInfo{ID: "n1", HTTPAddr: "h"})),
 	)
 	kv := mustGet(t, db, "a")
-	recs, _, _ := db.Log(0, 10)
-	o, _ := db.Tx(1)
-	nodes, _ := db.Nodes()
+	recs, _, _ := db.Reads().Log(0, 10)
+	o, _ := db.Reads().Tx(1)
+	nodes, _ := db.Reads().Nodes()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func run(n, keys int, spec string, valueBytes, batch, rate int, window time.Dura
 			if err != nil {
 				return err
 			}
-			first, err := db.FirstIndex()
+			first, err := db.Reads().FirstIndex()
 			if err != nil {
 				return err
 			}
