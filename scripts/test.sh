@@ -48,3 +48,7 @@ echo "== the patched hashicorp/raft (third_party/hashicorp-raft/PATCHES.md)"
 (cd third_party/hashicorp-raft && RAFT_PARALLEL_LEADER_APPEND=1 go test -race -count=1 \
 	-run '^(TestParallelLeaderAppend_.*|TestCommitment.*|TestFastCodec.*|FuzzFastCodecRequest|TestNetworkTransport_.*|TestRaft_(SingleNode|TripleNode|LeaderFail|BehindFollower|ApplyConcurrent|RemoveFollower|RemoveLeader|SnapshotRestore|AutoSnapshot|UserSnapshot|SendSnapshotAndLogsFollower|ReJoinFollower|LeaderLeaseExpire|Barrier|LeadershipTransferWithWrites|CacheLogWithStoreError))$' .)
 
+echo "== the patched bbolt (third_party/bbolt/PATCHES.md)"
+# Upstream's tests of the root package, in their short form.
+(cd third_party/bbolt && go test -count=1 -short .)
+

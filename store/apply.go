@@ -275,6 +275,7 @@ func newApplier(btx *bolt.Tx, idem *idemBatch, overlay *kvBatch) (*applier, erro
 	}
 	a.keyOf = recordKeyOf(a.txs, a.log)
 	a.kvGet.c, a.txsGet.c = a.kv.Cursor(), a.txs.Cursor()
+	a.txsGet.tail = a.txs // most new txids sort after the last leaf's first
 	return a, nil
 }
 
@@ -605,11 +606,11 @@ func (a *applier) record(o Outcome, writes []pending, tx []byte) error {
 	start := len(buf.b)
 	buf.b = appendLogValue(buf.b, o, writes, tx)
 	rec := buf.cut(start)
-	if err := a.log.Put(index, rec); err != nil {
+	if err := a.log.PutTail(index, rec); err != nil {
 		return err
 	}
 	a.overlay.logged(len(rec))
-	if err := a.txs.Put(buf.u64(uint64(o.TxID)), index); err != nil {
+	if err := a.txs.PutTail(buf.u64(uint64(o.TxID)), index); err != nil {
 		return err
 	}
 	if o.IdempotencyKey != "" {
@@ -620,17 +621,17 @@ func (a *applier) record(o Outcome, writes []pending, tx []byte) error {
 	start = len(buf.b)
 	buf.b = append(buf.b, o.IdempotencyKey...)
 	idemKey := buf.cut(start) // before dedupTimeKey appends to buf
-	return a.dedupTime.Put(a.dedupTimeKey(o.TxID), idemKey)
+	return a.dedupTime.PutTail(a.dedupTimeKey(o.TxID), idemKey)
 }
 
 // alias records txid id as another name of the transaction at log index: Tx(id)
 // then returns that transaction's outcome. The alias is pruned with the dedup
 // window like any other dedup record.
 func (a *applier) alias(id txid.ID, index uint64) error {
-	if err := a.txs.Put(a.buf.u64(uint64(id)), a.buf.u64(index)); err != nil {
+	if err := a.txs.PutTail(a.buf.u64(uint64(id)), a.buf.u64(index)); err != nil {
 		return err
 	}
-	return a.dedupTime.Put(a.dedupTimeKey(id), nil)
+	return a.dedupTime.PutTail(a.dedupTimeKey(id), nil)
 }
 
 // dedupTimeKey returns the dedup_time key of id filed under the dedup clock,
@@ -647,13 +648,19 @@ func (a *applier) dedupTimeKey(id txid.ID) []byte {
 // where Bucket.Get allocates a new cursor, and its stack, for each read. Seek
 // starts from the root each time, so the puts between reads do not matter.
 type getter struct {
-	c   *bolt.Cursor
-	key []byte // the key read last; bbolt does not keep it
+	c    *bolt.Cursor
+	key  []byte       // the key read last; bbolt does not keep it
+	tail *bolt.Bucket // if set, a bucket written with PutTail: its last leaf answers first
 }
 
 // get returns key's value, or nil if key is absent (or names a bucket), like
 // Bucket.Get.
 func (g *getter) get(key []byte) []byte {
+	if g.tail != nil {
+		if v, ok := g.tail.LookupTail(key); ok {
+			return v
+		}
+	}
 	k, v := g.c.Seek(key)
 	if !bytes.Equal(k, key) {
 		return nil
@@ -678,8 +685,9 @@ func (g *getter) u64(v uint64) []byte {
 const txBufBytes = 16 << 10
 
 // txBuf holds the keys and values an applier puts into bbolt, so that they
-// take one allocation per txBufBytes rather than a few per entry. bbolt keeps
-// the keys and values it was given until its transaction ends, so txBuf never
+// take one allocation per txBufBytes rather than a few per entry. bbolt reads
+// a value it was given, and keeps a key given to PutTail (the patch in
+// third_party/bbolt), until its transaction ends, so txBuf never
 // writes over bytes it has handed out: when a buffer is full it starts a new
 // one, and an append past the capacity moves on to a copy.
 type txBuf struct{ b []byte }

@@ -10,6 +10,7 @@
 # libs: NAME=MODULE for each directory.
 libs=(
 	hashicorp-raft=github.com/hashicorp/raft
+	bbolt=go.etcd.io/bbolt
 )
 
 # module NAME: the module that third_party/NAME patches.

@@ -58,3 +58,5 @@ require (
 )
 
 replace github.com/hashicorp/raft => ../third_party/hashicorp-raft
+
+replace go.etcd.io/bbolt => ../third_party/bbolt
