@@ -2,10 +2,8 @@ package launcher
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -16,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/txlog/txlog/api/wire"
 )
 
 // ErrClosed is returned by Cluster methods that would start a node after Close.
@@ -143,6 +139,9 @@ type Cluster struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error // set inside closeOnce
+
+	clusterView // clusterview.go: Leader, WaitReady
+	nodeControl // nodecontrol.go: Kill, Stop, Pause, Resume, Restart, Close
 }
 
 // StartCluster launches cfg.Nodes txlogd processes with static bootstrap and returns
@@ -180,6 +179,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		raftAddrs: make(map[string]string, len(ids)),
 		urls:      make(map[string]string, len(ids)),
 	}
+	c.clusterView.c, c.nodeControl.c = c, c
 	members := make([]string, len(ids))
 	for i, id := range ids {
 		c.raftAddrs[id] = net.JoinHostPort(cfg.Host, strconv.Itoa(raftPorts[i]))
@@ -239,14 +239,6 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	return c, nil
 }
 
-func (c *Cluster) killAll() {
-	for _, p := range c.nodes {
-		if err := p.Kill(); err != nil {
-			c.log.Warn("kill failed", "node", p.ID(), "err", err)
-		}
-	}
-}
-
 func (c *Cluster) setURL(id, hostPort string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -301,152 +293,6 @@ func (c *Cluster) HTTPAddrs() []string {
 	return out
 }
 
-// liveNodes returns the nodes that run, are not paused and have a known URL.
-func (c *Cluster) liveNodes() []*Process {
-	var live []*Process
-	for _, p := range c.nodes {
-		if p.Running() && !p.Paused() && c.URL(p.ID()) != "" {
-			live = append(live, p)
-		}
-	}
-	return live
-}
-
-// Leader polls GET /v1/cluster on every live (running, not paused) node until all of
-// them name the same leader and that leader, itself live, says it leads. It returns
-// the leader's ID, or an error with the last disagreement once ctx ends.
-func (c *Cluster) Leader(ctx context.Context) (string, error) {
-	var leader string
-	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
-		id, err := c.agreedLeader(ctx)
-		leader = id
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("wait for leader: %w", err)
-	}
-	return leader, nil
-}
-
-func (c *Cluster) agreedLeader(ctx context.Context) (string, error) {
-	live := c.liveNodes()
-	if len(live) == 0 {
-		return "", errors.New("no live nodes")
-	}
-	statuses := make([]wire.ClusterStatus, len(live))
-	errs := make([]error, len(live))
-	var wg sync.WaitGroup
-	for i, p := range live {
-		wg.Go(func() { statuses[i], errs[i] = c.status(ctx, p.ID()) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return "", err
-	}
-	leader := statuses[0].LeaderID
-	for i, s := range statuses {
-		if s.LeaderID == "" {
-			return "", fmt.Errorf("%s knows no leader", live[i].ID())
-		}
-		if s.LeaderID != leader {
-			return "", fmt.Errorf("%s sees leader %q, %s sees %q", live[0].ID(), leader, live[i].ID(), s.LeaderID)
-		}
-	}
-	for i, s := range statuses {
-		if live[i].ID() == leader {
-			if s.State != "leader" {
-				return "", fmt.Errorf("all see leader %s, but it is %s", leader, s.State)
-			}
-			return leader, nil
-		}
-	}
-	return "", fmt.Errorf("all see leader %q, which is not live", leader)
-}
-
-// status asks node id for GET /v1/cluster. An answer from another node is a
-// *WrongNodeError (see CheckNode).
-func (c *Cluster) status(ctx context.Context, id string) (wire.ClusterStatus, error) {
-	var s wire.ClusterStatus
-	body, err := c.get(ctx, id, "/v1/cluster")
-	if err != nil {
-		return s, err
-	}
-	if err := json.Unmarshal(body, &s); err != nil {
-		return s, fmt.Errorf("%s: decode /v1/cluster: %w", id, err)
-	}
-	return s, CheckNode(id, s)
-}
-
-// WrongNodeError is the answer of a process that is not the node the caller
-// expects at that URL: another process took the node's port while the node was
-// down, say. Callers treat it as the node not answering.
-type WrongNodeError struct {
-	Want string // the node expected at the URL
-	Got  string // the ID the answer gave; "" when it gave none
-}
-
-func (e *WrongNodeError) Error() string {
-	return fmt.Sprintf("%s: answered as %q", e.Want, e.Got)
-}
-
-// CheckNode returns a *WrongNodeError unless st, an answer to GET /v1/cluster
-// at the URL of node id, comes from node id.
-func CheckNode(id string, st wire.ClusterStatus) error {
-	if st.ID != id {
-		return &WrongNodeError{Want: id, Got: st.ID}
-	}
-	return nil
-}
-
-// get does one GET on node id with requestTimeout and wants status 200.
-func (c *Cluster) get(ctx context.Context, id, path string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL(id)+path, nil)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", id, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("%s: read %s: %w", id, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: GET %s: %s: %s", id, path, resp.Status, strings.TrimSpace(string(body)))
-	}
-	return body, nil
-}
-
-// WaitReady polls every live node until all answer GET /v1/cluster as
-// themselves (see CheckNode) and GET /readyz with 200.
-func (c *Cluster) WaitReady(ctx context.Context) error {
-	err := Poll(ctx, httpPollInterval, func(ctx context.Context) error {
-		live := c.liveNodes()
-		if len(live) == 0 {
-			return errors.New("no live nodes")
-		}
-		errs := make([]error, len(live))
-		var wg sync.WaitGroup
-		for i, p := range live {
-			wg.Go(func() {
-				if _, errs[i] = c.status(ctx, p.ID()); errs[i] == nil {
-					_, errs[i] = c.get(ctx, p.ID(), "/readyz")
-				}
-			})
-		}
-		wg.Wait()
-		return errors.Join(errs...)
-	})
-	if err != nil {
-		return fmt.Errorf("wait until ready: %w", err)
-	}
-	return nil
-}
-
 // Poll calls f every interval until it returns nil or ctx ends. Then it returns
 // ctx's error joined with f's last error from a call that ctx's end did not cut
 // short: the call that runs into the deadline mostly fails only with it, which
@@ -469,127 +315,4 @@ func Poll(ctx context.Context, interval time.Duration, f func(context.Context) e
 		case <-tick.C:
 		}
 	}
-}
-
-// Kill sends SIGKILL to node id and waits until it is gone.
-func (c *Cluster) Kill(id string) error {
-	p, err := c.node(id)
-	if err != nil {
-		return err
-	}
-	return p.Kill()
-}
-
-// Stop stops node id gracefully (see Process.Stop), within ctx and StopTimeout.
-func (c *Cluster) Stop(ctx context.Context, id string) error {
-	p, err := c.node(id)
-	if err != nil {
-		return err
-	}
-	return c.stop(ctx, p)
-}
-
-func (c *Cluster) stop(ctx context.Context, p *Process) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.StopTimeout)
-	defer cancel()
-	return p.Stop(ctx)
-}
-
-// Pause stops node id with SIGSTOP.
-func (c *Cluster) Pause(id string) error {
-	p, err := c.node(id)
-	if err != nil {
-		return err
-	}
-	return p.Pause()
-}
-
-// Resume continues node id with SIGCONT.
-func (c *Cluster) Resume(id string) error {
-	p, err := c.node(id)
-	if err != nil {
-		return err
-	}
-	return p.Resume()
-}
-
-// Restart starts node id again with the same arguments and data dir, first stopping
-// it gracefully if it still runs, and returns once it listens on HTTP. Its HTTP port
-// may change (when the cluster uses port 0); URL and HTTPAddrs follow it.
-func (c *Cluster) Restart(ctx context.Context, id string) error {
-	p, err := c.node(id)
-	if err != nil {
-		return err
-	}
-	if c.closed.Load() {
-		return fmt.Errorf("restart %s: %w", id, ErrClosed)
-	}
-	if err := c.stop(ctx, p); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	if err := p.Start(); err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	addr, err := p.HTTPAddr(ctx)
-	if err != nil {
-		return fmt.Errorf("restart: %w", err)
-	}
-	c.setURL(id, addr)
-	return nil
-}
-
-// Close stops every running node gracefully, followers first and the leader last so
-// that the cluster does not hold an election for each stop, each within ctx and
-// StopTimeout, after which a straggler gets SIGKILL. Close can be called twice; the
-// second call returns the first one's result.
-func (c *Cluster) Close(ctx context.Context) error {
-	c.closeOnce.Do(func() {
-		c.closed.Store(true)
-		c.closeErr = c.shutdown(ctx)
-		c.client.CloseIdleConnections()
-	})
-	return c.closeErr
-}
-
-func (c *Cluster) shutdown(ctx context.Context) error {
-	leader := c.leaderHint(ctx)
-	var followers []*Process
-	for _, p := range c.nodes {
-		if p.Running() && p.ID() != leader {
-			followers = append(followers, p)
-		}
-	}
-	errs := make([]error, len(followers))
-	var wg sync.WaitGroup
-	for i, p := range followers {
-		wg.Go(func() { errs[i] = c.stop(ctx, p) })
-	}
-	wg.Wait()
-	if p := c.Node(leader); p != nil {
-		errs = append(errs, c.stop(ctx, p))
-	}
-	c.log.Info("cluster stopped", "leader", leader)
-	return errors.Join(errs...)
-}
-
-// leaderHint asks the live nodes once, briefly, which of them leads, and returns its
-// ID or "" when none answers that it does.
-func (c *Cluster) leaderHint(ctx context.Context) string {
-	live := c.liveNodes()
-	ids := make([]string, len(live))
-	var wg sync.WaitGroup
-	for i, p := range live {
-		wg.Go(func() {
-			if s, err := c.status(ctx, p.ID()); err == nil && s.State == "leader" {
-				ids[i] = p.ID()
-			}
-		})
-	}
-	wg.Wait()
-	for _, id := range ids {
-		if id != "" {
-			return id
-		}
-	}
-	return ""
 }

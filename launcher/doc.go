@@ -30,6 +30,11 @@
 // stays the same across its restarts. launchertest starts a cluster for a test
 // and stops it in t.Cleanup.
 //
+// Cluster's methods are split by job onto part types it embeds, so callers call
+// them on *Cluster: nodeControl (nodecontrol.go) has Kill, Stop, Pause, Resume,
+// Restart and Close; clusterView (clusterview.go) has Leader, WaitReady and the
+// status polls they make.
+//
 // Everything that waits polls with a deadline taken from its ctx ([Poll]);
 // nothing sleeps for a fixed time.
 //

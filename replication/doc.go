@@ -24,6 +24,12 @@
 // AppliedIndex counts them the same way). Subscribe reports leader
 // changes; Join, Remove, Members and TransferLeadership manage membership.
 //
+// Raft's methods are split by job onto part types that Raft embeds, so callers
+// call them on *Raft: the write path (Apply, ApplyMany: batch.go) stays on Raft
+// itself; readWaits (reads.go) has ReadIndex and the waits, membership
+// (membership.go) the configuration changes, leaderWatch (leader.go)
+// Subscribe and the observation loop.
+//
 // # Errors
 //
 // Every error is, or wraps, one of:

@@ -7,6 +7,11 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// leaderWatch is the part of Raft that watches raft's observations: it
+// publishes leader changes to Subscribe's subscribers and keeps the followers
+// whose heartbeats fail. Raft embeds it, so callers call r.Subscribe.
+type leaderWatch struct{ r *Raft }
+
 // LeaderChange is the cluster's leader as this server sees it.
 type LeaderChange struct {
 	LeaderID   string // empty while there is no known leader
@@ -20,7 +25,8 @@ type LeaderChange struct {
 // change. It holds one value: a subscriber that falls behind finds only the
 // latest change, never a stale one, and never holds raft up. The channel is
 // closed by the returned function and by Close.
-func (r *Raft) Subscribe() (<-chan LeaderChange, func()) {
+func (l *leaderWatch) Subscribe() (<-chan LeaderChange, func()) {
+	r := l.r
 	return r.feed.subscribe()
 }
 
@@ -115,7 +121,8 @@ func observeFilter(o *raft.Observation) bool {
 // watch follows raft's observations until Close. Raft drops observations when
 // obs is full rather than block, so watch reads the current state instead of
 // trusting each observation's content.
-func (r *Raft) watch(obs <-chan raft.Observation) {
+func (l *leaderWatch) watch(obs <-chan raft.Observation) {
+	r := l.r
 	for {
 		select {
 		case <-r.done:
@@ -134,7 +141,8 @@ func (r *Raft) watch(obs <-chan raft.Observation) {
 
 // publishLeader publishes raft's current leader if it changed. On becoming
 // leader it starts the term's barrier, so that the first ReadIndex is fast.
-func (r *Raft) publishLeader() {
+func (l *leaderWatch) publishLeader() {
+	r := l.r
 	addr, id := r.raft.LeaderWithID()
 	c := LeaderChange{
 		LeaderID:   string(id),
@@ -158,7 +166,8 @@ func (r *Raft) publishLeader() {
 
 // setFailing records whether the leader's heartbeats to a follower fail, and
 // when the leader last heard from it (zero if never).
-func (r *Raft) setFailing(id string, failing bool, last time.Time) {
+func (l *leaderWatch) setFailing(id string, failing bool, last time.Time) {
+	r := l.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !failing {
@@ -168,7 +177,8 @@ func (r *Raft) setFailing(id string, failing bool, last time.Time) {
 	r.failing[id] = last
 }
 
-func (r *Raft) clearFailing() {
+func (l *leaderWatch) clearFailing() {
+	r := l.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	clear(r.failing)

@@ -9,6 +9,11 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// membership is the part of Raft that reads and changes the cluster's
+// configuration: Members, Join, Remove, TransferLeadership. Raft embeds it, so
+// callers call r.Join.
+type membership struct{ r *Raft }
+
 // Member is one server in the cluster configuration.
 type Member struct {
 	ID       string
@@ -26,7 +31,8 @@ type Member struct {
 
 // Members returns the latest cluster configuration, which may not be committed
 // yet, in configuration order.
-func (r *Raft) Members(ctx context.Context) ([]Member, error) {
+func (m *membership) Members(ctx context.Context) ([]Member, error) {
+	r := m.r
 	servers, err := r.configuration(ctx)
 	if err != nil {
 		return nil, err
@@ -54,7 +60,8 @@ func (r *Raft) Members(ctx context.Context) ([]Member, error) {
 	return members, nil
 }
 
-func (r *Raft) configuration(ctx context.Context) ([]raft.Server, error) {
+func (m *membership) configuration(ctx context.Context) ([]raft.Server, error) {
+	r := m.r
 	f := r.raft.GetConfiguration()
 	if err := r.await(ctx, f); err != nil {
 		return nil, translate("get configuration", err)
@@ -70,7 +77,8 @@ func (r *Raft) configuration(ctx context.Context) ([]raft.Server, error) {
 //
 // Errors: ErrNotLeader; ErrTimeout, ErrLeadershipLost and ErrShutdown leave it
 // unknown whether the change happened (call Members to find out).
-func (r *Raft) Join(ctx context.Context, id, addr string, voter bool) error {
+func (m *membership) Join(ctx context.Context, id, addr string, voter bool) error {
+	r := m.r
 	op := fmt.Sprintf("join %s at %s", id, addr)
 	if !r.IsLeader() {
 		return ErrNotLeader
@@ -123,7 +131,8 @@ func (r *Raft) Join(ctx context.Context, id, addr string, voter bool) error {
 //
 // Errors: ErrNotLeader; ErrUnknownServer when id is not a member; ErrTimeout,
 // ErrLeadershipLost and ErrShutdown leave the outcome unknown.
-func (r *Raft) Remove(ctx context.Context, id string) error {
+func (m *membership) Remove(ctx context.Context, id string) error {
+	r := m.r
 	op := "remove " + id
 	if !r.IsLeader() {
 		return ErrNotLeader
@@ -137,7 +146,8 @@ func (r *Raft) Remove(ctx context.Context, id string) error {
 }
 
 // member returns the member with id, or ErrUnknownServer.
-func (r *Raft) member(ctx context.Context, op, id string) (raft.Server, error) {
+func (m *membership) member(ctx context.Context, op, id string) (raft.Server, error) {
+	r := m.r
 	servers, err := r.configuration(ctx)
 	if err != nil {
 		return raft.Server{}, err
@@ -151,7 +161,8 @@ func (r *Raft) member(ctx context.Context, op, id string) (raft.Server, error) {
 }
 
 // change makes one configuration change and waits for it to commit.
-func (r *Raft) change(ctx context.Context, op string, do func(timeout time.Duration) raft.IndexFuture) error {
+func (m *membership) change(ctx context.Context, op string, do func(timeout time.Duration) raft.IndexFuture) error {
+	r := m.r
 	timeout, err := raftTimeout(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -167,7 +178,8 @@ func (r *Raft) change(ctx context.Context, op string, do func(timeout time.Durat
 // Errors: ErrNotLeader; ErrUnknownServer; ErrTimeout; ErrShutdown; a plain
 // error when raft could not transfer (no voter to pick, or the target did not
 // win within ElectionTimeout), in which case this server is still the leader.
-func (r *Raft) TransferLeadership(ctx context.Context, id string) (string, error) {
+func (m *membership) TransferLeadership(ctx context.Context, id string) (string, error) {
+	r := m.r
 	op := "transfer leadership"
 	if id != "" {
 		op += " to " + id
