@@ -42,6 +42,8 @@
 //   - logwait.go: GET /v1/log (with wait and prefix) and GET /v1/log/stream
 //     (Server-Sent Events) over LogFollower, and the 410 compacted answer
 //     (docs/consuming.md).
+//   - streamcache.go: the pages of events that the streams without a prefix
+//     share, so that each page is read and encoded once for all of them.
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.
 //

@@ -54,10 +54,12 @@ type logHandlers struct {
 	f    LogFollower // nil if b is not one
 	once sync.Once
 	done chan struct{}
+	// events shares the pages of the streams without a prefix.
+	events *streamCache
 }
 
 func newLogHandlers(a *answers, b Backend) *logHandlers {
-	h := &logHandlers{answers: a, b: b, done: make(chan struct{})}
+	h := &logHandlers{answers: a, b: b, done: make(chan struct{}), events: newStreamCache()}
 	h.f, _ = b.(LogFollower)
 	return h
 }
@@ -273,13 +275,12 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 	beat := time.NewTicker(h.cfg.logHeartbeat)
 	defer beat.Stop()
 	buf := []byte(": txlog log stream\n\n") // sends the headers at once
+	if buf, err = appendEvents(buf, page.Entries); err != nil {
+		h.log.Warn("encode log event", "err", err)
+		return
+	}
+	next := page.Next
 	for {
-		for _, e := range page.Entries {
-			if buf, err = appendEvent(buf, e); err != nil {
-				h.log.Warn("encode log event", "index", e.Index, "err", err)
-				return
-			}
-		}
 		if len(buf) > 0 {
 			if err := writeFlush(rc, w, buf); err != nil {
 				h.log.Debug("log stream write", "err", err)
@@ -288,7 +289,7 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 			buf = buf[:0]
 			beat.Reset(h.cfg.logHeartbeat)
 		}
-		if page.Next == rd.from { // nothing new: wait
+		if next == rd.from { // nothing new: wait
 			select {
 			case <-changed:
 			case <-beat.C:
@@ -300,16 +301,60 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		rd.from = page.Next
+		rd.from = next
 		changed = h.applied()
 		rctx, cancel := context.WithTimeout(ctx, h.cfg.DefaultTimeout)
-		page, err = h.logPage(rctx, rd.from, rd.limit, rd.prefix)
+		buf, next, err = h.streamEvents(rctx, buf, rd)
 		cancel()
 		if err != nil {
 			h.log.Debug("log stream read", "from", rd.from, "err", err)
 			return
 		}
 	}
+}
+
+// streamEvents appends to buf the events of the page of the stream rd from
+// rd.from, and returns the index after it. A stream without a prefix shares
+// the page with the others that read it (streamCache).
+func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) ([]byte, uint64, error) {
+	read := func() ([]byte, int, uint64, error) {
+		page, err := h.logPage(ctx, rd.from, rd.limit, rd.prefix)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		events, err := appendEvents(nil, page.Entries)
+		return events, len(page.Entries), page.Next, err
+	}
+	var events []byte
+	var next uint64
+	var err error
+	if rd.prefix != "" || rd.limit != logStreamPage {
+		events, _, next, err = read()
+	} else {
+		events, _, next, err = h.events.get(ctx, rd.from, read)
+		if err == nil && h.f != nil {
+			// A page kept from before retention moved the first index past it
+			// answers as a read would: compacted.
+			if first := h.f.FirstIndex(); rd.from < first {
+				err = &wire.CompactedError{From: rd.from, FirstIndex: first}
+			}
+		}
+	}
+	if err != nil {
+		return buf, 0, err
+	}
+	return append(buf, events...), next, nil
+}
+
+// appendEvents appends the events of es to b (appendEvent).
+func appendEvents(b []byte, es []wire.LogEntry) ([]byte, error) {
+	for _, e := range es {
+		var err error
+		if b, err = appendEvent(b, e); err != nil {
+			return b, fmt.Errorf("index %d: %w", e.Index, err)
+		}
+	}
+	return b, nil
 }
 
 // writeFlush writes b and flushes it, within logStreamWriteTimeout.
