@@ -58,14 +58,8 @@ func (h *clusterHandlers) handleJoin(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.BodyTimeout)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	req, err := decodeJoinBody(body)
-	if err != nil {
-		h.writeError(w, err)
+	req, ok := readDecoded(h.answers, w, r, decodeJoinBody)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.DefaultTimeout)
@@ -107,14 +101,8 @@ func (h *clusterHandlers) handleTransferLeadership(w http.ResponseWriter, r *htt
 		h.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.BodyTimeout)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	req, err := decodeTransferBody(body)
-	if err != nil {
-		h.writeError(w, err)
+	req, ok := readDecoded(h.answers, w, r, decodeTransferBody)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.DefaultTimeout)

@@ -199,14 +199,8 @@ func (h *consumerHandlers) handleCommitOffset(w http.ResponseWriter, r *http.Req
 		h.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.BodyTimeout)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	tx, err := decodeOffsetBody(body, group, h.lim)
-	if err != nil {
-		h.writeError(w, err)
+	tx, ok := readDecoded(h.answers, w, r, func(b []byte) (wire.TxRequest, error) { return decodeOffsetBody(b, group, h.lim) })
+	if !ok {
 		return
 	}
 	if err := mergeIdempotencyHeader(r, &tx); err != nil {

@@ -134,14 +134,8 @@ func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	body, err := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.BodyTimeout)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	req, err := decodeLeaseBody(body)
-	if err != nil {
-		h.writeError(w, err)
+	req, ok := readDecoded(h.answers, w, r, decodeLeaseBody)
+	if !ok {
 		return
 	}
 	req.Name = name

@@ -328,7 +328,7 @@ func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) 
 	var events []byte
 	var next uint64
 	var err error
-	if rd.prefix != "" || rd.limit != logStreamPage {
+	if rd.prefix != "" {
 		events, _, next, err = read()
 	} else {
 		events, _, next, err = h.events.get(ctx, rd.from, read)

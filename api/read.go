@@ -35,3 +35,19 @@ func serveRead[A, R any](a *answers, w http.ResponseWriter, r *http.Request, par
 
 // noArg is the arg of serveRead for a read without arguments.
 func noArg(*http.Request, query) (struct{}, time.Duration, error) { return struct{}{}, 0, nil }
+
+// readDecoded reads the request's body within Config.MaxBodyBytes and
+// Config.BodyTimeout and decodes it with decode. On an error it has answered
+// it (writeError) and returns false.
+func readDecoded[T any](a *answers, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
+	var x T
+	body, err := readBody(w, r, a.cfg.MaxBodyBytes, a.cfg.BodyTimeout)
+	if err == nil {
+		x, err = decode(body)
+	}
+	if err != nil {
+		a.writeError(w, err)
+		return x, false
+	}
+	return x, true
+}
