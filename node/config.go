@@ -135,10 +135,16 @@ type Config struct {
 	// thresholds); its Node and Logger are the node's. Default: no webhooks,
 	// the rules' default thresholds.
 	Alert alert.Config
-	// WebhookAllow is --webhook-allow: the hosts a transaction's notify url
-	// may name (notify.ParseAllowList). Default: none, and a transaction with
-	// notify is refused with 400 notify_not_allowed.
+	// WebhookAllow is --webhook-allow: the hosts and ports a transaction's
+	// notify url may name (notify.AllowList). Default: none, and a
+	// transaction with notify is refused with 400 notify_not_allowed.
 	WebhookAllow *notify.AllowList
+	// WebhookAllowPrivate is --webhook-allow-private: a callback's host name
+	// that WebhookAllow matches may resolve to a private address (10/8,
+	// 172.16/12, 192.168/16, fc00::/7, ...: notify.Private); a loopback or
+	// link-local one is still reached only when a pattern names its IP.
+	// Default false.
+	WebhookAllowPrivate bool
 	// WebhookSecret keys the X-Txlog-Signature of each callback.
 	WebhookSecret string
 	// WebhookHorizon is how long after its decision a callback is retried
@@ -449,11 +455,12 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: the cluster assigns one; a data dir keeps its number)")
-	fs.Func("webhook-allow", "hosts a transaction's notify url may name: comma-separated host or host:port patterns, * a wildcard (e.g. 127.0.0.1:*,hooks.example.com); empty: notify is refused", func(v string) error {
+	fs.Func("webhook-allow", "hosts and ports a transaction's notify url may name: comma-separated host or host:port patterns (e.g. hooks.example.com,10.0.0.5:8080,[fd00::5]:9000); no port: the scheme's default (80, 443); * in a name matches within one label (*.example.com), as a port any port; an IP address has no wildcard; loopback, link-local and private addresses are reached only through a pattern that names the IP; empty: notify is refused", func(v string) error {
 		l, err := notify.ParseAllowList(v)
 		c.WebhookAllow = l
 		return err
 	})
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "a notify url's host name that --webhook-allow matches may resolve to a private address (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7); never to a loopback or link-local one")
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "HMAC-SHA256 key of the X-Txlog-Signature header of each callback")
 	fs.DurationVar(&c.WebhookHorizon, "webhook-horizon", notify.DefaultHorizon, "how long a callback is retried after its transaction is decided before it is dropped (at least 1h)")
 	fs.DurationVar(&c.WebhookMinBackoff, "webhook-min-backoff", notify.DefaultMinBackoff, "first backoff between attempts at a callback")

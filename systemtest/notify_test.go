@@ -132,7 +132,7 @@ func notifyTx(key, url string, reject bool) wire.TxRequest {
 func TestCallbacksSurviveLeaderKill(t *testing.T) {
 	rcv := newCBReceiver(t)
 	rcv.fail.Store(true) // nothing is finished before the kill
-	c := startClusterWith(t, "--webhook-allow=127.0.0.1:*", "--webhook-secret="+webhookSecret,
+	c := startClusterWith(t, "--webhook-allow="+rcv.srv.Listener.Addr().String(), "--webhook-secret="+webhookSecret,
 		"--webhook-min-backoff=50ms", "--webhook-max-backoff=500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -181,7 +181,7 @@ func TestCallbacksOutlastFailingReceiver(t *testing.T) {
 	const outage = time.Minute
 	rcv := newCBReceiver(t)
 	rcv.fail.Store(true)
-	c := startClusterWith(t, "--webhook-allow=127.0.0.1:*", "--webhook-secret="+webhookSecret,
+	c := startClusterWith(t, "--webhook-allow="+rcv.srv.Listener.Addr().String(), "--webhook-secret="+webhookSecret,
 		"--webhook-min-backoff=200ms", "--webhook-max-backoff=3s")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
