@@ -3,8 +3,10 @@ package systemtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/notify"
 )
@@ -220,5 +223,96 @@ func TestCallbacksOutlastFailingReceiver(t *testing.T) {
 		if rcv.hits[id] < 3 {
 			t.Errorf("delivery %s: %d attempts; want retries through the outage", id, rcv.hits[id])
 		}
+	}
+}
+
+// silentReceiver listens on loopback, accepts every connection and never
+// answers: a callback to it times out. It returns its address and the
+// number of connections accepted so far.
+func silentReceiver(t *testing.T) (string, func() int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+}
+
+// TestCallbacksFairAcrossDestinations: 1,000 committed transactions whose
+// callbacks go to a receiver that never answers (each attempt times out
+// after 10s), then one whose callback goes to a good receiver: the good one
+// is delivered within 2s of its answer, with the node's default backoff and
+// bounds. Before the deliverer was fair it read only the 1,000 oldest
+// pending deliveries, and the good one waited for as long as they stayed.
+func TestCallbacksFairAcrossDestinations(t *testing.T) {
+	rcv := newCBReceiver(t)
+	silent, accepted := silentReceiver(t)
+	c := startClusterWith(t, "--webhook-allow="+silent+","+rcv.srv.Listener.Addr().String(), "--webhook-secret="+webhookSecret)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := c.URL(leader)
+	txs := make([]wire.TxRequest, 1000)
+	for i := range txs {
+		txs[i] = notifyTx(fmt.Sprintf("silent%d", i), "http://"+silent+"/cb", false)
+	}
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}, Timeout: time.Minute})
+	res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Status != wire.StatusCommitted {
+			t.Fatalf("tx %d: %+v; want committed", i, r)
+		}
+	}
+	// The deliverer is at work on the silent receiver before the good one comes.
+	if err := launcher.Poll(ctx, 10*time.Millisecond, func(context.Context) error {
+		if accepted() == 0 {
+			return errors.New("no attempt at the silent receiver yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := postTx(ctx, t, base, notifyTx("good", rcv.srv.URL+"/hook", false), 5*time.Second)
+	acked := time.Now()
+	if !decided(a) {
+		t.Fatalf("good tx: %d %+v %+v", a.status, a.res, a.err)
+	}
+	rcv.waitDelivered(ctx, t, []wireAnswer{a})
+	rcv.mu.Lock()
+	took := rcv.okAt[wire.CallbackDeliveryID(a.res.Index, a.res.TxID)].Sub(acked)
+	rcv.mu.Unlock()
+	t.Logf("the good callback arrived %s after its answer; the silent receiver accepted %d connections", took, accepted())
+	if took > 2*time.Second {
+		t.Fatalf("the good callback arrived %s after its answer, behind 1,000 to a silent receiver; want at most 2s", took)
 	}
 }
