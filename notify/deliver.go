@@ -62,9 +62,16 @@ type Config struct {
 	// CheckConn refuses, Debug per failure.
 	Logger *slog.Logger
 
-	// page, destQueue and maxQueued are Default{Page,DestQueue,MaxQueued};
-	// tests set them.
-	page, destQueue, maxQueued int
+	// mem is the deliverer's memory bounds; tests set them.
+	mem bounds
+}
+
+// bounds are the memory bounds of the deliverer; zero fields mean
+// DefaultPage, DefaultDestQueue and DefaultMaxQueued.
+type bounds struct {
+	page      int // items per read of Pending
+	destQueue int // items of one destination held
+	maxQueued int // items held in all
 }
 
 // Defaults of Config, and the memory bounds of the deliverer.
@@ -109,14 +116,14 @@ func (c Config) withDefaults() Config {
 	if c.Poll <= 0 {
 		c.Poll = DefaultPoll
 	}
-	if c.page <= 0 {
-		c.page = DefaultPage
+	if c.mem.page <= 0 {
+		c.mem.page = DefaultPage
 	}
-	if c.destQueue <= 0 {
-		c.destQueue = DefaultDestQueue
+	if c.mem.destQueue <= 0 {
+		c.mem.destQueue = DefaultDestQueue
 	}
-	if c.maxQueued <= 0 {
-		c.maxQueued = DefaultMaxQueued
+	if c.mem.maxQueued <= 0 {
+		c.mem.maxQueued = DefaultMaxQueued
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -226,7 +233,7 @@ func (d *deliverer) newBackoff() *backoff.ExponentialBackOff {
 // behind, one page of the rescan.
 func (d *deliverer) read() {
 	for range newPages {
-		items, err := d.cfg.Pending(d.tail, d.cfg.page)
+		items, err := d.cfg.Pending(d.tail, d.cfg.mem.page)
 		if err != nil {
 			d.cfg.Logger.Warn("notify: reading pending deliveries", "err", err)
 			return
@@ -237,14 +244,14 @@ func (d *deliverer) read() {
 			}
 			d.tail = max(d.tail, it.Index)
 		}
-		if len(items) < d.cfg.page {
+		if len(items) < d.cfg.mem.page {
 			break
 		}
 	}
 	if !d.behind {
 		return
 	}
-	items, err := d.cfg.Pending(d.scan, d.cfg.page)
+	items, err := d.cfg.Pending(d.scan, d.cfg.mem.page)
 	if err != nil {
 		d.cfg.Logger.Warn("notify: reading pending deliveries", "err", err)
 		return
@@ -255,7 +262,7 @@ func (d *deliverer) read() {
 		}
 		d.scan = it.Index
 	}
-	if len(items) < d.cfg.page || d.scan >= d.tail {
+	if len(items) < d.cfg.mem.page || d.scan >= d.tail {
 		d.scan, d.behind, d.skipped = 0, d.skipped, false
 	}
 }
@@ -275,7 +282,7 @@ func (d *deliverer) admit(it Item) bool {
 		return true
 	}
 	ds := d.dests[key]
-	if len(d.entries) >= d.cfg.maxQueued || ds != nil && len(ds.queue) >= d.cfg.destQueue {
+	if len(d.entries) >= d.cfg.mem.maxQueued || ds != nil && len(ds.queue) >= d.cfg.mem.destQueue {
 		return false
 	}
 	if ds == nil {

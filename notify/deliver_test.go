@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -376,7 +379,7 @@ func TestDelivererBounded(t *testing.T) {
 	}
 	m := newMemStore(items...)
 	allow := mustAllow(t, hostPort(t, bad)+","+hostPort(t, good.srv.URL))
-	stop := m.run(t, Config{Allow: allow, Poll: 5 * time.Millisecond, page: 10, destQueue: 8, maxQueued: 30})
+	stop := m.run(t, Config{Allow: allow, Poll: 5 * time.Millisecond, mem: bounds{page: 10, destQueue: 8, maxQueued: 30}})
 	got := m.waitDone(t, wantGood, 30*time.Second)
 	stop()
 	for i := range got {
@@ -384,4 +387,85 @@ func TestDelivererBounded(t *testing.T) {
 			t.Fatalf("index %d done; it goes to the failing destination", i)
 		}
 	}
+}
+
+// TestDelivererReadBounds: read holds at most destQueue items of one
+// destination and maxQueued in all, and, as items are finished, its rescan
+// reads every item the bounds left out: none is left unread.
+func TestDelivererReadBounds(t *testing.T) {
+	var items []Item
+	for i := uint64(1); i <= 105; i++ {
+		u := "http://10.0.0.1:1/"
+		if i > 100 || i%10 == 0 {
+			u = "http://10.0.0.2:2/"
+		}
+		items = append(items, Item{Index: i, ID: fmt.Sprint(i), URL: u, Decided: time.Now()})
+	}
+	m := newMemStore(items...)
+	cfg := Config{Pending: m.pending, Done: m.finish, Allow: mustAllow(t, "10.0.0.1:1,10.0.0.2:2"),
+		mem: bounds{page: 10, destQueue: 8, maxQueued: 12}}.withDefaults()
+	d := &deliverer{cfg: cfg, entries: map[uint64]*entry{}, dests: map[string]*dest{}}
+	seen := map[uint64]bool{}
+	for step := 0; len(seen) < len(items); step++ {
+		if step == 500 {
+			t.Fatalf("after %d reads %d of %d items were read", step, len(seen), len(items))
+		}
+		d.read()
+		if len(d.entries) > cfg.mem.maxQueued {
+			t.Fatalf("read %d: %d items held; want at most %d", step, len(d.entries), cfg.mem.maxQueued)
+		}
+		for _, ds := range d.dests {
+			if len(ds.queue) > cfg.mem.destQueue {
+				t.Fatalf("read %d: %d items of %s held; want at most %d", step, len(ds.queue), ds.key, cfg.mem.destQueue)
+			}
+			// Deliver two of each destination a read.
+			for _, e := range slices.Clone(ds.queue[:min(2, len(ds.queue))]) {
+				seen[e.Index] = true
+				d.retire(e)
+			}
+		}
+		d.finish(context.Background())
+		d.prune()
+	}
+}
+
+// FuzzCheck: Check never panics, and a url it allows has a host and port
+// that one pattern of the list names, by an independent reading.
+func FuzzCheck(f *testing.F) {
+	const list = "127.0.0.1:8080,hooks.example.com,*.svc.example:8443,[::1]:9000"
+	l, err := ParseAllowList(list)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if l.Check(raw) != nil {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("Check(%q) allowed a url url.Parse refuses: %v", raw, err)
+		}
+		def := map[string]int{"http": 80, "https": 443}[u.Scheme]
+		if def == 0 || u.User != nil {
+			t.Fatalf("Check(%q) allowed scheme %q or user info", raw, u.Scheme)
+		}
+		port := def
+		if s := u.Port(); s != "" {
+			if port, err = strconv.Atoi(s); err != nil {
+				t.Fatalf("Check(%q) allowed port %q", raw, s)
+			}
+		}
+		host := strings.ToLower(u.Hostname())
+		ip, ipErr := netip.ParseAddr(host)
+		ip = ip.Unmap()
+		sub, inSvc := strings.CutSuffix(host, ".svc.example")
+		switch {
+		case ipErr == nil && ip == netip.MustParseAddr("127.0.0.1") && port == 8080:
+		case ipErr == nil && ip == netip.MustParseAddr("::1") && port == 9000:
+		case host == "hooks.example.com" && port == def:
+		case inSvc && sub != "" && !strings.Contains(sub, ".") && port == 8443:
+		default:
+			t.Fatalf("Check(%q) allowed host %q port %d; no pattern of %q names them", raw, host, port, list)
+		}
+	})
 }

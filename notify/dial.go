@@ -25,8 +25,8 @@ import (
 //     rebound) to 127.0.0.1 or 169.254.169.254 is refused unless the list
 //     holds "127.0.0.1:port" or "169.254.169.254:port".
 //
-// An IPv4 address inside IPv6 (::ffff:a.b.c.d, NAT64's 64:ff9b::/96, 6to4's
-// 2002::/16) is judged as that IPv4 address.
+// An IPv4 address inside IPv6 (::ffff:a.b.c.d, ::a.b.c.d, NAT64's
+// 64:ff9b::/96, 6to4's 2002::/16) is judged as that IPv4 address.
 type Class int
 
 // The classes of an address.
@@ -47,6 +47,7 @@ func (c Class) String() string {
 }
 
 var (
+	compat      = netip.MustParsePrefix("::/96") // IPv4-compatible, deprecated
 	nat64       = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour   = netip.MustParsePrefix("2002::/16")
 	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
@@ -62,7 +63,8 @@ var (
 func AddrClass(a netip.Addr) Class {
 	a = a.Unmap()
 	switch {
-	case nat64.Contains(a):
+	case compat.Contains(a) && !a.IsUnspecified() && !a.IsLoopback(),
+		nat64.Contains(a):
 		b := a.As16()
 		return AddrClass(netip.AddrFrom4([4]byte(b[12:16])))
 	case sixToFour.Contains(a):

@@ -127,6 +127,8 @@ func TestCheckConn(t *testing.T) {
 		{"IPv6 loopback named", "[::1]:8080", "[::1]:8080", 80, false, true},
 		{"IPv4-mapped loopback", "localhost:8080", "[::ffff:127.0.0.1]:8080", 80, false, false},
 		{"IPv4-mapped loopback named", "127.0.0.1:8080", "[::ffff:127.0.0.1]:8080", 80, false, true},
+		{"IPv4-compatible loopback", "*.example.com", "[::7f00:1]:80", 80, true, false},
+		{"IPv6 loopback is not IPv4-compatible", "[::1]:80", "[::1]:80", 80, false, true},
 		{"NAT64 of loopback", "*.example.com", "[64:ff9b::7f00:1]:80", 80, true, false},
 		{"6to4 of link-local", "*.example.com", "[2002:a9fe:a9fe::1]:80", 80, true, false},
 		{"metadata", "*.example.com", "169.254.169.254:80", 80, true, false},
