@@ -37,6 +37,29 @@ func (r *Reader) Tx(id txid.ID) (Outcome, error) {
 	return o, err
 }
 
+// TxFor is Tx for a proposal of payload, the EncodeTx bytes of the
+// transaction with txid id: when the transaction recorded under id is not the
+// same (SameTx), it returns an error wrapping ErrTxIDConflict, as Apply would
+// refuse payload (Result.TxIDConflict). A nil payload is not compared.
+func (r *Reader) TxFor(id txid.ID, payload []byte) (Outcome, error) {
+	db := r.db
+	var o Outcome
+	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
+		key := txidKey(id)
+		var recorded []byte
+		var err error
+		o, recorded, err = outcomeTxAt(tx.Bucket(bucketLog), id, tx.Bucket(bucketTxs).Get(key))
+		if err == nil && payload != nil && !SameTx(recorded, payload) {
+			err = fmt.Errorf("txid %s: %w (at index %d)", id, ErrTxIDConflict, o.Index)
+		}
+		return false, err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return o, nil
+}
+
 // TxByIdempotencyKey returns the outcome of a transaction by idempotency key, or
 // ErrNotFound, as Tx does. The empty key is never found. It looks the key up in
 // the in-memory index and reads the record from bbolt, so a call that races an
