@@ -126,7 +126,8 @@ func (r *Reader) indexed(key string) bool {
 
 // Get returns a key's current state, or ErrNotFound. The caller owns the result.
 // It reads the kv overlay and, when the overlay does not have the key, the kv
-// bucket.
+// bucket. A state it cannot decode, or whose value's log record it cannot,
+// is returned with KV.Unreadable set, not as an error.
 func (r *Reader) Get(key string) (KV, error) {
 	db := r.db
 	db.mu.RLock()
@@ -155,10 +156,14 @@ func (r *Reader) Get(key string) (KV, error) {
 		var byRef bool
 		var err error
 		if kv, byRef, err = decodeKV(key, v); err != nil {
-			return err
+			kv = KV{Key: key, Unreadable: err}
+			return nil
 		}
 		if byRef {
 			kv.Value, err = kvValueAt(tx.Bucket(bucketLog), key, kv.Version, kv.ModIndex)
+			if errors.Is(err, ErrCorrupt) {
+				kv.Value, kv.Unreadable, err = nil, err, nil
+			}
 			return err
 		}
 		kv.Value = append([]byte{}, kv.Value...) // out of bbolt memory
@@ -174,7 +179,8 @@ func (r *Reader) Get(key string) (KV, error) {
 // order, and the index to continue from: the last returned index + 1, or from when
 // nothing is returned. A limit <= 0 returns nothing. Indexes have gaps: only
 // transaction entries with a new outcome (committed or rejected) are in the log,
-// not duplicates or other entries. The caller owns the result.
+// not duplicates or other entries. A record that cannot be decoded is returned
+// with LogRecord.Unreadable set, in its place. The caller owns the result.
 func (r *Reader) Log(from uint64, limit int) ([]LogRecord, uint64, error) {
 	db := r.db
 	if limit <= 0 {
@@ -213,7 +219,9 @@ func readLog(tx *bolt.Tx, from uint64, limit int) ([]LogRecord, uint64, error) {
 		index := u64(k)
 		r, err := decodeLogValue(index, v, true)
 		if err != nil {
-			return nil, from, err
+			// Not a reason to stop a reader at this index for good: the
+			// record goes out as it is stored (LogRecord.Unreadable).
+			r = LogRecord{Outcome: Outcome{Index: index}, Unreadable: err, Raw: bytes.Clone(v)}
 		}
 		recs = append(recs, r)
 		next = index + 1

@@ -169,14 +169,23 @@ type LogRecord struct {
 	Outcome
 	Ops   []Op
 	Fence *Fence // the transaction's fence, if it had one (read with the ops)
+	// Unreadable is set, wrapping ErrCorrupt, when the stored record could
+	// not be decoded: then Index is its index, Raw its stored bytes, and
+	// every other field is zero. Reader.Log goes on past it.
+	Unreadable error
+	Raw        []byte
 }
 
 // KV is one key's current state.
 type KV struct {
 	Key      string
-	Value    []byte // raw JSON
+	Value    []byte // raw JSON, as the put stored it
 	Version  uint64
 	ModIndex uint64 // the Raft index that last wrote the key
+	// Unreadable is set, wrapping ErrCorrupt, when the key's stored state
+	// or the log record holding its value could not be decoded: then Value
+	// is nil, and Version and ModIndex are what could be read (0 if not).
+	Unreadable error
 }
 
 // Limits checked by DecodeTx.
