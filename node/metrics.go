@@ -51,10 +51,7 @@ type nodeMetrics struct {
 	// txidReissued counts the transactions a request proposed again under
 	// a fresh txid (writer.reissue).
 	txidReissued prometheus.Counter
-	// unreadable counts the stored records and values the reads could not
-	// decode or that are not JSON (unreadable.go).
-	unreadable prometheus.Counter
-	vecs       []prometheus.Collector // what registerMetrics registers of the above
+	vecs         []prometheus.Collector // what registerMetrics registers of the above
 }
 
 func newNodeMetrics() *nodeMetrics {
@@ -85,10 +82,6 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "txlog_txid_reissued_total",
 			Help: "Transactions this node proposed again under a fresh txid because their first was recorded for another transaction.",
 		}),
-		unreadable: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "txlog_unreadable_records_total",
-			Help: "Stored log records and values a read could not decode, or whose value is not JSON; answered raw (docs/api.md).",
-		}),
 	}
 	for i, name := range outcomeNames {
 		m.tx[i] = tx.WithLabelValues(name)
@@ -96,7 +89,7 @@ func newNodeMetrics() *nodeMetrics {
 	for i, name := range replayNames {
 		m.replayed[i] = replayed.WithLabelValues(name)
 	}
-	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, m.txidReissued, m.unreadable}
+	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, m.txidReissued}
 	return m
 }
 
