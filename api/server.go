@@ -180,6 +180,9 @@ type answers struct {
 	cfg Config // with defaults filled in
 	lim limits
 	log *slog.Logger
+	// unreadable is txlog_unreadable_records_total (unreadable.go);
+	// registered with Config.Metrics, if set.
+	unreadable prometheus.Counter
 }
 
 // NewServer returns a Server that answers with b. It fills in the defaults of
@@ -187,13 +190,15 @@ type answers struct {
 func NewServer(cfg Config, b Backend) *Server {
 	cfg = cfg.withDefaults()
 	a := &answers{
-		cfg: cfg,
-		lim: limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs, notify: cfg.NotifyAllow},
-		log: cfg.Logger.With("component", "api"),
+		cfg:        cfg,
+		lim:        limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs, notify: cfg.NotifyAllow},
+		log:        cfg.Logger.With("component", "api"),
+		unreadable: newUnreadableCounter(),
 	}
 	s := &Server{answers: a}
 	if cfg.Metrics != nil {
 		s.met = newHTTPMetrics(cfg.Metrics)
+		cfg.Metrics.MustRegister(a.unreadable)
 	}
 	s.tx = &txHandlers{answers: a, b: b}
 	s.logs = newLogHandlers(a, b)
@@ -362,6 +367,10 @@ func (a *answers) writeJSON(w http.ResponseWriter, status int, v any) {
 		b = wire.AppendTxResultJSON(make([]byte, 0, 256), &v)
 	case wire.BatchResponse:
 		b = wire.AppendBatchJSON(make([]byte, 0, 64+192*len(v.Results)), v.Results)
+	case wire.LogPage:
+		b, err = a.logPageJSON(v)
+	case wire.KV:
+		b, err = a.kvJSON(v)
 	default:
 		b, err = wire.MarshalJSON(v)
 	}

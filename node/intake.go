@@ -161,6 +161,18 @@ func (in *intake) add(ps []*pending) (es, held []*intakeEntry) {
 	return es, held
 }
 
+// reissue gives e, an entry a request is proposing, a new txid and payload
+// (writer.reissue). Its WAL record, if written, keeps the old ones.
+func (in *intake) reissue(e *intakeEntry, id txid.ID, payload []byte) {
+	in.mu.Lock()
+	if in.entries[e.id] == e {
+		delete(in.entries, e.id)
+		in.entries[id] = e
+	}
+	e.id, e.payload = id, payload
+	in.mu.Unlock()
+}
+
 // parked records that es were answered 202 pending, held by heldBy[i].
 func (in *intake) parked(es []*intakeEntry, heldBy [][]string) {
 	in.mu.Lock()

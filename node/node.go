@@ -251,7 +251,7 @@ func (n *Node) wire() {
 	n.props = &proposer{self: cfg.ID, dedupWindow: cfg.DedupWindow, db: n.db, raft: n.raft, peers: n.peers, log: n.log, fwd: fwd}
 	n.acks = &ackAll{self: cfg.ID, raft: n.raft, peers: n.peers}
 	n.writes = &writer{met: n.met, maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
-	n.replay = &replayer{met: n.met, raft: n.raft, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
+	n.replay = &replayer{met: n.met, raft: n.raft, mem: n.mem, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
 	n.lookups = &lookups{self: cfg.ID, db: n.db, raft: n.raft, intake: n.intake, peers: n.peers, mem: n.mem}
 	n.leases = &leases{mem: n.mem, peers: n.peers, props: n.props, look: n.lookups, db: n.db, raft: n.raft}
 	n.consumers = &consumers{look: n.lookups, db: n.db}

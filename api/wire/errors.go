@@ -32,6 +32,12 @@ var (
 	// another transaction (other ops or preconditions); nothing was done.
 	// The error is a *KeyReusedError, which names that transaction.
 	ErrIdempotencyKeyReused = errors.New("idempotency key reused for another transaction")
+	// ErrTxIDConflict means the transaction's txid is recorded for another
+	// transaction (other bytes): a txid names one transaction, so nothing
+	// was done. A node that issued the txid itself proposes the transaction
+	// again under a fresh one; a client sees this only for a txid it did not
+	// get from a node (or when that retry met the same).
+	ErrTxIDConflict = errors.New("txid recorded for another transaction")
 )
 
 // KeyReusedError is ErrIdempotencyKeyReused with the transaction the key is
@@ -90,6 +96,8 @@ const (
 	CodeRemoved         = "removed"
 	// CodeIdempotencyKeyReused: the key names another transaction (422).
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeTxIDConflict: the txid names another transaction (409).
+	CodeTxIDConflict = "txid_conflict"
 	// CodeRaftStateLost: the node lost its Raft log or its saved term and vote
 	// while keeping its store, so it does not run Raft; nothing was done.
 	CodeRaftStateLost = "raft_state_lost"
@@ -127,6 +135,7 @@ var codes = map[string]struct {
 	CodeRemoved:          {http.StatusServiceUnavailable, ErrRemoved},
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
+	CodeTxIDConflict:         {http.StatusConflict, ErrTxIDConflict},
 	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
 	CodeNotifyNotAllowed:     {http.StatusBadRequest, nil},
 
