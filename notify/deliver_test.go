@@ -1,10 +1,12 @@
 package notify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -470,4 +473,66 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check(%q) allowed host %q port %d; no pattern of %q names them", raw, host, port, list)
 		}
 	})
+}
+
+// TestDelivererHostileReceiver: a receiver's answer decides an attempt,
+// within bounds: headers past 64 KiB, no answer within the timeout, or an
+// answer after it fail the attempt; a 2xx with a large body is a delivery
+// (the body is read up to 64 KiB). Each delivery is past the horizon, so a
+// failed attempt is its last: it is dropped and logged.
+func TestDelivererHostileReceiver(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		answer    func(w http.ResponseWriter, r *http.Request)
+		delivered bool
+	}{
+		{"headers past 64 KiB", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Big", strings.Repeat("a", 100<<10))
+		}, false},
+		{"no answer", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, false},
+		{"200 after the timeout", func(w http.ResponseWriter, r *http.Request) { time.Sleep(time.Second) }, false},
+		{"a 2xx with a 1 MiB body", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write(make([]byte, 1<<20))
+		}, true},
+		{"500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				_, _ = io.ReadAll(r.Body) // so that the server sees the client go, and ends r's context
+				c.answer(w, r)
+			}))
+			defer srv.Close()
+			var logs syncBuffer
+			m := newMemStore(Item{Index: 1, ID: "x", URL: srv.URL + "/cb", Body: []byte(`{}`), Decided: time.Now().Add(-time.Hour)})
+			stop := m.run(t, Config{Allow: mustAllow(t, hostPort(t, srv.URL)), Timeout: 300 * time.Millisecond, Horizon: time.Minute,
+				Poll: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			m.waitDone(t, 1, 10*time.Second)
+			stop()
+			dropped := strings.Contains(logs.String(), "notify: delivery dropped after the horizon")
+			if dropped == c.delivered || calls.Load() != 1 {
+				t.Fatalf("calls %d, dropped %v; want 1 call, delivered=%v; log:\n%s", calls.Load(), dropped, c.delivered, logs.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test together.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
