@@ -50,11 +50,12 @@ type Config struct {
 	// Horizon is how long after its decision a delivery is retried before it
 	// is logged and dropped. Default 24 hours.
 	Horizon time.Duration
-	// Concurrency bounds the POSTs in flight. Default 16.
+	// Concurrency bounds the POSTs in flight. Default 64.
 	Concurrency int
 	// DestConcurrency bounds the POSTs in flight to one destination (host and
 	// port) while its last attempt succeeded; after a failure, until the
-	// next success, it gets one at a time. Default 4.
+	// next success, it gets one at a time. Default 16: what one receiver got
+	// before there were several, while 48 slots stay for the others.
 	DestConcurrency int
 	// Poll is how often the pending items are read again. Default 200ms.
 	Poll time.Duration
@@ -80,8 +81,8 @@ const (
 	DefaultMinBackoff      = time.Second
 	DefaultMaxBackoff      = 5 * time.Minute
 	DefaultHorizon         = 24 * time.Hour
-	DefaultConcurrency     = 16
-	DefaultDestConcurrency = 4
+	DefaultConcurrency     = 64
+	DefaultDestConcurrency = 16
 	DefaultPoll            = 200 * time.Millisecond
 	// DefaultPage is the items one read of Pending asks for.
 	DefaultPage = 1000

@@ -294,13 +294,15 @@ func TestDelivererDialCheck(t *testing.T) {
 
 // failingDest returns the url of a destination that fails every attempt:
 // "refusing" closes its port, so connections are refused; "timing out"
-// accepts connections and never answers.
-func failingDest(t *testing.T, kind string) string {
+// accepts connections and never answers. accepted gets a value per
+// connection accepted, dropped when full.
+func failingDest(t *testing.T, kind string) (url string, accepted <-chan struct{}) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
+	acc := make(chan struct{}, 1)
 	switch kind {
 	case "refusing":
 		ln.Close()
@@ -316,6 +318,10 @@ func failingDest(t *testing.T, kind string) string {
 				mu.Lock()
 				conns = append(conns, c)
 				mu.Unlock()
+				select {
+				case acc <- struct{}{}:
+				default:
+				}
 			}
 		}()
 		t.Cleanup(func() {
@@ -327,30 +333,58 @@ func failingDest(t *testing.T, kind string) string {
 			}
 		})
 	}
-	return "http://" + addr
+	return "http://" + addr, acc
+}
+
+func (m *memStore) add(it Item) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.items[it.Index] = it
 }
 
 // TestDelivererFair: 1,000 deliveries to a failing destination, then one to
 // a good one: the good one is delivered within 2s, whether the failing one
 // refuses connections or accepts them and never answers (the attempt's
-// timeout is the default 10s). Without the per-destination bounds the
-// timing-out destination holds every slot for 10s; reading only the oldest
-// 1,000 pending, the good one is never read.
+// timeout is the default 10s), and whether the good one is pending from the
+// start or comes once the failing one's attempts are under way. Reading only
+// the oldest 1,000 pending, the good one is never read; without the bound
+// per destination, the timing-out one takes every slot for 10s before the
+// good one comes; with neither the bound nor the round-robin, also when both
+// are pending from the start.
 func TestDelivererFair(t *testing.T) {
-	for _, kind := range []string{"refusing", "timing out"} {
-		t.Run(kind, func(t *testing.T) {
-			bad := failingDest(t, kind)
+	for _, c := range []struct {
+		kind  string
+		after bool // the good one comes after the failing one's first attempt
+	}{
+		{"refusing", false},
+		{"timing out", false},
+		{"timing out", true},
+	} {
+		t.Run(fmt.Sprintf("%s, later %v", c.kind, c.after), func(t *testing.T) {
+			bad, accepted := failingDest(t, c.kind)
 			good := newCounter(t, func(string, int, http.ResponseWriter) {})
 			now := time.Now()
 			var items []Item
 			for i := uint64(1); i <= 1000; i++ {
 				items = append(items, Item{Index: i, ID: fmt.Sprint("bad-", i), URL: bad + "/cb", Body: []byte(`{}`), Decided: now})
 			}
-			items = append(items, Item{Index: 1001, ID: "good", URL: good.srv.URL + "/cb", Body: []byte(`{}`), Decided: now})
+			goodItem := Item{Index: 1001, ID: "good", URL: good.srv.URL + "/cb", Body: []byte(`{}`), Decided: now}
+			if !c.after {
+				items = append(items, goodItem)
+			}
 			m := newMemStore(items...)
 			allow := mustAllow(t, hostPort(t, bad)+","+hostPort(t, good.srv.URL))
 			start := time.Now()
 			stop := m.run(t, Config{Allow: allow})
+			if c.after {
+				select {
+				case <-accepted:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no attempt at the failing destination in 10s")
+				}
+				start = time.Now()
+				m.add(goodItem)
+			}
 			got := m.waitDone(t, 1, 10*time.Second)
 			took := time.Since(start)
 			stop()
@@ -369,7 +403,7 @@ func TestDelivererFair(t *testing.T) {
 // are all delivered, as is a good destination's backlog larger than its
 // queue: the rescan reads what the bounds left out.
 func TestDelivererBounded(t *testing.T) {
-	bad := failingDest(t, "timing out")
+	bad, _ := failingDest(t, "timing out")
 	good := newCounter(t, func(string, int, http.ResponseWriter) {})
 	now := time.Now()
 	var items []Item
