@@ -143,7 +143,8 @@ func (c Config) withDefaults() Config {
 // and after a failed attempt one at a time, no sooner than its own backoff
 // allows. So a destination that refuses or times out holds at most
 // DestConcurrency slots for a Timeout, and then one, while the others are
-// served. The deliverer reads every new item as it arrives (after the
+// served; while it fails, its items past the horizon are dropped without
+// waiting for their turn. The deliverer reads every new item as it arrives (after the
 // highest index it has read) and holds at most DefaultDestQueue items of a
 // destination and DefaultMaxQueued in all; the items it had no room for are
 // read again by a rescan of the pending items, a page a poll, from the
@@ -162,8 +163,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer tick.Stop()
 	for {
 		d.read()
-		d.finish(ctx)
 		d.prune()
+		d.finish(ctx)
 		d.schedule(ctx)
 		for waiting := true; waiting; {
 			select {
@@ -319,10 +320,29 @@ func (d *deliverer) finish(ctx context.Context) {
 	}
 }
 
-// prune forgets the destinations with nothing queued or in flight.
+// prune drops the items of a failing destination that are past the horizon
+// (the destination is down and they are too old to retry: without this,
+// each would wait for its turn among the destination's items, one attempt
+// per backoff), and forgets the destinations with nothing queued or in
+// flight.
 func (d *deliverer) prune() {
+	now := time.Now()
 	ring := d.ring[:0]
 	for _, ds := range d.ring {
+		if ds.failing {
+			q := ds.queue[:0]
+			for _, e := range ds.queue {
+				if e.inFlight || now.Sub(e.Decided) <= d.cfg.Horizon {
+					q = append(q, e)
+					continue
+				}
+				d.cfg.Logger.Warn("notify: delivery dropped after the horizon", "delivery", e.ID, "url", e.URL, "attempts", e.attempts, "horizon", d.cfg.Horizon, "err", "its destination is failing")
+				e.dest = nil
+				d.finished = append(d.finished, e)
+			}
+			clear(ds.queue[len(q):])
+			ds.queue = q
+		}
 		if len(ds.queue) == 0 && ds.inFlight == 0 {
 			delete(d.dests, ds.key)
 			continue

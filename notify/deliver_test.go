@@ -570,3 +570,24 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestDelivererHorizonOfFailingDest: once a destination fails, its items past
+// the horizon are dropped without waiting for their turn (the backoff here
+// is a minute, so an attempt at each would take minutes); a fresh item of
+// the same destination stays.
+func TestDelivererHorizonOfFailingDest(t *testing.T) {
+	bad, _ := failingDest(t, "refusing")
+	old := time.Now().Add(-time.Hour)
+	var items []Item
+	for i := uint64(1); i <= 20; i++ {
+		items = append(items, Item{Index: i, ID: fmt.Sprint(i), URL: bad + "/cb", Body: []byte(`{}`), Decided: old})
+	}
+	items = append(items, Item{Index: 21, ID: "fresh", URL: bad + "/cb", Body: []byte(`{}`), Decided: time.Now()})
+	m := newMemStore(items...)
+	stop := m.run(t, Config{Allow: mustAllow(t, hostPort(t, bad)), Horizon: time.Minute, MinBackoff: time.Minute, Poll: 10 * time.Millisecond})
+	got := m.waitDone(t, 20, 10*time.Second)
+	stop()
+	if got[21] {
+		t.Fatalf("done %v; the fresh item (21) is within the horizon", got)
+	}
+}
