@@ -221,8 +221,9 @@ type dest struct {
 }
 
 type attempt struct {
-	e   *entry
-	err error
+	e     *entry
+	probe bool // started while its destination was failing
+	err   error
 }
 
 func (d *deliverer) newBackoff() *backoff.ExponentialBackOff {
@@ -399,8 +400,9 @@ func (d *deliverer) start(ctx context.Context, e *entry) {
 	e.inFlight, e.attempts = true, e.attempts+1
 	e.dest.inFlight++
 	d.inFlight++
+	probe := e.dest.failing
 	d.wg.Go(func() {
-		d.results <- attempt{e: e, err: d.post(ctx, e.Item)}
+		d.results <- attempt{e: e, probe: probe, err: d.post(ctx, e.Item)}
 	})
 }
 
@@ -417,7 +419,11 @@ func (d *deliverer) settle(r attempt) {
 		d.retire(e)
 		return
 	}
-	ds.failing, ds.next = true, now.Add(ds.b.NextBackOff())
+	if !ds.failing || r.probe {
+		// The first failure, or a probe's: the destination backs off one
+		// step (the other attempts of a wave that fails count once).
+		ds.failing, ds.next = true, now.Add(ds.b.NextBackOff())
+	}
 	if now.Sub(e.Decided) > d.cfg.Horizon {
 		d.cfg.Logger.Warn("notify: delivery dropped after the horizon", "delivery", e.ID, "url", e.URL, "attempts", e.attempts, "horizon", d.cfg.Horizon, "err", r.err)
 		d.retire(e)

@@ -591,3 +591,38 @@ func TestDelivererHorizonOfFailingDest(t *testing.T) {
 		t.Fatalf("done %v; the fresh item (21) is within the horizon", got)
 	}
 }
+
+// TestDestBackoffSteps: the failures of a wave of attempts started while a
+// destination was healthy back it off one step, not one per attempt; each
+// failed probe after that backs it off one more.
+func TestDestBackoffSteps(t *testing.T) {
+	const minB = time.Hour // the jitter is ±30%: step 1 is at most 1.3h, step 2 at least 1.4h
+	d := &deliverer{cfg: Config{MinBackoff: minB, MaxBackoff: 100 * minB, Horizon: 1000 * time.Hour}.withDefaults(),
+		entries: map[uint64]*entry{}, dests: map[string]*dest{}}
+	ds := &dest{key: "h:80", b: d.newBackoff()}
+	var wave []*entry
+	for i := range 5 {
+		e := &entry{Item: Item{Index: uint64(i + 1), Decided: time.Now()}, dest: ds, b: d.newBackoff()}
+		ds.queue = append(ds.queue, e)
+		wave = append(wave, e)
+	}
+	for _, e := range wave {
+		e.inFlight = true
+		ds.inFlight++
+		d.inFlight++
+	}
+	for _, e := range wave {
+		d.settle(attempt{e: e, probe: false, err: errStatus})
+	}
+	if wait := time.Until(ds.next); !ds.failing || wait > 13*minB/10 {
+		t.Fatalf("after a wave of 5 failures: failing %v, next in %s; want failing, at most 1.3 × %s (one step)", ds.failing, wait, minB)
+	}
+	e := wave[0]
+	e.inFlight = true
+	ds.inFlight++
+	d.inFlight++
+	d.settle(attempt{e: e, probe: true, err: errStatus})
+	if wait := time.Until(ds.next); wait < 14*minB/10 {
+		t.Fatalf("after a failed probe: next in %s; want at least 1.4 × %s (a second step)", wait, minB)
+	}
+}
