@@ -12,8 +12,8 @@ import (
 )
 
 // ErrNotAllowed is the error of AllowList.Check for a URL the list refuses,
-// and of a connection the deliverer refuses (Dial); the error returned wraps
-// it with the reason.
+// and of AllowList.CheckConn for a connection the deliverer refuses; the
+// error returned wraps it with the reason.
 var ErrNotAllowed = errors.New("notify url not allowed")
 
 // MaxURLBytes bounds a callback url.
@@ -27,7 +27,8 @@ const MaxURLBytes = 2048
 //   - A pattern's host is an IP address (IPv4 dotted, IPv6 in brackets), which
 //     matches that address exactly (compared as addresses, so [::1] and
 //     [0:0::1] are one), or a DNS name, which matches names only. In a name,
-//     "*" matches any run of characters within one label: "*.example.com"
+//     "*" matches any run of characters within one label (the empty run
+//     too, but a label is never empty): "*.example.com"
 //     matches a.example.com but neither example.com nor a.b.example.com, and
 //     "hook-*.example.com" matches hook-1.example.com. An IP address has no
 //     wildcard: name each one.
@@ -39,8 +40,8 @@ const MaxURLBytes = 2048
 // neither an IP address nor a well-formed DNS name (for example 2130706433 or
 // 0x7f.1, which some resolvers read as 127.0.0.1) is refused.
 //
-// The deliverer checks the address it actually connects to as well (Dial):
-// see Internal for the addresses a pattern must name.
+// The deliverer checks the address it actually connects to as well
+// (CheckConn): see Class for the addresses a pattern must name.
 type AllowList struct {
 	pats []pattern
 }

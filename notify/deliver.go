@@ -50,11 +50,12 @@ type Config struct {
 	// Horizon is how long after its decision a delivery is retried before it
 	// is logged and dropped. Default 24 hours.
 	Horizon time.Duration
-	// Concurrency bounds the POSTs in flight. Default 16.
+	// Concurrency bounds the POSTs in flight. Default 64.
 	Concurrency int
 	// DestConcurrency bounds the POSTs in flight to one destination (host and
 	// port) while its last attempt succeeded; after a failure, until the
-	// next success, it gets one at a time. Default 4.
+	// next success, it gets one at a time. Default 16: what one receiver got
+	// before there were several, while 48 slots stay for the others.
 	DestConcurrency int
 	// Poll is how often the pending items are read again. Default 200ms.
 	Poll time.Duration
@@ -80,8 +81,8 @@ const (
 	DefaultMinBackoff      = time.Second
 	DefaultMaxBackoff      = 5 * time.Minute
 	DefaultHorizon         = 24 * time.Hour
-	DefaultConcurrency     = 16
-	DefaultDestConcurrency = 4
+	DefaultConcurrency     = 64
+	DefaultDestConcurrency = 16
 	DefaultPoll            = 200 * time.Millisecond
 	// DefaultPage is the items one read of Pending asks for.
 	DefaultPage = 1000
@@ -142,7 +143,8 @@ func (c Config) withDefaults() Config {
 // and after a failed attempt one at a time, no sooner than its own backoff
 // allows. So a destination that refuses or times out holds at most
 // DestConcurrency slots for a Timeout, and then one, while the others are
-// served. The deliverer reads every new item as it arrives (after the
+// served; while it fails, its items past the horizon are dropped without
+// waiting for their turn. The deliverer reads every new item as it arrives (after the
 // highest index it has read) and holds at most DefaultDestQueue items of a
 // destination and DefaultMaxQueued in all; the items it had no room for are
 // read again by a rescan of the pending items, a page a poll, from the
@@ -161,8 +163,8 @@ func Run(ctx context.Context, cfg Config) error {
 	defer tick.Stop()
 	for {
 		d.read()
-		d.finish(ctx)
 		d.prune()
+		d.finish(ctx)
 		d.schedule(ctx)
 		for waiting := true; waiting; {
 			select {
@@ -219,8 +221,9 @@ type dest struct {
 }
 
 type attempt struct {
-	e   *entry
-	err error
+	e     *entry
+	probe bool // started while its destination was failing
+	err   error
 }
 
 func (d *deliverer) newBackoff() *backoff.ExponentialBackOff {
@@ -318,10 +321,29 @@ func (d *deliverer) finish(ctx context.Context) {
 	}
 }
 
-// prune forgets the destinations with nothing queued or in flight.
+// prune drops the items of a failing destination that are past the horizon
+// (the destination is down and they are too old to retry: without this,
+// each would wait for its turn among the destination's items, one attempt
+// per backoff), and forgets the destinations with nothing queued or in
+// flight.
 func (d *deliverer) prune() {
+	now := time.Now()
 	ring := d.ring[:0]
 	for _, ds := range d.ring {
+		if ds.failing {
+			q := ds.queue[:0]
+			for _, e := range ds.queue {
+				if e.inFlight || now.Sub(e.Decided) <= d.cfg.Horizon {
+					q = append(q, e)
+					continue
+				}
+				d.cfg.Logger.Warn("notify: delivery dropped after the horizon", "delivery", e.ID, "url", e.URL, "attempts", e.attempts, "horizon", d.cfg.Horizon, "err", "its destination is failing")
+				e.dest = nil
+				d.finished = append(d.finished, e)
+			}
+			clear(ds.queue[len(q):])
+			ds.queue = q
+		}
 		if len(ds.queue) == 0 && ds.inFlight == 0 {
 			delete(d.dests, ds.key)
 			continue
@@ -378,8 +400,9 @@ func (d *deliverer) start(ctx context.Context, e *entry) {
 	e.inFlight, e.attempts = true, e.attempts+1
 	e.dest.inFlight++
 	d.inFlight++
+	probe := e.dest.failing
 	d.wg.Go(func() {
-		d.results <- attempt{e: e, err: d.post(ctx, e.Item)}
+		d.results <- attempt{e: e, probe: probe, err: d.post(ctx, e.Item)}
 	})
 }
 
@@ -396,7 +419,11 @@ func (d *deliverer) settle(r attempt) {
 		d.retire(e)
 		return
 	}
-	ds.failing, ds.next = true, now.Add(ds.b.NextBackOff())
+	if !ds.failing || r.probe {
+		// The first failure, or a probe's: the destination backs off one
+		// step (the other attempts of a wave that fails count once).
+		ds.failing, ds.next = true, now.Add(ds.b.NextBackOff())
+	}
 	if now.Sub(e.Decided) > d.cfg.Horizon {
 		d.cfg.Logger.Warn("notify: delivery dropped after the horizon", "delivery", e.ID, "url", e.URL, "attempts", e.attempts, "horizon", d.cfg.Horizon, "err", r.err)
 		d.retire(e)

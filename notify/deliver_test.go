@@ -1,10 +1,12 @@
 package notify
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -291,13 +294,15 @@ func TestDelivererDialCheck(t *testing.T) {
 
 // failingDest returns the url of a destination that fails every attempt:
 // "refusing" closes its port, so connections are refused; "timing out"
-// accepts connections and never answers.
-func failingDest(t *testing.T, kind string) string {
+// accepts connections and never answers. accepted gets a value per
+// connection accepted, dropped when full.
+func failingDest(t *testing.T, kind string) (url string, accepted <-chan struct{}) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
+	acc := make(chan struct{}, 1)
 	switch kind {
 	case "refusing":
 		ln.Close()
@@ -313,6 +318,10 @@ func failingDest(t *testing.T, kind string) string {
 				mu.Lock()
 				conns = append(conns, c)
 				mu.Unlock()
+				select {
+				case acc <- struct{}{}:
+				default:
+				}
 			}
 		}()
 		t.Cleanup(func() {
@@ -324,30 +333,58 @@ func failingDest(t *testing.T, kind string) string {
 			}
 		})
 	}
-	return "http://" + addr
+	return "http://" + addr, acc
+}
+
+func (m *memStore) add(it Item) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.items[it.Index] = it
 }
 
 // TestDelivererFair: 1,000 deliveries to a failing destination, then one to
 // a good one: the good one is delivered within 2s, whether the failing one
 // refuses connections or accepts them and never answers (the attempt's
-// timeout is the default 10s). Without the per-destination bounds the
-// timing-out destination holds every slot for 10s; reading only the oldest
-// 1,000 pending, the good one is never read.
+// timeout is the default 10s), and whether the good one is pending from the
+// start or comes once the failing one's attempts are under way. Reading only
+// the oldest 1,000 pending, the good one is never read; without the bound
+// per destination, the timing-out one takes every slot for 10s before the
+// good one comes; with neither the bound nor the round-robin, also when both
+// are pending from the start.
 func TestDelivererFair(t *testing.T) {
-	for _, kind := range []string{"refusing", "timing out"} {
-		t.Run(kind, func(t *testing.T) {
-			bad := failingDest(t, kind)
+	for _, c := range []struct {
+		kind  string
+		after bool // the good one comes after the failing one's first attempt
+	}{
+		{"refusing", false},
+		{"timing out", false},
+		{"timing out", true},
+	} {
+		t.Run(fmt.Sprintf("%s, later %v", c.kind, c.after), func(t *testing.T) {
+			bad, accepted := failingDest(t, c.kind)
 			good := newCounter(t, func(string, int, http.ResponseWriter) {})
 			now := time.Now()
 			var items []Item
 			for i := uint64(1); i <= 1000; i++ {
 				items = append(items, Item{Index: i, ID: fmt.Sprint("bad-", i), URL: bad + "/cb", Body: []byte(`{}`), Decided: now})
 			}
-			items = append(items, Item{Index: 1001, ID: "good", URL: good.srv.URL + "/cb", Body: []byte(`{}`), Decided: now})
+			goodItem := Item{Index: 1001, ID: "good", URL: good.srv.URL + "/cb", Body: []byte(`{}`), Decided: now}
+			if !c.after {
+				items = append(items, goodItem)
+			}
 			m := newMemStore(items...)
 			allow := mustAllow(t, hostPort(t, bad)+","+hostPort(t, good.srv.URL))
 			start := time.Now()
 			stop := m.run(t, Config{Allow: allow})
+			if c.after {
+				select {
+				case <-accepted:
+				case <-time.After(10 * time.Second):
+					t.Fatal("no attempt at the failing destination in 10s")
+				}
+				start = time.Now()
+				m.add(goodItem)
+			}
 			got := m.waitDone(t, 1, 10*time.Second)
 			took := time.Since(start)
 			stop()
@@ -366,7 +403,7 @@ func TestDelivererFair(t *testing.T) {
 // are all delivered, as is a good destination's backlog larger than its
 // queue: the rescan reads what the bounds left out.
 func TestDelivererBounded(t *testing.T) {
-	bad := failingDest(t, "timing out")
+	bad, _ := failingDest(t, "timing out")
 	good := newCounter(t, func(string, int, http.ResponseWriter) {})
 	now := time.Now()
 	var items []Item
@@ -470,4 +507,122 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check(%q) allowed host %q port %d; no pattern of %q names them", raw, host, port, list)
 		}
 	})
+}
+
+// TestDelivererHostileReceiver: a receiver's answer decides an attempt,
+// within bounds: headers past 64 KiB, no answer within the timeout, or an
+// answer after it fail the attempt; a 2xx with a large body is a delivery
+// (the body is read up to 64 KiB). Each delivery is past the horizon, so a
+// failed attempt is its last: it is dropped and logged.
+func TestDelivererHostileReceiver(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		answer    func(w http.ResponseWriter, r *http.Request)
+		delivered bool
+	}{
+		{"headers past 64 KiB", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("X-Big", strings.Repeat("a", 100<<10))
+		}, false},
+		{"no answer", func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }, false},
+		{"200 after the timeout", func(w http.ResponseWriter, r *http.Request) { time.Sleep(time.Second) }, false},
+		{"a 2xx with a 1 MiB body", func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write(make([]byte, 1<<20))
+		}, true},
+		{"500", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				calls.Add(1)
+				_, _ = io.ReadAll(r.Body) // so that the server sees the client go, and ends r's context
+				c.answer(w, r)
+			}))
+			defer srv.Close()
+			var logs syncBuffer
+			m := newMemStore(Item{Index: 1, ID: "x", URL: srv.URL + "/cb", Body: []byte(`{}`), Decided: time.Now().Add(-time.Hour)})
+			stop := m.run(t, Config{Allow: mustAllow(t, hostPort(t, srv.URL)), Timeout: 300 * time.Millisecond, Horizon: time.Minute,
+				Poll: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			m.waitDone(t, 1, 10*time.Second)
+			stop()
+			dropped := strings.Contains(logs.String(), "notify: delivery dropped after the horizon")
+			if dropped == c.delivered || calls.Load() != 1 {
+				t.Fatalf("calls %d, dropped %v; want 1 call, delivered=%v; log:\n%s", calls.Load(), dropped, c.delivered, logs.String())
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test together.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDelivererHorizonOfFailingDest: once a destination fails, its items past
+// the horizon are dropped without waiting for their turn (the backoff here
+// is a minute, so an attempt at each would take minutes); a fresh item of
+// the same destination stays.
+func TestDelivererHorizonOfFailingDest(t *testing.T) {
+	bad, _ := failingDest(t, "refusing")
+	old := time.Now().Add(-time.Hour)
+	var items []Item
+	for i := uint64(1); i <= 20; i++ {
+		items = append(items, Item{Index: i, ID: fmt.Sprint(i), URL: bad + "/cb", Body: []byte(`{}`), Decided: old})
+	}
+	items = append(items, Item{Index: 21, ID: "fresh", URL: bad + "/cb", Body: []byte(`{}`), Decided: time.Now()})
+	m := newMemStore(items...)
+	stop := m.run(t, Config{Allow: mustAllow(t, hostPort(t, bad)), Horizon: time.Minute, MinBackoff: time.Minute, Poll: 10 * time.Millisecond})
+	got := m.waitDone(t, 20, 10*time.Second)
+	stop()
+	if got[21] {
+		t.Fatalf("done %v; the fresh item (21) is within the horizon", got)
+	}
+}
+
+// TestDestBackoffSteps: the failures of a wave of attempts started while a
+// destination was healthy back it off one step, not one per attempt; each
+// failed probe after that backs it off one more.
+func TestDestBackoffSteps(t *testing.T) {
+	const minB = time.Hour // the jitter is ±30%: step 1 is at most 1.3h, step 2 at least 1.4h
+	d := &deliverer{cfg: Config{MinBackoff: minB, MaxBackoff: 100 * minB, Horizon: 1000 * time.Hour}.withDefaults(),
+		entries: map[uint64]*entry{}, dests: map[string]*dest{}}
+	ds := &dest{key: "h:80", b: d.newBackoff()}
+	var wave []*entry
+	for i := range 5 {
+		e := &entry{Item: Item{Index: uint64(i + 1), Decided: time.Now()}, dest: ds, b: d.newBackoff()}
+		ds.queue = append(ds.queue, e)
+		wave = append(wave, e)
+	}
+	for _, e := range wave {
+		e.inFlight = true
+		ds.inFlight++
+		d.inFlight++
+	}
+	for _, e := range wave {
+		d.settle(attempt{e: e, probe: false, err: errStatus})
+	}
+	if wait := time.Until(ds.next); !ds.failing || wait > 13*minB/10 {
+		t.Fatalf("after a wave of 5 failures: failing %v, next in %s; want failing, at most 1.3 × %s (one step)", ds.failing, wait, minB)
+	}
+	e := wave[0]
+	e.inFlight = true
+	ds.inFlight++
+	d.inFlight++
+	d.settle(attempt{e: e, probe: true, err: errStatus})
+	if wait := time.Until(ds.next); wait < 14*minB/10 {
+		t.Fatalf("after a failed probe: next in %s; want at least 1.4 × %s (a second step)", wait, minB)
+	}
 }

@@ -36,6 +36,7 @@ const (
 	Local
 )
 
+// String returns "public", "private" or "local".
 func (c Class) String() string {
 	switch c {
 	case Private:

@@ -1,6 +1,7 @@
 package systemtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -314,5 +316,57 @@ func TestCallbacksFairAcrossDestinations(t *testing.T) {
 	t.Logf("the good callback arrived %s after its answer; the silent receiver accepted %d connections", took, accepted())
 	if took > 2*time.Second {
 		t.Fatalf("the good callback arrived %s after its answer, behind 1,000 to a silent receiver; want at most 2s", took)
+	}
+}
+
+// TestCallbacksConnectCheck: with --webhook-allow naming a receiver by its
+// IP and port and another by "localhost" and its port, a notify url for
+// another port of the first receiver's IP (named or the default), or for
+// localhost on another port, is refused 400 at submit; one for
+// "localhost" is accepted (the name matches), but the leader refuses the
+// connection, since localhost resolves to loopback and no pattern names the
+// IP with that port: the second receiver is never called, and the leader
+// logs the refusal.
+func TestCallbacksConnectCheck(t *testing.T) {
+	rcv := newCBReceiver(t)
+	other := newCBReceiver(t)
+	_, otherPort, err := net.SplitHostPort(other.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterWith(t, "--webhook-allow="+rcv.srv.Listener.Addr().String()+",localhost:"+otherPort, "--webhook-secret="+webhookSecret,
+		"--webhook-min-backoff=50ms", "--webhook-max-backoff=200ms")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := c.URL(leader)
+	for _, u := range []string{"http://127.0.0.1:" + otherPort + "/x", "http://localhost:1/x", "https://127.0.0.1/x"} {
+		if a := postTx(ctx, t, base, notifyTx("refused", u, false), 5*time.Second); a.status != http.StatusBadRequest || a.err == nil || a.err.Code != wire.CodeNotifyNotAllowed {
+			t.Fatalf("notify to %s: %d %+v; want 400 notify_not_allowed", u, a.status, a.err)
+		}
+	}
+	a := postTx(ctx, t, base, notifyTx("by-name", "http://localhost:"+otherPort+"/x", false), 5*time.Second)
+	if !decided(a) {
+		t.Fatalf("notify to localhost: %d %+v %+v; want committed", a.status, a.res, a.err)
+	}
+	if err := launcher.Poll(ctx, 50*time.Millisecond, func(context.Context) error {
+		b, err := os.ReadFile(c.Node(leader).LogPath())
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(b, []byte("notify: connection refused by --webhook-allow")) {
+			return errors.New("the leader has not logged a refused connection")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if len(other.hits) != 0 {
+		t.Fatalf("the receiver behind localhost was called: %v", other.hits)
 	}
 }
