@@ -184,6 +184,11 @@ func TestUnreadableRecordOnDisk(t *testing.T) {
 	if !strings.Contains(metrics, "txlog_unreadable_records_total ") || strings.Contains(metrics, "txlog_unreadable_records_total 0\n") {
 		t.Fatalf("/metrics: txlog_unreadable_records_total missing or 0")
 	}
+	for _, name := range []string{"txlog_txid_conflicts_total 0\n", "txlog_txid_reissued_total 0\n"} {
+		if !strings.Contains(metrics, name) {
+			t.Fatalf("/metrics has no %q", name)
+		}
+	}
 	if !strings.Contains(c.Node(victim).LogTail(200), "unreadable stored record") {
 		t.Fatalf("the victim's log has no error record of the unreadable record")
 	}
