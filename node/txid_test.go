@@ -78,6 +78,36 @@ func TestSquattedTxIDReissued(t *testing.T) {
 		twin.Next() // the resubmission's txid
 	})
 
+	t.Run("parked", func(t *testing.T) {
+		// ack=accepted parks the write under the squatted txid; the
+		// replayer meets the conflict and commits it under a fresh one.
+		before := testutil.ToFloat64(n.met.txidReissued)
+		taken := twin.Next()
+		squat(taken, "squatted-p")
+		req := wire.TxRequest{IdempotencyKey: "parked", Ops: []wire.Op{{Op: "put", Key: "own-p", Value: json.RawMessage(`"p"`)}}}
+		res, err := n.Submit(ctx, req, wire.SubmitOptions{Timeout: 5 * time.Second, Ack: wire.AckAccepted})
+		if err != nil || res.Status != wire.StatusPending || res.TxID != taken {
+			t.Fatalf("Submit(ack=accepted) = %+v, %v; want pending under %s", res, err, taken)
+		}
+		for {
+			n.replay.once() // the replayer's step (oneNode runs no loops)
+			got, err := n.TxByIdempotencyKey(ctx, "parked", 0, false)
+			if err == nil && got.Status == wire.StatusCommitted {
+				if got.TxID == taken || got.Versions["own-p"] != 1 {
+					t.Fatalf("replayed write = %+v, want committed under a fresh txid with its own versions", got)
+				}
+				if n := testutil.ToFloat64(n.met.txidReissued); n != before+1 {
+					t.Fatalf("txlog_txid_reissued_total = %v, want %v", n, before+1)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the parked write was never committed: %+v, %v", got, err)
+			}
+		}
+		twin.Next() // the replayer's fresh txid
+	})
+
 	t.Run("taken twice", func(t *testing.T) {
 		squat(twin.Next(), "squatted-1")
 		squat(twin.Next(), "squatted-2")
