@@ -39,11 +39,13 @@ func TestSquattedTxIDReissued(t *testing.T) {
 	}
 	n.mem.ids = ids
 
+	frame := func(id txid.ID, key string) []byte {
+		tx := store.Tx{ID: id, Ops: []store.Op{{Kind: store.OpPut, Key: key, Value: []byte(`"squatter"`)}}}
+		return store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
+	}
 	squat := func(id txid.ID, key string) {
 		t.Helper()
-		tx := store.Tx{ID: id, Ops: []store.Op{{Kind: store.OpPut, Key: key, Value: []byte(`"squatter"`)}}}
-		frame := store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
-		res, err := n.Propose(ctx, [][]byte{frame}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+		res, err := n.Propose(ctx, [][]byte{frame(id, key)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
 		if err != nil || res[0].Error != nil || res[0].Status != wire.StatusCommitted {
 			t.Fatalf("squatter's Propose() = %+v, %v; want committed", res, err)
 		}
@@ -76,6 +78,55 @@ func TestSquattedTxIDReissued(t *testing.T) {
 			t.Fatalf("resubmission = %+v, %v; want a duplicate of %s", again, err, res.TxID)
 		}
 		twin.Next() // the resubmission's txid
+
+		// Forwarded frames under the squatted txid: the same bytes are a
+		// duplicate, other bytes refused, whether the leader looks the txid
+		// up first (sent before) or only Apply sees it (fresh).
+		for _, fresh := range []bool{true, false} {
+			res, err := n.Propose(ctx, [][]byte{frame(taken, "squatted"), frame(taken, "other")}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: fresh})
+			if err != nil {
+				t.Fatalf("Propose(fresh=%v) = %v", fresh, err)
+			}
+			if r := res[0]; r.Error != nil || r.Status != wire.StatusCommitted || r.TxID != taken {
+				t.Fatalf("Propose(fresh=%v) of the same bytes = %+v, want the recorded outcome", fresh, r)
+			}
+			if r := res[1]; r.Error == nil || r.Error.Code != wire.CodeTxIDConflict || r.Status == wire.StatusCommitted {
+				t.Fatalf("Propose(fresh=%v) of other bytes = %+v (error %+v), want txid_conflict", fresh, r, r.Error)
+			}
+		}
+		if _, err := n.lookups.get("other"); !errors.Is(err, wire.ErrNotFound) {
+			t.Fatalf("get(other) = %v, want not found: the refused frames wrote nothing", err)
+		}
+	})
+
+	t.Run("parked", func(t *testing.T) {
+		// ack=accepted parks the write under the squatted txid; the
+		// replayer meets the conflict and commits it under a fresh one.
+		before := testutil.ToFloat64(n.met.txidReissued)
+		taken := twin.Next()
+		squat(taken, "squatted-p")
+		req := wire.TxRequest{IdempotencyKey: "parked", Ops: []wire.Op{{Op: "put", Key: "own-p", Value: json.RawMessage(`"p"`)}}}
+		res, err := n.Submit(ctx, req, wire.SubmitOptions{Timeout: 5 * time.Second, Ack: wire.AckAccepted})
+		if err != nil || res.Status != wire.StatusPending || res.TxID != taken {
+			t.Fatalf("Submit(ack=accepted) = %+v, %v; want pending under %s", res, err, taken)
+		}
+		for {
+			n.replay.once() // the replayer's step (oneNode runs no loops)
+			got, err := n.TxByIdempotencyKey(ctx, "parked", 0, false)
+			if err == nil && got.Status == wire.StatusCommitted {
+				if got.TxID == taken || got.Versions["own-p"] != 1 {
+					t.Fatalf("replayed write = %+v, want committed under a fresh txid with its own versions", got)
+				}
+				if n := testutil.ToFloat64(n.met.txidReissued); n != before+1 {
+					t.Fatalf("txlog_txid_reissued_total = %v, want %v", n, before+1)
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the parked write was never committed: %+v, %v", got, err)
+			}
+		}
+		twin.Next() // the replayer's fresh txid
 	})
 
 	t.Run("taken twice", func(t *testing.T) {

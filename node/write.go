@@ -213,8 +213,9 @@ func (w *writer) recorded(p *pending, key string) bool {
 func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry) {
 	for i, p := range ps {
 		e := es[i]
-		if !store.SameTx(e.payload, p.payload) {
-			p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: e.key, TxID: e.id})
+		id, payload := w.intake.ident(e)
+		if !store.SameTx(payload, p.payload) {
+			p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: e.key, TxID: id})
 			continue
 		}
 		select {
@@ -229,17 +230,18 @@ func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEnt
 			p.resolve(res, err)
 			continue
 		}
+		id, payload = w.intake.ident(e) // reissued meanwhile, maybe
 		if !open {
-			if o, err := w.db.Reads().TxFor(e.id, e.payload); err == nil {
+			if o, err := w.db.Reads().TxFor(id, payload); err == nil {
 				p.resolve(result(o, true), nil)
 				continue
 			}
 		}
 		if heldBy != nil {
-			p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusPending, Durability: wire.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
+			p.resolve(wire.TxResult{TxID: id, Status: wire.StatusPending, Durability: wire.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
 			continue
 		}
-		p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusUnknown}, wire.ErrUnknownOutcome)
+		p.resolve(wire.TxResult{TxID: id, Status: wire.StatusUnknown}, wire.ErrUnknownOutcome)
 	}
 }
 
