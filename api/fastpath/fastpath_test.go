@@ -473,7 +473,9 @@ func TestFastPathTimeouts(t *testing.T) {
 }
 
 // FuzzParseFastRequest feeds request headers to the fast path's parser: it
-// must not panic, and what it accepts net/http must read the same way.
+// must not panic, and what it takes net/http's server must read the same way
+// (the request line, the Host, every header, the body's length and where it
+// starts, keep-alive) and pass to its handler, not refuse.
 func FuzzParseFastRequest(f *testing.F) {
 	f.Add([]byte(post("/v1/tx", "Content-Type: application/json\r\n", "")))
 	f.Add([]byte(post("/v1/tx/batch?ack=all", "Connection: keep-alive, close\r\nX-A: \t b\r\n", "")))
@@ -481,23 +483,63 @@ func FuzzParseFastRequest(f *testing.F) {
 	f.Add([]byte("POST /v1/tx?%zz HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n"))
 	f.Add([]byte("GET /v1/tx HTTP/1.1\r\nHost: h\r\n\r\n"))
 	f.Add([]byte(post("/v1/tx", "X-A: 1\r\nx-b: 2\r\nX-A:3\r\nX-B:  4 \r\n", "")))
+	// The framings of the hostile-input table (TestFastPathSmuggling).
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: -0\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n 0\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\nHost: x\nContent-Length: 5\n\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: \x00\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx?a b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: a b\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: [::1]:80\r\nContent-Length: 5\r\n\r\n"))
+	const maxBody = 64
+	got := make(chan *http.Request, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		got <- r
+	})}
+	go srv.Serve(ln)
+	f.Cleanup(func() { srv.Close() })
 	f.Fuzz(func(t *testing.T, head []byte) {
-		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), 1<<20, nil)
+		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), maxBody, nil)
 		if !ok {
 			return
 		}
 		if n > len(head) {
 			t.Fatalf("header length %d of %d bytes", n, len(head))
 		}
-		want, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head[:n])))
+		// net/http's server, given the header and the body it declares.
+		body := bytes.Repeat([]byte("b"), int(req.ContentLength))
+		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
-			t.Fatalf("net/http refuses what the fast path accepts: %v", err)
+			t.Fatal(err)
 		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.Write(append(append(slices.Clip(head[:n]), body...), "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"...))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("net/http's server: %v", err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("net/http's server refuses what the fast path takes: %d", resp.StatusCode)
+		}
+		want := <-got
+		wantBody, _ := io.ReadAll(want.Body)
 		if want.Method != req.Method || want.RequestURI != req.RequestURI || want.Host != req.Host ||
-			want.ContentLength != req.ContentLength || want.Close != req.Close || want.URL.String() != req.URL.String() {
-			t.Fatalf("fast path %s %s host %q length %d close %v, net/http %s %s host %q length %d close %v",
+			want.ContentLength != req.ContentLength || want.Close != req.Close || want.URL.String() != req.URL.String() ||
+			!bytes.Equal(wantBody, body) {
+			t.Fatalf("fast path %s %s host %q length %d close %v, net/http %s %s host %q length %d close %v body %q",
 				req.Method, req.RequestURI, req.Host, req.ContentLength, req.Close,
-				want.Method, want.RequestURI, want.Host, want.ContentLength, want.Close)
+				want.Method, want.RequestURI, want.Host, want.ContentLength, want.Close, wantBody)
 		}
 		for k, v := range want.Header {
 			if strings.Join(req.Header[k], ",") != strings.Join(v, ",") {
@@ -506,6 +548,16 @@ func FuzzParseFastRequest(f *testing.F) {
 		}
 		if len(req.Header) != len(want.Header) {
 			t.Fatalf("headers %v, net/http %v", req.Header, want.Header)
+		}
+		if !req.Close {
+			// The next request starts where the fast path says the body ends.
+			io.Copy(io.Discard, resp.Body)
+			if _, err := http.ReadResponse(br, nil); err != nil {
+				t.Fatalf("the request after it: %v", err)
+			}
+			if next := <-got; next.URL.Path != "/next" {
+				t.Fatalf("the request after it is %s, want /next", next.URL)
+			}
 		}
 	})
 }
