@@ -58,7 +58,7 @@ import (
 // fast path is not given again. A body must arrive within the Server's
 // BodyTimeout once the header has, as readBody bounds it on net/http's path,
 // and its buffer grows with the bytes that arrive, never to more than
-// twice them: a declared length allocates nothing by itself.
+// twice them or 4 KiB: a declared length allocates nothing by itself.
 
 // fastBufSize is the size of a fast connection's read and write buffers: a
 // request's header must fit in the read buffer.

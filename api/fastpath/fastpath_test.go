@@ -436,6 +436,9 @@ func TestFastPathTimeouts(t *testing.T) {
 		{"a header that stops", []string{"POST /v1/tx HTTP/1.1\r\nHost: x\r\n"}, header, header * 5 / 4, ""},
 		{"a header handed over halfway", []string{"POST /v1/tx HTTP/1.1\r\n", "Host: x\n"}, header, header * 5 / 4, ""},
 		{"a read that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n"}, header, header * 5 / 4, ""},
+		// net/http answers 400 to a line cut by the deadline.
+		{"a header line that stops", []string{"POST /v1/tx HTTP/1.1\r\n", "Ho"}, header, header * 5 / 4, "HTTP/1.1 400"},
+		{"a read's header line that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n", "Ho"}, header, header * 5 / 4, "HTTP/1.1 400"},
 		{"idle after a request", []string{post("/v1/tx", "", goodTx)}, 300 * time.Millisecond, header * 3 / 4, "HTTP/1.1 200 OK"},
 	} {
 		for _, addr := range []string{p.plain, p.fast} {
