@@ -432,19 +432,22 @@ func TestFastPathTimeouts(t *testing.T) {
 		max   time.Duration // the latest close
 		reply string        // the start of the answer before the close
 	}{
-		{"nothing sent", nil, header, header * 5 / 4, ""},
-		{"a header that stops", []string{"POST /v1/tx HTTP/1.1\r\nHost: x\r\n"}, header, header * 5 / 4, ""},
-		{"a header handed over halfway", []string{"POST /v1/tx HTTP/1.1\r\n", "Host: x\n"}, header, header * 5 / 4, ""},
-		{"a read that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n"}, header, header * 5 / 4, ""},
+		{"nothing sent", nil, header, header * 3 / 2, ""},
+		{"a header that stops", []string{"POST /v1/tx HTTP/1.1\r\nHost: x\r\n"}, header, header * 3 / 2, ""},
+		{"a header handed over partway", []string{"POST /v1/tx HTTP/1.1\r\n", "Host: x\n"}, header, header * 3 / 2, ""},
+		{"a read that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n"}, header, header * 3 / 2, ""},
 		// net/http answers 400 to a line cut by the deadline.
-		{"a header line that stops", []string{"POST /v1/tx HTTP/1.1\r\n", "Ho"}, header, header * 5 / 4, "HTTP/1.1 400"},
-		{"a read's header line that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n", "Ho"}, header, header * 5 / 4, "HTTP/1.1 400"},
+		{"a header line that stops", []string{"POST /v1/tx HTTP/1.1\r\n", "Ho"}, header, header * 3 / 2, "HTTP/1.1 400"},
+		{"a read's header line that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n", "Ho"}, header, header * 3 / 2, "HTTP/1.1 400"},
 		{"idle after a request", []string{post("/v1/tx", "", goodTx)}, 300 * time.Millisecond, header * 3 / 4, "HTTP/1.1 200 OK"},
 	} {
 		for _, addr := range []string{p.plain, p.fast} {
 			t.Run(c.name+"/"+p.name(addr), func(t *testing.T) {
 				t.Parallel()
-				d, got := closedAfter(t, addr, header/2, c.parts...)
+				// A second part comes 3/4 of the header's time after the first:
+				// a deadline started again at the handover would close after
+				// 7/4 of it.
+				d, got := closedAfter(t, addr, header*3/4, c.parts...)
 				if d < c.min || d > c.max {
 					t.Errorf("%s: closed after %v, want %v to %v", addr, d, c.min, c.max)
 				}
