@@ -208,6 +208,7 @@ func NewServer(cfg Config, b Backend) *Server {
 	s := &Server{answers: a}
 	if cfg.Metrics != nil {
 		s.met = newHTTPMetrics(cfg.Metrics)
+		a.streams.register(cfg.Metrics)
 	}
 	s.tx = &txHandlers{answers: a, b: b}
 	s.logs = newLogHandlers(a, b)

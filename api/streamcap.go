@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/txlog/txlog/api/wire"
 )
 
@@ -34,3 +36,12 @@ func (s *streamSlots) give() { s.used.Add(-1) }
 
 // inUse returns the slots taken.
 func (s *streamSlots) inUse() int64 { return s.used.Load() }
+
+// register registers txlog_http_streams, the slots taken, with reg; it panics
+// if it is registered already, as newHTTPMetrics does.
+func (s *streamSlots) register(reg prometheus.Registerer) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "txlog_http_streams",
+		Help: "Log streams and waiting reads in progress (at most --max-streams).",
+	}, func() float64 { return float64(s.inUse()) }))
+}

@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
@@ -89,5 +92,37 @@ func TestMaxStreams(t *testing.T) {
 	}
 	if status, _, code := getAnswer(t, srv, "/v1/log?from=1&wait=10ms"); status != http.StatusOK {
 		t.Errorf("a waiting read with a slot free: %d %s, want 200", status, code)
+	}
+}
+
+// txlog_http_streams is the number of slots taken.
+func TestStreamsGauge(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := testConfig
+	cfg.Metrics = reg
+	s := NewServer(cfg, newMemLog())
+	gauge := func() float64 {
+		t.Helper()
+		n, err := testutil.GatherAndCount(reg, "txlog_http_streams")
+		if err != nil || n != 1 {
+			t.Fatalf("txlog_http_streams: %d series, %v", n, err)
+		}
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "txlog_http_streams" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	if err := s.streams.take(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gauge(); got != 1 {
+		t.Errorf("txlog_http_streams = %v with a slot taken, want 1", got)
+	}
+	s.streams.give()
+	if got := gauge(); got != 0 {
+		t.Errorf("txlog_http_streams = %v after, want 0", got)
 	}
 }
