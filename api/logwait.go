@@ -211,6 +211,11 @@ func (h *logHandlers) handleLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, false, "")
+	if err == nil && rd.wait > 0 {
+		if err = h.streams.take(); err == nil {
+			defer h.streams.give()
+		}
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -256,6 +261,11 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, true, r.Header.Get(wire.HeaderLastEventID))
+	if err == nil {
+		if err = h.streams.take(); err == nil {
+			defer h.streams.give()
+		}
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/alert"
+	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/notify"
 	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
@@ -162,6 +163,10 @@ type Config struct {
 	LogRetention store.Retention
 	// MaxBodyBytes limits request bodies. Default 1 MiB.
 	MaxBodyBytes int64
+	// MaxStreams bounds the log streams and waiting reads the HTTP API
+	// serves at once (api.Config.MaxStreams); past it they get 503
+	// too_many_streams. Default api.DefaultMaxStreams (1024).
+	MaxStreams int
 	// ShutdownTimeout bounds each step of a graceful shutdown. Default 5s.
 	ShutdownTimeout time.Duration
 	// LogLevel is debug, info, warn or error. Default info.
@@ -234,6 +239,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxUnresolved == 0 {
 		c.MaxUnresolved = DefaultMaxUnresolved
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = api.DefaultMaxStreams
 	}
 	if c.StoreCommitInterval == 0 {
 		c.StoreCommitInterval = DefaultStoreCommitInterval
@@ -379,6 +387,9 @@ func (c Config) Validate() error {
 	if c.MaxUnresolved < 1 {
 		errs = append(errs, fmt.Errorf("max-unresolved %d: at least 1", c.MaxUnresolved))
 	}
+	if c.MaxStreams < 1 {
+		errs = append(errs, fmt.Errorf("max-streams %d: at least 1", c.MaxStreams))
+	}
 	if c.NodeNumber < 0 || c.NodeNumber > txid.MaxNode {
 		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d, or 0 to have the cluster assign one", c.NodeNumber, txid.MaxNode))
 	}
@@ -474,6 +485,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	})
 	fs.BoolVar(&c.LogRetention.RespectConsumers, "retention-respects-consumers", false, "log retention keeps every record at or after the lowest committed offset of the consumer groups")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
+	fs.IntVar(&c.MaxStreams, "max-streams", api.DefaultMaxStreams, "log streams (GET /v1/log/stream) and waiting reads (?wait=) served at once; past it: 503 too_many_streams")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 

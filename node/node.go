@@ -222,6 +222,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	n.api = api.NewServer(api.Config{
 		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
+		MaxStreams:     cfg.MaxStreams,
 		NotifyAllow:    cfg.WebhookAllow,
 		Logger:         cfg.Logger,
 		Streams:        peer.NewStreamServer(cfg.Logger),
@@ -230,8 +231,10 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	}, backend)
 	n.srv = &http.Server{
 		Handler:           n.api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		MaxHeaderBytes:    httpMaxHeaderBytes,
 	}
 	n.srv.RegisterOnShutdown(n.api.EndLogStreams) // they never go idle
 	if !cfg.NoHTTPFastPath {
@@ -259,6 +262,25 @@ func (n *Node) wire() {
 	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr = n.raft, n.peers, n.props, n.httpAddr
 	n.rm = &removal{raft: n.raft, mem: n.mem, peers: n.peers, intake: n.intake, replay: n.replay, log: n.log, httpAddr: n.httpAddr, shutdownTimeout: cfg.ShutdownTimeout, life: n.life}
 }
+
+// The client listener's deadlines and header limit (docs/api.md, HTTP), the
+// same whichever of net/http and the fast path (api/fastpath) reads a request.
+const (
+	// httpReadHeaderTimeout bounds a request's header: from the accept for a
+	// connection's first request, from its first byte for a later one.
+	httpReadHeaderTimeout = 10 * time.Second
+	// httpReadTimeout bounds the reading of a whole request, header and
+	// body, where no handler bounds the body itself (readBody sets
+	// api.Config.BodyTimeout): the rest of a body a handler left unread,
+	// which net/http reads after the answer.
+	httpReadTimeout = httpReadHeaderTimeout + api.DefaultBodyTimeout
+	// httpIdleTimeout bounds the wait for a keep-alive connection's next
+	// request.
+	httpIdleTimeout = 2 * time.Minute
+	// httpMaxHeaderBytes bounds a request's header (net/http answers 431
+	// past it); the API's requests have a few hundred bytes.
+	httpMaxHeaderBytes = 64 << 10
+)
 
 // dialer returns the Raft address override for --raft-dial, or nil without one.
 // A peer not in the map is dialled at its advertised address.

@@ -38,6 +38,10 @@ var (
 	// again under a fresh one; a client sees this only for a txid it did not
 	// get from a node (or when that retry met the same).
 	ErrTxIDConflict = errors.New("txid recorded for another transaction")
+	// ErrTooManyStreams means the node serves as many log streams and
+	// waiting reads as it takes (txlogd --max-streams); nothing was done.
+	// Retry later or on another node.
+	ErrTooManyStreams = errors.New("too many streams and waiting reads on this node")
 )
 
 // KeyReusedError is ErrIdempotencyKeyReused with the transaction the key is
@@ -104,6 +108,9 @@ const (
 	// CodeNotifyNotAllowed: a transaction's notify url is not http(s) or its
 	// host is not in the node's --webhook-allow list (or no list is set).
 	CodeNotifyNotAllowed = "notify_not_allowed"
+	// CodeTooManyStreams: a log stream or a waiting read past the node's
+	// --max-streams (503, with Retry-After).
+	CodeTooManyStreams = "too_many_streams"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -138,6 +145,7 @@ var codes = map[string]struct {
 	CodeTxIDConflict:         {http.StatusConflict, ErrTxIDConflict},
 	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
 	CodeNotifyNotAllowed:     {http.StatusBadRequest, nil},
+	CodeTooManyStreams:       {http.StatusServiceUnavailable, ErrTooManyStreams},
 
 	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
 	CodeFenced:    {http.StatusConflict, nil},
@@ -209,7 +217,7 @@ func codeError(b ErrorBody) error {
 // carry it out.
 func RetryableCode(code string) bool {
 	switch code {
-	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash:
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash, CodeTooManyStreams:
 		return true
 	}
 	return false
