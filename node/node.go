@@ -19,6 +19,7 @@ import (
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
+	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/wal"
@@ -52,6 +53,7 @@ type Node struct {
 	db   *store.DB
 	raft *replication.Raft
 	api  *api.Server
+	link *peerlink.Link // the peer link on the Raft address (link.go)
 
 	ln       net.Listener
 	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
@@ -158,10 +160,16 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	for _, p := range cfg.Cluster {
 		bootstrap = append(bootstrap, replication.Server{ID: p.ID, Addr: p.RaftAddr})
 	}
+	// The peer link listens on the Raft address and carries Raft, the
+	// propose streams and the node-to-node requests (link.go).
+	if n.link, err = openLink(cfg); err != nil {
+		return nil, err
+	}
 	n.raft, err = replication.Open(replication.Config{
 		ID:              cfg.ID,
 		Dir:             filepath.Join(cfg.DataDir, "raft"),
 		BindAddr:        cfg.RaftAddr,
+		Stream:          n.link.Raft(),
 		Bootstrap:       bootstrap,
 		Logger:          cfg.Logger,
 		Metrics:         cfg.Metrics,
@@ -403,6 +411,11 @@ func (n *Node) closeParts() error {
 	if n.raft != nil {
 		if err := n.raft.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close raft: %w", err))
+		}
+	}
+	if n.link != nil {
+		if err := n.link.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close peer link: %w", err))
 		}
 	}
 	if n.db != nil {
