@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -623,4 +624,41 @@ func TestRemoteNodeReachesPropose(t *testing.T) {
 	if a, b := <-got, <-got; a != "n-stream" || b != "n-http" {
 		t.Fatalf("RemoteNode() = %q, %q; want n-stream, n-http", a, b)
 	}
+}
+
+// TestStreamDeclaredLengthCostsLittle: ten streams that each declare a
+// message of 64 MiB (within the limit) and send a few bytes of it make the
+// server allocate about what arrived, not 640 MiB.
+func TestStreamDeclaredLengthCostsLittle(t *testing.T) {
+	s := newStreamServerConfig(t, api.Config{}, &fakeBackend{ProposeFunc: echoPropose})
+	declared := uint64(api.DefaultMaxInternalBodyBytes)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		conn, _ := rawStream(t, s.URL)
+		msg := binary.AppendUvarint(nil, declared)
+		if _, err := conn.Write(append(msg, "a few bytes"...)); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.streams.streams.mu.Lock()
+		open := len(s.streams.streams.conns)
+		s.streams.streams.mu.Unlock()
+		if open == 0 && s.conns.Load() == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d streams still open", open, s.conns.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Fatalf("10 streams declaring %d bytes each allocated %d bytes, want well under 32 MiB", declared, got)
+	}
+	t.Logf("10 streams declaring %d MiB each: %d KiB allocated", declared>>20, (after.TotalAlloc-before.TotalAlloc)>>10)
 }
