@@ -22,7 +22,7 @@ const (
 	// minutes, api.DefaultMaxTimeout), during which net/http's server
 	// waits on the connection with no deadline of its own.
 	DefaultHTTPIdleTimeout = 10 * time.Minute
-	DefaultDialTimeout   = 5 * time.Second
+	DefaultDialTimeout     = 5 * time.Second
 	// DefaultMaxPending bounds the connections whose header is being read.
 	DefaultMaxPending = 1024
 )
