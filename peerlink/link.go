@@ -474,6 +474,10 @@ var _ net.Listener = (*kindListener)(nil)
 func (kl *kindListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-kl.conns:
+		if kl.isClosed() { // both were ready: closed wins
+			c.Close()
+			return nil, net.ErrClosed
+		}
 		return c, nil
 	case <-kl.done:
 		return nil, net.ErrClosed
