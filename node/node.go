@@ -19,6 +19,7 @@ import (
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
+	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/wal"
@@ -52,12 +53,17 @@ type Node struct {
 	db   *store.DB
 	raft *replication.Raft
 	api  *api.Server
+	link *peerlink.Link // the peer link on the Raft address (link.go)
 
-	ln       net.Listener
-	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
-	srv      *http.Server
-	httpAddr string      // advertised HTTP address, host:port
-	side     sideServers // debug.go
+	ln net.Listener
+	// peerSrv serves the internal router on the peer link (KindHTTP);
+	// streamSrv the propose streams (KindStream). link.go.
+	peerSrv   *http.Server
+	streamSrv *peer.StreamServer
+	fast      *fastpath.FastListener // nil with Config.NoHTTPFastPath
+	srv       *http.Server
+	httpAddr  string      // advertised HTTP address, host:port
+	side      sideServers // debug.go
 
 	peers  *peers
 	intake *intake
@@ -158,10 +164,16 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	for _, p := range cfg.Cluster {
 		bootstrap = append(bootstrap, replication.Server{ID: p.ID, Addr: p.RaftAddr})
 	}
+	// The peer link listens on the Raft address and carries Raft, the
+	// propose streams and the node-to-node requests (link.go).
+	if n.link, err = openLink(cfg); err != nil {
+		return nil, err
+	}
 	n.raft, err = replication.Open(replication.Config{
 		ID:              cfg.ID,
 		Dir:             filepath.Join(cfg.DataDir, "raft"),
 		BindAddr:        cfg.RaftAddr,
+		Stream:          n.link.Raft(),
 		Bootstrap:       bootstrap,
 		Logger:          cfg.Logger,
 		Metrics:         cfg.Metrics,
@@ -182,7 +194,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	if err := syncDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	n.peers = newPeers(cfg.ID, n.db, n.raft)
+	n.peers = newPeers(cfg.ID, n.db, n.raft, n.link)
 
 	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -225,7 +237,6 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		MaxStreams:     cfg.MaxStreams,
 		NotifyAllow:    cfg.WebhookAllow,
 		Logger:         cfg.Logger,
-		Streams:        peer.NewStreamServer(cfg.Logger),
 		Metrics:        cfg.Metrics,
 		MetricsHandler: metricsHandler(cfg.Metrics),
 	}, backend)
@@ -237,6 +248,8 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		MaxHeaderBytes:    httpMaxHeaderBytes,
 	}
 	n.srv.RegisterOnShutdown(n.api.EndLogStreams) // they never go idle
+	n.peerSrv = newPeerServer(n.api)
+	n.streamSrv = peer.NewStreamServer(cfg.Logger)
 	if !cfg.NoHTTPFastPath {
 		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,
@@ -313,6 +326,7 @@ func (n *Node) Run(ctx context.Context) error {
 			serveErr <- err
 		}
 	})
+	n.servePeers(serveErr)
 	if err := n.side.serve(); err != nil { // before http.addr: who sees that sees debug.addr too
 		n.Close()
 		return err
@@ -396,7 +410,12 @@ func (n *Node) Close() error {
 				n.log.Warn("http fast path shutdown", "err", err)
 			}
 			n.side.shutdown(ctx)
-			if err := n.api.CloseStreams(ctx); err != nil {
+			if err := n.peerSrv.Shutdown(ctx); err != nil {
+				n.log.Warn("peer link http shutdown", "err", err)
+				n.peerSrv.Close()
+			}
+			n.link.Listener(peerlink.KindStream).Close()
+			if err := n.streamSrv.CloseStreams(ctx); err != nil {
 				n.log.Warn("propose streams shutdown", "err", err)
 			}
 			cancel()
@@ -425,6 +444,11 @@ func (n *Node) closeParts() error {
 	if n.raft != nil {
 		if err := n.raft.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close raft: %w", err))
+		}
+	}
+	if n.link != nil {
+		if err := n.link.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close peer link: %w", err))
 		}
 	}
 	if n.db != nil {

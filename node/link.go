@@ -1,0 +1,56 @@
+package node
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/peerlink"
+)
+
+// openLink listens for the peer link on the Raft address. Until the cluster
+// has an identity, a peer is accepted unless its cluster ID conflicts with
+// this node's (which the link checks before Accept).
+func openLink(cfg Config) (*peerlink.Link, error) {
+	return peerlink.Listen(cfg.RaftAddr, peerlink.Config{
+		NodeID: cfg.ID,
+		Accept: func(byte, peerlink.ClusterID, string) error { return nil },
+		Logger: cfg.Logger,
+	})
+}
+
+// newPeerServer returns the server of the internal router (api.Server's
+// PeerHandler) on the peer link's KindHTTP connections: the requests other
+// nodes send this one. A request's context names the node that sent it
+// (peerlink.RemoteNode).
+func newPeerServer(a *api.Server) *http.Server {
+	return &http.Server{
+		Handler:           a.PeerHandler(),
+		ConnContext:       peerlink.ConnContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       peerlink.DefaultIdleTimeout,
+	}
+}
+
+// servePeers serves the peer link's internal requests and propose streams
+// until Close; a server that fails reports on serveErr.
+func (n *Node) servePeers(serveErr chan<- error) {
+	n.wg.Go(func() {
+		if err := n.peerSrv.Serve(n.link.Listener(peerlink.KindHTTP)); !errors.Is(err, http.ErrServerClosed) {
+			select {
+			case serveErr <- err:
+			default:
+			}
+		}
+	})
+	limit := n.api.Config().MaxInternalBodyBytes
+	n.wg.Go(func() {
+		if err := n.streamSrv.Serve(n.link.Listener(peerlink.KindStream), limit, n.api.ProposeAnswer); err != nil {
+			select {
+			case serveErr <- err:
+			default:
+			}
+		}
+	})
+}
