@@ -70,6 +70,12 @@ func ProposeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, tim
 	if ok && opts.Fresh {
 		q.Set("fresh", "true")
 	}
+	if ok && opts.From != "" {
+		q.Set("from", opts.From)
+	}
+	if ok && opts.HandOff {
+		q.Set("handoff", "true")
+	}
 	return q, d, ok
 }
 
