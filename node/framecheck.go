@@ -253,7 +253,7 @@ func (fc *frameChecker) command(s *memberSnap, c store.Command, opts wire.Submit
 // tx checks a forwarded transaction's bytes, forwarded by node from, which
 // holds txid node number number when registered.
 func (fc *frameChecker) tx(payload []byte, from string, number uint16, registered bool) (txid.ID, error) {
-	tx, err := store.DecodeTx(payload)
+	tx, err := store.ViewTx(payload) // values alias payload; only read here
 	if err != nil {
 		return 0, &wire.Error{Code: wire.CodeInvalidTx, Message: err.Error()}
 	}
