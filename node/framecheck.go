@@ -44,11 +44,12 @@ import (
 //
 // The membership comes from a snapshot (memberSnap) of the latest Raft
 // configuration and the registry, rebuilt when it is older than
-// membersTTL, when the term changes, after every join and removal this
-// node makes as leader (invalidate; Node.Join, Node.Remove), and once
-// before a frame is refused for membership: a removal is appended, and so in
-// the latest configuration, before DELETE answers, so a frame checked after
-// the answer sees it.
+// membersTTL, after every leader change (watch), after every join and
+// removal this node makes as leader (invalidate; Node.Join, Node.Remove), and
+// once before a frame is refused for membership: a removal is appended, and
+// so in the latest configuration, before DELETE answers, so a frame checked
+// after the answer sees it. Only a leader's own joins and removals change the
+// configuration during its term.
 
 // maxTxIDAhead bounds how far a forwarded txid's time may be ahead of the
 // leader's clock (docs/api.md, Forwarded frames).
@@ -78,11 +79,9 @@ type frameChecker struct {
 	rules frameRules
 	now   func() time.Time
 	// members reads the latest configuration's IDs, registry the node
-	// registry, term the current term (Raft's and the store's; replaced by
-	// tests).
+	// registry (Raft's and the store's; replaced by tests).
 	members  func(ctx context.Context) ([]string, error)
 	registry func() ([]store.NodeInfo, error)
-	term     func() uint64
 
 	gen  atomic.Uint64 // bumped by invalidate
 	snap atomic.Pointer[memberSnap]
@@ -91,10 +90,10 @@ type frameChecker struct {
 
 // memberSnap is who may forward, as of its build.
 type memberSnap struct {
-	gen, term uint64
-	built     time.Time
-	members   map[string]bool
-	numbers   map[string]uint16 // registry: node ID → txid node number
+	gen     uint64
+	built   time.Time
+	members map[string]bool
+	numbers map[string]uint16 // registry: node ID → txid node number
 }
 
 // newFrameChecker returns the checker of node self with this node's API
@@ -123,21 +122,36 @@ func newFrameChecker(cfg Config, r *replication.Raft, db *store.DB) *frameChecke
 			return ids, err
 		},
 		registry: func() ([]store.NodeInfo, error) { return db.Reads().Nodes() },
-		term:     func() uint64 { return r.Status().Term },
 	}
 }
 
 // invalidate makes the next check rebuild the membership snapshot: after a
-// join or removal on this leader.
+// join or removal on this leader, and a leader change.
 func (fc *frameChecker) invalidate() { fc.gen.Add(1) }
 
-// current returns a membership snapshot that is fresh: of this term and
-// generation and younger than membersTTL, or, with force, younger than
-// refreshBefore.
+// watch invalidates the snapshot on every leader change until life ends: a
+// new term may bring a configuration this node did not make. Run runs it.
+func (fc *frameChecker) watch(life context.Context, r *replication.Raft) {
+	changes, unsubscribe := r.Subscribe()
+	defer unsubscribe()
+	for {
+		select {
+		case <-life.Done():
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+			fc.invalidate()
+		}
+	}
+}
+
+// current returns a membership snapshot that is fresh: of this generation
+// and younger than membersTTL, or, with force, younger than refreshBefore.
 func (fc *frameChecker) current(ctx context.Context, force bool) (*memberSnap, error) {
-	term := fc.term()
 	fresh := func(s *memberSnap) bool {
-		if s == nil || s.gen != fc.gen.Load() || s.term != term {
+		if s == nil || s.gen != fc.gen.Load() {
 			return false
 		}
 		age := fc.now().Sub(s.built)
@@ -160,7 +174,7 @@ func (fc *frameChecker) current(ctx context.Context, force bool) (*memberSnap, e
 	if err != nil {
 		return nil, err
 	}
-	s := &memberSnap{gen: gen, term: term, built: fc.now(), members: make(map[string]bool, len(ids)), numbers: make(map[string]uint16, len(reg))}
+	s := &memberSnap{gen: gen, built: fc.now(), members: make(map[string]bool, len(ids)), numbers: make(map[string]uint16, len(reg))}
 	for _, id := range ids {
 		s.members[id] = true
 	}

@@ -30,7 +30,6 @@ func testChecker(t *testing.T, members []string, reg map[string]uint16) *frameCh
 		self:  "n1",
 		rules: frameRules{maxKeyBytes: 16, maxOps: 3, maxValueBytes: 64, notify: allow, maxAhead: maxTxIDAhead},
 		now:   func() time.Time { return checkNow },
-		term:  func() uint64 { return 1 },
 	}
 	fc.members = func(context.Context) ([]string, error) { return members, nil }
 	fc.registry = func() ([]store.NodeInfo, error) {
@@ -140,7 +139,8 @@ func TestFrameCheck(t *testing.T) {
 
 // TestFrameCheckMembership checks that the membership snapshot follows a
 // removal at once after invalidate (as Node.Remove calls it before DELETE
-// answers), a term change, and a registration the snapshot predates.
+// answers, and watch on a leader change), its age, and a registration the
+// snapshot predates.
 func TestFrameCheckMembership(t *testing.T) {
 	members := []string{"n1", "n2", "n3"}
 	reg := map[string]uint16{"n1": 1, "n2": 2}
@@ -153,8 +153,6 @@ func TestFrameCheckMembership(t *testing.T) {
 		}
 		return out, nil
 	}
-	var term uint64 = 1
-	fc.term = func() uint64 { return term }
 	now := checkNow
 	fc.now = func() time.Time { return now }
 	code := func(from string, node uint16) string {
@@ -188,16 +186,14 @@ func TestFrameCheckMembership(t *testing.T) {
 	if c := code("n2", 2); c != wire.CodeRemoved {
 		t.Fatalf("n2 after its removal: %q, want removed", c)
 	}
-	// A new term rebuilds it too.
+	// Without an invalidate, a snapshot serves until it is membersTTL old.
 	members = []string{"n1", "n2", "n3"}
-	term = 2
-	if c := code("n2", 2); c != "" {
-		t.Fatalf("n2 back in term 2: %s, want accepted", c)
-	}
-	members = []string{"n1", "n3"}
-	term = 3
 	if c := code("n2", 2); c != wire.CodeRemoved {
-		t.Fatalf("n2 gone in term 3: %q, want removed", c)
+		t.Fatalf("n2 with a snapshot %s old: %q, want removed (cached)", refreshBefore, c)
+	}
+	now = now.Add(membersTTL)
+	if c := code("n2", 2); c != "" {
+		t.Fatalf("n2 with a snapshot %s old: %s, want accepted (rebuilt)", membersTTL, c)
 	}
 }
 

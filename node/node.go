@@ -317,6 +317,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.wg.Go(n.mem.joinLoop)
 		}
 		n.wg.Go(n.rm.loop)
+		n.wg.Go(func() { n.checks.watch(n.life, n.raft) })
 		n.wg.Go(func() {
 			n.alerts.Run(n.life, n.sample.sample)
 			n.sample.close()
