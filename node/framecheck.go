@@ -52,8 +52,10 @@ import (
 // configuration during its term.
 
 // maxTxIDAhead bounds how far a forwarded txid's time may be ahead of the
-// leader's clock (docs/api.md, Forwarded frames).
-const maxTxIDAhead = 5 * time.Second
+// leader's clock (docs/api.md, Forwarded frames): a node's txids run up to
+// its generator's reservation ahead of its clock after a restart
+// (txid.DefaultReserve, 3 s), and the two clocks may differ by up to 5 s.
+const maxTxIDAhead = txid.DefaultReserve + 5*time.Second
 
 // membersTTL bounds the age of a membership snapshot; refreshBefore is the
 // age under which a refusal does not rebuild it again.

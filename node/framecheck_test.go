@@ -79,7 +79,7 @@ func TestFrameCheck(t *testing.T) {
 			tx.Ops[1] = store.Op{Kind: store.OpCommitOffset, Key: "g", Offset: 9}
 		}), opts: from2},
 		{name: "deep value", cmd: txFrame(putValue(strings.Repeat("[", 30) + strings.Repeat("]", 30))), opts: from2},
-		{name: "txid 4s ahead", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow.Add(4*time.Second), 2) }), opts: from2},
+		{name: "txid 7s ahead", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow.Add(7*time.Second), 2) }), opts: from2},
 		{name: "hand-off of a removed node", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow, 4) }), opts: wire.SubmitOptions{From: "n4", HandOff: true}},
 		{name: "own registration", cmd: store.Command{Kind: store.KindRegisterNode, Payload: store.EncodeNode(store.NodeInfo{ID: "n2", HTTPAddr: "127.0.0.1:1", TxIDNode: 2})}, opts: from2},
 
@@ -108,7 +108,7 @@ func TestFrameCheck(t *testing.T) {
 		{name: "txid of another member", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow, 5) }), opts: from2, code: wire.CodeInvalidTx, msg: "node number 5"},
 		{name: "txid of no member", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow, 77) }), opts: from2, code: wire.CodeInvalidTx, msg: "node number 77"},
 		{name: "txid far in the future", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow.Add(time.Hour), 2) }), opts: from2, code: wire.CodeNotReady, msg: "ahead of the leader's clock"},
-		{name: "txid 6s ahead", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow.Add(6*time.Second), 2) }), opts: from2, code: wire.CodeNotReady},
+		{name: "txid 9s ahead", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow.Add(9*time.Second), 2) }), opts: from2, code: wire.CodeNotReady},
 		{name: "member not registered yet", cmd: txFrame(func(tx *store.Tx) { tx.ID = idAt(checkNow, 3) }), opts: wire.SubmitOptions{From: "n3"}, code: wire.CodeNotReady},
 		{name: "no sender", cmd: txFrame(nil), code: wire.CodeInvalidParam},
 		{name: "sender not a member", cmd: txFrame(nil), opts: wire.SubmitOptions{From: "n9"}, code: wire.CodeRemoved},
