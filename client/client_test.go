@@ -379,6 +379,7 @@ func TestClientReadsAndAdmin(t *testing.T) {
 	var gotKey string
 	var gotOpts wire.ReadOptions
 	var payloads [][]byte
+	var proposeOpts wire.SubmitOptions
 	b := &fakeBackend{
 		GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 			mu.Lock()
@@ -389,7 +390,7 @@ func TestClientReadsAndAdmin(t *testing.T) {
 		ProposeFunc: func(ctx context.Context, p [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			payloads = p
+			payloads, proposeOpts = p, opts
 			return make([]wire.TxResult, len(p)), nil
 		},
 		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
@@ -420,8 +421,8 @@ func TestClientReadsAndAdmin(t *testing.T) {
 		t.Errorf("GetFrom() error %v; backend got %+v, want forwarded", err, gotOpts)
 	}
 	in := [][]byte{[]byte("a"), []byte("bc")}
-	if res, err := c.ProposeTo(ctx, srv.URL, in, wire.SubmitOptions{Timeout: time.Second}); err != nil || len(res) != 2 || string(payloads[1]) != "bc" {
-		t.Errorf("ProposeTo() = %+v, %v; backend got %q", res, err, payloads)
+	if res, err := c.ProposeTo(ctx, srv.URL, in, wire.SubmitOptions{Timeout: time.Second, From: "n2", HandOff: true}); err != nil || len(res) != 2 || string(payloads[1]) != "bc" || proposeOpts.From != "n2" || !proposeOpts.HandOff {
+		t.Errorf("ProposeTo() = %+v, %v; backend got %q, %+v", res, err, payloads, proposeOpts)
 	}
 	if res, err := c.TxByIdempotencyKey(ctx, "a&b=c", time.Second); err != nil || res.IdempotencyKey != "a&b=c" {
 		t.Errorf("TxByIdempotencyKey() = %+v, %v", res, err)
