@@ -25,7 +25,7 @@ import (
 //     through a removed node once DELETE /v1/cluster/nodes/{id} has answered —
 //     unless the frames are a removed node's hand-off (SubmitOptions.HandOff)
 //     of what it accepted before, from a node of the registry;
-//   - a transaction decodes (store.DecodeTx) and holds what a body could:
+//   - a transaction decodes (store.ViewTx) and holds what a body could:
 //     its keys, lease and groups by api.CheckKey, its idempotency key, at
 //     most api.DefaultMaxOpsPerTx ops, each put's value compact valid JSON of
 //     at most the public body limit (api.CheckValue), a notify url this
@@ -77,7 +77,6 @@ type frameRules struct {
 // frameChecker checks forwarded frames on the leader. Its methods are safe
 // for concurrent use.
 type frameChecker struct {
-	self  string
 	rules frameRules
 	now   func() time.Time
 	// members reads the latest configuration's IDs, registry the node
@@ -98,15 +97,13 @@ type memberSnap struct {
 	numbers map[string]uint16 // registry: node ID → txid node number
 }
 
-// newFrameChecker returns the checker of node self with this node's API
-// limits.
+// newFrameChecker returns the checker of a node with its API limits.
 func newFrameChecker(cfg Config, r *replication.Raft, db *store.DB) *frameChecker {
 	maxValue := int(cfg.MaxBodyBytes)
 	if maxValue <= 0 {
 		maxValue = api.DefaultMaxBodyBytes
 	}
 	return &frameChecker{
-		self: cfg.ID,
 		rules: frameRules{
 			maxKeyBytes:   api.DefaultMaxKeyBytes,
 			maxOps:        api.DefaultMaxOpsPerTx,
@@ -217,7 +214,8 @@ func (fc *frameChecker) check(ctx context.Context, cmds []store.Command, opts wi
 	return errs, ids
 }
 
-// membershipError is a refusal that a newer membership snapshot may undo.
+// membershipError is a refusal that a newer membership snapshot may undo:
+// check looks again before it stands.
 type membershipError struct{ err *wire.Error }
 
 func (e *membershipError) Error() string { return e.err.Error() }
@@ -286,7 +284,9 @@ func (fc *frameChecker) txid(id txid.ID, from string, number uint16, registered 
 	case !registered || number == 0:
 		return refuseMember(wire.CodeNotReady, "txid %s: node %q has not registered its txid node number yet; try again", id, from)
 	case id.Node() != number:
-		return &wire.Error{Code: wire.CodeInvalidTx, Message: fmt.Sprintf("txid %s: node number %d, but node %q holds number %d and forwards only txids it issued", id, id.Node(), from, number)}
+		// A membership error too: refused only after a fresh look at the
+		// registry.
+		return refuseMember(wire.CodeInvalidTx, "txid %s: node number %d, but node %q holds number %d and forwards only txids it issued", id, id.Node(), from, number)
 	}
 	if ahead := id.Time().Sub(fc.now()); ahead > fc.rules.maxAhead {
 		return &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("txid %s: its time is %s ahead of the leader's clock (at most %s): is node %q's clock ahead? try again", id, ahead.Round(time.Millisecond), fc.rules.maxAhead, from)}

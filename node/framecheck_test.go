@@ -27,7 +27,6 @@ func testChecker(t *testing.T, members []string, reg map[string]uint16) *frameCh
 		t.Fatal(err)
 	}
 	fc := &frameChecker{
-		self:  "n1",
 		rules: frameRules{maxKeyBytes: 16, maxOps: 3, maxValueBytes: 64, notify: allow, maxAhead: maxTxIDAhead},
 		now:   func() time.Time { return checkNow },
 	}
