@@ -26,6 +26,12 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOpt
 	if !n.raft.IsLeader() {
 		return nil, wire.ErrNotLeader
 	}
+	if opts.From == "" {
+		// The whole request, not each frame: a node of the version before
+		// from existed takes that as a failed exchange and keeps its writes
+		// (parked) instead of dropping them as refused.
+		return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: "from: missing; the leader takes frames only from a named node"}
+	}
 	results := make([]wire.TxResult, len(frames))
 	cmds := make([]store.Command, len(frames))
 	bad := make([]bool, len(frames))

@@ -245,6 +245,10 @@ func TestProposeRefusesBadFrames(t *testing.T) {
 	if err != nil || res[0].Error == nil || res[0].Error.Code != wire.CodeRemoved {
 		t.Fatalf("a frame from a non-member = %+v, %v; want removed", res, err)
 	}
+	res, err = n.Propose(ctx, [][]byte{frame(n.mem.ids.Next(), `6`)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+	if we, ok := errors.AsType[*wire.Error](err); !ok || we.Code != wire.CodeInvalidParam || res != nil {
+		t.Fatalf("a proposal without from = %+v, %v; want the whole request refused with invalid_parameter", res, err)
+	}
 }
 
 // registerSelf registers n, a leader opened without Run (so without its

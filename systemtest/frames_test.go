@@ -188,10 +188,14 @@ func TestHostileFrames(t *testing.T) {
 		{"txid of no member", from, command(1, txBytes(makeID(past, 999, 4000), "", put("hostile/h", "1"))), wire.CodeInvalidTx},
 		{"txid an hour ahead", from, command(1, txBytes(makeID(time.Now().Add(time.Hour), numbers[from], 1), "", put("hostile/i", "1"))), wire.CodeNotReady},
 		{"sender not a member", "x9", command(1, txBytes(makeID(past, 999, 4000), "", put("hostile/j", "1"))), wire.CodeRemoved},
-		{"no sender", "", command(1, txBytes(own(), "", put("hostile/k", "1"))), wire.CodeInvalidParam},
 		{"registration of another node", from, command(2, nodeBytes(other, "127.0.0.1:1", "127.0.0.1:2", numbers[other])), wire.CodeInvalidTx},
 		{"not a transaction", from, command(1, []byte{1, 2, 3}), wire.CodeInvalidTx},
 		{"lease command", from, command(3, []byte{1}), wire.CodeInvalidTx},
+	}
+	// Without a sender the whole request is refused (a node of the version
+	// before from keeps such writes, parked, instead of dropping them).
+	if res, errBody := sendFrames(ctx, t, leaderURL, "", command(1, txBytes(own(), "", put("hostile/k", "1")))); errBody == nil || errBody.Code != wire.CodeInvalidParam {
+		t.Errorf("no sender: %+v, %+v; want the request refused with invalid_parameter", res, errBody)
 	}
 	var refused []txid.ID
 	for _, tc := range cases {
