@@ -265,3 +265,42 @@ func TestRemovedMemberWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinedMemberRestarts restarts a member that joined with --join on
+// another HTTP port (--http-addr=127.0.0.1:0): the leader refuses its join
+// again (member_exists: another HTTP address), it goes on as the member its
+// configuration lists, registers its new address itself, and takes writes.
+func TestJoinedMemberRestarts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startCluster(t)
+	dir := t.TempDir()
+	n4, base := joinNode(ctx, t, c, dir, "n4", c.URL(mustLeaderID(ctx, t, c)))
+	if err := n4.Stop(ctx); err != nil {
+		t.Fatalf("Stop(n4) = %v", err)
+	}
+	base2 := startNode(ctx, t, n4)
+	if base2 == base {
+		t.Logf("n4 came back on the same port %s", base)
+	}
+	waitReady(ctx, t, base2)
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
+	waitUntil(ctx, t, "n4's new http address in the registry", func() bool {
+		st, err := cl.ClusterFrom(ctx, c.URL(mustLeaderID(ctx, t, c)))
+		if err != nil {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.ID == "n4" {
+				return "http://"+m.HTTPAddr == base2
+			}
+		}
+		return false
+	})
+	if a := call(ctx, t, http.MethodPost, base2+"/v1/tx", `{"ops":[{"op":"put","key":"n4-back","value":1}]}`); a.status != http.StatusOK {
+		t.Fatalf("write through the restarted n4: %d %s; want 200", a.status, a.body)
+	}
+	if !n4.Running() {
+		t.Fatal("n4 exited after its restart")
+	}
+}
