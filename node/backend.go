@@ -87,9 +87,15 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOpt
 	return results, nil
 }
 
-// refusedFrames logs the frames of one forwarded proposal that the checks
-// refused (framecheck.go): one line per proposal, naming the first.
+// refusedFrames counts the frames of one forwarded proposal that the checks
+// refused (framecheck.go) in txlog_forwarded_refused_total, and logs them:
+// one line per proposal, naming the first.
 func (n *Node) refusedFrames(from string, results []wire.TxResult, count int) {
+	for _, r := range results {
+		if r.Error != nil {
+			n.met.refused.WithLabelValues(r.Error.Code).Inc()
+		}
+	}
 	for _, r := range results {
 		if r.Error != nil && r.Error.Code != wire.CodeNotReady {
 			n.log.Warn("forwarded frames refused", "peer", from, "count", count, "code", r.Error.Code, "err", r.Error.Message)

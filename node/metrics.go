@@ -48,6 +48,7 @@ type nodeMetrics struct {
 	parkedWAL   prometheus.Counter
 	parkedRedis prometheus.Counter
 	replayed    [numReplay]prometheus.Counter
+	refused     *prometheus.CounterVec // forwarded frames the leader refused, by code (framecheck.go)
 	vecs        []prometheus.Collector // what registerMetrics registers of the above
 }
 
@@ -69,7 +70,12 @@ func newNodeMetrics() *nodeMetrics {
 		Name: "txlog_replayed_total",
 		Help: "Parked transactions proposed by the replayer or the Redis drain, by result.",
 	}, []string{"result"})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "txlog_forwarded_refused_total",
+		Help: "Frames forwarded to this node as leader that it refused before proposing them, by wire code.",
+	}, []string{"code"})
 	m := &nodeMetrics{
+		refused:     refused,
 		durQuorum:   dur.WithLabelValues(wire.AckQuorum),
 		durAll:      dur.WithLabelValues(wire.AckAll),
 		durAccepted: dur.WithLabelValues(wire.AckAccepted),
@@ -82,7 +88,7 @@ func newNodeMetrics() *nodeMetrics {
 	for i, name := range replayNames {
 		m.replayed[i] = replayed.WithLabelValues(name)
 	}
-	m.vecs = []prometheus.Collector{tx, dur, parked, replayed}
+	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, refused}
 	return m
 }
 

@@ -213,6 +213,12 @@ func TestHostileFrames(t *testing.T) {
 			refused = append(refused, res[0].TxID)
 		}
 	}
+	// Each refusal is counted by its code.
+	if a := call(ctx, t, http.MethodGet, leaderURL+"/metrics", ""); a.status != http.StatusOK ||
+		!strings.Contains(a.body, `txlog_forwarded_refused_total{code="invalid_json"} 2`) ||
+		!strings.Contains(a.body, `txlog_forwarded_refused_total{code="removed"} 1`) {
+		t.Errorf("the leader's metrics do not count the refusals: %d, %s", a.status, grepLines(a.body, "txlog_forwarded_refused_total"))
+	}
 	// The node registry is as it was: no registration of another node.
 	if st2, err := cl.ClusterFrom(ctx, leaderURL); err != nil {
 		t.Fatal(err)
@@ -239,4 +245,15 @@ func TestHostileFrames(t *testing.T) {
 			t.Errorf("refused txid %s is known to the cluster", id)
 		}
 	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
