@@ -33,7 +33,8 @@ import (
 //   - its txid carries the forwarding node's txid node number as the node
 //     registry holds it (every node forwards only txids it issued), and its
 //     time is at most maxTxIDAhead ahead of this node's clock;
-//   - a registration (KindRegisterNode) is the forwarding node's own.
+//   - a registration (KindRegisterNode) is the forwarding node's own, with
+//     the txid node number it holds, if it holds one.
 //
 // A frame that fails is refused with its own error and never proposed. Two
 // refusals are not final: not_ready while the forwarding member's number is
@@ -258,6 +259,11 @@ func (fc *frameChecker) command(s *memberSnap, c store.Command, opts wire.Submit
 		}
 		if opts.HandOff || !s.members[from] {
 			return 0, refuseMember(wire.CodeRemoved, "registration of node %q: not a member", from)
+		}
+		if registered && number != 0 && info.TxIDNode != number {
+			// A data directory keeps its number (number.go); another one
+			// would disown the txids it issued, or clash with a member's.
+			return 0, refuseMember(wire.CodeInvalidTx, "registration of node %q with txid node number %d: it holds number %d, which does not change", from, info.TxIDNode, number)
 		}
 		return 0, nil
 	}

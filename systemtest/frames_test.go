@@ -118,7 +118,8 @@ func sendFrames(ctx context.Context, t *testing.T, base, from string, frames ...
 // each frame a hostile process could forge — a value that is not JSON,
 // limits broken, a zero txid, a txid of another member or of no member, one
 // far in the future, a sender that is not a member or names none, a
-// registration of another node — and checks each refused with its code,
+// registration of another node or with another member's number — and checks
+// each refused with its code,
 // none in any log, the logs of the three nodes identical and every write
 // acknowledged before, between and after them present.
 func TestHostileFrames(t *testing.T) {
@@ -189,6 +190,7 @@ func TestHostileFrames(t *testing.T) {
 		{"txid an hour ahead", from, command(1, txBytes(makeID(time.Now().Add(time.Hour), numbers[from], 1), "", put("hostile/i", "1"))), wire.CodeNotReady},
 		{"sender not a member", "x9", command(1, txBytes(makeID(past, 999, 4000), "", put("hostile/j", "1"))), wire.CodeRemoved},
 		{"registration of another node", from, command(2, nodeBytes(other, "127.0.0.1:1", "127.0.0.1:2", numbers[other])), wire.CodeInvalidTx},
+		{"registration with another member's number", from, command(2, nodeBytes(from, "127.0.0.1:1", "127.0.0.1:2", numbers[other])), wire.CodeInvalidTx},
 		{"not a transaction", from, command(1, []byte{1, 2, 3}), wire.CodeInvalidTx},
 		{"lease command", from, command(3, []byte{1}), wire.CodeInvalidTx},
 	}
