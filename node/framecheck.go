@@ -260,6 +260,9 @@ func (fc *frameChecker) command(s *memberSnap, c store.Command, opts wire.Submit
 		if opts.HandOff || !s.members[from] {
 			return 0, refuseMember(wire.CodeRemoved, "registration of node %q: not a member", from)
 		}
+		if info.TxIDNode == 0 {
+			return 0, &wire.Error{Code: wire.CodeInvalidTx, Message: fmt.Sprintf("registration of node %q without a txid node number", from)}
+		}
 		if registered && number != 0 && info.TxIDNode != number {
 			// A data directory keeps its number (number.go); another one
 			// would disown the txids it issued, or clash with a member's.

@@ -115,6 +115,7 @@ func TestFrameCheck(t *testing.T) {
 		{name: "hand-off of a stranger", cmd: txFrame(nil), opts: wire.SubmitOptions{From: "n9", HandOff: true}, code: wire.CodeRemoved},
 		{name: "registration of another node", cmd: store.Command{Kind: store.KindRegisterNode, Payload: store.EncodeNode(store.NodeInfo{ID: "n3", HTTPAddr: "127.0.0.1:1", TxIDNode: 3})}, opts: from2, code: wire.CodeInvalidTx, msg: "registers only itself"},
 		{name: "registration with another number", cmd: store.Command{Kind: store.KindRegisterNode, Payload: store.EncodeNode(store.NodeInfo{ID: "n2", HTTPAddr: "127.0.0.1:1", TxIDNode: 5})}, opts: from2, code: wire.CodeInvalidTx, msg: "does not change"},
+		{name: "registration without a number", cmd: store.Command{Kind: store.KindRegisterNode, Payload: store.EncodeNode(store.NodeInfo{ID: "n3", HTTPAddr: "127.0.0.1:1"})}, opts: wire.SubmitOptions{From: "n3"}, code: wire.CodeInvalidTx, msg: "without a txid node number"},
 		{name: "first registration", cmd: store.Command{Kind: store.KindRegisterNode, Payload: store.EncodeNode(store.NodeInfo{ID: "n3", HTTPAddr: "127.0.0.1:1", TxIDNode: 3})}, opts: wire.SubmitOptions{From: "n3"}},
 		{name: "registration by a removed node", cmd: store.Command{Kind: store.KindRegisterNode, Payload: store.EncodeNode(store.NodeInfo{ID: "n4", HTTPAddr: "127.0.0.1:1", TxIDNode: 4})}, opts: wire.SubmitOptions{From: "n4", HandOff: true}, code: wire.CodeRemoved},
 		{name: "lease command", cmd: store.Command{Kind: store.KindLease, Payload: []byte{1}}, opts: from2, code: wire.CodeInvalidTx, msg: "not accepted"},

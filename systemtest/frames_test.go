@@ -145,14 +145,22 @@ func TestHostileFrames(t *testing.T) {
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	st, err := cl.ClusterFrom(ctx, leaderURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Every member's number, once each has registered it (a member of the
+	// bootstrap list takes writes before).
 	numbers := map[string]uint16{}
-	for _, m := range st.Members {
-		numbers[m.ID] = uint16(m.NodeNumber)
-	}
+	waitUntil(ctx, t, "every member registered", func() bool {
+		st, err := cl.ClusterFrom(ctx, leaderURL)
+		if err != nil {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.NodeNumber == 0 {
+				return false
+			}
+			numbers[m.ID] = uint16(m.NodeNumber)
+		}
+		return len(numbers) == len(st.Members)
+	})
 	other := aFollower(c, from) // the leader or the third node: another member
 	if other == leader {
 		for _, p := range c.Nodes() {
