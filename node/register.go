@@ -270,11 +270,10 @@ func (m *membership) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.
 // sameMember refuses a join that names a member's id with another Raft
 // address, or another HTTP address than the member registered, or another
 // member's Raft address with a new id, with 409 member_exists, unless the
-// request says replace: the join would re-point
-// the member (Raft removes a server of the same id or address first), which
-// only an operator who means it may do. A join with the member's own
-// addresses passes (it is idempotent), and so does one of an id that is not
-// a member.
+// request says replace: the join would re-point the member (Raft removes a
+// server of the same id or address first), which only an operator who means
+// it may do. A join with the member's own addresses passes (it is
+// idempotent), and so does one of an id that is not a member.
 func sameMember(req wire.JoinRequest, members []replication.Member, registry []store.NodeInfo) error {
 	if req.Replace {
 		return nil
