@@ -403,12 +403,11 @@ func bootstrapNumbers(cluster []Peer, self string, selfWant int) (map[string]int
 // pickNumber is the leader's choice of a txid node number for server id that
 // asks to join with want (0: any; a member keeps the number it holds).
 // members are the IDs in the cluster configuration, registry the node
-// registry. A number another member holds
-// is refused with node_number_taken; a number only a removed server held may
-// be asked for again (txid/doc.go says when that is safe), and is never
-// handed out unasked. A member that has not registered its number yet makes
-// the leader refuse to choose (not_ready, to be retried), so that the choice
-// knows every number in use.
+// registry. A number another member holds is refused with node_number_taken;
+// a number only a removed server held may be asked for again (txid/doc.go
+// says when that is safe), and is never handed out unasked. A member that
+// has not registered its number yet makes the leader refuse to choose
+// (not_ready, to be retried), so that the choice knows every number in use.
 func pickNumber(id string, want int, members []string, registry []store.NodeInfo) (int, error) {
 	entries := make(map[string]store.NodeInfo, len(registry))
 	for _, e := range registry {
