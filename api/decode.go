@@ -534,7 +534,7 @@ func orBody(path string) string {
 }
 
 // decodeJoinBody decodes and validates the body of POST /v1/cluster/join: id
-// and raft_addr are required.
+// and raft_addr are required; voter, node_number and replace are optional.
 func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 	var req wire.JoinRequest
 	raw, err := jsonBody(body)
@@ -562,6 +562,11 @@ func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 				}
 				v = f.raw[0] == 't'
 				req.Voter = &v
+			case "replace":
+				if k := kind(f.raw); k != "boolean" {
+					return fieldErr(f.name, "want boolean, got %s", k)
+				}
+				req.Replace = f.raw[0] == 't'
 			case "node_number":
 				var v uint64
 				if v, err = uintValue(f.raw, f.name); err == nil && (v < 1 || v > txid.MaxNode) {

@@ -26,6 +26,9 @@
 //     repeated fields, wrong types, trailing data and unknown query parameters
 //     are refused with a 4xx and a message naming the field, such as
 //     "txs[3].ops[0].key: empty".
+//   - forwarded.go: the same rules for the parts of a transaction that
+//     another node forwards (CheckKey, CheckIdempotencyKey, CheckValue,
+//     CheckNotify), which node applies on the leader before it proposes it.
 //   - decode_fast.go: a one-pass decoder of write bodies that only accepts;
 //     whatever it does not accept goes to decode.go, which words every error.
 //     It stays here, not in api/fastpath: decodeTxBody tries it first on

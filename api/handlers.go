@@ -188,7 +188,7 @@ func (h *txHandlers) handlePropose(w http.ResponseWriter, r *http.Request) {
 }
 
 // proposeParams are the query parameters of an internal proposal.
-var proposeParams = []string{"timeout", "ack", "fresh"}
+var proposeParams = []string{"timeout", "ack", "fresh", "from", "handoff"}
 
 // propose runs an internal proposal, from POST /v1/internal/propose or a
 // propose stream: q holds its proposeParams, body its frames.
@@ -202,6 +202,19 @@ func (h *txHandlers) propose(ctx context.Context, q query, body []byte) ([]wire.
 		return nil, err
 	}
 	opts.Fresh = fresh == "true"
+	handOff, err := q.choice("handoff", "false", "true")
+	if err != nil {
+		return nil, err
+	}
+	opts.HandOff = handOff == "true"
+	// The forwarding node, as it names itself. The peer link sets it from
+	// its connection header instead (wire.SubmitOptions.From).
+	if from, ok := q.get("from"); ok {
+		if err := checkKey(from, "from", wire.MaxNodeIDBytes); err != nil {
+			return nil, asError(err, wire.CodeInvalidParam)
+		}
+		opts.From = from
+	}
 	payloads, err := wire.DecodeFrames(body, h.cfg.MaxBatchTxs)
 	if err != nil {
 		return nil, &wire.Error{Code: wire.CodeBadRequest, Message: "body: " + err.Error()}

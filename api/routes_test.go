@@ -165,8 +165,9 @@ func TestSubmitBatch(t *testing.T) {
 
 func TestPropose(t *testing.T) {
 	var got [][]byte
+	var gotOpts wire.SubmitOptions
 	b := &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
-		got = payloads
+		got, gotOpts = payloads, opts
 		res := make([]wire.TxResult, len(payloads))
 		for i := range res {
 			res[i] = wire.TxResult{TxID: testID + txid.ID(i), Status: wire.StatusCommitted}
@@ -183,6 +184,13 @@ func TestPropose(t *testing.T) {
 	}
 	if br := decodeAs[wire.BatchResponse](t, rec.Body.Bytes()); len(br.Results) != 3 {
 		t.Errorf("answer = %s", rec.Body)
+	}
+	if gotOpts.From != "" || gotOpts.HandOff {
+		t.Errorf("options without from and handoff = %+v", gotOpts)
+	}
+	rec = serve(t, Config{}, b, "POST", "/v1/internal/propose?from=n2&handoff=true&fresh=true", string(wire.EncodeFrames(payloads)), nil)
+	if rec.Code != 200 || gotOpts.From != "n2" || !gotOpts.HandOff || !gotOpts.Fresh {
+		t.Errorf("from=n2&handoff=true&fresh=true: %d, options %+v", rec.Code, gotOpts)
 	}
 
 	b.ProposeFunc = func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {

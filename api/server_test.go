@@ -172,6 +172,7 @@ func TestBadRequests(t *testing.T) {
 		{"join missing raft_addr", "POST", "/v1/cluster/join", `{"id":"n2"}`, nil, 400, wire.CodeBadRequest, "raft_addr: missing"},
 		{"join unknown field", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","role":"x"}`, nil, 400, wire.CodeBadRequest, "role: unknown field"},
 		{"join voter not bool", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","voter":"yes"}`, nil, 400, wire.CodeBadRequest, "voter: want boolean"},
+		{"join replace not bool", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","replace":1}`, nil, 400, wire.CodeBadRequest, "replace: want boolean"},
 		{"join bad json", "POST", "/v1/cluster/join", `{"id":`, nil, 400, wire.CodeInvalidJSON, "body"},
 		{"transfer unknown field", "POST", "/v1/cluster/transfer-leadership", `{"to":"n2"}`, nil, 400, wire.CodeBadRequest, "to: unknown field"},
 		{"cluster unknown parameter", "GET", "/v1/cluster?verbose=1", "", nil, 400, wire.CodeInvalidParam, "verbose"},
@@ -183,6 +184,10 @@ func TestBadRequests(t *testing.T) {
 		{"propose too many frames", "POST", "/v1/internal/propose", "\x01a\x01b\x01c", nil, 400, wire.CodeBadRequest, "more than 2 frames"},
 		{"propose too large", "POST", "/v1/internal/propose", strings.Repeat("\x00", 9000), nil, 413, wire.CodePayloadTooLarge, "more than 8192 bytes"},
 		{"propose bad ack", "POST", "/v1/internal/propose?ack=one", "\x01a", nil, 400, wire.CodeInvalidParam, "ack"},
+		{"propose from empty", "POST", "/v1/internal/propose?from=", "\x01a", nil, 400, wire.CodeInvalidParam, "from: empty"},
+		{"propose from too long", "POST", "/v1/internal/propose?from=" + strings.Repeat("n", 65), "\x01a", nil, 400, wire.CodeInvalidParam, "from: 65 bytes, limit 64"},
+		{"propose from invalid utf8", "POST", "/v1/internal/propose?from=n%FF", "\x01a", nil, 400, wire.CodeInvalidUTF8, "from: not valid UTF-8"},
+		{"propose bad handoff", "POST", "/v1/internal/propose?handoff=1", "\x01a", nil, 400, wire.CodeInvalidParam, "handoff"},
 
 		// Routing.
 		{"unknown route", "GET", "/v2/tx", "", nil, 404, wire.CodeNotFound, "no route for GET /v2/tx"},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 )
@@ -18,23 +19,62 @@ var (
 	_ api.LogFollower = (*Node)(nil)
 )
 
-// Propose implements api.Backend: the leader's side of forwarding. It makes one
-// attempt; the forwarding node retries.
+// Propose implements api.Backend: the leader's side of forwarding. Each frame
+// is checked first (framecheck.go: the body's rules, the txid, the sender's
+// membership) and one that fails is answered with its error, never proposed.
+// It makes one attempt; the forwarding node retries.
 func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	if !n.raft.IsLeader() {
 		return nil, wire.ErrNotLeader
 	}
+	if id := peerlink.RemoteNode(ctx); id != "" {
+		// The peer link's header names the sender; it wins over a query.
+		opts.From = id
+	}
+	if opts.From == "" {
+		// The whole request, not each frame: a node of the version before
+		// from existed takes that as a failed exchange and keeps its writes
+		// (parked) instead of dropping them as refused.
+		return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: "from: missing; the leader takes frames only from a named node"}
+	}
 	results := make([]wire.TxResult, len(frames))
-	ps := make([]*pending, 0, len(frames))
-	slot := make([]int, 0, len(frames))
+	cmds := make([]store.Command, len(frames))
+	bad := make([]bool, len(frames))
 	for i, f := range frames {
-		p, err := decodeFrame(f, !opts.Fresh)
+		c, err := store.DecodeCommand(f)
 		if err != nil {
 			results[i].Error = &wire.ErrorBody{Code: wire.CodeInvalidTx, Message: err.Error()}
+			bad[i] = true
 			continue
+		}
+		cmds[i] = c
+	}
+	errs, ids := n.checks.check(ctx, cmds, opts)
+	ps := make([]*pending, 0, len(frames))
+	slot := make([]int, 0, len(frames))
+	refused := 0
+	for i, c := range cmds {
+		switch {
+		case bad[i]:
+			refused++
+			continue
+		case errs[i] != nil:
+			results[i].Error = wire.NewErrorBody(errs[i])
+			results[i].TxID = ids[i]
+			refused++
+			continue
+		}
+		p := &pending{kind: c.Kind, payload: c.Payload, id: ids[i]}
+		if !opts.Fresh {
+			// The forwarding node may have sent it to a leader before: it is
+			// looked up in the log before it is proposed.
+			p.st.send()
 		}
 		ps = append(ps, p)
 		slot = append(slot, i)
+	}
+	if refused > 0 {
+		n.refusedFrames(opts.From, results, refused)
 	}
 	n.props.proposeLocal(ctx, ps)
 	for j, p := range ps {
@@ -52,35 +92,22 @@ func (n *Node) Propose(ctx context.Context, frames [][]byte, opts wire.SubmitOpt
 	return results, nil
 }
 
-// decodeFrame decodes a forwarded command and checks its payload, learning a
-// transaction's txid. sent says
-// whether the forwarding node may have sent it to a leader before; then it is
-// looked up in the log before it is proposed.
-func decodeFrame(f []byte, sent bool) (*pending, error) {
-	c, err := store.DecodeCommand(f)
-	if err != nil {
-		return nil, err
-	}
-	p := &pending{kind: c.Kind, payload: c.Payload}
-	if sent {
-		p.st.send()
-	}
-	switch c.Kind {
-	case store.KindTx:
-		// Checked, not decoded: Apply decodes it, once (store.CheckTx).
-		id, err := store.CheckTx(c.Payload)
-		if err != nil {
-			return nil, err
+// refusedFrames counts the frames of one forwarded proposal that the checks
+// refused (framecheck.go) in txlog_forwarded_refused_total, and logs them:
+// one line per proposal, naming the first.
+func (n *Node) refusedFrames(from string, results []wire.TxResult, count int) {
+	for _, r := range results {
+		if r.Error != nil {
+			n.met.refused.WithLabelValues(r.Error.Code).Inc()
 		}
-		p.id = id
-	case store.KindRegisterNode:
-		if _, err := store.DecodeNode(c.Payload); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("command kind %d: not accepted from other nodes", c.Kind)
 	}
-	return p, nil
+	for _, r := range results {
+		if r.Error != nil && r.Error.Code != wire.CodeNotReady {
+			n.log.Warn("forwarded frames refused", "peer", from, "count", count, "code", r.Error.Code, "err", r.Error.Message)
+			return
+		}
+	}
+	n.log.Debug("forwarded frames refused for now", "peer", from, "count", count)
 }
 
 // Submit implements api.Backend.
@@ -153,6 +180,7 @@ func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult,
 	err := n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		var err error
 		res, err = n.mem.joinLocal(ctx, req)
+		n.checks.invalidate()
 		return err
 	}, func(ctx context.Context, base string) error {
 		var err error
@@ -166,6 +194,9 @@ func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult,
 func (n *Node) Remove(ctx context.Context, id string) error {
 	return n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
 		err := n.raft.Remove(ctx, id)
+		// Before DELETE answers: a frame the removed node forwards after the
+		// answer is checked against the configuration without it.
+		n.checks.invalidate()
 		if errors.Is(err, replication.ErrUnknownServer) {
 			return wire.ErrNotFound
 		}

@@ -22,8 +22,9 @@
 // (number.go, register.go), with removal (removed.go); the side listeners
 // (sideServers, debug.go); and the alert sampler, which feeds package alert a
 // snapshot of the node once a second (alerts.go). Node's own methods are the
-// writes and cluster calls of api.Backend (backend.go) and its life: Open,
-// Run, Close (node.go). A pending command's state, and every path a write
+// writes and cluster calls of api.Backend (backend.go), whose Propose, the
+// leader's side of forwarding, checks each frame first (frameChecker,
+// framecheck.go), and its life: Open, Run, Close (node.go). A pending command's state, and every path a write
 // takes, is in state.go.
 //
 // node imports api, api/fastpath, api/wire, node/peer, peerlink, replication,

@@ -246,7 +246,8 @@ func TestProposeReusedKey(t *testing.T) {
 		return store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
 	}
 	other, same := n.mem.ids.Next(), n.mem.ids.Next()
-	res, err := n.Propose(ctx, [][]byte{frame(other, `2`), frame(same, `1`)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+	registerSelf(ctx, t, n)
+	res, err := n.Propose(ctx, [][]byte{frame(other, `2`), frame(same, `1`)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true, From: "n1"})
 	if err != nil {
 		t.Fatalf("Propose() = %v", err)
 	}

@@ -93,9 +93,10 @@ func TestLeaseFenceThroughNode(t *testing.T) {
 	// the encoded transaction.
 	tx := store.Tx{ID: n.mem.ids.Next(), Fence: &store.Fence{Lease: "jobs/settle", Token: a.Token}, Ops: []store.Op{{Kind: store.OpPut, Key: "run", Value: []byte(`3`)}}}
 	frame := store.EncodeCommand(store.Command{Kind: store.KindTx, Payload: store.EncodeTx(tx)})
-	res, err := n.Propose(ctx, [][]byte{frame}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+	registerSelf(ctx, t, n) // the leader takes n1's frames once n1's number is registered
+	res, err := n.Propose(ctx, [][]byte{frame}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true, From: "n1"})
 	if err != nil || res[0].Status != wire.StatusRejected || res[0].Conflict == nil || *res[0].Conflict != want {
-		t.Fatalf("forwarded late write = %+v, %v; want rejected with %+v", res, err, want)
+		t.Fatalf("forwarded late write = %+v (error %+v), %v; want rejected with %+v", res, res[0].Error, err, want)
 	}
 	if kv, err := n.Get(ctx, "run", wire.ReadOptions{}); err != nil || string(kv.Value) != "1" {
 		t.Fatalf("run = %+v, %v; want the one write made under a live token", kv, err)

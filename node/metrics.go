@@ -51,6 +51,7 @@ type nodeMetrics struct {
 	// txidReissued counts the transactions a request proposed again under
 	// a fresh txid (writer.reissue).
 	txidReissued prometheus.Counter
+	refused      *prometheus.CounterVec // forwarded frames the leader refused, by code (framecheck.go)
 	vecs         []prometheus.Collector // what registerMetrics registers of the above
 }
 
@@ -72,7 +73,12 @@ func newNodeMetrics() *nodeMetrics {
 		Name: "txlog_replayed_total",
 		Help: "Parked transactions proposed by the replayer or the Redis drain, by result.",
 	}, []string{"result"})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "txlog_forwarded_refused_total",
+		Help: "Frames forwarded to this node as leader that it refused before proposing them, by wire code.",
+	}, []string{"code"})
 	m := &nodeMetrics{
+		refused:     refused,
 		durQuorum:   dur.WithLabelValues(wire.AckQuorum),
 		durAll:      dur.WithLabelValues(wire.AckAll),
 		durAccepted: dur.WithLabelValues(wire.AckAccepted),
@@ -89,7 +95,7 @@ func newNodeMetrics() *nodeMetrics {
 	for i, name := range replayNames {
 		m.replayed[i] = replayed.WithLabelValues(name)
 	}
-	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, m.txidReissued}
+	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, m.txidReissued, refused}
 	return m
 }
 

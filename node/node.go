@@ -76,6 +76,7 @@ type Node struct {
 	met    *nodeMetrics // metrics.go
 	writes *writer
 	props  *proposer
+	checks *frameChecker // the leader's checks of forwarded frames
 	acks   *ackAll
 	replay *replayer
 	*lookups
@@ -265,6 +266,7 @@ func (n *Node) wire() {
 	cfg := n.cfg
 	fwd := newForwarder(cfg, n.peers.client, n.peers.streams)
 	n.props = &proposer{self: cfg.ID, dedupWindow: cfg.DedupWindow, db: n.db, raft: n.raft, peers: n.peers, log: n.log, fwd: fwd}
+	n.checks = newFrameChecker(cfg, n.raft, n.db)
 	n.acks = &ackAll{self: cfg.ID, raft: n.raft, peers: n.peers}
 	n.writes = &writer{met: n.met, maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
 	n.replay = &replayer{met: n.met, raft: n.raft, mem: n.mem, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
@@ -351,6 +353,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.wg.Go(n.mem.joinLoop)
 		}
 		n.wg.Go(n.rm.loop)
+		n.wg.Go(func() { n.checks.watch(n.life, n.raft) })
 		n.wg.Go(func() {
 			n.alerts.Run(n.life, n.sample.sample)
 			n.sample.close()

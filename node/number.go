@@ -401,13 +401,13 @@ func bootstrapNumbers(cluster []Peer, self string, selfWant int) (map[string]int
 }
 
 // pickNumber is the leader's choice of a txid node number for server id that
-// asks to join with want (0: any). members are the IDs in the cluster
-// configuration, registry the node registry. A number another member holds
-// is refused with node_number_taken; a number only a removed server held may
-// be asked for again (txid/doc.go says when that is safe), and is never
-// handed out unasked. A member that has not registered its number yet makes
-// the leader refuse to choose (not_ready, to be retried), so that the choice
-// knows every number in use.
+// asks to join with want (0: any; a member keeps the number it holds).
+// members are the IDs in the cluster configuration, registry the node
+// registry. A number another member holds is refused with node_number_taken;
+// a number only a removed server held may be asked for again (txid/doc.go
+// says when that is safe), and is never handed out unasked. A member that
+// has not registered its number yet makes the leader refuse to choose
+// (not_ready, to be retried), so that the choice knows every number in use.
 func pickNumber(id string, want int, members []string, registry []store.NodeInfo) (int, error) {
 	entries := make(map[string]store.NodeInfo, len(registry))
 	for _, e := range registry {
@@ -417,6 +417,12 @@ func pickNumber(id string, want int, members []string, registry []store.NodeInfo
 		if e, ok := entries[m]; m != id && (!ok || e.TxIDNode == 0) {
 			return 0, &wire.Error{Code: wire.CodeNotReady, Message: fmt.Sprintf("member %s has not published its txid node number yet; try again", m)}
 		}
+	}
+	if e, ok := entries[id]; ok && want == 0 && e.TxIDNode != 0 && slices.Contains(members, id) {
+		// A member joining again (the same addresses: sameMember let it
+		// through) keeps its number: a new one would make the registry
+		// disown the txids it issues.
+		return int(e.TxIDNode), nil
 	}
 	if want != 0 {
 		for _, m := range members {

@@ -88,6 +88,7 @@ func TestPickNumber(t *testing.T) {
 		{name: "asking for a free number", id: "m1", want: 9, members: members, got: 9},
 		{name: "asking for a removed server's number", id: "m1", want: 4, members: members, got: 4},
 		{name: "asking for one's own number again", id: "n2", want: 2, members: members, got: 2},
+		{name: "a member joining again without a number keeps its own", id: "n2", members: members, got: 2},
 		{name: "asking for a member's number", id: "x", want: 2, members: members, wantCode: wire.CodeNodeNumberTaken, wantMsg: "held by member n2"},
 		{name: "a member not registered yet", id: "m1", members: append(members, "n5"), wantCode: wire.CodeNotReady, wantMsg: "n5"},
 	}

@@ -208,6 +208,7 @@ func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pendin
 	frames := make([][]byte, len(ps))
 	wasSent := make([]bool, len(ps))
 	opts.Fresh = true
+	opts.From = pr.self // the leader checks frames against their sender (framecheck.go)
 	for i, p := range ps {
 		frames[i] = p.frame()
 		wasSent[i] = p.st.isSent()
@@ -244,8 +245,19 @@ func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pendin
 			if !wasSent[i] {
 				p.st.unsend()
 			}
-		case wire.CodeUnknownOutcome, wire.CodeNoLeader, wire.CodeShuttingDown, wire.CodeTimeout:
-			// Try again; the txid makes that safe.
+		case wire.CodeRemoved:
+			// The leader no longer counts this node a member. A frame it
+			// never sent before was not carried out: refused for good, as
+			// this node refuses writes once it knows (503 removed). One sent
+			// before may have committed: it stays unknown, and is parked,
+			// and handed off (removed.go).
+			if !wasSent[i] {
+				p.resolve(wire.TxResult{TxID: p.id}, &wire.Error{Code: r.Error.Code, Message: r.Error.Message})
+			}
+		case wire.CodeUnknownOutcome, wire.CodeNoLeader, wire.CodeShuttingDown, wire.CodeTimeout, wire.CodeNotReady:
+			// Try again; the txid makes that safe. not_ready: the leader
+			// does not see this node's registration yet, or its clock is
+			// behind this node's txids (framecheck.go).
 		default:
 			p.resolve(wire.TxResult{TxID: p.id}, &wire.Error{Code: r.Error.Code, Message: r.Error.Message})
 		}

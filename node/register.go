@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 )
 
@@ -141,6 +142,15 @@ func (m *membership) joinLoop() {
 			m.stopWith(fmt.Errorf("join via %s refused: %w", m.cfg.Join, err))
 			return
 		}
+		if ae, ok := errors.AsType[*wire.Error](err); ok && ae.Code == wire.CodeMemberExists {
+			if m.memberHere() {
+				// A restart on another HTTP port: registerLoop publishes it.
+				m.log.Info("already a member at this raft address; not joining again", "via", m.cfg.Join)
+				return
+			}
+			m.stopWith(fmt.Errorf("join via %s refused (another server holds this id or raft address; an operator re-points a member with a join that says \"replace\": true): %w", m.cfg.Join, err))
+			return
+		}
 		m.log.Warn("join failed", "via", m.cfg.Join, "err", err)
 		select {
 		case <-m.life.Done():
@@ -163,6 +173,19 @@ func (m *membership) removedWhileAway() bool {
 	}
 	_, removed := m.peers.askLeader(m.life)
 	return removed
+}
+
+// memberHere reports whether this node's own configuration lists it at its
+// raft address and it holds a txid node number: a member restarting, whose
+// join the leader refuses only for a new HTTP address.
+func (m *membership) memberHere() bool {
+	ctx, cancel := context.WithTimeout(m.life, askTimeout)
+	defer cancel()
+	members, err := m.raft.Members(ctx)
+	if err != nil || m.nodeNumber() == 0 {
+		return false
+	}
+	return slices.ContainsFunc(members, func(mb replication.Member) bool { return mb.ID == m.cfg.ID && mb.Addr == m.cfg.RaftAddr })
 }
 
 // joined takes the node number of a successful join: it persists and uses it
@@ -212,6 +235,9 @@ func (m *membership) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.
 	if err != nil {
 		return wire.JoinResult{}, err
 	}
+	if err := sameMember(req, members, registry); err != nil {
+		return wire.JoinResult{}, err
+	}
 	num, err := pickNumber(req.ID, req.NodeNumber, ids, registry)
 	if err != nil {
 		return wire.JoinResult{}, err
@@ -239,4 +265,35 @@ func (m *membership) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.
 		return wire.JoinResult{}, err
 	}
 	return wire.JoinResult{NodeNumber: num}, nil
+}
+
+// sameMember refuses a join that names a member's id with another Raft
+// address, or another HTTP address than the member registered, or another
+// member's Raft address with a new id, with 409 member_exists, unless the
+// request says replace: the join would re-point the member (Raft removes a
+// server of the same id or address first), which only an operator who means
+// it may do. A join with the member's own addresses passes (it is
+// idempotent), and so does one of an id that is not a member.
+func sameMember(req wire.JoinRequest, members []replication.Member, registry []store.NodeInfo) error {
+	if req.Replace {
+		return nil
+	}
+	for _, m := range members {
+		if m.ID != req.ID && m.Addr == req.RaftAddr {
+			return &wire.Error{Code: wire.CodeMemberExists, Message: fmt.Sprintf("raft address %s is member %s's, not %s's; to replace that member, join with \"replace\": true", req.RaftAddr, m.ID, req.ID)}
+		}
+	}
+	i := slices.IndexFunc(members, func(m replication.Member) bool { return m.ID == req.ID })
+	if i < 0 {
+		return nil
+	}
+	if addr := members[i].Addr; addr != req.RaftAddr {
+		return &wire.Error{Code: wire.CodeMemberExists, Message: fmt.Sprintf("member %s is at raft address %s, not %s; to re-point it, join again with \"replace\": true", req.ID, addr, req.RaftAddr)}
+	}
+	for _, e := range registry {
+		if e.ID == req.ID && req.HTTPAddr != "" && e.HTTPAddr != "" && e.HTTPAddr != req.HTTPAddr {
+			return &wire.Error{Code: wire.CodeMemberExists, Message: fmt.Sprintf("member %s is at http address %s, not %s; to re-point it, join again with \"replace\": true", req.ID, e.HTTPAddr, req.HTTPAddr)}
+		}
+	}
+	return nil
 }

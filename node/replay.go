@@ -144,7 +144,7 @@ func (r *replayer) handOff(base string) bool {
 		ps[i] = sentTx(e.id, e.payload)
 	}
 	ctx, cancel := context.WithTimeout(r.life, replayTimeout)
-	r.props.proposeRemote(ctx, base, ps, wire.SubmitOptions{})
+	r.props.proposeRemote(ctx, base, ps, wire.SubmitOptions{HandOff: true})
 	cancel()
 	done := r.finish(es, ps)
 	if done > 0 {

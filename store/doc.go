@@ -5,7 +5,8 @@
 //
 //   - The command encoding (codec.go): EncodeTx, EncodeNode and EncodeCommand.
 //     The same bytes go into the WAL, Redis and the Raft log, so the formats are
-//     versioned and never change meaning.
+//     versioned and never change meaning. ViewTx (txview.go) decodes a
+//     transaction without copying it, for a reader that only looks.
 //   - Apply: committed entries in, one Result per entry out, all of a batch in one
 //     bbolt transaction together with the applied index.
 //   - Snapshot and Restore of the whole database, for Raft snapshots.

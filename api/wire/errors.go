@@ -98,6 +98,9 @@ const (
 	CodeNodeNumberTaken = "node_number_taken"
 	CodeNodeNumberClash = "node_number_clash"
 	CodeRemoved         = "removed"
+	// CodeMemberExists: a join names a member's id with another Raft or
+	// HTTP address, without "replace": true (409).
+	CodeMemberExists = "member_exists"
 	// CodeIdempotencyKeyReused: the key names another transaction (422).
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
 	// CodeTxIDConflict: the txid names another transaction (409).
@@ -140,6 +143,7 @@ var codes = map[string]struct {
 	CodeNodeNumberTaken:  {http.StatusConflict, nil},
 	CodeNodeNumberClash:  {http.StatusServiceUnavailable, ErrNodeNumberClash},
 	CodeRemoved:          {http.StatusServiceUnavailable, ErrRemoved},
+	CodeMemberExists:     {http.StatusConflict, nil},
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
 	CodeTxIDConflict:         {http.StatusConflict, ErrTxIDConflict},

@@ -226,6 +226,11 @@ type JoinRequest struct {
 	// NodeNumber is the txid node number the server holds or asks for,
 	// 1..txid.MaxNode; 0 (omitted) lets the leader assign a free one.
 	NodeNumber int `json:"node_number,omitempty"`
+	// Replace, when true, lets a join name a member's id with other
+	// addresses: the member is re-pointed to them. Without it such a join is
+	// refused with 409 member_exists; a join with the member's own
+	// addresses is idempotent either way.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // JoinResult is the answer of POST /v1/cluster/join.

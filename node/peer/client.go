@@ -185,7 +185,7 @@ const answerMargin = 50 * time.Millisecond
 var ErrNoTimeLeft = fmt.Errorf("too little time left: %w", context.DeadlineExceeded)
 
 // ProposeQuery returns the query of an internal proposal (ack, timeout,
-// fresh): opts.Timeout (none: the leader's default), fitted to ctx so that
+// fresh, handoff; the sender's ID travels in the peer link's header): opts.Timeout (none: the leader's default), fitted to ctx so that
 // the answer comes a margin before ctx ends; false when too little time is
 // left to try.
 func ProposeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, bool) {
@@ -211,6 +211,9 @@ func ProposeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, boo
 	}
 	if opts.Fresh {
 		q.Set("fresh", "true")
+	}
+	if opts.HandOff {
+		q.Set("handoff", "true")
 	}
 	return q, true
 }
