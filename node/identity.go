@@ -1,0 +1,479 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Cluster identity. A cluster has one ID, 16 bytes that every member keeps in
+// its data directory (cluster.id) and presents in the header of every peer
+// link connection, so that a node refuses the traffic of another cluster's
+// nodes. A data directory gets its ID once:
+//
+//   - an initial member of a static bootstrap (--cluster) with an empty data
+//     directory (no Raft state, nothing applied) first persists a random
+//     candidate (cluster.candidate) and, before it starts Raft, asks every
+//     listed peer over the link's bootstrap probe (kind 'B') what it holds
+//     (probeAnswer). It bootstraps only once every peer has answered and
+//     none holds state of another cluster (decideBootstrap); the cluster ID
+//     is then a hash of all the members' candidates (roundID), which every
+//     member of the same fresh bootstrap computes alike. A peer that holds
+//     state makes it refuse to start (ErrClusterHeld), naming the recovery; a
+//     peer that does not answer makes it wait, never elect. So a node whose
+//     disk was replaced never bootstraps a new cluster over the old one's
+//     history: its new candidate matches no ID the others hold.
+//   - a member that joins (--join, or added by hand) takes the ID of the
+//     cluster that adds it: from the join answer, or from the first peer link
+//     connection of a member while it has neither an ID nor state
+//     (identity.accept).
+//   - a data directory with state and no ID (made by a version without
+//     cluster.id) derives one from its latest Raft configuration (legacyID),
+//     which the members of a cluster at rest share.
+//
+// The candidate file stays after the bootstrap: a member answers probes with
+// it, so that a member of the same fresh bootstrap that decides a moment
+// later finds the same ID.
+
+const (
+	clusterIDFile = "cluster.id"
+	candidateFile = "cluster.candidate"
+)
+
+// Bootstrap probe timing (identity.awaitBootstrap).
+const (
+	probeInterval = 250 * time.Millisecond // between two rounds of probes
+	probeTimeout  = time.Second            // one probe
+	waitLogEvery  = 5 * time.Second        // the Warn that names the peers not heard from
+)
+
+// maxProbeBytes bounds a probe answer, as the peer link does.
+const maxProbeBytes = 4096
+
+// ErrClusterHeld is wrapped by the error of a node with an empty data
+// directory whose --cluster peers hold a cluster's state: it must not
+// bootstrap a new cluster over theirs.
+var ErrClusterHeld = errors.New("a peer holds the cluster's state")
+
+// clusterID names a cluster. The zero value is none.
+type clusterID [16]byte
+
+// String returns the ID in hex, or "" for none.
+func (c clusterID) String() string {
+	if c.isZero() {
+		return ""
+	}
+	return hex.EncodeToString(c[:])
+}
+
+func (c clusterID) isZero() bool { return c == clusterID{} }
+
+// parseClusterID parses 32 hex digits; "" is the zero ID.
+func parseClusterID(s string) (clusterID, error) {
+	var c clusterID
+	if s == "" {
+		return c, nil
+	}
+	if len(s) != 2*len(c) {
+		return c, fmt.Errorf("cluster id %q: want %d hex digits", s, 2*len(c))
+	}
+	if _, err := hex.Decode(c[:], []byte(s)); err != nil {
+		return c, fmt.Errorf("cluster id %q: %w", s, err)
+	}
+	return c, nil
+}
+
+// newCandidate returns 16 random bytes, never zero.
+func newCandidate() (clusterID, error) {
+	var c clusterID
+	for c.isZero() {
+		if _, err := rand.Read(c[:]); err != nil {
+			return c, fmt.Errorf("cluster candidate: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// roundID is the cluster ID of a fresh static bootstrap: the first 16 bytes
+// of the SHA-256 of the members' candidates, sorted, in hex, one a line. It
+// depends only on the set of candidates, so every member computes the same.
+func roundID(cands []clusterID) clusterID {
+	hexes := make([]string, len(cands))
+	for i, c := range cands {
+		hexes[i] = c.String()
+	}
+	slices.Sort(hexes)
+	sum := sha256.Sum256([]byte("txlog cluster\n" + strings.Join(hexes, "\n") + "\n"))
+	var id clusterID
+	copy(id[:], sum[:])
+	return id
+}
+
+// legacyID is the cluster ID of a data directory made by a version without
+// cluster.id: the first 16 bytes of the SHA-256 of its latest Raft
+// configuration's servers, "id=addr" sorted, one a line. Members whose
+// latest configurations agree (a cluster at rest: no membership change in
+// flight) derive the same ID.
+func legacyID(servers []Peer) clusterID {
+	lines := make([]string, len(servers))
+	for i, s := range servers {
+		lines[i] = s.ID + "=" + s.RaftAddr
+	}
+	slices.Sort(lines)
+	sum := sha256.Sum256([]byte("txlog legacy cluster\n" + strings.Join(lines, "\n") + "\n"))
+	var id clusterID
+	copy(id[:], sum[:])
+	return id
+}
+
+// readIDFile reads a cluster.id or cluster.candidate file: 32 hex digits and
+// a newline. A missing file gives the zero ID.
+func readIDFile(path string) (clusterID, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return clusterID{}, nil
+	}
+	if err != nil {
+		return clusterID{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	id, err := parseClusterID(strings.TrimSpace(string(b)))
+	if err != nil || id.isZero() {
+		return clusterID{}, fmt.Errorf("read %s: %q is not a cluster id (32 hex digits); restore the file from another member's data directory (cluster.id is the same on every member)", path, b)
+	}
+	return id, nil
+}
+
+// writeIDFile writes a cluster.id or cluster.candidate file durably: a
+// temporary file, its fsync, a rename and syncDir of the directory.
+//
+//	<32 lowercase hex digits> '\n'
+func writeIDFile(path string, id clusterID, syncDir func(string) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	_, err = f.WriteString(id.String() + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// probeAnswer is the payload of a bootstrap probe's answer (the link's kind
+// 'B'), JSON of at most maxProbeBytes:
+//
+//	{"id":"n2","has_state":false,"cluster_id":"","candidate":"5f0c…(32 hex)"}
+//
+// ID is the answering node's; HasState says that its data directory holds
+// Raft state or applied entries; ClusterID is its cluster's ID ("" while it
+// has none); Candidate its bootstrap candidate ("" for a node that never
+// bootstrapped: one that joined, or one whose ID was derived).
+type probeAnswer struct {
+	ID        string `json:"id"`
+	HasState  bool   `json:"has_state"`
+	ClusterID string `json:"cluster_id"`
+	Candidate string `json:"candidate"`
+}
+
+// decodeProbeAnswer decodes and checks a probe answer from the network.
+func decodeProbeAnswer(b []byte) (probeAnswer, error) {
+	var a probeAnswer
+	if len(b) > maxProbeBytes {
+		return a, fmt.Errorf("probe answer: %d bytes, over %d", len(b), maxProbeBytes)
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&a); err != nil {
+		return probeAnswer{}, fmt.Errorf("probe answer: %w", err)
+	}
+	if d.More() {
+		return probeAnswer{}, errors.New("probe answer: data after the JSON object")
+	}
+	if a.ID == "" || len(a.ID) > 64 {
+		return probeAnswer{}, fmt.Errorf("probe answer: id of %d bytes, want 1..64", len(a.ID))
+	}
+	if _, err := parseClusterID(a.ClusterID); err != nil {
+		return probeAnswer{}, fmt.Errorf("probe answer: cluster_id: %w", err)
+	}
+	if _, err := parseClusterID(a.Candidate); err != nil {
+		return probeAnswer{}, fmt.Errorf("probe answer: candidate: %w", err)
+	}
+	return a, nil
+}
+
+// encode returns the answer's JSON.
+func (a probeAnswer) encode() []byte {
+	b, _ := json.Marshal(a) // strings and a bool: cannot fail
+	return b
+}
+
+// verdict is what a node with an empty data directory does about a static
+// bootstrap after a round of probes.
+type verdict int
+
+const (
+	verdictWait      verdict = iota // some peer has not answered (usably)
+	verdictBootstrap                // bootstrap Raft under bootstrapDecision.id
+	verdictRefuse                   // a peer holds state: do not start
+)
+
+// bootstrapDecision is decideBootstrap's result.
+type bootstrapDecision struct {
+	verdict verdict
+	id      clusterID // verdictBootstrap: the cluster ID
+	// waiting names, for verdictWait, the peers not heard from (with why, when
+	// they answered something unusable).
+	waiting []string
+	// holder and holderID name, for verdictRefuse, the peer that holds state
+	// and the cluster ID it holds it under ("" for none).
+	holder, holderID string
+}
+
+// decideBootstrap decides, for node self with an empty data directory and
+// bootstrap candidate own, what to do about the static bootstrap of cluster
+// (the --cluster list, self included), given answers, the latest probe
+// answer of each peer that answered in this round (by listed ID). It is pure:
+// every member that sees the same answers decides the same.
+//
+//   - a peer that holds state or a cluster ID and has no candidate (it joined,
+//     or derived its ID) can match no fresh bootstrap: refuse at once;
+//   - a peer not heard from, or that answered as another node, or with neither
+//     state, ID nor candidate: wait;
+//   - once all answered, the round's ID is roundID of all candidates; a peer
+//     that holds state or an ID other than it: refuse; else bootstrap with it.
+func decideBootstrap(self string, own clusterID, cluster []Peer, answers map[string]probeAnswer) bootstrapDecision {
+	var waiting []string
+	cands := []clusterID{own}
+	for _, p := range cluster {
+		if p.ID == self {
+			continue
+		}
+		a, ok := answers[p.ID]
+		if !ok {
+			waiting = append(waiting, p.ID)
+			continue
+		}
+		if a.ID != p.ID {
+			waiting = append(waiting, fmt.Sprintf("%s (answered as %q)", p.ID, a.ID))
+			continue
+		}
+		if (a.HasState || a.ClusterID != "") && a.Candidate == "" {
+			return bootstrapDecision{verdict: verdictRefuse, holder: p.ID, holderID: a.ClusterID}
+		}
+		cand, err := parseClusterID(a.Candidate)
+		if err != nil || cand.isZero() {
+			waiting = append(waiting, p.ID+" (no candidate)")
+			continue
+		}
+		cands = append(cands, cand)
+	}
+	if len(waiting) > 0 {
+		return bootstrapDecision{verdict: verdictWait, waiting: waiting}
+	}
+	id := roundID(cands)
+	for _, p := range cluster {
+		if p.ID == self {
+			continue
+		}
+		if a := answers[p.ID]; (a.HasState || a.ClusterID != "") && a.ClusterID != id.String() {
+			return bootstrapDecision{verdict: verdictRefuse, holder: p.ID, holderID: a.ClusterID}
+		}
+	}
+	return bootstrapDecision{verdict: verdictBootstrap, id: id}
+}
+
+// identity is this node's cluster ID and bootstrap candidate: it answers the
+// peer link's probes and hooks (ClusterID, accept), waits for the peers at a
+// static bootstrap, and persists the ID.
+type identity struct {
+	self    string
+	dir     string // the data directory
+	syncDir func(string) error
+	log     *slog.Logger
+	// joining says that this node, with no ID and no state, takes the ID of
+	// the first member that connects to it (accept): it joins (--join, or by
+	// hand), it does not bootstrap.
+	joining bool
+
+	id        atomic.Pointer[clusterID] // nil: none yet
+	candidate clusterID                 // zero: none; set before the link serves
+	hasState  atomic.Bool
+	mu        sync.Mutex // serializes set
+}
+
+// openIdentity reads the data directory's cluster ID and candidate.
+func openIdentity(self, dir string, log *slog.Logger, syncDir func(string) error) (*identity, error) {
+	i := &identity{self: self, dir: dir, log: log, syncDir: syncDir}
+	id, err := readIDFile(filepath.Join(dir, clusterIDFile))
+	if err != nil {
+		return nil, err
+	}
+	if !id.isZero() {
+		i.id.Store(&id)
+	}
+	if i.candidate, err = readIDFile(filepath.Join(dir, candidateFile)); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// clusterID returns this node's cluster ID, zero while it has none. The peer
+// link calls it for every connection.
+func (i *identity) clusterID() [16]byte {
+	if p := i.id.Load(); p != nil {
+		return *p
+	}
+	return [16]byte{}
+}
+
+// set persists id as this node's cluster ID. Setting the ID it has is a no-op;
+// another one is an error.
+func (i *identity) set(id clusterID, how string) error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if have := i.clusterID(); have != [16]byte{} {
+		if have != id {
+			return fmt.Errorf("cluster id: this node belongs to cluster %s, not %s (%s)", clusterID(have), id, how)
+		}
+		return nil
+	}
+	if id.isZero() {
+		return fmt.Errorf("cluster id: none given (%s)", how)
+	}
+	if err := writeIDFile(filepath.Join(i.dir, clusterIDFile), id, i.syncDir); err != nil {
+		return err
+	}
+	i.id.Store(&id)
+	i.log.Info("cluster id", "cluster_id", id.String(), "from", how)
+	return nil
+}
+
+// ensureCandidate creates and persists this node's bootstrap candidate if it
+// has none. Called before the link answers probes.
+func (i *identity) ensureCandidate() error {
+	if !i.candidate.isZero() {
+		return nil
+	}
+	c, err := newCandidate()
+	if err != nil {
+		return err
+	}
+	if err := writeIDFile(filepath.Join(i.dir, candidateFile), c, i.syncDir); err != nil {
+		return err
+	}
+	i.candidate = c
+	return nil
+}
+
+// answerProbe is the peer link's bootstrap handler: this node's probeAnswer.
+// remoteNode is the prober's ID from the link's header.
+func (i *identity) answerProbe(remoteNode string) []byte {
+	return probeAnswer{
+		ID:        i.self,
+		HasState:  i.hasState.Load(),
+		ClusterID: clusterID(i.clusterID()).String(),
+		Candidate: i.candidate.String(),
+	}.encode()
+}
+
+// awaitBootstrap probes every peer of cluster (self excluded) each
+// probeInterval until decideBootstrap says bootstrap or refuse, and persists
+// the ID it bootstraps with. It returns an error wrapping ErrClusterHeld on a
+// refusal, ctx's error when ctx ends first. Every waitLogEvery it logs at Warn
+// the peers not heard from. probe asks one peer address; a real node's is the
+// peer link's Probe.
+func (i *identity) awaitBootstrap(ctx context.Context, cluster []Peer, probe func(ctx context.Context, addr string) ([]byte, error)) error {
+	if err := i.ensureCandidate(); err != nil {
+		return err
+	}
+	i.log.Info("empty data dir: asking the --cluster peers before bootstrapping", "candidate", i.candidate.String(), "peers", len(cluster)-1)
+	started := time.Now()
+	lastLog := started
+	for {
+		answers := i.probeAll(ctx, cluster, probe)
+		d := decideBootstrap(i.self, i.candidate, cluster, answers)
+		switch d.verdict {
+		case verdictBootstrap:
+			if err := i.set(d.id, "the candidates of every --cluster member"); err != nil {
+				return err
+			}
+			return nil
+		case verdictRefuse:
+			err := fmt.Errorf("%w: this node's data directory is empty but peer %s holds the cluster's state (cluster id %q): "+
+				"start this node with --join <a member's URL> as a new member after removing its old entry (DELETE /v1/cluster/nodes/%s on a member), "+
+				"or restore its data directory; if the members holding state are too few to elect a leader, restore the lost data directories (docs/operations.md)",
+				ErrClusterHeld, d.holder, d.holderID, i.self)
+			i.log.Error("not bootstrapping: a peer holds the cluster's state", "peer", d.holder, "peer_cluster_id", d.holderID, "err", err)
+			return err
+		}
+		if time.Since(lastLog) >= waitLogEvery {
+			lastLog = time.Now()
+			i.log.Warn("waiting for --cluster peers before bootstrapping", "not_heard_from", strings.Join(d.waiting, ","), "waited", time.Since(started).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for --cluster peers (%s): %w", strings.Join(d.waiting, ","), context.Cause(ctx))
+		case <-time.After(probeInterval):
+		}
+	}
+}
+
+// probeAll probes the peers of cluster other than self at once and returns
+// the usable answers, by listed ID.
+func (i *identity) probeAll(ctx context.Context, cluster []Peer, probe func(ctx context.Context, addr string) ([]byte, error)) map[string]probeAnswer {
+	type result struct {
+		id string
+		a  probeAnswer
+	}
+	results := make(chan result, len(cluster))
+	var wg sync.WaitGroup
+	for _, p := range cluster {
+		if p.ID == i.self {
+			continue
+		}
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			defer cancel()
+			b, err := probe(pctx, p.RaftAddr)
+			if err != nil {
+				i.log.Debug("bootstrap probe", "peer", p.ID, "addr", p.RaftAddr, "err", err)
+				return
+			}
+			a, err := decodeProbeAnswer(b)
+			if err != nil {
+				i.log.Warn("bootstrap probe: bad answer", "peer", p.ID, "addr", p.RaftAddr, "err", err)
+				return
+			}
+			results <- result{p.ID, a}
+		})
+	}
+	wg.Wait()
+	close(results)
+	answers := make(map[string]probeAnswer, len(cluster))
+	for r := range results {
+		answers[r.id] = r.a
+	}
+	return answers
+}
