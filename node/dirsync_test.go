@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestDirSyncsAtOpen(t *testing.T) {
 		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[1]}},
 	}
 	rec := &dirsynctest.Recorder{}
-	n, err := open(cfg, rec.Sync)
+	n, err := open(context.Background(), cfg, rec.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/txlog/txlog/replication"
 )
 
 // Cluster identity. A cluster has one ID, 16 bytes that every member keeps in
@@ -320,7 +322,8 @@ type identity struct {
 	id        atomic.Pointer[clusterID] // nil: none yet
 	candidate clusterID                 // zero: none; set before the link serves
 	hasState  atomic.Bool
-	mu        sync.Mutex // serializes set
+	waiting   atomic.Pointer[string] // the peers not heard from, while awaitBootstrap waits
+	mu        sync.Mutex             // serializes set
 }
 
 // openIdentity reads the data directory's cluster ID and candidate.
@@ -428,6 +431,8 @@ func (i *identity) awaitBootstrap(ctx context.Context, cluster []Peer, probe fun
 			i.log.Error("not bootstrapping: a peer holds the cluster's state", "peer", d.holder, "peer_cluster_id", d.holderID, "err", err)
 			return err
 		}
+		why := "waiting for --cluster peers before bootstrapping; not heard from: " + strings.Join(d.waiting, ", ")
+		i.waiting.Store(&why)
 		if time.Since(lastLog) >= waitLogEvery {
 			lastLog = time.Now()
 			i.log.Warn("waiting for --cluster peers before bootstrapping", "not_heard_from", strings.Join(d.waiting, ","), "waited", time.Since(started).Round(time.Second))
@@ -438,6 +443,14 @@ func (i *identity) awaitBootstrap(ctx context.Context, cluster []Peer, probe fun
 		case <-time.After(probeInterval):
 		}
 	}
+}
+
+// waitingFor says which peers awaitBootstrap waits for.
+func (i *identity) waitingFor() string {
+	if p := i.waiting.Load(); p != nil {
+		return *p
+	}
+	return "waiting for --cluster peers before bootstrapping"
 }
 
 // probeAll probes the peers of cluster other than self at once and returns
@@ -476,4 +489,31 @@ func (i *identity) probeAll(ctx context.Context, cluster []Peer, probe func(ctx 
 		answers[r.id] = r.a
 	}
 	return answers
+}
+
+// deriveLegacy gives a data directory with Raft state and no cluster ID (one
+// made by a version without cluster.id) the ID legacyID derives from its
+// latest Raft configuration. Called by Open right after Raft started, before
+// the node serves; a directory with an ID keeps it.
+func (i *identity) deriveLegacy(r interface {
+	Members(ctx context.Context) ([]replication.Member, error)
+}) error {
+	if i.clusterID() != [16]byte{} {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	members, err := r.Members(ctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("cluster id: read the raft configuration to derive one: %w", err)
+	}
+	if len(members) == 0 {
+		i.log.Warn("no cluster id and no raft configuration to derive one from: the node takes one when it joins")
+		return nil
+	}
+	servers := make([]Peer, len(members))
+	for k, m := range members {
+		servers[k] = Peer{ID: m.ID, RaftAddr: m.Addr}
+	}
+	return i.set(legacyID(servers), "derived from the latest raft configuration of a data dir made without cluster.id")
 }

@@ -296,3 +296,37 @@ func TestDecodeProbeAnswerBad(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyClusterID: a data dir with Raft state and no cluster.id (as a
+// version without the file made it) derives its ID from the latest Raft
+// configuration, persists it and keeps it across restarts.
+func TestLegacyClusterID(t *testing.T) {
+	addrs := freeAddrs(t, 1)
+	cfg := Config{ID: "n1", DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: addrs[0], Cluster: []Peer{{ID: "n1", RaftAddr: addrs[0]}}}
+	open := func() clusterID {
+		t.Helper()
+		n, err := Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := clusterID(n.ident.clusterID())
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	open()
+	if err := os.Remove(filepath.Join(cfg.DataDir, clusterIDFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	want := legacyID([]Peer{{ID: "n1", RaftAddr: addrs[0]}})
+	if got := open(); got != want {
+		t.Fatalf("cluster id of a data dir without cluster.id = %s, want %s (legacyID)", got, want)
+	}
+	if got, err := readIDFile(filepath.Join(cfg.DataDir, clusterIDFile)); err != nil || got != want {
+		t.Fatalf("cluster.id = %s, %v; want %s", got, err, want)
+	}
+	if got := open(); got != want {
+		t.Fatalf("after a restart: %s, want %s", got, want)
+	}
+}

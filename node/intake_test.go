@@ -40,7 +40,7 @@ func freeAddrs(t *testing.T, n int) []string {
 // It answers unknown_outcome with the txid, and /readyz says it is not ready.
 func TestParkFailedWALIsUnknown(t *testing.T) {
 	addrs := freeAddrs(t, 3)
-	n, err := Open(Config{
+	n, err := Open(context.Background(), Config{
 		ID:       "n1",
 		DataDir:  t.TempDir(),
 		HTTPAddr: "127.0.0.1:0",
@@ -87,7 +87,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 	dir := t.TempDir()
 	open := func() *Node {
 		t.Helper()
-		n, err := Open(Config{
+		n, err := Open(context.Background(), Config{
 			ID:       "n1",
 			DataDir:  dir,
 			HTTPAddr: "127.0.0.1:0",
@@ -218,7 +218,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 // another txid is a duplicate of it.
 func TestProposeReusedKey(t *testing.T) {
 	addrs := freeAddrs(t, 1)
-	n, err := Open(Config{
+	n, err := Open(context.Background(), Config{
 		ID:       "n1",
 		DataDir:  t.TempDir(),
 		HTTPAddr: "127.0.0.1:0",

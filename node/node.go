@@ -75,8 +75,12 @@ type Node struct {
 	*lookups
 	*leases
 	*consumers
-	cbs    *callbacks
-	mem    *membership
+	cbs   *callbacks
+	mem   *membership
+	ident *identity // the cluster ID (identity.go)
+	// probe asks a peer's address what it holds before a static bootstrap:
+	// the peer link's bootstrap probe.
+	probe  func(ctx context.Context, addr string) ([]byte, error)
 	rm     *removal
 	dash   *dashboard     // GET /ui/, /v1/stats, /v1/events (dashboard.go)
 	alerts *alert.Manager // nil on a node that does not run Raft (alerts.go)
@@ -94,7 +98,9 @@ type Node struct {
 
 // Open opens a node's parts in order: the data directory, the txid generator, the
 // store, Raft and the HTTP listener. It does not serve yet; call Run.
-func Open(cfg Config) (*Node, error) { return open(cfg, dirsync.Sync) }
+// A node with an empty data directory and --cluster peers first waits for
+// them (identity.go), until they all answer or ctx ends.
+func Open(ctx context.Context, cfg Config) (*Node, error) { return open(ctx, cfg, dirsync.Sync) }
 
 // open is Open with the directory fsync as a parameter, which tests record
 // (dirsync_test.go).
@@ -108,7 +114,7 @@ func Open(cfg Config) (*Node, error) { return open(cfg, dirsync.Sync) }
 // whichever part forgot to. http.addr, debug.addr and metrics.addr, written by Run, are
 // informational (they tell tests and tools the bound ports) and are not
 // fsynced: a node that restarts writes them again.
-func open(cfg Config, syncDir func(string) error) (*Node, error) {
+func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -158,7 +164,7 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	for _, p := range cfg.Cluster {
 		bootstrap = append(bootstrap, replication.Server{ID: p.ID, Addr: p.RaftAddr})
 	}
-	n.raft, err = replication.Open(replication.Config{
+	rcfg := replication.Config{
 		ID:              cfg.ID,
 		Dir:             filepath.Join(cfg.DataDir, "raft"),
 		BindAddr:        cfg.RaftAddr,
@@ -169,13 +175,43 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		LogStore:        cfg.RaftLog,
 
 		SerialLeaderAppend: cfg.RaftSerialAppend,
-	}, n.db)
+	}
+	// The cluster ID (identity.go): a data dir with no state decides it
+	// before Raft starts.
+	if n.ident, err = openIdentity(cfg.ID, cfg.DataDir, n.log, syncDir); err != nil {
+		return nil, err
+	}
+	hadState, err := replication.HasState(rcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	fresh := !hadState && n.db.AppliedIndex() == 0
+	n.ident.hasState.Store(!fresh)
+	n.ident.joining = fresh && len(bootstrap) == 0
+	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
+	}
+	if fresh && len(bootstrap) > 0 && n.ident.clusterID() == [16]byte{} {
+		if err := n.awaitBootstrap(ctx); err != nil {
+			return nil, err
+		}
+	}
+	n.raft, err = replication.Open(rcfg, n.db)
 	if ae, ok := errors.AsType[*replication.AmnesiaError](err); ok {
 		n.raft, n.refused = nil, ae
 		n.log.Error("raft state lost: not starting raft; this node answers 503 raft_state_lost until it is recovered",
 			append(ae.LogAttrs(), "err", ae)...)
 	} else if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	if n.raft != nil && (hadState || len(bootstrap) > 0) {
+		n.ident.hasState.Store(true)
+		if hadState {
+			if err := n.ident.deriveLegacy(n.raft); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Whatever the parts created in the data dir is durable before the node
 	// serves (dirsync.go).
@@ -184,10 +220,6 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	}
 	n.peers = newPeers(cfg.ID, n.db, n.raft)
 
-	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
-	}
 	n.httpAddr = n.ln.Addr().String()
 	if cfg.AdvertiseHTTPAddr != "" {
 		n.httpAddr = cfg.AdvertiseHTTPAddr
@@ -244,6 +276,24 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	return n, nil
 }
 
+// awaitBootstrap waits, before Raft starts, until every --cluster peer has
+// answered that a fresh bootstrap may run (identity.awaitBootstrap), and
+// persists the cluster ID. Meanwhile the client port answers 503 not_ready
+// with the peers not heard from (waiting.go).
+func (n *Node) awaitBootstrap(ctx context.Context) error {
+	if n.probe == nil {
+		return nil // no peer link to ask through
+	}
+	if len(n.cfg.Cluster) > 1 {
+		if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, "http.addr"), []byte(n.ln.Addr().String()+"\n")); err != nil {
+			return err
+		}
+		ws := serveWaiting(n.ln, n.ident.waitingFor)
+		defer ws.handOff()
+	}
+	return n.ident.awaitBootstrap(ctx, n.cfg.Cluster, n.probe)
+}
+
 // wire builds the parts that run on the open ones (see Node).
 func (n *Node) wire() {
 	cfg := n.cfg
@@ -256,7 +306,7 @@ func (n *Node) wire() {
 	n.leases = &leases{mem: n.mem, peers: n.peers, props: n.props, look: n.lookups, db: n.db, raft: n.raft}
 	n.consumers = &consumers{look: n.lookups, db: n.db}
 	n.cbs = &callbacks{cfg: cfg, log: n.log, db: n.db, raft: n.raft, life: n.life}
-	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr = n.raft, n.peers, n.props, n.httpAddr
+	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr, n.mem.ident = n.raft, n.peers, n.props, n.httpAddr, n.ident
 	n.rm = &removal{raft: n.raft, mem: n.mem, peers: n.peers, intake: n.intake, replay: n.replay, log: n.log, httpAddr: n.httpAddr, shutdownTimeout: cfg.ShutdownTimeout, life: n.life}
 }
 

@@ -70,7 +70,7 @@ func run(args []string) error {
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Level()})).With("node", cfg.ID)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	n, err := node.Open(cfg)
+	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		return err
 	}
