@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 )
 
@@ -63,7 +64,7 @@ const (
 )
 
 // maxProbeBytes bounds a probe answer, as the peer link does.
-const maxProbeBytes = 4096
+const maxProbeBytes = peerlink.MaxProbeBytes
 
 // ErrClusterHeld is wrapped by the error of a node with an empty data
 // directory whose --cluster peers hold a cluster's state: it must not
@@ -516,4 +517,20 @@ func (i *identity) deriveLegacy(r interface {
 		servers[k] = Peer{ID: m.ID, RaftAddr: m.Addr}
 	}
 	return i.set(legacyID(servers), "derived from the latest raft configuration of a data dir made without cluster.id")
+}
+
+// accept is the peer link's policy (peerlink.Config.Accept): the default
+// (bootstrap probes whatever the IDs, every other kind only between members
+// of one cluster), except that a node that joins (joining) and has no ID
+// yet takes the ID of the first member whose Raft connects to it: the
+// leader replicates to a new member as soon as it is in the configuration,
+// and going from one voter to two, the join itself commits only once the
+// new member has answered. The join answer's ID must be the same (joined).
+func (i *identity) accept(kind byte, remote peerlink.ClusterID, remoteNode string) error {
+	if kind == peerlink.KindRaft && i.joining && remote != (peerlink.ClusterID{}) && i.clusterID() == (peerlink.ClusterID{}) {
+		if err := i.set(clusterID(remote), "the first raft connection of member "+remoteNode+" while joining"); err != nil {
+			return err
+		}
+	}
+	return peerlink.DefaultAccept(i.clusterID)(kind, remote, remoteNode)
 }

@@ -330,3 +330,16 @@ func TestLegacyClusterID(t *testing.T) {
 		t.Fatalf("after a restart: %s, want %s", got, want)
 	}
 }
+
+// decidedDir returns a new data dir that holds a cluster ID and nothing else:
+// a member of a static bootstrap that decided its ID with its peers and
+// stopped before Raft started. Such a node bootstraps without asking its
+// peers again, so a test can run one member of a --cluster alone.
+func decidedDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := writeIDFile(filepath.Join(dir, clusterIDFile), cid(0x42), dirsync.Sync); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
+	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/wal"
@@ -52,6 +53,7 @@ type Node struct {
 	db   *store.DB
 	raft *replication.Raft
 	api  *api.Server
+	link *peerlink.Link // the peer link on the Raft address (link.go)
 
 	ln       net.Listener
 	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
@@ -75,12 +77,9 @@ type Node struct {
 	*lookups
 	*leases
 	*consumers
-	cbs   *callbacks
-	mem   *membership
-	ident *identity // the cluster ID (identity.go)
-	// probe asks a peer's address what it holds before a static bootstrap:
-	// the peer link's bootstrap probe.
-	probe  func(ctx context.Context, addr string) ([]byte, error)
+	cbs    *callbacks
+	mem    *membership
+	ident  *identity // the cluster ID (identity.go)
 	rm     *removal
 	dash   *dashboard     // GET /ui/, /v1/stats, /v1/events (dashboard.go)
 	alerts *alert.Manager // nil on a node that does not run Raft (alerts.go)
@@ -164,6 +163,11 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	for _, p := range cfg.Cluster {
 		bootstrap = append(bootstrap, replication.Server{ID: p.ID, Addr: p.RaftAddr})
 	}
+	// The cluster ID (identity.go): a data dir with no state decides it
+	// before Raft starts.
+	if n.ident, err = openIdentity(cfg.ID, cfg.DataDir, n.log, syncDir); err != nil {
+		return nil, err
+	}
 	rcfg := replication.Config{
 		ID:              cfg.ID,
 		Dir:             filepath.Join(cfg.DataDir, "raft"),
@@ -176,11 +180,6 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 
 		SerialLeaderAppend: cfg.RaftSerialAppend,
 	}
-	// The cluster ID (identity.go): a data dir with no state decides it
-	// before Raft starts.
-	if n.ident, err = openIdentity(cfg.ID, cfg.DataDir, n.log, syncDir); err != nil {
-		return nil, err
-	}
 	hadState, err := replication.HasState(rcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
@@ -188,6 +187,18 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	fresh := !hadState && n.db.AppliedIndex() == 0
 	n.ident.hasState.Store(!fresh)
 	n.ident.joining = fresh && len(bootstrap) == 0
+	if fresh && len(bootstrap) > 0 {
+		if err := n.ident.ensureCandidate(); err != nil { // before the link answers probes with it
+			return nil, err
+		}
+	}
+	// The peer link listens on the Raft address and carries Raft, the
+	// propose streams and the node-to-node requests (link.go); it answers
+	// bootstrap probes from here on, before this node asks its own peers.
+	if n.link, err = openLink(cfg, n.ident); err != nil {
+		return nil, err
+	}
+	rcfg.Stream = n.link.Raft()
 	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
@@ -281,9 +292,6 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 // persists the cluster ID. Meanwhile the client port answers 503 not_ready
 // with the peers not heard from (waiting.go).
 func (n *Node) awaitBootstrap(ctx context.Context) error {
-	if n.probe == nil {
-		return nil // no peer link to ask through
-	}
 	if len(n.cfg.Cluster) > 1 {
 		if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, "http.addr"), []byte(n.ln.Addr().String()+"\n")); err != nil {
 			return err
@@ -291,7 +299,7 @@ func (n *Node) awaitBootstrap(ctx context.Context) error {
 		ws := serveWaiting(n.ln, n.ident.waitingFor)
 		defer ws.handOff()
 	}
-	return n.ident.awaitBootstrap(ctx, n.cfg.Cluster, n.probe)
+	return n.ident.awaitBootstrap(ctx, n.cfg.Cluster, n.link.Probe)
 }
 
 // wire builds the parts that run on the open ones (see Node).
@@ -453,6 +461,11 @@ func (n *Node) closeParts() error {
 	if n.raft != nil {
 		if err := n.raft.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close raft: %w", err))
+		}
+	}
+	if n.link != nil {
+		if err := n.link.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close peer link: %w", err))
 		}
 	}
 	if n.db != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,15 @@ const snapshotsRetained = 2
 type Server struct {
 	ID   string // the member's Config.ID
 	Addr string // the member's Config.AdvertiseAddr, host:port
+}
+
+// StreamLayer is a listener of Raft's incoming connections and a dialer of
+// its outgoing ones (peerlink.RaftLayer): Open adapts it to hashicorp/raft's
+// StreamLayer.
+type StreamLayer interface {
+	net.Listener
+	// Dial connects to the server at addr within timeout.
+	Dial(addr string, timeout time.Duration) (net.Conn, error)
 }
 
 // Config holds the settings of a Raft. The zero value of each field means "use
@@ -128,6 +138,12 @@ type Config struct {
 	// address in the Raft configuration (for example to route through a
 	// fault-injecting proxy). Default: dial the configured address.
 	AddressProvider func(id string) (string, error)
+	// Stream carries Raft's connections instead of a TCP listener of its
+	// own on BindAddr (which is then only a name): node's peer link
+	// (peerlink.RaftLayer), which shares one listener with the other kinds
+	// of node-to-node traffic. Its Addr is the address raft advertises when
+	// AdvertiseAddr is empty. Default nil: listen on BindAddr.
+	Stream StreamLayer
 
 	// syncDir fsyncs a directory after an entry in it was created, renamed or
 	// removed (dirsync.go). Default: syncDir. Tests record the calls.

@@ -4,7 +4,9 @@
 // store (raft-wal in wal/, or raft-boltdb's raft.db; fsynced on every write,
 // their directories too: dirsync.go), its snapshot store
 // (snapshots/, the latest two kept: checkpoint markers of a state machine that
-// keeps its state durably, see checkpoint.go), the TCP transport, the FSM glue that hands
+// keeps its state durably, see checkpoint.go), the transport (raft's TCP
+// transport, or Config.Stream: node's peer link, adapted to raft's
+// StreamLayer), the FSM glue that hands
 // committed entries to the state machine (a store.DB) in batches, membership,
 // leader-change notifications, and the waits that tie a proposal or a read to
 // the state machine's applied index. It is the only package that imports

@@ -282,6 +282,25 @@ func logCacheSize(c Config) int { return max(4*c.MaxAppendEntries, 1024) }
 // shutdownTimeout bounds Close's wait for raft's goroutines.
 const shutdownTimeout = 10 * time.Second
 
+// streamLayer adapts Config.Stream to raft.StreamLayer.
+type streamLayer struct {
+	StreamLayer
+	advertise net.Addr // nil: the listener's address
+}
+
+var _ raft.StreamLayer = streamLayer{}
+
+func (s streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return s.StreamLayer.Dial(string(addr), timeout)
+}
+
+func (s streamLayer) Addr() net.Addr {
+	if s.advertise != nil {
+		return s.advertise
+	}
+	return s.StreamLayer.Addr()
+}
+
 func newTransport(c Config, hlog *hclogger) (*raft.NetworkTransport, error) {
 	var advertise net.Addr
 	if c.AdvertiseAddr != "" {
@@ -303,6 +322,10 @@ func newTransport(c Config, hlog *hclogger) (*raft.NetworkTransport, error) {
 	}
 	if c.AddressProvider != nil {
 		tc.ServerAddressProvider = addressProvider(c.AddressProvider)
+	}
+	if c.Stream != nil {
+		tc.Stream = streamLayer{StreamLayer: c.Stream, advertise: advertise}
+		return raft.NewNetworkTransportWithConfig(tc), nil
 	}
 	trans, err := raft.NewTCPTransportWithConfig(c.BindAddr, advertise, tc)
 	if err != nil {

@@ -1,0 +1,126 @@
+package peerlink
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+func headerSeeds(f *testing.F) {
+	for _, h := range []Header{
+		{Kind: KindRaft, Cluster: ClusterID{1, 2, 3}, Node: "n1"},
+		{Kind: KindStream, Node: "node-with-a-long-name"},
+		{Kind: KindHTTP, Cluster: ClusterID{0xff}},
+		{Kind: KindBootstrap, Node: "n2"},
+	} {
+		f.Add(h.Append(nil))
+	}
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte("TXLP\x01X"))
+	f.Add(append([]byte("TXLP\x01R"), make([]byte, 17)...))
+	f.Add(append(append([]byte("TXLP\x01R"), make([]byte, 16)...), 200))
+}
+
+// FuzzReadHeader: any bytes give a header that encodes back to the bytes it
+// read, or an error; never a panic.
+func FuzzReadHeader(f *testing.F) {
+	headerSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := bytes.NewReader(b)
+		h, err := ReadHeader(r)
+		if err != nil {
+			if !errors.Is(err, ErrBadHeader) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("ReadHeader() = %v, want ErrBadHeader or io.ErrUnexpectedEOF", err)
+			}
+			return
+		}
+		used := len(b) - r.Len()
+		if got := h.Append(nil); !bytes.Equal(got, b[:used]) {
+			t.Fatalf("Append(ReadHeader(%x)) = %x", b[:used], got)
+		}
+	})
+}
+
+// FuzzMux feeds a link's acceptor any first bytes: it answers a valid header
+// of a served kind with OK and hands the connection over, anything else with
+// a refusal or nothing, and never panics.
+func FuzzMux(f *testing.F) {
+	headerSeeds(f)
+	f.Add(append(Header{Kind: KindStream, Cluster: ClusterID{1}, Node: "n2"}.Append(nil), "trailing bytes"...))
+	l := New(&idleListener{done: make(chan struct{})}, Config{
+		NodeID:        "n1",
+		ClusterID:     func() ClusterID { return ClusterID{1} },
+		Bootstrap:     func(string) []byte { return []byte("{}") },
+		HeaderTimeout: 100 * time.Millisecond,
+	})
+	defer l.Close()
+	for _, k := range []byte{KindRaft, KindStream} {
+		ln := l.Listener(k)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		client, server := net.Pipe()
+		defer client.Close()
+		go func() {
+			client.SetDeadline(time.Now().Add(2 * time.Second))
+			client.Write(b)
+		}()
+		done := make(chan struct{})
+		go func() { l.serve(server); close(done) }()
+		client.SetReadDeadline(time.Now().Add(2 * time.Second))
+		answer, _ := io.ReadAll(client)
+		client.Close()
+		<-done
+		h, err := ReadHeader(bytes.NewReader(b))
+		switch {
+		case err != nil && errors.Is(err, ErrBadHeader):
+			if len(answer) != answerBytes || answer[0] != StatusBadHeader {
+				t.Fatalf("answer to %x = %x, want status %d", b, answer, StatusBadHeader)
+			}
+		case err != nil: // cut short: closed at the header timeout, no answer
+			if len(answer) != 0 {
+				t.Fatalf("answer to a short header %x = %x, want none", b, answer)
+			}
+		case len(answer) < answerBytes:
+			t.Fatalf("answer to %x = %x, want at least %d bytes", b, answer, answerBytes)
+		case conflict(ClusterID{1}, h.Cluster):
+			if answer[0] != StatusOtherCluster {
+				t.Fatalf("answer to %x = %x, want status %d", b, answer, StatusOtherCluster)
+			}
+		case h.Kind == KindHTTP || (h.Kind != KindBootstrap && h.Cluster == ClusterID{}):
+			if answer[0] != StatusRefused {
+				t.Fatalf("answer to %x = %x, want status %d", b, answer, StatusRefused)
+			}
+		default:
+			if answer[0] != StatusOK {
+				t.Fatalf("answer to %x = %x, want status %d", b, answer, StatusOK)
+			}
+		}
+	})
+}
+
+// idleListener accepts nothing until closed: FuzzMux hands the link its
+// connections itself.
+type idleListener struct{ done chan struct{} }
+
+func (l *idleListener) Accept() (net.Conn, error) { <-l.done; return nil, net.ErrClosed }
+func (l *idleListener) Close() error {
+	select {
+	case <-l.done:
+	default:
+		close(l.done)
+	}
+	return nil
+}
+func (l *idleListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
