@@ -31,14 +31,17 @@ import (
 //     directory (no Raft state, nothing applied) first persists a random
 //     candidate (cluster.candidate) and, before it starts Raft, asks every
 //     listed peer over the link's bootstrap probe (kind 'B') what it holds
-//     (probeAnswer). It bootstraps only once every peer has answered and
-//     none holds state of another cluster (decideBootstrap); the cluster ID
-//     is then a hash of all the members' candidates (roundID), which every
-//     member of the same fresh bootstrap computes alike. A peer that holds
-//     state makes it refuse to start (ErrClusterHeld), naming the recovery; a
-//     peer that does not answer makes it wait, never elect. So a node whose
-//     disk was replaced never bootstraps a new cluster over the old one's
-//     history: its new candidate matches no ID the others hold.
+//     (probeAnswer). It bootstraps once every peer has answered that it is
+//     empty too (decideBootstrap); the cluster ID is then a hash of all the
+//     members' candidates (roundID), which every member of the same fresh
+//     bootstrap computes alike, and each keeps the candidates it came from
+//     (cluster.round). A peer that holds state (or an ID) answers with its
+//     round: if this node's candidate is in it, that peer finished this same
+//     bootstrap a moment earlier and this node takes its ID; if not, this
+//     node refuses to start (ErrClusterHeld), naming the recovery. A peer
+//     that does not answer makes it wait, never elect. So a node whose disk
+//     was replaced never bootstraps a new cluster over the old one's
+//     history: its new candidate is in no round the others hold.
 //   - a member that joins (--join, or added by hand) takes the ID of the
 //     cluster that adds it: from the join answer, or from the first peer link
 //     connection of a member while it has neither an ID nor state
@@ -47,24 +50,29 @@ import (
 //     cluster.id) derives one from its latest Raft configuration (legacyID),
 //     which the members of a cluster at rest share.
 //
-// The candidate file stays after the bootstrap: a member answers probes with
-// it, so that a member of the same fresh bootstrap that decides a moment
-// later finds the same ID.
+// The candidate and round files stay after the bootstrap: a member answers
+// probes with them, so that a member of the same fresh bootstrap that
+// decides a moment later takes the same ID.
 
 const (
 	clusterIDFile = "cluster.id"
 	candidateFile = "cluster.candidate"
+	roundFile     = "cluster.round"
 )
 
 // Bootstrap probe timing (identity.awaitBootstrap).
 const (
 	probeInterval = 250 * time.Millisecond // between two rounds of probes
 	probeTimeout  = time.Second            // one probe
-	waitLogEvery  = 5 * time.Second        // the Warn that names the peers not heard from
+	waitLogEvery  = 5 * time.Second        // the Warn that names the peers not heard from (the first after 1 s)
 )
 
 // maxProbeBytes bounds a probe answer, as the peer link does.
 const maxProbeBytes = peerlink.MaxProbeBytes
+
+// maxRound bounds the candidates of a round: the members of a static
+// bootstrap (their answer fits maxProbeBytes).
+const maxRound = 64
 
 // ErrClusterHeld is wrapped by the error of a node with an empty data
 // directory whose --cluster peers hold a cluster's state: it must not
@@ -185,20 +193,95 @@ func writeIDFile(path string, id clusterID, syncDir func(string) error) error {
 	return syncDir(filepath.Dir(path))
 }
 
+// readRoundFile reads a cluster.round file: the candidates of the bootstrap
+// the data directory's ID came from, one per line. A missing file gives none.
+func readRoundFile(path string) ([]clusterID, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	round, err := parseRound(strings.Fields(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w; restore it from another initial member's data directory", path, err)
+	}
+	return round, nil
+}
+
+// writeRoundFile writes a cluster.round file durably, as writeIDFile does:
+//
+//	<32 hex digits> '\n'   one line per candidate, sorted
+func writeRoundFile(path string, round []clusterID, syncDir func(string) error) error {
+	var b strings.Builder
+	for _, h := range roundStrings(round) {
+		b.WriteString(h + "\n")
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	_, err = f.WriteString(b.String())
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// parseRound parses a round's candidates: at most maxRound, each non-zero.
+func parseRound(hexes []string) ([]clusterID, error) {
+	if len(hexes) > maxRound {
+		return nil, fmt.Errorf("round of %d candidates, over %d", len(hexes), maxRound)
+	}
+	round := make([]clusterID, 0, len(hexes))
+	for _, h := range hexes {
+		c, err := parseClusterID(h)
+		if err != nil || c.isZero() {
+			return nil, fmt.Errorf("round candidate %q: want 32 hex digits, not all zero", h)
+		}
+		round = append(round, c)
+	}
+	return round, nil
+}
+
+// roundStrings returns a round's candidates in hex, sorted.
+func roundStrings(round []clusterID) []string {
+	hexes := make([]string, len(round))
+	for i, c := range round {
+		hexes[i] = c.String()
+	}
+	slices.Sort(hexes)
+	return hexes
+}
+
 // probeAnswer is the payload of a bootstrap probe's answer (the link's kind
 // 'B'), JSON of at most maxProbeBytes:
 //
 //	{"id":"n2","has_state":false,"cluster_id":"","candidate":"5f0c…(32 hex)"}
+//	{"id":"n3","has_state":true,"cluster_id":"…","candidate":"…","round":["…","…","…"]}
 //
 // ID is the answering node's; HasState says that its data directory holds
 // Raft state or applied entries; ClusterID is its cluster's ID ("" while it
 // has none); Candidate its bootstrap candidate ("" for a node that never
-// bootstrapped: one that joined, or one whose ID was derived).
+// bootstrapped: one that joined, or one whose ID was derived); Round the
+// candidates its ID came from, sorted (none unless it came from a round).
 type probeAnswer struct {
-	ID        string `json:"id"`
-	HasState  bool   `json:"has_state"`
-	ClusterID string `json:"cluster_id"`
-	Candidate string `json:"candidate"`
+	ID        string   `json:"id"`
+	HasState  bool     `json:"has_state"`
+	ClusterID string   `json:"cluster_id"`
+	Candidate string   `json:"candidate"`
+	Round     []string `json:"round,omitempty"`
 }
 
 // decodeProbeAnswer decodes and checks a probe answer from the network.
@@ -223,6 +306,9 @@ func decodeProbeAnswer(b []byte) (probeAnswer, error) {
 	if _, err := parseClusterID(a.Candidate); err != nil {
 		return probeAnswer{}, fmt.Errorf("probe answer: candidate: %w", err)
 	}
+	if _, err := parseRound(a.Round); err != nil {
+		return probeAnswer{}, fmt.Errorf("probe answer: %w", err)
+	}
 	return a, nil
 }
 
@@ -245,7 +331,8 @@ const (
 // bootstrapDecision is decideBootstrap's result.
 type bootstrapDecision struct {
 	verdict verdict
-	id      clusterID // verdictBootstrap: the cluster ID
+	id      clusterID   // verdictBootstrap: the cluster ID
+	round   []clusterID // verdictBootstrap: the candidates id comes from
 	// waiting names, for verdictWait, the peers not heard from (with why, when
 	// they answered something unusable).
 	waiting []string
@@ -260,12 +347,13 @@ type bootstrapDecision struct {
 // answer of each peer that answered in this round (by listed ID). It is pure:
 // every member that sees the same answers decides the same.
 //
-//   - a peer that holds state or a cluster ID and has no candidate (it joined,
-//     or derived its ID) can match no fresh bootstrap: refuse at once;
-//   - a peer not heard from, or that answered as another node, or with neither
-//     state, ID nor candidate: wait;
-//   - once all answered, the round's ID is roundID of all candidates; a peer
-//     that holds state or an ID other than it: refuse; else bootstrap with it.
+//   - a peer that holds state or a cluster ID: if its round holds own and
+//     its ID is that round's, it bootstrapped this same cluster a moment ago:
+//     take its ID (bootstrap). Else (another round, or no round: it joined, or
+//     derived its ID) this node must not bootstrap: refuse, at once;
+//   - a peer not heard from, that answered as another node, or empty without
+//     a candidate: wait;
+//   - every peer empty: bootstrap with roundID of all the candidates.
 func decideBootstrap(self string, own clusterID, cluster []Peer, answers map[string]probeAnswer) bootstrapDecision {
 	var waiting []string
 	cands := []clusterID{own}
@@ -282,8 +370,13 @@ func decideBootstrap(self string, own clusterID, cluster []Peer, answers map[str
 			waiting = append(waiting, fmt.Sprintf("%s (answered as %q)", p.ID, a.ID))
 			continue
 		}
-		if (a.HasState || a.ClusterID != "") && a.Candidate == "" {
-			return bootstrapDecision{verdict: verdictRefuse, holder: p.ID, holderID: a.ClusterID}
+		if a.HasState || a.ClusterID != "" {
+			round, err := parseRound(a.Round)
+			id, _ := parseClusterID(a.ClusterID)
+			if err != nil || !slices.Contains(round, own) || id.isZero() || roundID(round) != id {
+				return bootstrapDecision{verdict: verdictRefuse, holder: p.ID, holderID: a.ClusterID}
+			}
+			return bootstrapDecision{verdict: verdictBootstrap, id: id, round: round}
 		}
 		cand, err := parseClusterID(a.Candidate)
 		if err != nil || cand.isZero() {
@@ -295,16 +388,7 @@ func decideBootstrap(self string, own clusterID, cluster []Peer, answers map[str
 	if len(waiting) > 0 {
 		return bootstrapDecision{verdict: verdictWait, waiting: waiting}
 	}
-	id := roundID(cands)
-	for _, p := range cluster {
-		if p.ID == self {
-			continue
-		}
-		if a := answers[p.ID]; (a.HasState || a.ClusterID != "") && a.ClusterID != id.String() {
-			return bootstrapDecision{verdict: verdictRefuse, holder: p.ID, holderID: a.ClusterID}
-		}
-	}
-	return bootstrapDecision{verdict: verdictBootstrap, id: id}
+	return bootstrapDecision{verdict: verdictBootstrap, id: roundID(cands), round: cands}
 }
 
 // identity is this node's cluster ID and bootstrap candidate: it answers the
@@ -320,8 +404,9 @@ type identity struct {
 	// hand), it does not bootstrap.
 	joining bool
 
-	id        atomic.Pointer[clusterID] // nil: none yet
-	candidate clusterID                 // zero: none; set before the link serves
+	id        atomic.Pointer[clusterID]   // nil: none yet
+	candidate clusterID                   // zero: none; set before the link serves
+	round     atomic.Pointer[[]clusterID] // the candidates id came from; nil: none
 	hasState  atomic.Bool
 	waiting   atomic.Pointer[string] // the peers not heard from, while awaitBootstrap waits
 	mu        sync.Mutex             // serializes set
@@ -339,6 +424,13 @@ func openIdentity(self, dir string, log *slog.Logger, syncDir func(string) error
 	}
 	if i.candidate, err = readIDFile(filepath.Join(dir, candidateFile)); err != nil {
 		return nil, err
+	}
+	round, err := readRoundFile(filepath.Join(dir, roundFile))
+	if err != nil {
+		return nil, err
+	}
+	if round != nil {
+		i.round.Store(&round)
 	}
 	return i, nil
 }
@@ -399,7 +491,16 @@ func (i *identity) answerProbe(remoteNode string) []byte {
 		HasState:  i.hasState.Load(),
 		ClusterID: clusterID(i.clusterID()).String(),
 		Candidate: i.candidate.String(),
+		Round:     i.roundStrings(),
 	}.encode()
+}
+
+// roundStrings returns the candidates this node's ID came from, nil if none.
+func (i *identity) roundStrings() []string {
+	if r := i.round.Load(); r != nil {
+		return roundStrings(*r)
+	}
+	return nil
 }
 
 // awaitBootstrap probes every peer of cluster (self excluded) each
@@ -414,16 +515,18 @@ func (i *identity) awaitBootstrap(ctx context.Context, cluster []Peer, probe fun
 	}
 	i.log.Info("empty data dir: asking the --cluster peers before bootstrapping", "candidate", i.candidate.String(), "peers", len(cluster)-1)
 	started := time.Now()
-	lastLog := started
+	lastLog := started.Add(time.Second - waitLogEvery) // the first Warn after a second
 	for {
 		answers := i.probeAll(ctx, cluster, probe)
 		d := decideBootstrap(i.self, i.candidate, cluster, answers)
 		switch d.verdict {
 		case verdictBootstrap:
-			if err := i.set(d.id, "the candidates of every --cluster member"); err != nil {
+			// The round first: a node with the ID answers with it.
+			if err := writeRoundFile(filepath.Join(i.dir, roundFile), d.round, i.syncDir); err != nil {
 				return err
 			}
-			return nil
+			i.round.Store(&d.round)
+			return i.set(d.id, "the candidates of every --cluster member")
 		case verdictRefuse:
 			err := fmt.Errorf("%w: this node's data directory is empty but peer %s holds the cluster's state (cluster id %q): "+
 				"start this node with --join <a member's URL> as a new member after removing its old entry (DELETE /v1/cluster/nodes/%s on a member), "+

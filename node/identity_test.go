@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,8 +34,10 @@ func TestDecideBootstrap(t *testing.T) {
 	round := roundID([]clusterID{own, c2, c3})
 	other := roundID([]clusterID{cid(9), c2, c3}) // the ID of the bootstrap before n1's disk was lost
 	empty := func(id string, c clusterID) probeAnswer { return probeAnswer{ID: id, Candidate: c.String()} }
-	held := func(id string, c, cluster clusterID) probeAnswer {
-		return probeAnswer{ID: id, HasState: true, ClusterID: cluster.String(), Candidate: c.String()}
+	roundOf := func(cs ...clusterID) []string { return roundStrings(cs) }
+	ours, before := roundOf(own, c2, c3), roundOf(cid(9), c2, c3)
+	held := func(id string, c, cluster clusterID, round []string) probeAnswer {
+		return probeAnswer{ID: id, HasState: true, ClusterID: cluster.String(), Candidate: c.String(), Round: round}
 	}
 	tests := []struct {
 		name    string
@@ -45,12 +49,15 @@ func TestDecideBootstrap(t *testing.T) {
 		{"all empty", map[string]probeAnswer{"n2": empty("n2", c2), "n3": empty("n3", c3)}, verdictBootstrap, "", ""},
 		{"none answered", nil, verdictWait, "n2,n3", ""},
 		{"one answered", map[string]probeAnswer{"n3": empty("n3", c3)}, verdictWait, "n2", ""},
-		{"one bootstrapped this round a moment ago", map[string]probeAnswer{"n2": empty("n2", c2), "n3": held("n3", c3, round)}, verdictBootstrap, "", ""},
-		{"one decided this round, no state yet", map[string]probeAnswer{"n2": {ID: "n2", ClusterID: round.String(), Candidate: c2.String()}, "n3": empty("n3", c3)}, verdictBootstrap, "", ""},
-		{"both bootstrapped this round", map[string]probeAnswer{"n2": held("n2", c2, round), "n3": held("n3", c3, round)}, verdictBootstrap, "", ""},
-		{"one holds another cluster's state", map[string]probeAnswer{"n2": empty("n2", c2), "n3": held("n3", c3, other)}, verdictRefuse, "", "n3"},
-		{"both hold the old cluster's state", map[string]probeAnswer{"n2": held("n2", c2, other), "n3": held("n3", c3, other)}, verdictRefuse, "", "n2"},
-		{"holder known, another peer silent: wait for all candidates", map[string]probeAnswer{"n3": held("n3", c3, other)}, verdictWait, "n2", ""},
+		{"one bootstrapped this round a moment ago", map[string]probeAnswer{"n2": empty("n2", c2), "n3": held("n3", c3, round, ours)}, verdictBootstrap, "", ""},
+		{"one decided this round, no state yet", map[string]probeAnswer{"n2": {ID: "n2", ClusterID: round.String(), Candidate: c2.String(), Round: ours}, "n3": empty("n3", c3)}, verdictBootstrap, "", ""},
+		{"both bootstrapped this round", map[string]probeAnswer{"n2": held("n2", c2, round, ours), "n3": held("n3", c3, round, ours)}, verdictBootstrap, "", ""},
+		{"one bootstrapped this round, the other silent: take its id", map[string]probeAnswer{"n3": held("n3", c3, round, ours)}, verdictBootstrap, "", ""},
+		{"one holds another cluster's state", map[string]probeAnswer{"n2": empty("n2", c2), "n3": held("n3", c3, other, before)}, verdictRefuse, "", "n3"},
+		{"both hold the old cluster's state", map[string]probeAnswer{"n2": held("n2", c2, other, before), "n3": held("n3", c3, other, before)}, verdictRefuse, "", "n2"},
+		{"holder of another round, the other peer silent: refuse at once", map[string]probeAnswer{"n3": held("n3", c3, other, before)}, verdictRefuse, "", "n3"},
+		{"a round with own, under an id that is not that round's", map[string]probeAnswer{"n3": held("n3", c3, other, ours)}, verdictRefuse, "", "n3"},
+		{"a round with own, a malformed candidate in it", map[string]probeAnswer{"n3": held("n3", c3, round, append(ours, "zz"))}, verdictRefuse, "", "n3"},
 		{"state without a candidate (joined or derived): refuse at once", map[string]probeAnswer{"n3": {ID: "n3", HasState: true, ClusterID: other.String()}}, verdictRefuse, "", "n3"},
 		{"state without an id or candidate", map[string]probeAnswer{"n2": empty("n2", c2), "n3": {ID: "n3", HasState: true}}, verdictRefuse, "", "n3"},
 		{"state and candidate, no id", map[string]probeAnswer{"n2": empty("n2", c2), "n3": {ID: "n3", HasState: true, Candidate: c3.String()}}, verdictRefuse, "", "n3"},
@@ -66,8 +73,8 @@ func TestDecideBootstrap(t *testing.T) {
 			}
 			switch d.verdict {
 			case verdictBootstrap:
-				if d.id != round {
-					t.Fatalf("decideBootstrap() id = %s, want the round's %s", d.id, round)
+				if d.id != round || !slices.Equal(roundStrings(d.round), ours) {
+					t.Fatalf("decideBootstrap() id = %s from %v, want the round's %s from %v", d.id, roundStrings(d.round), round, ours)
 				}
 			case verdictWait:
 				if got := strings.Join(d.waiting, ","); got != tt.waiting {
@@ -260,6 +267,15 @@ func TestAwaitBootstrap(t *testing.T) {
 	if wiped.clusterID() != [16]byte{} {
 		t.Fatal("a refused node took a cluster id")
 	}
+
+	// n2's is lost too, and n1 has exited: n2 hears only n3, whose round
+	// does not hold n2's new candidate, and refuses without waiting for n1.
+	link.add("a1", nil)
+	wiped2 := newTestIdentity(t, "n2")
+	link.add("a2", wiped2)
+	if err := wiped2.awaitBootstrap(ctx, cluster, link.probe); !errors.Is(err, ErrClusterHeld) {
+		t.Fatalf("awaitBootstrap() of a second wiped member, the first gone = %v, want ErrClusterHeld", err)
+	}
 }
 
 // FuzzDecodeProbeAnswer: a decoded answer encodes and decodes to itself; bad
@@ -267,13 +283,17 @@ func TestAwaitBootstrap(t *testing.T) {
 func FuzzDecodeProbeAnswer(f *testing.F) {
 	f.Add([]byte(`{"id":"n2","has_state":true,"cluster_id":"0102030405060708090a0b0c0d0e0f10","candidate":"ffeeddccbbaa99887766554433221100"}`))
 	f.Add([]byte(`{"id":"n1","has_state":false,"cluster_id":"","candidate":""}`))
+	f.Add([]byte(`{"id":"n3","has_state":true,"cluster_id":"0102030405060708090a0b0c0d0e0f10","candidate":"ffeeddccbbaa99887766554433221100","round":["ffeeddccbbaa99887766554433221100","00112233445566778899aabbccddeeff"]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := decodeProbeAnswer(b)
 		if err != nil {
 			return
 		}
 		again, err := decodeProbeAnswer(a.encode())
-		if err != nil || again != a {
+		if len(a.Round) == 0 {
+			a.Round = nil // omitted when empty
+		}
+		if err != nil || !reflect.DeepEqual(again, a) {
 			t.Fatalf("round trip of %q: %+v, %v; want %+v", b, again, err, a)
 		}
 	})
@@ -290,6 +310,9 @@ func TestDecodeProbeAnswerBad(t *testing.T) {
 		"trailing data":    `{"id":"n1"}{}`,
 		"too long":         `{"id":"n1","x":"` + strings.Repeat("a", maxProbeBytes) + `"}`,
 		"wrong type":       `{"id":"n1","has_state":"yes"}`,
+		"bad round":        `{"id":"n1","round":["0102"]}`,
+		"zero in round":    `{"id":"n1","round":["` + strings.Repeat("0", 32) + `"]}`,
+		"round too long":   `{"id":"n1","round":[` + strings.Repeat(`"`+strings.Repeat("a", 32)+`",`, maxRound) + `"` + strings.Repeat("b", 32) + `"]}`,
 	} {
 		if _, err := decodeProbeAnswer([]byte(b)); err == nil {
 			t.Errorf("%s: decodeProbeAnswer(%.40q) = nil error", name, b)
