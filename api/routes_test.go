@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -467,5 +468,28 @@ func TestDashboardRoutes(t *testing.T) {
 				t.Fatalf("%s %s = %d, dashboard saw %v; want %d, routed %v", tt.method, tt.target, rec.Code, got, tt.status, tt.routed)
 			}
 		})
+	}
+}
+
+// TestNoInternalRoutesOnClientPort: the client port's handler serves no
+// /v1/internal/* route; the peer link's (PeerHandler) serves the proposal.
+func TestNoInternalRoutesOnClientPort(t *testing.T) {
+	b := &fakeBackend{}
+	srv := NewServer(Config{}, b)
+	for _, tc := range []struct{ method, target string }{
+		{"POST", "/v1/internal/propose"},
+		{"GET", "/v1/internal/stream"},
+		{"POST", "/v1/internal/anything"},
+	} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.target, strings.NewReader("\x01a")))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%s %s on the client port = %d, want 404", tc.method, tc.target, rec.Code)
+		}
+	}
+	rec := httptest.NewRecorder()
+	srv.PeerHandler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/internal/propose", strings.NewReader("")))
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("POST /v1/internal/propose on the peer handler = %d, want 400 (no frames)", rec.Code)
 	}
 }

@@ -56,9 +56,6 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout bounds the timeout and wait query parameters. Default 5 minutes.
 	MaxTimeout time.Duration
-	// Streams serves the propose streams of GET /v1/internal/stream
-	// (node/peer's StreamServer). Default: none, and that path answers 404.
-	Streams Streams
 	// Dashboard serves GET /ui/ (and the files under it), /v1/stats and
 	// /v1/events (package ui's Handler). Default: none, and those answer 404.
 	Dashboard http.Handler
@@ -159,7 +156,10 @@ func (c Config) withDefaults() Config {
 type Server struct {
 	*answers
 	router *mux.Router
-	met    *httpMetrics // nil without Config.Metrics
+	// peerRouter is router with the internal routes: served on the peer
+	// link only (PeerHandler).
+	peerRouter *mux.Router
+	met        *httpMetrics // nil without Config.Metrics
 	// submitH and batchH are the handlers of POST /v1/tx and /v1/tx/batch, as
 	// the router runs them (FastHandler).
 	submitH, batchH http.Handler
@@ -202,18 +202,21 @@ func NewServer(cfg Config, b Backend) *Server {
 	s.consumers = &consumerHandlers{answers: a, tx: s.tx}
 	s.consumers.cb, _ = b.(ConsumerBackend)
 	s.cluster = &clusterHandlers{answers: a, b: b}
-	s.router = s.routes()
+	s.router = s.routes(false)
+	s.peerRouter = s.routes(true)
 	s.submitH = s.met.instrument("/v1/tx", http.HandlerFunc(s.tx.handleSubmit))
 	s.batchH = s.met.instrument("/v1/tx/batch", http.HandlerFunc(s.tx.handleSubmitBatch))
 	return s
 }
 
-// routes is the one place that maps methods and paths to handlers.
+// routes is the one place that maps methods and paths to handlers; with
+// internal, the routes only other nodes reach, over the peer link
+// (POST /v1/internal/propose), are added.
 //
 // The router matches the escaped path (UseEncodedPath) and never cleans it
 // (SkipClean), so a key may contain "/", "%2F", "//" or ".." and still reach
 // GET /v1/kv/{key}; handlers unescape path variables with pathVar.
-func (s *Server) routes() *mux.Router {
+func (s *Server) routes(internal bool) *mux.Router {
 	r := mux.NewRouter()
 	r.UseEncodedPath()
 	r.SkipClean(true)
@@ -248,8 +251,9 @@ func (s *Server) routes() *mux.Router {
 	r.HandleFunc("/v1/cluster/nodes/{id}", cl.handleRemove).Methods(http.MethodDelete)
 	r.HandleFunc("/v1/cluster/transfer-leadership", cl.handleTransferLeadership).Methods(http.MethodPost)
 
-	r.HandleFunc("/v1/internal/propose", tx.handlePropose).Methods(http.MethodPost)
-	r.HandleFunc(wire.StreamPath, tx.handleStream).Methods(http.MethodGet)
+	if internal {
+		r.HandleFunc("/v1/internal/propose", tx.handlePropose).Methods(http.MethodPost)
+	}
 	if s.cfg.MetricsHandler != nil {
 		r.Handle("/metrics", s.cfg.MetricsHandler).Methods(http.MethodGet)
 	}
@@ -305,6 +309,15 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 		}
 		s.log.Debug("request", attrs...)
 	}
+}
+
+// PeerHandler returns the handler of the requests other nodes send over the
+// peer link: every route of ServeHTTP and the internal ones
+// (POST /v1/internal/propose). The client port never serves it.
+func (s *Server) PeerHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.Serve(w, r, s.peerRouter)
+	})
 }
 
 // FastHandler returns the handler the router picks for a POST to path, one of

@@ -35,7 +35,12 @@ func serve(t *testing.T, cfg Config, b Backend, method, target, body string, hea
 		req.Header[k] = vs
 	}
 	rec := httptest.NewRecorder()
-	NewServer(cfg, b).ServeHTTP(rec, req)
+	srv := NewServer(cfg, b)
+	if strings.HasPrefix(target, "/v1/internal/") {
+		srv.PeerHandler().ServeHTTP(rec, req) // the peer link's routes
+	} else {
+		srv.ServeHTTP(rec, req)
+	}
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("%s %s: Content-Type = %q, want application/json", method, target, ct)
 	}

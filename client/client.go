@@ -19,7 +19,7 @@ import (
 type ClientConfig struct {
 	// Endpoints are the base URLs of the nodes, such as "http://127.0.0.1:8080".
 	// Methods that may use any node need at least one; the methods that take a
-	// baseURL (GetFrom, ProposeTo, the …Via methods, Ready, Health) do not.
+	// baseURL (GetFrom, the …Via methods, Ready, Health) do not.
 	Endpoints []string
 	// HTTPClient sends the requests. Default: a client whose transport keeps up
 	// to 64 idle connections per host. Leave its Timeout zero: the Client sets
@@ -97,7 +97,7 @@ func NormalizeBaseURL(s string) (string, error) {
 // As etcd's clientv3 does, a Client is made of small types, one per job, whose
 // methods it promotes: kv (Submit, SubmitBatch, Tx, TxByIdempotencyKey, Get
 // and the calls that name a node), logs (Log, LogWait, Follow), leases,
-// consumers and cluster (membership, readiness, ProposeTo). They share one
+// consumers and cluster (membership, readiness). They share one
 // conn: the endpoints, the http.Client, and the retries.
 type Client struct {
 	conn *conn

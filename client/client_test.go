@@ -378,19 +378,12 @@ func TestClientReadsAndAdmin(t *testing.T) {
 	var mu sync.Mutex
 	var gotKey string
 	var gotOpts wire.ReadOptions
-	var payloads [][]byte
 	b := &fakeBackend{
 		GetFunc: func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			gotKey, gotOpts = key, opts
 			return wire.KV{Key: key, Value: []byte(`[1]`), Version: 2}, nil
-		},
-		ProposeFunc: func(ctx context.Context, p [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			payloads = p
-			return make([]wire.TxResult, len(p)), nil
 		},
 		TxByIdempotencyKeyFunc: func(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
 			return wire.TxResult{TxID: testID, Status: wire.StatusCommitted, IdempotencyKey: key}, nil
@@ -418,10 +411,6 @@ func TestClientReadsAndAdmin(t *testing.T) {
 	}
 	if _, err := c.GetFrom(ctx, srv.URL+"/", "k", wire.ReadOptions{Consistency: wire.ConsistencyLeader}); err != nil || gotOpts != (wire.ReadOptions{Consistency: wire.ConsistencyLeader, Forwarded: true}) {
 		t.Errorf("GetFrom() error %v; backend got %+v, want forwarded", err, gotOpts)
-	}
-	in := [][]byte{[]byte("a"), []byte("bc")}
-	if res, err := c.ProposeTo(ctx, srv.URL, in, wire.SubmitOptions{Timeout: time.Second}); err != nil || len(res) != 2 || string(payloads[1]) != "bc" {
-		t.Errorf("ProposeTo() = %+v, %v; backend got %q", res, err, payloads)
 	}
 	if res, err := c.TxByIdempotencyKey(ctx, "a&b=c", time.Second); err != nil || res.IdempotencyKey != "a&b=c" {
 		t.Errorf("TxByIdempotencyKey() = %+v, %v", res, err)

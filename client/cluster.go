@@ -10,7 +10,7 @@ import (
 )
 
 // cluster are the calls of the cluster's membership and of one node's
-// state, and ProposeTo, which a node forwards proposals with.
+// state.
 type cluster struct{ *conn }
 
 // Cluster describes the cluster as any node sees it.
@@ -104,33 +104,6 @@ func (c *cluster) TransferLeadershipVia(ctx context.Context, baseURL string, req
 	var res wire.TransferResult
 	err = c.callAt(ctx, baseURL, r, &res)
 	return res, err
-}
-
-// ProposeTo sends encoded transactions to the node at baseURL, once, as the
-// frames of POST /v1/internal/propose, and returns one result per payload. A
-// node uses it to forward what it accepted to the leader; a node that is not
-// the leader answers ErrNotLeader.
-func (c *cluster) ProposeTo(ctx context.Context, baseURL string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
-	q, serverTime, ok := ProposeQuery(ctx, opts)
-	if !ok {
-		return nil, fmt.Errorf("propose to %s: %w", baseURL, ErrNoTimeLeft)
-	}
-	req := request{
-		method:     http.MethodPost,
-		path:       "/v1/internal/propose",
-		query:      q,
-		header:     http.Header{"Content-Type": {"application/octet-stream"}},
-		body:       wire.EncodeFrames(payloads),
-		serverTime: serverTime,
-	}
-	var br wire.BatchResponse
-	if err := c.callAt(ctx, baseURL, req, &br); err != nil {
-		return nil, err
-	}
-	if len(br.Results) != len(payloads) {
-		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(br.Results), len(payloads))
-	}
-	return br.Results, nil
 }
 
 // Ready asks the node at baseURL whether it is ready: nil, or an *Error with

@@ -18,9 +18,7 @@
 //     endpoints; TransportError for a request that got no answer.
 //   - submit.go: Submit and SubmitBatch, retried writes made safe with
 //     idempotency keys and lookups of open outcomes.
-//   - cluster.go: the membership calls, Ready and Health, and ProposeTo, the
-//     POST /v1/internal/propose a node forwards proposals with (node/peer
-//     drives it).
+//   - cluster.go: the membership calls, Ready and Health.
 //   - leases.go: the lease calls (docs/leases.md).
 //   - consumers.go: the consumer-group calls: CommitOffset, ResetOffset,
 //     Consumer, Consumers (docs/api.md, Consumers).

@@ -96,20 +96,6 @@ func dialFailed(err error) bool {
 	return ok && oe.Op == "dial"
 }
 
-// NewTransportError is the *TransportError of a request to endpoint that got
-// no answer: err says why, sent whether the request may have reached it (its
-// outcome is then open). node/peer's propose streams fail their calls with it.
-func NewTransportError(endpoint string, err error, sent bool) error {
-	return &TransportError{endpoint: endpoint, err: err, sent: sent}
-}
-
-// AnswerError is the error of an answer that is not a 2xx, as the Client's
-// calls return it: the code's sentinel or *Error, through the code table.
-// node/peer uses it for the answers of propose streams.
-func AnswerError(status int, body []byte) error {
-	_, err := classify(answer{status: status, body: body})
-	return err
-}
 
 // classify turns a non-2xx answer into its wire code and error. An answer
 // without an error object (from a proxy, say) gets the code "http_<status>".

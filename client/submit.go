@@ -64,15 +64,6 @@ func writeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, time.
 	return q, d, true
 }
 
-// ProposeQuery is writeQuery for an internal proposal.
-func ProposeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, time.Duration, bool) {
-	q, d, ok := writeQuery(ctx, opts)
-	if ok && opts.Fresh {
-		q.Set("fresh", "true")
-	}
-	return q, d, ok
-}
-
 // serverTimeout is the timeout a write asks the server for at most.
 func serverTimeout(opts wire.SubmitOptions) time.Duration {
 	if opts.Timeout > 0 {

@@ -3,7 +3,6 @@ package node
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -64,7 +63,7 @@ func (a *ackAll) await(ctx context.Context, ps []*pending) {
 	}
 }
 
-// otherVoters returns the HTTP base URLs of the voters other than this node.
+// otherVoters returns the peer addresses of the voters other than this node.
 func (a *ackAll) otherVoters(ctx context.Context) ([]string, error) {
 	members, err := a.raft.Members(ctx)
 	if err != nil {
@@ -75,11 +74,7 @@ func (a *ackAll) otherVoters(ctx context.Context) ([]string, error) {
 		if m.ID == a.self || m.Suffrage != "voter" {
 			continue
 		}
-		info, ok := a.peers.lookup(m.ID)
-		if !ok || info.HTTPAddr == "" {
-			return nil, fmt.Errorf("voter %s: HTTP address unknown", m.ID)
-		}
-		urls = append(urls, a.peers.URL(info.HTTPAddr))
+		urls = append(urls, m.Addr)
 	}
 	return urls, nil
 }
@@ -189,6 +184,6 @@ func (a *ackAll) round(base string, round []*appliedCheck) bool {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	res, err := a.peers.clientFor(base).Tx(ctx, top.id, wait)
+	res, err := a.peers.client.Tx(ctx, base, top.id, wait)
 	return err == nil && (res.Status == wire.StatusCommitted || res.Status == wire.StatusRejected)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/node/peer"
+	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -19,7 +20,8 @@ import (
 // entries up to applied: transaction i is at index i. It waits, up to wait,
 // for an entry it has not applied, and then answers 404 not_found.
 type fakeVoter struct {
-	srv      *httptest.Server
+	addr     string // its peer address
+	srv      *http.Server
 	applied  atomic.Uint64
 	requests atomic.Int64
 }
@@ -27,7 +29,7 @@ type fakeVoter struct {
 func newFakeVoter(t *testing.T) *fakeVoter {
 	t.Helper()
 	v := &fakeVoter{}
-	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	v.addr, v.srv = servePeer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		v.requests.Add(1)
 		id, err := txid.Parse(strings.TrimPrefix(r.URL.Path, "/v1/tx/"))
 		if err != nil {
@@ -47,8 +49,38 @@ func newFakeVoter(t *testing.T) *fakeVoter {
 		}
 		json.NewEncoder(w).Encode(wire.TxResult{TxID: id, Status: wire.StatusCommitted, Index: index})
 	}))
-	t.Cleanup(v.srv.Close)
 	return v
+}
+
+// testCluster is the cluster ID of the peer links of node's unit tests.
+var testCluster = peerlink.ClusterID{7}
+
+// newTestLink starts a peer link of testCluster on a loopback port, closed
+// with the test.
+func newTestLink(t *testing.T, id string) *peerlink.Link {
+	t.Helper()
+	l, err := peerlink.Listen("127.0.0.1:0", peerlink.Config{NodeID: id, ClusterID: func() peerlink.ClusterID { return testCluster }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// servePeer serves h on the KindHTTP connections of a new peer link and
+// returns its address.
+func servePeer(t *testing.T, h http.Handler) (string, *http.Server) {
+	t.Helper()
+	l := newTestLink(t, "voter")
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l.Listener(peerlink.KindHTTP))
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().String(), srv
+}
+
+// testPeers returns peers whose client uses a peer link of its own.
+func testPeers(t *testing.T) *peers {
+	return &peers{client: peer.NewClient(newTestLink(t, "n1"))}
 }
 
 // TestAppliedEverywhereCoalesces runs many concurrent ack=all checks against
@@ -56,7 +88,7 @@ func newFakeVoter(t *testing.T) *fakeVoter {
 // transaction, and each voter gets a few requests, not one per check.
 func TestAppliedEverywhereCoalesces(t *testing.T) {
 	voters := []*fakeVoter{newFakeVoter(t), newFakeVoter(t)}
-	a := &ackAll{peers: &peers{}}
+	a := &ackAll{peers: testPeers(t)}
 	const checks = 60
 	var wg sync.WaitGroup
 	var yes atomic.Int64
@@ -64,7 +96,7 @@ func TestAppliedEverywhereCoalesces(t *testing.T) {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if a.appliedEverywhere(ctx, []string{voters[0].srv.URL, voters[1].srv.URL}, uint64(i), txid.ID(i)) {
+			if a.appliedEverywhere(ctx, []string{voters[0].addr, voters[1].addr}, uint64(i), txid.ID(i)) {
 				yes.Add(1)
 			}
 		})
@@ -90,7 +122,7 @@ func TestAppliedEverywhereCoalesces(t *testing.T) {
 // a voter that applied the lower index of two checks in one round does not
 // pass the higher one.
 func TestAppliedEverywhereLagging(t *testing.T) {
-	a := &ackAll{peers: &peers{}}
+	a := &ackAll{peers: testPeers(t)}
 	check := func(base string, index uint64, d time.Duration) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		defer cancel()
@@ -98,11 +130,11 @@ func TestAppliedEverywhereLagging(t *testing.T) {
 	}
 	v := newFakeVoter(t)
 	v.applied.Store(10)
-	if !check(v.srv.URL, 10, time.Second) {
+	if !check(v.addr, 10, time.Second) {
 		t.Fatal("a voter that applied index 10 failed the check for 10")
 	}
 	start := time.Now()
-	if check(v.srv.URL, 11, 300*time.Millisecond) {
+	if check(v.addr, 11, 300*time.Millisecond) {
 		t.Fatal("a voter at index 10 passed the check for 11")
 	}
 	if d := time.Since(start); d > time.Second {
@@ -112,24 +144,24 @@ func TestAppliedEverywhereLagging(t *testing.T) {
 	// arrive while it is out and share the next round.
 	var wg sync.WaitGroup
 	before := v.requests.Load()
-	wg.Go(func() { check(v.srv.URL, 12, 200*time.Millisecond) })
+	wg.Go(func() { check(v.addr, 12, 200*time.Millisecond) })
 	for v.requests.Load() == before {
 		time.Sleep(time.Millisecond)
 	}
 	results := make([]bool, 2)
 	for i, index := range []uint64{5, 40} {
-		wg.Go(func() { results[i] = check(v.srv.URL, index, 600*time.Millisecond) })
+		wg.Go(func() { results[i] = check(v.addr, index, 600*time.Millisecond) })
 	}
 	wg.Wait()
 	if results[1] {
 		t.Fatal("a voter at index 10 passed the check for 40, asked in one round with 5")
 	}
-	gone := httptest.NewServer(http.NotFoundHandler())
+	gone := newTestLink(t, "gone")
 	gone.Close()
-	if check(gone.URL, 1, 300*time.Millisecond) {
+	if check(gone.Addr().String(), 1, 300*time.Millisecond) {
 		t.Fatal("a voter that cannot be reached passed the check")
 	}
-	if check(v.srv.URL+"/x", 1, time.Millisecond) {
+	if check(v.addr, 1, time.Millisecond) {
 		t.Fatal("a check with no time left passed")
 	}
 }

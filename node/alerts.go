@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +25,6 @@ func (n *Node) Alerts() *alert.Manager { return n.alerts }
 type alertSampler struct {
 	n           *Node
 	noLeaderFor time.Duration
-	client      *http.Client // probes of lower-ID voters while leaderless
 
 	lastLeader      string
 	leaderlessSince time.Time
@@ -43,7 +41,7 @@ func newAlertSampler(n *Node) *alertSampler {
 	if d == 0 {
 		d = 5 * time.Second
 	}
-	return &alertSampler{n: n, noLeaderFor: d, client: &http.Client{Timeout: 500 * time.Millisecond}}
+	return &alertSampler{n: n, noLeaderFor: d}
 }
 
 func (a *alertSampler) sample(now time.Time) alert.Snapshot {
@@ -91,28 +89,25 @@ func (a *alertSampler) sample(now time.Time) alert.Snapshot {
 }
 
 // lowerVoterUp reports whether a voter with a lower ID than this node
-// answers HTTP: then that one sends "no leader" (alert/doc.go).
+// answers on the peer link: then that one sends "no leader" (alert/doc.go).
 func (a *alertSampler) lowerVoterUp(ctx context.Context, members []replication.Member) bool {
-	peers := a.n.peers.all()
 	for _, m := range members {
 		if m.Suffrage != "voter" || strings.Compare(m.ID, a.n.cfg.ID) >= 0 {
 			continue
 		}
-		addr := peers[m.ID].HTTPAddr
-		if addr == "" {
-			continue
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/v1/cluster", nil)
-		if err != nil {
-			continue
-		}
-		if resp, err := a.client.Do(req); err == nil {
-			resp.Body.Close()
+		addr := m.Addr
+		actx, cancel := context.WithTimeout(ctx, lowerVoterTimeout)
+		_, err := a.n.peers.client.Cluster(actx, addr)
+		cancel()
+		if err == nil {
 			return true
 		}
 	}
 	return false
 }
+
+// lowerVoterTimeout bounds the question to a lower voter.
+const lowerVoterTimeout = 500 * time.Millisecond
 
 // fsyncP99 times one fsync of a small probe file and returns the 99th
 // percentile of the last minute of them. A probe, not the WALs' own

@@ -157,7 +157,7 @@ func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult,
 		return err
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.peers.client.JoinVia(ctx, base, req)
+		res, err = n.peers.client.Join(ctx, base, req)
 		return err
 	})
 	return res, err
@@ -172,7 +172,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 		}
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
-		return n.peers.client.RemoveVia(ctx, base, id)
+		return n.peers.client.Remove(ctx, base, id)
 	})
 }
 
@@ -188,7 +188,7 @@ func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest)
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = n.peers.client.TransferLeadershipVia(ctx, base, req)
+		res, err = n.peers.client.TransferLeadership(ctx, base, req)
 		return err
 	})
 	return res, err

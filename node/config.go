@@ -56,14 +56,18 @@ type Config struct {
 	// picks a free port, written to <DataDir>/metrics.addr once listening.
 	// Needs Metrics to be a registry. Default "": off.
 	MetricsAddr string
-	// RaftAddr is the address Raft listens on and advertises. Default "127.0.0.1:7101".
+	// RaftAddr is the peer address: the peer link (package peerlink) listens
+	// on it and Raft advertises it; it carries Raft and every other
+	// node-to-node call. Default "127.0.0.1:7101".
 	RaftAddr string
 	// Cluster lists the initial members for a static bootstrap. Mutually exclusive with Join.
 	Cluster []Peer
-	// RaftDial maps peer IDs to the address this node dials to reach them, when
-	// that differs from the peer's advertised Raft address (a proxy in between,
-	// as the chaos verifier's fault proxies). Peers not listed are dialled at
-	// their advertised address. A testing flag (txlogd -help-testing).
+	// RaftDial maps peer IDs to the address this node's Raft dials to reach
+	// them, when that differs from the peer's advertised Raft address (a proxy
+	// in between, as the chaos verifier's fault proxies). Peers not listed,
+	// and the peer link's other kinds of connection (propose streams,
+	// internal requests), dial the advertised address. A testing flag
+	// (txlogd -help-testing).
 	RaftDial map[string]string
 	// Join is the HTTP base URL of a member to join through. Mutually exclusive with Cluster.
 	Join string
@@ -85,9 +89,8 @@ type Config struct {
 	IntakeWALSegmentBytes int64
 	// Forward is how a follower sends the writes it accepted to the leader:
 	// "stream" (default) over one persistent propose stream per leader
-	// (peer.Streams), "http" with one POST /v1/internal/propose per group. A
-	// leader that does not serve streams gets POSTs either way. A testing
-	// flag (txlogd -help-testing).
+	// (peer.Streams), "http" with one POST /v1/internal/propose per group,
+	// both on the peer link. A testing flag (txlogd -help-testing).
 	Forward string
 	// MaxUnresolved bounds the transactions this node has accepted and not seen
 	// resolved (in flight or parked); past it, writes get 503 overloaded, so that
@@ -424,7 +427,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.DataDir, "data-dir", "", "data directory (default data/<id>)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", DefaultHTTPAddr, "HTTP listen address (port 0: pick one)")
 	fs.StringVar(&c.AdvertiseHTTPAddr, "advertise-http-addr", "", "HTTP address other nodes use (default: the bound address)")
-	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "Raft listen and advertise address")
+	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "peer address: the peer link (Raft, propose streams, node-to-node requests) listens on it and Raft advertises it")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve net/http/pprof on this separate, unauthenticated listener; never expose it publicly (port 0: pick one; empty: off)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve GET /metrics on this separate listener (port 0: pick one; empty: only on the HTTP listener)")
 	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr[@nodenumber],... (the same list on every initial member)")

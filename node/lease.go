@@ -56,7 +56,7 @@ func (lb *leases) AcquireLease(ctx context.Context, req wire.LeaseRequest, forwa
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
 		var err error
-		res, err = lb.peers.client.AcquireLeaseVia(ctx, base, req)
+		res, err = lb.peers.client.AcquireLease(ctx, base, req)
 		return err
 	})
 	return res, err
@@ -75,7 +75,7 @@ func (lb *leases) ReleaseLease(ctx context.Context, name, holder string, token u
 		}
 		return leaseRefusal(out)
 	}, func(ctx context.Context, base string) error {
-		return lb.peers.client.ReleaseLeaseVia(ctx, base, name, holder, token)
+		return lb.peers.client.ReleaseLease(ctx, base, name, holder, token)
 	})
 }
 

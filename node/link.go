@@ -1,6 +1,11 @@
 package node
 
 import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/peerlink"
 )
 
@@ -14,5 +19,40 @@ func openLink(cfg Config, ident *identity) (*peerlink.Link, error) {
 		Accept:    ident.accept,
 		Bootstrap: ident.answerProbe,
 		Logger:    cfg.Logger.With("component", "peerlink"),
+	})
+}
+
+// newPeerServer returns the server of the internal router (api.Server's
+// PeerHandler) on the peer link's KindHTTP connections: the requests other
+// nodes send this one. A request's context names the node that sent it
+// (peerlink.RemoteNode).
+func newPeerServer(a *api.Server) *http.Server {
+	return &http.Server{
+		Handler:           a.PeerHandler(),
+		ConnContext:       peerlink.ConnContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       peerlink.DefaultIdleTimeout,
+	}
+}
+
+// servePeers serves the peer link's internal requests and propose streams
+// until Close; a server that fails reports on serveErr.
+func (n *Node) servePeers(serveErr chan<- error) {
+	n.wg.Go(func() {
+		if err := n.peerSrv.Serve(n.link.Listener(peerlink.KindHTTP)); !errors.Is(err, http.ErrServerClosed) {
+			select {
+			case serveErr <- err:
+			default:
+			}
+		}
+	})
+	limit := n.api.Config().MaxInternalBodyBytes
+	n.wg.Go(func() {
+		if err := n.streamSrv.Serve(n.link.Listener(peerlink.KindStream), limit, n.api.ProposeAnswer); err != nil {
+			select {
+			case serveErr <- err:
+			default:
+			}
+		}
 	})
 }

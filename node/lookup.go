@@ -72,12 +72,15 @@ func (l *lookups) pendingKeyElsewhere(ctx context.Context, key string) (wire.TxR
 	found := make(chan wire.TxResult, 1)
 	var wg sync.WaitGroup
 	for _, info := range l.peers.all() {
-		if info.ID == l.self || info.HTTPAddr == "" {
+		if info.ID == l.self {
 			continue
 		}
-		base := l.peers.URL(info.HTTPAddr)
+		addr, ok := l.peers.addr(info.ID)
+		if !ok {
+			continue
+		}
 		wg.Go(func() {
-			res, err := l.peers.clientFor(base).PendingKeyFrom(ctx, base, key)
+			res, err := l.peers.client.PendingKey(ctx, addr, key)
 			if err == nil && res.Status == wire.StatusPending && res.TxID != 0 {
 				select {
 				case found <- res:
@@ -137,12 +140,16 @@ func (l *lookups) pendingAnywhere(ctx context.Context, id txid.ID) (wire.TxResul
 		return wire.TxResult{}, false
 	}
 	for _, info := range l.peers.all() {
-		if info.TxIDNode != id.Node() || info.ID == l.self || info.HTTPAddr == "" {
+		if info.TxIDNode != id.Node() || info.ID == l.self {
+			continue
+		}
+		addr, ok := l.peers.addr(info.ID)
+		if !ok {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		res, err := l.peers.clientFor(l.peers.URL(info.HTTPAddr)).Tx(ctx, id, 0)
+		res, err := l.peers.client.Tx(ctx, addr, id, 0)
 		if err != nil || res.Status != wire.StatusPending {
 			return wire.TxResult{}, false
 		}
@@ -194,10 +201,8 @@ func (l *lookups) Get(ctx context.Context, key string, opts wire.ReadOptions) (w
 		kv, err = l.get(key)
 		return err
 	}, func(ctx context.Context, base string) error {
-		fwd := opts
-		fwd.Forwarded = true
 		var err error
-		kv, err = l.peers.client.GetFrom(ctx, base, key, fwd)
+		kv, err = l.peers.client.Get(ctx, base, key, opts)
 		return err
 	})
 	return kv, err

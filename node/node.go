@@ -55,11 +55,15 @@ type Node struct {
 	api  *api.Server
 	link *peerlink.Link // the peer link on the Raft address (link.go)
 
-	ln       net.Listener
-	fast     *fastpath.FastListener // nil with Config.NoHTTPFastPath
-	srv      *http.Server
-	httpAddr string      // advertised HTTP address, host:port
-	side     sideServers // debug.go
+	ln net.Listener
+	// peerSrv serves the internal router on the peer link (KindHTTP);
+	// streamSrv the propose streams (KindStream). link.go.
+	peerSrv   *http.Server
+	streamSrv *peer.StreamServer
+	fast      *fastpath.FastListener // nil with Config.NoHTTPFastPath
+	srv       *http.Server
+	httpAddr  string      // advertised HTTP address, host:port
+	side      sideServers // debug.go
 
 	peers  *peers
 	intake *intake
@@ -229,7 +233,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	if err := syncDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	n.peers = newPeers(cfg.ID, n.db, n.raft)
+	n.peers = newPeers(cfg.ID, n.db, n.raft, n.link)
 
 	n.httpAddr = n.ln.Addr().String()
 	if cfg.AdvertiseHTTPAddr != "" {
@@ -267,7 +271,6 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		NotifyAllow:    cfg.WebhookAllow,
 		Logger:         cfg.Logger,
-		Streams:        peer.NewStreamServer(cfg.Logger),
 		Metrics:        cfg.Metrics,
 		MetricsHandler: metricsHandler(cfg.Metrics),
 	}, backend)
@@ -277,6 +280,8 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		IdleTimeout:       2 * time.Minute,
 	}
 	n.srv.RegisterOnShutdown(n.api.EndLogStreams) // they never go idle
+	n.peerSrv = newPeerServer(n.api)
+	n.streamSrv = peer.NewStreamServer(cfg.Logger)
 	if !cfg.NoHTTPFastPath {
 		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,
@@ -349,6 +354,7 @@ func (n *Node) Run(ctx context.Context) error {
 			serveErr <- err
 		}
 	})
+	n.servePeers(serveErr)
 	if err := n.side.serve(); err != nil { // before http.addr: who sees that sees debug.addr too
 		n.Close()
 		return err
@@ -432,7 +438,12 @@ func (n *Node) Close() error {
 				n.log.Warn("http fast path shutdown", "err", err)
 			}
 			n.side.shutdown(ctx)
-			if err := n.api.CloseStreams(ctx); err != nil {
+			if err := n.peerSrv.Shutdown(ctx); err != nil {
+				n.log.Warn("peer link http shutdown", "err", err)
+				n.peerSrv.Close()
+			}
+			n.link.Listener(peerlink.KindStream).Close()
+			if err := n.streamSrv.CloseStreams(ctx); err != nil {
 				n.log.Warn("propose streams shutdown", "err", err)
 			}
 			cancel()

@@ -16,65 +16,94 @@ import (
 
 // peers is how this node finds and reaches the others: the node registry
 // (id → HTTP address, txid node number) that nodes publish through the log,
-// cached so forwarding does not read bbolt on every request; the one place
-// that turns a node's HTTP address into its base URL; and the HTTP clients
-// every part uses to talk to other nodes. TLS and tokens, when they come, go
-// in URL and newPeers alone.
+// cached so forwarding does not read bbolt on every request; every other
+// node's peer address, from the Raft configuration; and the
+// clients of the peer link every part uses to talk to other nodes (the
+// internal requests, node/peer.Client, and the propose streams). A node
+// reaches the others on their peer address only: their HTTP address is for
+// clients (redirects, /v1/cluster).
 type peers struct {
 	self string // this node's ID
 	db   *store.DB
 	raft *replication.Raft
 
-	// client is shared by every request to another node whose base URL the
-	// caller gives (the ...From, ...Via and ProposeTo calls), over persistent
-	// connections; streams forwards proposals over propose streams.
-	client  *client.Client
+	client  *peer.Client
 	streams *peer.Streams
-	byURL   sync.Map // base URL → *client.Client bound to that node (clientFor)
 
-	mu      sync.Mutex // guards nodes and fetched
+	mu      sync.Mutex // guards the fields below
 	nodes   map[string]store.NodeInfo
 	fetched time.Time
+	addrs   map[string]string // id → peer address, from the Raft configuration
+	addrsAt time.Time
 }
 
-// peerTTL bounds how stale the cache may be. A node that restarts on another HTTP
-// port is found again within this time (and at once on a cache miss).
+// peerTTL bounds how stale the caches may be. A node that restarts on another
+// HTTP port is found again within this time (and at once on a cache miss).
 const peerTTL = 500 * time.Millisecond
 
-// newPeers returns the peers of node self, with its HTTP clients. raft may be
+// newPeers returns the peers of node self, reached over link. raft may be
 // nil (a node that refused to start Raft asks no leader).
-func newPeers(self string, db *store.DB, raft *replication.Raft) *peers {
-	c := client.NewClient(client.ClientConfig{})
-	return &peers{self: self, db: db, raft: raft, client: c, streams: peer.NewStreams(c)}
+//
+// A peer is dialled at the address the Raft configuration gives it, for every
+// kind but Raft's own connections, which --raft-dial may send elsewhere (a
+// fault-injecting proxy in the tests): so a network fault made that way cuts
+// Raft, as it always did, and not the other node-to-node calls.
+func newPeers(self string, db *store.DB, raft *replication.Raft, link peer.Dialer) *peers {
+	return &peers{self: self, db: db, raft: raft, client: peer.NewClient(link), streams: peer.NewStreams(link)}
 }
 
-// URL returns the base URL of the node at HTTP address addr (host:port).
-func (p *peers) URL(addr string) string { return "http://" + addr }
-
-// clientFor returns a client bound to the node at base, cached: the one
-// ack=all's checks and the lookups on other nodes use.
-func (p *peers) clientFor(base string) *client.Client {
-	if c, ok := p.byURL.Load(base); ok {
-		return c.(*client.Client)
+// addr returns the peer address of node id, the one in this node's latest
+// Raft configuration.
+func (p *peers) addr(id string) (string, bool) {
+	p.mu.Lock()
+	a, ok := p.addrs[id]
+	fresh := time.Since(p.addrsAt) < peerTTL
+	p.mu.Unlock()
+	if ok && fresh {
+		return a, true
 	}
-	c, _ := p.byURL.LoadOrStore(base, client.NewClient(client.ClientConfig{Endpoints: []string{base}, MaxBackoff: 50 * time.Millisecond}))
-	return c.(*client.Client)
+	m := p.refreshAddrs()
+	if a, ok2 := m[id]; ok2 {
+		return a, true
+	}
+	return a, ok
 }
 
-// joinClient returns a client for the cluster behind url (--join), which
-// follows its redirects to the leader.
+// refreshAddrs reads the Raft configuration's addresses into the cache.
+func (p *peers) refreshAddrs() map[string]string {
+	if p.raft == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
+	defer cancel()
+	members, err := p.raft.Members(ctx)
+	if err != nil {
+		return nil
+	}
+	m := make(map[string]string, len(members))
+	for _, mb := range members {
+		m[mb.ID] = mb.Addr
+	}
+	p.mu.Lock()
+	p.addrs, p.addrsAt = m, time.Now()
+	p.mu.Unlock()
+	return m
+}
+
+// leaderAddr returns the peer address of node id, the leader: the one Raft
+// knows the leader by.
+func (p *peers) leaderAddr(id string) (string, bool) {
+	if lid, addr := p.raft.Leader(); lid == id && addr != "" {
+		return addr, true
+	}
+	return p.addr(id)
+}
+
+// joinClient returns a client of the public API of the cluster behind url
+// (--join), which follows its redirects to the leader: a node that is not a
+// member yet joins as any client would, on the client port.
 func (p *peers) joinClient(url string) *client.Client {
 	return client.NewClient(client.ClientConfig{Endpoints: []string{url}})
-}
-
-// leaderURL returns the base URL of node id, the leader, when the registry
-// knows its HTTP address.
-func (p *peers) leaderURL(id string) (string, bool) {
-	info, ok := p.lookup(id)
-	if !ok || info.HTTPAddr == "" {
-		return "", false
-	}
-	return p.URL(info.HTTPAddr), true
 }
 
 // lookup returns the registered info of node id.
@@ -120,9 +149,9 @@ func (p *peers) refresh() (map[string]store.NodeInfo, error) {
 	return m, nil
 }
 
-// viaLeader runs local on the leader, or remote against the leader's HTTP base
-// URL, retrying across leader changes until ctx ends. A request forwarded to this
-// node is never forwarded again.
+// viaLeader runs local on the leader, or remote against the leader's peer
+// address, retrying across leader changes until ctx ends. A request forwarded
+// to this node is never forwarded again.
 func (p *peers) viaLeader(ctx context.Context, forwarded bool, local func(context.Context) error, remote func(context.Context, string) error) error {
 	backoff := minBackoff
 	for {
@@ -136,10 +165,10 @@ func (p *peers) viaLeader(ctx context.Context, forwarded bool, local func(contex
 		case leader == "":
 			err = wire.ErrNoLeader
 		default:
-			if base, ok := p.leaderURL(leader); !ok {
+			if addr, ok := p.leaderAddr(leader); !ok {
 				err = wire.ErrNoLeader
 			} else {
-				err = remote(ctx, base)
+				err = remote(ctx, addr)
 			}
 		}
 		if !retryable(err) {
@@ -154,28 +183,38 @@ func (p *peers) viaLeader(ctx context.Context, forwarded bool, local func(contex
 	}
 }
 
-// askLeader asks the registered nodes for the leader, within ctx, following their leader
-// hints, and reports the leader's HTTP base URL and whether its configuration
-// lacks this node. It reports "", false when no leader answered, or only one
-// whose commit index is below this node's.
-func (p *peers) askLeader(ctx context.Context, selfAddr string) (base string, removed bool) {
+// askLeader asks the other nodes for the leader, within ctx, following their
+// leader hints, and reports the leader's peer address and whether its
+// configuration lacks this node. It asks the members of this node's Raft
+// configuration and the registered nodes, at their peer addresses. It
+// reports "", false when no leader answered, or only one whose commit index
+// is below this node's.
+func (p *peers) askLeader(ctx context.Context) (addr string, removed bool) {
+	seen := map[string]bool{}
 	var queue []string
-	for id, info := range p.all() {
-		if id != p.self && info.HTTPAddr != "" {
-			queue = append(queue, info.HTTPAddr)
+	add := func(id, a string) {
+		if id != p.self && a != "" && !seen[a] {
+			seen[a] = true
+			queue = append(queue, a)
 		}
+	}
+	for id, a := range p.refreshAddrs() {
+		add(id, a)
+	}
+	for id, info := range p.all() {
+		add(id, info.RaftAddr)
 	}
 	slices.Sort(queue)
 	asked := map[string]bool{}
 	for len(queue) > 0 && ctx.Err() == nil {
-		addr := queue[0]
+		a := queue[0]
 		queue = queue[1:]
-		if asked[addr] || addr == selfAddr {
+		if asked[a] {
 			continue
 		}
-		asked[addr] = true
+		asked[a] = true
 		actx, cancel := context.WithTimeout(ctx, askTimeout)
-		st, err := p.client.ClusterFrom(actx, p.URL(addr))
+		st, err := p.client.Cluster(actx, a)
 		cancel()
 		if err != nil {
 			continue
@@ -186,10 +225,14 @@ func (p *peers) askLeader(ctx context.Context, selfAddr string) (base string, re
 			if st.CommitIndex < p.raft.Status().CommitIndex {
 				continue
 			}
-			return p.URL(addr), !slices.ContainsFunc(st.Members, func(m wire.Member) bool { return m.ID == p.self })
+			return a, !slices.ContainsFunc(st.Members, func(m wire.Member) bool { return m.ID == p.self })
 		}
-		if st.LeaderHTTPAddr != "" {
-			queue = append([]string{st.LeaderHTTPAddr}, queue...)
+		for _, m := range st.Members {
+			if m.ID == st.LeaderID && m.ID != p.self {
+				if hint := m.RaftAddr; hint != "" && !asked[hint] {
+					queue = append([]string{hint}, queue...)
+				}
+			}
 		}
 	}
 	return "", false

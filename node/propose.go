@@ -88,7 +88,7 @@ func (pr *proposer) propose(ctx context.Context, ps []*pending, opts wire.Submit
 		case leader == pr.self:
 			pr.proposeLocal(ctx, todo)
 		default:
-			if base, ok := pr.peers.leaderURL(leader); ok {
+			if base, ok := pr.peers.leaderAddr(leader); ok {
 				pr.proposeRemote(ctx, base, todo, opts)
 			}
 		}

@@ -161,7 +161,7 @@ func (m *membership) removedWhileAway() bool {
 	if _, known := m.listed(); !known {
 		return false
 	}
-	_, removed := m.peers.askLeader(m.life, m.httpAddr)
+	_, removed := m.peers.askLeader(m.life)
 	return removed
 }
 

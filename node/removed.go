@@ -67,7 +67,7 @@ func (rm *removal) loop() {
 		if !suspect {
 			continue
 		}
-		base, removed := rm.peers.askLeader(rm.life, rm.httpAddr)
+		base, removed := rm.peers.askLeader(rm.life)
 		if removed {
 			rm.leave(base)
 			return
@@ -109,7 +109,7 @@ func (rm *removal) leave(base string) {
 			return
 		case <-time.After(handOffRetry):
 		}
-		if b, removed := rm.peers.askLeader(rm.life, rm.httpAddr); removed && b != "" {
+		if b, removed := rm.peers.askLeader(rm.life); removed && b != "" {
 			base = b // the leader may have changed
 		}
 	}

@@ -17,6 +17,8 @@ const (
 	DefaultHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout   = 2 * time.Minute
 	DefaultDialTimeout   = 5 * time.Second
+	// DefaultMaxPending bounds the connections whose header is being read.
+	DefaultMaxPending = 1024
 )
 
 // Errors of Dial and Probe.
@@ -62,6 +64,10 @@ type Config struct {
 	// DialTimeout bounds a dial and its header exchange when the caller's
 	// context has no earlier deadline. Default DefaultDialTimeout (5s).
 	DialTimeout time.Duration
+	// MaxPending bounds the connections whose header is still being read
+	// (each for at most HeaderTimeout): one more is closed at once, unread.
+	// Default DefaultMaxPending (1024).
+	MaxPending int
 	// Logger receives the link's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -75,6 +81,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
 	}
 	if c.ClusterID == nil {
 		c.ClusterID = func() ClusterID { return ClusterID{} }
@@ -237,8 +246,16 @@ func (l *Link) accept() {
 		}
 		backoff = 5 * time.Millisecond
 		l.mu.Lock()
-		l.pending[c] = struct{}{}
+		full := len(l.pending) >= l.cfg.MaxPending
+		if !full {
+			l.pending[c] = struct{}{}
+		}
 		l.mu.Unlock()
+		if full {
+			l.log.Warn("too many peer connections without a header; closing one", "remote", c.RemoteAddr().String(), "max", l.cfg.MaxPending)
+			c.Close()
+			continue
+		}
 		l.wg.Go(func() { l.serve(c) })
 	}
 }

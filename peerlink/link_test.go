@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -314,3 +315,59 @@ func TestRaftConnRedials(t *testing.T) {
 	}
 	echo("second")
 }
+
+// TestMaxPending: past Config.MaxPending connections without a header, the
+// next is closed at once; one that sends its header afterwards is served.
+func TestMaxPending(t *testing.T) {
+	acc := newLink(t, Config{NodeID: "n1", ClusterID: cluster(1), MaxPending: 2, HeaderTimeout: 10 * time.Second})
+	acc.Listener(KindRaft)
+	var silent []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", acc.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		acc.mu.Lock()
+		n := len(acc.pending)
+		acc.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections pending, want 2", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	extra, err := net.Dial("tcp", acc.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := extra.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
+		t.Fatalf("a third connection without a header: Read() = %v, want it closed", err)
+	}
+	for _, c := range silent {
+		c.Close()
+	}
+	dial := newLink(t, Config{NodeID: "n2", ClusterID: cluster(1)})
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		c, err := dial.Dial(context.Background(), acc.Addr().String(), KindRaft)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Dial() once the silent ones left = %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }

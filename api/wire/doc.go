@@ -14,15 +14,14 @@
 //     the Client (ErrorBody.Err, RetryableCode: code → error) use.
 //   - leases.go: leases on the wire (docs/leases.md): their types, bounds,
 //     codes, sentinels and *LeaseError.
-//   - wire.go: the header HeaderForwarded, StreamPath and StreamProtocol,
-//     DefaultTimeout, and MarshalJSON, encoding/json without HTML escaping, as
+//   - wire.go: the header HeaderForwarded, DefaultTimeout, and MarshalJSON, encoding/json without HTML escaping, as
 //     both sides write JSON.
 //   - jsonfast.go: TxResult and BatchResponse encoded by hand, byte for byte as
 //     MarshalJSON writes them (the answers of writes, on every path).
 //   - frames.go: EncodeFrames and DecodeFrames, the body of
 //     POST /v1/internal/propose and of a propose stream's requests.
 //   - stream.go: the messages of a propose stream (their envelope and the
-//     ping; the path and protocol are in wire.go); streamresults.go: the binary
+//     ping; the stream is a connection of the peer link, package peerlink); streamresults.go: the binary
 //     form of a stream's results. node/peer opens and serves the streams.
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.

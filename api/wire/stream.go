@@ -6,19 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // A propose stream carries internal proposals from one node to another over
 // one persistent connection, instead of one POST /v1/internal/propose each.
-// The proposing node opens it on the other node's HTTP port:
-//
-//	GET /v1/internal/stream HTTP/1.1
-//	Connection: Upgrade
-//	Upgrade: txlog-propose/1
-//
-// and the other node answers 101 Switching Protocols with the same Upgrade
-// header. After that the connection carries messages in both directions, each
-// the length of its body as an unsigned varint, then the body:
+// The proposing node opens it on the other node's peer link, a connection of
+// kind 'S' (package peerlink), and from the first byte after the link's
+// answer the connection carries messages in both directions, each the length
+// of its body as an unsigned varint, then the body:
 //
 //	request: uvarint id | uvarint len(q) | q | frames
 //	answer:  uvarint id | uvarint status | body
@@ -37,8 +33,7 @@ import (
 // tell a slow commit from a paused or cut-off peer. A node from before pings
 // answers such a request too (400, no frames), which serves the same purpose.
 //
-// The path and the protocol's name are StreamPath and StreamProtocol
-// (wire.go). node/peer serves and opens the streams.
+// node/peer serves and opens the streams.
 
 // PingID is the id of a ping: request ids start at 1.
 const PingID = 0
@@ -110,19 +105,58 @@ func DecodeStreamAnswer(body []byte) (id uint64, status int, rest []byte, err er
 	return id, int(st), body[n:], nil
 }
 
+// readUvarint reads an unsigned varint in minimal form, as uvarint decodes
+// it. io.EOF before its first byte; io.ErrUnexpectedEOF after.
+func readUvarint(r io.ByteReader) (uint64, error) {
+	var x uint64
+	var s uint
+	for i := 0; i < binary.MaxVarintLen64; i++ {
+		b, err := r.ReadByte()
+		if err != nil {
+			if i > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 || i > 0 && b == 0 {
+				return 0, fmt.Errorf("%w: length not in minimal form or over 64 bits", ErrStreamMessage)
+			}
+			return x | uint64(b)<<s, nil
+		}
+		x |= uint64(b&0x7f) << s
+		s += 7
+	}
+	return 0, fmt.Errorf("%w: length over 64 bits", ErrStreamMessage)
+}
+
+// streamChunkBytes is how far ReadStreamMessage's buffer runs ahead of the
+// bytes that arrived.
+const streamChunkBytes = 64 << 10
+
 // ReadStreamMessage reads one message and returns its body, refusing a body
-// longer than limit bytes.
+// longer than limit bytes before it allocates anything. The body's buffer
+// grows as its bytes arrive, at most streamChunkBytes ahead of them (and
+// doubling as append does): a declared length with few bytes behind it costs
+// little memory. A message within streamChunkBytes takes one allocation of
+// its size.
 func ReadStreamMessage(r *bufio.Reader, limit int64) ([]byte, error) {
-	l, err := binary.ReadUvarint(r)
+	l, err := readUvarint(r)
 	if err != nil {
 		return nil, err
 	}
-	if l > uint64(limit) {
+	if limit < 0 || l > uint64(limit) {
 		return nil, fmt.Errorf("%w: %d bytes, more than %d", ErrStreamMessage, l, limit)
 	}
-	b := make([]byte, l)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, fmt.Errorf("read %d-byte message: %w", l, io.ErrUnexpectedEOF)
+	b := make([]byte, 0, min(l, streamChunkBytes))
+	for uint64(len(b)) < l {
+		n := int(min(l-uint64(len(b)), streamChunkBytes))
+		b = slices.Grow(b, n)
+		m, err := io.ReadFull(r, b[len(b):len(b)+n])
+		b = b[:len(b)+m]
+		if err != nil {
+			return nil, fmt.Errorf("read %d-byte message: %w", l, io.ErrUnexpectedEOF)
+		}
 	}
 	return b, nil
 }

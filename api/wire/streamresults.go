@@ -148,11 +148,16 @@ func (r *resultReader) string(what string) string {
 	return s
 }
 
+// minResultBytes is the fewest bytes one result takes: its flags, and one
+// byte each for txid, status, idempotency key, index, term, versions and
+// durability. DecodeResults allocates no more results than b can hold.
+const minResultBytes = 8
+
 // DecodeResults decodes the binary form of results, all of b.
 func DecodeResults(b []byte) ([]TxResult, error) {
 	r := &resultReader{b: b}
 	n := r.uvarint("count")
-	if n > uint64(len(r.b)) { // every result takes bytes
+	if n > uint64(len(r.b))/minResultBytes { // every result takes bytes
 		r.fail("count")
 	}
 	if r.err != nil {
@@ -177,7 +182,7 @@ func DecodeResults(b []byte) ([]TxResult, error) {
 		x.Index = r.uvarint("index")
 		x.Term = r.uvarint("term")
 		nv := r.uvarint("versions")
-		if nv > uint64(len(r.b)) {
+		if nv > uint64(len(r.b))/2 { // a key's length and its version, at least
 			r.fail("versions")
 		}
 		if r.err == nil && nv > 0 {

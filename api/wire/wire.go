@@ -11,13 +11,6 @@ import (
 // forwards it again.
 const HeaderForwarded = "X-Txlog-Forwarded"
 
-// StreamPath is the path a propose stream is opened on (GET, upgraded to
-// StreamProtocol); node/peer/stream.go describes the protocol.
-const (
-	StreamPath     = "/v1/internal/stream"
-	StreamProtocol = "txlog-propose/1"
-)
-
 // DefaultTimeout is the timeout of a write without a timeout query parameter,
 // and the time a read may take, unless the server's Config says otherwise.
 // The Client assumes it for a write without SubmitOptions.Timeout.

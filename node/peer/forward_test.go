@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
 )
 
 // fakeLeader is an api.Server whose Propose answers each frame, an 8-byte
@@ -20,7 +18,7 @@ import (
 // exchange until it is closed; from the (hold+1)th exchange on, hold2 holds
 // them instead when set.
 type fakeLeader struct {
-	srv      *httptest.Server
+	srv      *streamServer
 	requests atomic.Int64
 	frames   atomic.Int64
 	mu       sync.Mutex
@@ -45,12 +43,7 @@ func (b proposeOnly) Propose(ctx context.Context, payloads [][]byte, opts wire.S
 func newFakeLeader(t *testing.T, gate chan struct{}) *fakeLeader {
 	t.Helper()
 	l := &fakeLeader{gate: gate, started: make(chan struct{}, 1024)}
-	as := api.NewServer(api.Config{Streams: NewStreamServer(nil)}, proposeOnly{propose: l.propose})
-	l.srv = httptest.NewServer(as)
-	t.Cleanup(func() {
-		l.srv.Close()
-		as.CloseStreams(context.Background())
-	})
+	l.srv = newStreamServerConfig(t, api.Config{}, proposeOnly{propose: l.propose})
 	return l
 }
 
@@ -83,12 +76,12 @@ func frameOf(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 // forwardNode returns a follower's Forwarder that forwards in mode
 // (modeStream or modeHTTP, as node's --forward).
 func forwardNode(t *testing.T, mode string) *Forwarder {
-	c := client.NewClient(client.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
-	streams := NewStreams(c)
+	link := newLink(t, "follower")
+	c, streams := NewClient(link), NewStreams(link)
 	t.Cleanup(func() { streams.Close() })
 	propose := streams.Propose
 	if mode == modeHTTP {
-		propose = c.ProposeTo
+		propose = c.Propose
 	}
 	return NewForwarder(propose)
 }

@@ -11,8 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"strings"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,49 +19,85 @@ import (
 
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/peerlink"
 )
 
-var _ api.Streams = (*StreamServer)(nil)
+// testCluster is the cluster ID of the links of the tests.
+var testCluster = peerlink.ClusterID{7}
 
-// streamServer is an httptest server of a Server over b, with a StreamServer,
-// that counts the connections made to it and keeps those its propose streams
-// hijacked.
+// newLink starts a link of testCluster on a loopback port, closed with the test.
+func newLink(t *testing.T, node string) *peerlink.Link {
+	t.Helper()
+	l, err := peerlink.Listen("127.0.0.1:0", peerlink.Config{NodeID: node, ClusterID: func() peerlink.ClusterID { return testCluster }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// streamServer is a peer link serving an api.Server over b: its propose
+// streams with a StreamServer (counting the connections made to it and
+// keeping them) and its internal router.
 type streamServer struct {
-	*httptest.Server
-	api   *api.Server
-	conns atomic.Int64
+	URL     string // the peer address
+	link    *peerlink.Link
+	api     *api.Server
+	streams *StreamServer
+	conns   atomic.Int64
+	http    *http.Server
 
 	mu       sync.Mutex
-	hijacked []net.Conn
+	accepted []net.Conn
+}
+
+// countingListener counts and keeps the connections it accepts.
+type countingListener struct {
+	net.Listener
+	s *streamServer
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.s.conns.Add(1)
+		l.s.mu.Lock()
+		l.s.accepted = append(l.s.accepted, c)
+		l.s.mu.Unlock()
+	}
+	return c, err
 }
 
 func newStreamServer(t *testing.T, b api.Backend) *streamServer {
 	t.Helper()
-	cfg := testConfig
-	cfg.Streams = NewStreamServer(nil)
-	s := &streamServer{api: api.NewServer(cfg, b)}
-	s.Server = httptest.NewUnstartedServer(s.api)
-	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			s.conns.Add(1)
-		case http.StateHijacked:
-			s.mu.Lock()
-			s.hijacked = append(s.hijacked, c)
-			s.mu.Unlock()
-		}
-	}
-	s.Start()
+	return newStreamServerConfig(t, testConfig, b)
+}
+
+func newStreamServerConfig(t *testing.T, cfg api.Config, b api.Backend) *streamServer {
+	t.Helper()
+	s := &streamServer{link: newLink(t, "leader"), api: api.NewServer(cfg, b), streams: NewStreamServer(nil)}
+	s.URL = s.link.Addr().String()
+	s.http = &http.Server{Handler: s.api.PeerHandler(), ConnContext: peerlink.ConnContext}
+	go s.http.Serve(s.link.Listener(peerlink.KindHTTP))
+	go s.streams.Serve(countingListener{s.link.Listener(peerlink.KindStream), s}, s.api.Config().MaxInternalBodyBytes, s.api.ProposeAnswer)
 	t.Cleanup(func() {
-		s.Close()
-		s.api.CloseStreams(context.Background())
+		s.http.Close()
+		s.streams.CloseStreams(context.Background())
 	})
 	return s
 }
 
+// closeStreams closes the server's ends of its streams.
+func (s *streamServer) closeStreams() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.accepted {
+		c.Close()
+	}
+}
+
 func newTestStreams(t *testing.T) *Streams {
-	p := NewStreams(client.NewClient(client.ClientConfig{MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+	p := NewStreams(newLink(t, "follower"))
 	t.Cleanup(func() { p.Close() })
 	return p
 }
@@ -139,7 +174,7 @@ func TestStreamErrors(t *testing.T) {
 		}
 		return nil, errors.New("boom")
 	}})
-	p, c := newTestStreams(t), client.NewClient(client.ClientConfig{})
+	p, c := newTestStreams(t), NewClient(newLink(t, "follower2"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// codeOf is the wire code err stands for.
@@ -168,42 +203,14 @@ func TestStreamErrors(t *testing.T) {
 			if got := codeOf(err); got != tc.want {
 				t.Errorf("stream: %v (code %s), want code %s", err, got, tc.want)
 			}
-			_, herr := c.ProposeTo(ctx, s.URL, tc.payloads, wire.SubmitOptions{})
+			_, herr := c.Propose(ctx, s.URL, tc.payloads, wire.SubmitOptions{})
 			if fmt.Sprint(err) != fmt.Sprint(herr) {
 				t.Errorf("stream error %q, HTTP error %q: want the same", err, herr)
 			}
 		})
 	}
-	if got := s.conns.Load(); got != 1+1 {
-		t.Errorf("%d connections, want 2 (the stream, and the HTTP client's)", got)
-	}
-}
-
-// TestStreamFallback: a node that does not serve streams (404 on the upgrade)
-// gets POST /v1/internal/propose, and is not asked for a stream again at once.
-func TestStreamFallback(t *testing.T) {
-	inner := api.NewServer(testConfig, &fakeBackend{ProposeFunc: echoPropose})
-	var upgrades, posts atomic.Int64
-	old := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == wire.StreamPath {
-			upgrades.Add(1)
-			http.NotFound(w, r)
-			return
-		}
-		posts.Add(1)
-		inner.ServeHTTP(w, r)
-	}))
-	defer old.Close()
-	p := newTestStreams(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for i := range 3 {
-		payloads := [][]byte{fmt.Appendf(nil, "f%d", i)}
-		res, err := p.Propose(ctx, old.URL, payloads, wire.SubmitOptions{})
-		checkEcho(t, payloads, res, err)
-	}
-	if upgrades.Load() != 1 || posts.Load() != 3 {
-		t.Errorf("%d upgrades and %d POSTs for 3 proposals, want 1 and 3", upgrades.Load(), posts.Load())
+	if got := s.conns.Load(); got != 1 {
+		t.Errorf("%d stream connections, want 1", got)
 	}
 }
 
@@ -254,14 +261,9 @@ func TestStreamReopens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	failed := proposeHanging(ctx, p, s.URL, entered)
-	s.CloseClientConnections() // the hijacked stream is not among them
-	s.mu.Lock()                // the server's ends of its streams
-	for _, c := range s.hijacked {
-		c.Close()
-	}
-	s.mu.Unlock()
+	s.closeStreams()
 	err := <-failed
-	if _, ok := errors.AsType[*client.TransportError](err); !ok {
+	if _, ok := errors.AsType[*TransportError](err); !ok {
 		t.Fatalf("call on a dead stream: %v, want a transport error", err)
 	}
 	payloads := [][]byte{[]byte("after")}
@@ -316,15 +318,13 @@ func TestStreamSlowCommit(t *testing.T) {
 	}
 }
 
-// fakePeer serves propose streams by hand: it upgrades each connection and
-// answers each request with what answer returns, or not at all when ok is
-// false. It returns its URL and the number of connections it accepted.
+// fakePeer serves propose streams by hand on a peer link: it answers each
+// request with what answer returns, or not at all when ok is false. It
+// returns its peer address and the number of streams it accepted.
 func fakePeer(t *testing.T, answer func(id uint64) (status int, body []byte, ok bool)) (string, *atomic.Int64) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	link := newLink(t, "fake")
+	ln := link.Listener(peerlink.KindStream)
 	var conns sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); conns.Wait() })
 	accepted := &atomic.Int64{}
@@ -339,10 +339,6 @@ func fakePeer(t *testing.T, answer func(id uint64) (status int, body []byte, ok 
 				defer conn.Close()
 				go func() { <-t.Context().Done(); conn.Close() }()
 				br := bufio.NewReader(conn)
-				if _, err := http.ReadRequest(br); err != nil {
-					return
-				}
-				fmt.Fprintf(conn, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", wire.StreamProtocol)
 				for {
 					msg, err := wire.ReadStreamMessage(br, 1<<20)
 					if err != nil {
@@ -359,7 +355,7 @@ func fakePeer(t *testing.T, answer func(id uint64) (status int, body []byte, ok 
 			})
 		}
 	}()
-	return "http://" + ln.Addr().String(), accepted
+	return link.Addr().String(), accepted
 }
 
 // TestStreamDeadPeer: a peer that took the stream and then answers nothing,
@@ -376,7 +372,7 @@ func TestStreamDeadPeer(t *testing.T) {
 		_, err := p.Propose(ctx, url, [][]byte{[]byte("x")}, wire.SubmitOptions{})
 		took := time.Since(start)
 		cancel()
-		if _, ok := errors.AsType[*client.TransportError](err); !ok {
+		if _, ok := errors.AsType[*TransportError](err); !ok {
 			t.Fatalf("call %d on a dead peer: %v, want a transport error", i, err)
 		}
 		if took > 3*time.Second {
@@ -418,25 +414,16 @@ func TestStreamPingOldPeer(t *testing.T) {
 	}
 }
 
-// rawStream opens a propose stream by hand.
-func rawStream(t *testing.T, url string) (net.Conn, *bufio.Reader) {
+// rawStream opens a propose stream by hand on the peer link.
+func rawStream(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	conn, err := newLink(t, "raw").Dial(context.Background(), addr, peerlink.KindStream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
-	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Upgrade\r\nUpgrade: %s\r\n\r\n", wire.StreamPath, wire.StreamProtocol)
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade answered %d", resp.StatusCode)
-	}
-	return conn, br
+	return conn, bufio.NewReader(conn)
 }
 
 // TestStreamBadInput: requests the server can parse but not serve get 4xx
@@ -505,19 +492,10 @@ func TestStreamBadInput(t *testing.T) {
 	payloads := [][]byte{[]byte("still")}
 	res, err := newTestStreams(t).Propose(context.Background(), s.URL, payloads, wire.SubmitOptions{})
 	checkEcho(t, payloads, res, err)
-	// Without the upgrade headers: a 400 JSON error.
-	resp, err := http.Get(s.URL + wire.StreamPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Content-Type") != "application/json" {
-		t.Errorf("GET %s without upgrade: %d %s, want 400 JSON", wire.StreamPath, resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
 }
 
 // TestCloseStreams: the proposals in flight when CloseStreams runs finish and
-// are answered; then the streams end, and a new stream is refused with 503.
+// are answered; then the streams end, and a new stream gets no answer.
 func TestCloseStreams(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
@@ -540,7 +518,7 @@ func TestCloseStreams(t *testing.T) {
 	}()
 	<-entered
 	closed := make(chan error, 1)
-	go func() { closed <- s.api.CloseStreams(ctx) }()
+	go func() { closed <- s.streams.CloseStreams(ctx) }()
 	close(release)
 	if err := <-got; err != nil {
 		t.Errorf("the proposal in flight at CloseStreams: %v, want its results", err)
@@ -548,9 +526,9 @@ func TestCloseStreams(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Errorf("CloseStreams: %v", err)
 	}
-	_, err := NewStreams(client.NewClient(client.ClientConfig{})).Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
-	if !errors.Is(err, wire.ErrShuttingDown) {
-		t.Errorf("a stream opened after CloseStreams: %v, want shutting_down", err)
+	_, err := newTestStreams(t).Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
+	if _, ok := errors.AsType[*TransportError](err); !ok {
+		t.Errorf("a stream opened after CloseStreams: %v, want a transport error", err)
 	}
 }
 
@@ -615,7 +593,7 @@ func TestStreamShortDeadline(t *testing.T) {
 	// Released, hangingPropose answers with no results: what matters is that an
 	// answer comes, not a transport error.
 	if err := <-inFlight; err != nil {
-		if _, ok := errors.AsType[*client.TransportError](err); ok {
+		if _, ok := errors.AsType[*TransportError](err); ok {
 			t.Fatalf("the call in flight failed with the stream: %v", err)
 		}
 	}
@@ -625,4 +603,62 @@ func TestStreamShortDeadline(t *testing.T) {
 	if got := s.conns.Load(); got != 1 {
 		t.Errorf("%d connections, want 1: the stream failed", got)
 	}
+}
+
+// TestRemoteNodeReachesPropose: the proposing node's ID, from its peer link
+// header, is in the context of Backend.Propose, over a stream and over
+// POST /v1/internal/propose.
+func TestRemoteNodeReachesPropose(t *testing.T) {
+	got := make(chan string, 2)
+	s := newStreamServer(t, &fakeBackend{ProposeFunc: func(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+		got <- peerlink.RemoteNode(ctx)
+		return echoPropose(ctx, payloads, opts)
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	payloads := [][]byte{[]byte("x")}
+	res, err := NewStreams(newLink(t, "n-stream")).Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
+	checkEcho(t, payloads, res, err)
+	res, err = NewClient(newLink(t, "n-http")).Propose(ctx, s.URL, payloads, wire.SubmitOptions{})
+	checkEcho(t, payloads, res, err)
+	if a, b := <-got, <-got; a != "n-stream" || b != "n-http" {
+		t.Fatalf("RemoteNode() = %q, %q; want n-stream, n-http", a, b)
+	}
+}
+
+// TestStreamDeclaredLengthCostsLittle: ten streams that each declare a
+// message of 64 MiB (within the limit) and send a few bytes of it make the
+// server allocate about what arrived, not 640 MiB.
+func TestStreamDeclaredLengthCostsLittle(t *testing.T) {
+	s := newStreamServerConfig(t, api.Config{}, &fakeBackend{ProposeFunc: echoPropose})
+	declared := uint64(api.DefaultMaxInternalBodyBytes)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 10 {
+		conn, _ := rawStream(t, s.URL)
+		msg := binary.AppendUvarint(nil, declared)
+		if _, err := conn.Write(append(msg, "a few bytes"...)); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.streams.streams.mu.Lock()
+		open := len(s.streams.streams.conns)
+		s.streams.streams.mu.Unlock()
+		if open == 0 && s.conns.Load() == 10 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d streams still open", open, s.conns.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 32<<20 {
+		t.Fatalf("10 streams declaring %d bytes each allocated %d bytes, want well under 32 MiB", declared, got)
+	}
+	t.Logf("10 streams declaring %d MiB each: %d KiB allocated", declared>>20, (after.TotalAlloc-before.TotalAlloc)>>10)
 }

@@ -5,35 +5,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
+	"github.com/txlog/txlog/peerlink"
 )
 
 // Streams sends internal proposals over propose streams (wire/stream.go), one
-// persistent connection per node, opened on first use and opened again after
-// it fails. A node that does not serve streams (it answers the upgrade with
-// 404 or 405: an older version) gets POST /v1/internal/propose through the
-// Client instead, and is asked again after streamRefusalTTL. Safe for
-// concurrent use.
+// persistent connection per node, opened on the peer link (peerlink.KindStream)
+// on first use and opened again after it fails. Safe for concurrent use.
 type Streams struct {
-	client *client.Client
-	dialer net.Dialer
+	dialer Dialer
 
-	mu      sync.Mutex
-	conns   map[string]*clientStream // by base URL
-	refused map[string]time.Time     // base URLs without streams, until when
-	closed  bool
+	mu     sync.Mutex
+	conns  map[string]*clientStream // by peer address
+	closed bool
 }
-
-// streamRefusalTTL is how long a node that refused a stream is not asked again.
-const streamRefusalTTL = time.Minute
 
 // A stream with calls waiting that has received nothing for streamPingAfter
 // gets a ping (request id 0, stream.go), which the peer answers from its
@@ -48,27 +37,22 @@ var (
 	streamDeadAfter = time.Second
 )
 
-// errNoStream marks a node that does not serve propose streams.
-var errNoStream = errors.New("no propose stream")
-
-// NewStreams returns Streams that fall back to c.
-func NewStreams(c *client.Client) *Streams {
-	return &Streams{client: c, conns: map[string]*clientStream{}, refused: map[string]time.Time{}}
+// NewStreams returns Streams whose connections d opens.
+func NewStreams(d Dialer) *Streams {
+	return &Streams{dialer: d, conns: map[string]*clientStream{}}
 }
 
-// Propose is Client.ProposeTo over a stream: it sends payloads to the node at
-// baseURL and returns one result per payload. Errors are those of ProposeTo: a
-// code's sentinel for an error answer, or a transport error when no answer
-// came (the proposal may still have been carried out).
-func (p *Streams) Propose(ctx context.Context, baseURL string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
-	q, _, ok := client.ProposeQuery(ctx, opts)
+// Propose sends payloads to the node at addr (its peer address) as one
+// request of a propose stream and returns one result per payload: what
+// POST /v1/internal/propose would answer. Errors are a code's sentinel for an
+// error answer (AnswerError), or a *TransportError when no answer came (the
+// proposal may still have been carried out).
+func (p *Streams) Propose(ctx context.Context, addr string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+	q, ok := ProposeQuery(ctx, opts)
 	if !ok {
-		return nil, fmt.Errorf("propose to %s: %w", baseURL, client.ErrNoTimeLeft)
+		return nil, fmt.Errorf("propose to %s: %w", addr, ErrNoTimeLeft)
 	}
-	cs, err := p.stream(ctx, baseURL)
-	if errors.Is(err, errNoStream) {
-		return p.client.ProposeTo(ctx, baseURL, payloads, opts)
-	}
+	cs, err := p.stream(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +62,11 @@ func (p *Streams) Propose(ctx context.Context, baseURL string, payloads [][]byte
 		return nil, err
 	}
 	if a.status/100 != 2 {
-		aerr := client.AnswerError(a.status, a.body)
-		return nil, aerr
+		return nil, AnswerError(a.status, a.body)
 	}
 	results, err := wire.DecodeResults(a.body)
 	if err != nil {
-		return nil, fmt.Errorf("propose answer from %s: %w", baseURL, err)
+		return nil, fmt.Errorf("propose answer from %s: %w", addr, err)
 	}
 	if len(results) != len(payloads) {
 		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(results), len(payloads))
@@ -107,62 +90,82 @@ func (p *Streams) Close() error {
 	return nil
 }
 
-// stream returns the open stream to base, opening it if there is none. The
+// stream returns the open stream to addr, opening it if there is none. The
 // first caller opens it; the others wait for that.
-func (p *Streams) stream(ctx context.Context, base string) (*clientStream, error) {
+func (p *Streams) stream(ctx context.Context, addr string) (*clientStream, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return nil, errors.New("propose to " + base + ": streams closed")
+		return nil, errors.New("propose to " + addr + ": streams closed")
 	}
-	if until, ok := p.refused[base]; ok {
-		if time.Now().Before(until) {
-			p.mu.Unlock()
-			return nil, errNoStream
-		}
-		delete(p.refused, base)
+	cs := p.conns[addr]
+	if cs != nil && cs.stale() {
+		// The peer closes a stream that sends nothing for its idle timeout;
+		// one quiet for half of it is closed here first, so that no call
+		// meets the peer's close.
+		delete(p.conns, addr)
+		p.mu.Unlock()
+		cs.fail(errors.New("quiet too long"))
+		p.mu.Lock()
+		cs = p.conns[addr]
 	}
-	cs := p.conns[base]
 	if cs != nil {
 		p.mu.Unlock()
 		select {
 		case <-cs.ready:
 		case <-ctx.Done():
-			return nil, client.NewTransportError(base, fmt.Errorf("open propose stream: %w", ctx.Err()), false)
+			return nil, &TransportError{Addr: addr, Err: fmt.Errorf("open propose stream: %w", ctx.Err())}
 		}
 		if cs.openErr != nil {
 			return nil, cs.openErr
 		}
 		return cs, nil
 	}
-	cs = &clientStream{base: base, ready: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), pending: map[uint64]chan streamReply{},
+	cs = &clientStream{base: addr, ready: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1), pending: map[uint64]chan streamReply{},
 		pingAfter: streamPingAfter, deadAfter: streamDeadAfter, lastRead: time.Now()}
 	cs.drop = func() { p.drop(cs) }
-	p.conns[base] = cs
+	p.conns[addr] = cs
 	p.mu.Unlock()
 
-	err := p.open(ctx, cs)
+	conn, err := p.dialer.Dial(ctx, addr, peerlink.KindStream)
 	if err != nil {
-		cs.openErr = err
+		cs.openErr = &TransportError{Addr: addr, Err: fmt.Errorf("open propose stream: %w", err)}
 		p.mu.Lock()
-		if p.conns[base] == cs {
-			delete(p.conns, base)
-		}
-		if errors.Is(err, errNoStream) {
-			p.refused[base] = time.Now().Add(streamRefusalTTL)
+		if p.conns[addr] == cs {
+			delete(p.conns, addr)
 		}
 		p.mu.Unlock()
+		close(cs.ready)
+		return nil, cs.openErr
 	}
+	cs.conn, cs.br = conn, bufio.NewReaderSize(conn, 64<<10)
 	close(cs.ready)
-	if err != nil {
-		return nil, err
-	}
 	go cs.read()
 	go cs.watch()
 	return cs, nil
 }
 
-// drop forgets cs if it is still base's stream.
+// streamStaleAfter is how long a stream may stay quiet before it is opened
+// anew: half the peer's idle timeout (peerlink.Config.IdleTimeout).
+const streamStaleAfter = peerlink.DefaultIdleTimeout / 2
+
+// stale reports whether cs is open, has no call waiting, and has sent and
+// received nothing for streamStaleAfter.
+func (cs *clientStream) stale() bool {
+	select {
+	case <-cs.ready:
+	default:
+		return false
+	}
+	if cs.openErr != nil {
+		return false
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.pending) == 0 && time.Since(cs.lastRead) > streamStaleAfter && time.Since(cs.lastWrite) > streamStaleAfter
+}
+
+// drop forgets cs if it is still its address's stream.
 func (p *Streams) drop(cs *clientStream) {
 	p.mu.Lock()
 	if p.conns[cs.base] == cs {
@@ -171,53 +174,9 @@ func (p *Streams) drop(cs *clientStream) {
 	p.mu.Unlock()
 }
 
-// open dials cs.base and upgrades the connection to a propose stream.
-func (p *Streams) open(ctx context.Context, cs *clientStream) error {
-	b, err := client.NormalizeBaseURL(cs.base)
-	if err != nil {
-		return fmt.Errorf("api client: base URL: %w", err)
-	}
-	u, _ := url.Parse(b)
-	if u.Scheme != "http" || u.Path != "" {
-		return errNoStream // streams are plain TCP on the node's own port
-	}
-	conn, err := p.dialer.DialContext(ctx, "tcp", u.Host)
-	if err != nil {
-		return client.NewTransportError(cs.base, err, false)
-	}
-	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = time.Now().Add(wire.DefaultTimeout)
-	}
-	_ = conn.SetDeadline(dl)
-	req := "GET " + wire.StreamPath + " HTTP/1.1\r\nHost: " + u.Host + "\r\nConnection: Upgrade\r\nUpgrade: " + wire.StreamProtocol + "\r\n\r\n"
-	br := bufio.NewReaderSize(conn, 64<<10)
-	var resp *http.Response
-	if _, err = io.WriteString(conn, req); err == nil {
-		resp, err = http.ReadResponse(br, nil)
-	}
-	if err != nil {
-		conn.Close()
-		return client.NewTransportError(cs.base, fmt.Errorf("open propose stream: %w", err), true)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols || resp.Header.Get("Upgrade") != wire.StreamProtocol {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		resp.Body.Close()
-		conn.Close()
-		if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed {
-			return fmt.Errorf("%s: %w (status %d)", cs.base, errNoStream, resp.StatusCode)
-		}
-		aerr := client.AnswerError(resp.StatusCode, body)
-		return fmt.Errorf("open propose stream to %s: %w", cs.base, aerr)
-	}
-	_ = conn.SetDeadline(time.Time{})
-	cs.conn, cs.br = conn, br
-	return nil
-}
-
 // clientStream is one open propose stream.
 type clientStream struct {
-	base    string
+	base    string        // the peer address
 	ready   chan struct{} // closed once open has ended; then conn or openErr is set
 	openErr error
 	conn    net.Conn
@@ -235,6 +194,7 @@ type clientStream struct {
 	id        uint64
 	pending   map[uint64]chan streamReply
 	lastRead  time.Time // when the last answer arrived (at first, when the stream was made)
+	lastWrite time.Time // when the last request went out
 	busySince time.Time // when pending last went from empty to not
 	pinged    time.Time // when the ping not answered yet went out; zero if none
 }
@@ -262,14 +222,14 @@ func (cs *clientStream) nextID() uint64 {
 // there is watch's to tell.
 func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer, error) {
 	if err := ctx.Err(); err != nil {
-		return answer{}, client.NewTransportError(cs.base, fmt.Errorf("propose stream: %w", err), false) // not sent
+		return answer{}, &TransportError{Addr: cs.base, Err: fmt.Errorf("propose stream: %w", err)} // not sent
 	}
 	ch := make(chan streamReply, 1)
 	cs.mu.Lock()
 	if cs.err != nil {
 		err := cs.err
 		cs.mu.Unlock()
-		return answer{}, client.NewTransportError(cs.base, err, false)
+		return answer{}, &TransportError{Addr: cs.base, Err: err}
 	}
 	if len(cs.pending) == 0 {
 		cs.busySince = time.Now()
@@ -295,6 +255,9 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	_ = cs.conn.SetWriteDeadline(dl)
 	_, err := cs.conn.Write(msg)
 	cs.wmu.Unlock()
+	cs.mu.Lock()
+	cs.lastWrite = time.Now()
+	cs.mu.Unlock()
 	if err != nil {
 		// A write cut short leaves the stream mid-message: nothing more can go
 		// on it.
@@ -309,7 +272,7 @@ func (cs *clientStream) call(ctx context.Context, id uint64, msg []byte) (answer
 	cs.mu.Lock()
 	delete(cs.pending, id)
 	cs.mu.Unlock()
-	return answer{}, client.NewTransportError(cs.base, fmt.Errorf("propose stream: %w", ctx.Err()), true)
+	return answer{}, &TransportError{Addr: cs.base, Err: fmt.Errorf("propose stream: %w", ctx.Err()), Sent: true}
 }
 
 // watch pings the stream when calls have waited streamPingAfter with nothing
@@ -375,7 +338,7 @@ func (cs *clientStream) watch() {
 // read delivers answers to their calls until the stream fails.
 func (cs *clientStream) read() {
 	for {
-		msg, err := wire.ReadStreamMessage(cs.br, client.MaxAnswerBytes)
+		msg, err := wire.ReadStreamMessage(cs.br, MaxAnswerBytes)
 		if err != nil {
 			cs.fail(fmt.Errorf("read: %w", err))
 			return
@@ -411,6 +374,6 @@ func (cs *clientStream) fail(err error) {
 	cs.drop()
 	cs.conn.Close()
 	for _, ch := range pending {
-		ch <- streamReply{err: client.NewTransportError(cs.base, fmt.Errorf("propose stream: %w", err), true)}
+		ch <- streamReply{err: &TransportError{Addr: cs.base, Err: fmt.Errorf("propose stream: %w", err), Sent: true}}
 	}
 }

@@ -5,38 +5,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/peerlink"
 )
 
 // streamWriteTimeout bounds one write of answers to a stream; a peer that reads
 // nothing for that long loses the stream.
 const streamWriteTimeout = 10 * time.Second
 
-// hasToken reports whether the comma-separated header field name of h holds
-// token, compared without regard to case.
-func hasToken(h http.Header, name, token string) bool {
-	for _, v := range h.Values(name) {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
-}
+// AnswerFunc answers one request of a propose stream: its status and body,
+// as POST /v1/internal/propose would answer the same query and frames. ctx
+// carries the proposing node's ID (peerlink.RemoteNode).
+type AnswerFunc func(ctx context.Context, rawQuery string, frames []byte) (status int, body []byte)
 
-// StreamServer serves propose streams (wire/stream.go): node gives it to its
-// api.Server (api.Config.Streams), which hands it each GET
-// /v1/internal/stream with the function that answers one request as
-// POST /v1/internal/propose would. Safe for concurrent use.
+// StreamServer serves propose streams (wire/stream.go) on the peer link's
+// KindStream connections: node gives it their listener (Serve) with the
+// function that answers one request as POST /v1/internal/propose would.
+// Safe for concurrent use.
 type StreamServer struct {
 	log     *slog.Logger
 	streams streamSet
@@ -69,23 +60,38 @@ type serverStream struct {
 	failed bool       // a write failed; guarded by wmu
 }
 
-// ServeStream serves GET /v1/internal/stream: it upgrades the connection to a
-// propose stream and serves it until the peer closes it or CloseStreams runs,
-// each request answered with answer (its status and body; the query and frames
-// are a POST /v1/internal/propose's), a request's frames at most limit bytes.
-// Before the upgrade it returns the error to answer r with instead.
-func (srv *StreamServer) ServeStream(w http.ResponseWriter, r *http.Request, limit int64, answer func(ctx context.Context, rawQuery string, frames []byte) (status int, body []byte)) error {
-	if !hasToken(r.Header, "Connection", "upgrade") || r.Header.Get("Upgrade") != wire.StreamProtocol {
-		return &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("want headers Connection: Upgrade and Upgrade: %s", wire.StreamProtocol)}
+// Serve serves the propose streams of ln's connections until ln is closed,
+// each request answered with answer, a request's frames at most limit bytes.
+// A connection's remote node (peerlink.Conn) rides in its requests' context.
+func (srv *StreamServer) Serve(ln net.Listener, limit int64, answer AnswerFunc) error {
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("accept propose stream: %w", err)
+		}
+		remote := ""
+		if pc, ok := conn.(*peerlink.Conn); ok {
+			remote = pc.RemoteNode()
+		}
+		go srv.ServeConn(conn, remote, limit, answer)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	st := &serverStream{ctx: ctx, cancel: cancel}
+}
+
+// ServeConn serves one propose stream on conn, opened by node remote, until
+// the peer closes it or CloseStreams runs; it closes conn.
+func (srv *StreamServer) ServeConn(conn net.Conn, remote string, limit int64, answer AnswerFunc) {
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(peerlink.WithRemoteNode(context.Background(), remote))
+	st := &serverStream{conn: conn, ctx: ctx, cancel: cancel}
 	ss := &srv.streams
 	ss.mu.Lock()
 	if ss.closed {
 		ss.mu.Unlock()
 		cancel()
-		return fmt.Errorf("propose stream: %w", wire.ErrShuttingDown)
+		return
 	}
 	if ss.conns == nil {
 		ss.conns = map[*serverStream]struct{}{}
@@ -100,29 +106,7 @@ func (srv *StreamServer) ServeStream(w http.ResponseWriter, r *http.Request, lim
 		ss.mu.Unlock()
 		ss.wg.Done()
 	}()
-
-	conn, rw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		return fmt.Errorf("propose stream: hijack: %w", err)
-	}
-	defer conn.Close()
-	ss.mu.Lock()
-	st.conn = conn
-	closed := ss.closed
-	ss.mu.Unlock()
-	if closed {
-		return nil
-	}
-	_ = conn.SetDeadline(time.Now().Add(streamWriteTimeout))
-	if _, err := io.WriteString(rw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: "+wire.StreamProtocol+"\r\n\r\n"); err != nil {
-		return nil
-	}
-	if err := rw.Flush(); err != nil {
-		return nil
-	}
-	_ = conn.SetDeadline(time.Time{})
-	srv.serveStream(st, rw.Reader, limit, answer)
-	return nil
+	srv.serveStream(st, bufio.NewReaderSize(conn, 64<<10), limit, answer)
 }
 
 // streamRequest is one request read from a propose stream.
@@ -143,7 +127,7 @@ type streamRequest struct {
 // reading ends because the peer went away, the requests in flight are
 // cancelled; when it ends because CloseStreams stopped it, they finish and
 // their answers go out first.
-func (srv *StreamServer) serveStream(st *serverStream, br *bufio.Reader, limit int64, answer func(ctx context.Context, rawQuery string, frames []byte) (int, []byte)) {
+func (srv *StreamServer) serveStream(st *serverStream, br *bufio.Reader, limit int64, answer AnswerFunc) {
 	var inflight sync.WaitGroup
 	work := make(chan streamRequest) // unbuffered: taken only by a waiting goroutine
 	serve := func(r streamRequest) {
@@ -209,8 +193,7 @@ func (st *serverStream) write(msg []byte) {
 
 // CloseStreams ends the propose streams: they stop reading requests, and the
 // requests in flight finish and are answered, until ctx ends; then what is
-// left is cancelled. Streams that try to open later are refused. Call it after
-// http.Server.Shutdown, which does not know about upgraded connections.
+// left is cancelled. Streams that open later are closed at once.
 func (srv *StreamServer) CloseStreams(ctx context.Context) error {
 	ss := &srv.streams
 	ss.mu.Lock()
