@@ -3,6 +3,7 @@ package systemtest
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
@@ -14,11 +15,17 @@ import (
 )
 
 // peerDial opens a connection of kind on the peer link of the node at addr,
-// as a node named id of no cluster would: the one place the tests speak the
-// peer link's header.
-func peerDial(ctx context.Context, t *testing.T, addr, id string, kind byte) (net.Conn, error) {
+// as a node named id of the cluster with ID cluster (hex, as GET /v1/cluster
+// answers it) would: the one place the tests speak the peer link's header.
+func peerDial(ctx context.Context, t *testing.T, addr, cluster, id string, kind byte) (net.Conn, error) {
 	t.Helper()
-	l := peerlink.New(&noListener{done: make(chan struct{})}, peerlink.Config{NodeID: id})
+	var cid peerlink.ClusterID
+	if b, err := hex.DecodeString(cluster); err != nil || len(b) != len(cid) {
+		t.Fatalf("cluster id %q: want %d bytes in hex", cluster, len(cid))
+	} else {
+		copy(cid[:], b)
+	}
+	l := peerlink.New(&noListener{done: make(chan struct{})}, peerlink.Config{NodeID: id, ClusterID: func() peerlink.ClusterID { return cid }})
 	defer l.Close()
 	return l.Dial(ctx, addr, kind)
 }
@@ -51,6 +58,10 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 	raftAddr := c.RaftAddr(leader)
 	var results []ack
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
+	st, err := cl.ClusterFrom(ctx, c.URL(leader))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 20 {
 		results = append(results, blindPut(ctx, cl, int64(i)))
 	}
@@ -79,7 +90,7 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 	before := allocated()
 	const streams = 10
 	for range streams {
-		conn, err := peerDial(ctx, t, raftAddr, "intruder", peerlink.KindStream)
+		conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindStream)
 		if err != nil {
 			t.Fatalf("open a propose stream on the peer link: %v", err)
 		}
@@ -103,7 +114,7 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 	t.Logf("%d streams declaring 64 MiB each: the leader allocated %.1f MiB (with its own work meanwhile)", streams, (after-before)/(1<<20))
 
 	// Over the limit: the stream ends at once.
-	conn, err := peerDial(ctx, t, raftAddr, "intruder", peerlink.KindStream)
+	conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindStream)
 	if err != nil {
 		t.Fatal(err)
 	}
