@@ -31,7 +31,7 @@ func TestDirSyncsAtOpen(t *testing.T) {
 	defer n.Close()
 	rec.WantInOrder(t, [2]string{base, "new"}, [2]string{filepath.Join(base, "new"), "data"})
 	names := rec.Last(data)
-	for _, want := range []string{"raft", "wal", "state.db", "state.db.meta", "txid.hwm"} {
+	for _, want := range []string{"raft", "wal", "state.db", "state.db.meta", "txid.hwm", clusterIDFile, candidateFile, roundFile} {
 		if !names[want] {
 			t.Fatalf("the last fsync of the data dir before Open returned did not hold %s: %v", want, names)
 		}

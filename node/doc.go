@@ -17,8 +17,10 @@
 // is what api.NewServer serves; callbacks, the deliverer on the leader
 // (notify.go); peers, the one place that builds peer URLs and HTTP clients
 // (peers.go); membership, the txid node number, registry entry and join
-// (number.go, register.go), with removal (removed.go); the side listeners
-// (sideServers, debug.go); and the alert sampler, which feeds package alert a
+// (number.go, register.go), with removal (removed.go); identity, the
+// cluster ID, the peer link's hooks and the wait for the --cluster peers
+// before a first bootstrap (identity.go), during which the client port
+// answers 503 (waiting.go); the side listeners (sideServers, debug.go); and the alert sampler, which feeds package alert a
 // snapshot of the node once a second (alerts.go). Node's own methods are the
 // writes and cluster calls of api.Backend (backend.go) and its life: Open,
 // Run, Close (node.go). A pending command's state, and every path a write
