@@ -18,7 +18,7 @@ func openLink(cfg Config, ident *identity) (*peerlink.Link, error) {
 		ClusterID: ident.clusterID,
 		Accept:    ident.accept,
 		Bootstrap: ident.answerProbe,
-		Logger:    cfg.Logger.With("component", "peerlink"),
+		Logger:    cfg.Logger,
 	})
 }
 

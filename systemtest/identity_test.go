@@ -486,3 +486,43 @@ func rawPeerHeader(ctx context.Context, t *testing.T, addr string, kind byte, cl
 	}
 	return ans[0], rest
 }
+
+// TestBootstrapWaitsForPeers: the first member of a two-member static
+// bootstrap, started alone, starts no Raft: its client port answers 503
+// not_ready naming its peer, and a SIGTERM stops it cleanly (status 0).
+// Started again with its peer, the two bootstrap one cluster, with one ID.
+func TestBootstrapWaitsForPeers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	addrs := freeAddrs(t, 2)
+	members := "--cluster=a=" + addrs[0] + ",b=" + addrs[1]
+	a := newNode(t, dir, "a", "--raft-addr="+addrs[0], members)
+	base := startNode(ctx, t, a)
+	waitUntil(ctx, t, "a answers 503 not_ready naming b", func() bool {
+		code, body := httpGet(ctx, base+"/v1/cluster")
+		return code == http.StatusServiceUnavailable && strings.Contains(body, wire.CodeNotReady) && strings.Contains(body, "b")
+	})
+	if err := a.Stop(ctx); err != nil {
+		t.Fatalf("Stop(a) while it waits = %v, want a clean exit", err)
+	}
+	if tail := a.LogTail(50); strings.Contains(tail, "raft started") {
+		t.Fatalf("a started raft alone:\n%s", tail)
+	}
+
+	b := newNode(t, dir, "b", "--raft-addr="+addrs[1], members)
+	bases := []string{startNode(ctx, t, a), startNode(ctx, t, b)}
+	waitReady(ctx, t, bases...)
+	ids := map[string]bool{}
+	cl := client.NewClient(client.ClientConfig{})
+	for _, base := range bases {
+		st, err := cl.ClusterFrom(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[st.ClusterID] = true
+	}
+	if len(ids) != 1 || ids[""] {
+		t.Fatalf("cluster ids %v, want one", ids)
+	}
+}

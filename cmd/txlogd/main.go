@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -72,6 +73,9 @@ func run(args []string) error {
 	defer stop()
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil // stopped while it waited for its --cluster peers
+		}
 		return err
 	}
 	return n.Run(ctx)
