@@ -42,8 +42,10 @@ import (
 //     that does not answer makes it wait, never elect. So a node whose disk
 //     was replaced never bootstraps a new cluster over the old one's
 //     history: its new candidate is in no round the others hold.
-//   - a member that joins (--join, or added by hand) takes the ID of the
-//     cluster that adds it: from the join answer, or from the first peer link
+//   - a member that joins with --join takes the ID from GET /v1/cluster of
+//     the member it joins through, before its Raft starts (Node.awaitJoinID),
+//     and checks it against the join's answer (cluster_id); one added by hand
+//     (POST /v1/cluster/join by an operator) takes it from the first Raft
 //     connection of a member while it has neither an ID nor state
 //     (identity.accept).
 //   - a data directory with state and no ID (made by a version without
@@ -400,8 +402,8 @@ type identity struct {
 	syncDir func(string) error
 	log     *slog.Logger
 	// joining says that this node, with no ID and no state, takes the ID of
-	// the first member that connects to it (accept): it joins (--join, or by
-	// hand), it does not bootstrap.
+	// the first member whose Raft connects to it (accept): it is to be joined
+	// by hand (neither --cluster nor --join).
 	joining bool
 
 	id        atomic.Pointer[clusterID]   // nil: none yet
@@ -624,11 +626,10 @@ func (i *identity) deriveLegacy(r interface {
 
 // accept is the peer link's policy (peerlink.Config.Accept): the default
 // (bootstrap probes whatever the IDs, every other kind only between members
-// of one cluster), except that a node that joins (joining) and has no ID
-// yet takes the ID of the first member whose Raft connects to it: the
-// leader replicates to a new member as soon as it is in the configuration,
-// and going from one voter to two, the join itself commits only once the
-// new member has answered. The join answer's ID must be the same (joined).
+// of one cluster), except that a node to be joined by hand (joining: neither
+// --cluster nor --join, no state, no ID), which gets no join answer, takes
+// the ID of the first member whose Raft connects to it: the leader its
+// operator asked to add it.
 func (i *identity) accept(kind byte, remote peerlink.ClusterID, remoteNode string) error {
 	if kind == peerlink.KindRaft && i.joining && remote != (peerlink.ClusterID{}) && i.clusterID() == (peerlink.ClusterID{}) {
 		if err := i.set(clusterID(remote), "the first raft connection of member "+remoteNode+" while joining"); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
@@ -190,7 +191,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	}
 	fresh := !hadState && n.db.AppliedIndex() == 0
 	n.ident.hasState.Store(!fresh)
-	n.ident.joining = fresh && len(bootstrap) == 0
+	n.ident.joining = fresh && len(bootstrap) == 0 && cfg.Join == ""
 	if fresh && len(bootstrap) > 0 {
 		if err := n.ident.ensureCandidate(); err != nil { // before the link answers probes with it
 			return nil, err
@@ -209,6 +210,11 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	}
 	if fresh && len(bootstrap) > 0 && n.ident.clusterID() == [16]byte{} {
 		if err := n.awaitBootstrap(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if fresh && cfg.Join != "" && n.ident.clusterID() == [16]byte{} {
+		if err := n.awaitJoinID(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -305,6 +311,49 @@ func (n *Node) awaitBootstrap(ctx context.Context) error {
 		defer ws.handOff()
 	}
 	return n.ident.awaitBootstrap(ctx, n.cfg.Cluster, n.link.Probe)
+}
+
+// awaitJoinID takes, before Raft starts, the ID of the cluster behind --join
+// from its GET /v1/cluster (any member answers it), so that this node
+// presents it from its first peer link connection: the leader's Raft, which
+// reaches it as soon as the join is in the configuration (as staging), is let
+// in at once, not only after the join's answer. The answer must carry the
+// same ID (membership.joined). It asks every probeInterval until ctx ends;
+// meanwhile the client port answers 503 not_ready.
+func (n *Node) awaitJoinID(ctx context.Context) error {
+	if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, "http.addr"), []byte(n.ln.Addr().String()+"\n")); err != nil {
+		return err
+	}
+	why := "waiting for the cluster behind --join " + n.cfg.Join + " to answer GET /v1/cluster with its cluster id"
+	ws := serveWaiting(n.ln, func() string { return why })
+	defer ws.handOff()
+	c := client.NewClient(client.ClientConfig{Endpoints: []string{n.cfg.Join}}) // as peers.joinClient; peers opens after Raft
+	started := time.Now()
+	lastLog := started
+	for {
+		cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		st, err := c.ClusterFrom(cctx, n.cfg.Join)
+		cancel()
+		if err == nil && st.ClusterID == "" {
+			err = errors.New("no cluster_id in its answer")
+		}
+		if err == nil {
+			id, err := parseClusterID(st.ClusterID)
+			if err != nil {
+				return fmt.Errorf("join via %s: GET /v1/cluster: %w", n.cfg.Join, err)
+			}
+			return n.ident.set(id, "GET /v1/cluster of "+n.cfg.Join)
+		}
+		if time.Since(lastLog) >= waitLogEvery {
+			lastLog = time.Now()
+			n.log.Warn("waiting for the cluster behind --join to tell its cluster id", "via", n.cfg.Join, "err", err, "waited", time.Since(started).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the cluster id of %s: %w", n.cfg.Join, context.Cause(ctx))
+		case <-time.After(probeInterval):
+		}
+	}
 }
 
 // wire builds the parts that run on the open ones (see Node).

@@ -526,3 +526,43 @@ func TestBootstrapWaitsForPeers(t *testing.T) {
 		t.Fatalf("cluster ids %v, want one", ids)
 	}
 }
+
+// TestJoinSecondMember: a member joins a one-member cluster with --join. It
+// takes the cluster's ID before its Raft starts (GET /v1/cluster behind
+// --join), so the leader's Raft is let in from its first connection: it
+// becomes a voter, both hold one ID, and writes through either commit.
+func TestJoinSecondMember(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	addrs := freeAddrs(t, 2)
+	a := newNode(t, dir, "a", "--raft-addr="+addrs[0], "--cluster=a="+addrs[0])
+	baseA := startNode(ctx, t, a)
+	waitReady(ctx, t, baseA)
+	b := newNode(t, dir, "b", "--raft-addr="+addrs[1], "--join="+baseA)
+	baseB := startNode(ctx, t, b)
+	cl := client.NewClient(client.ClientConfig{Timeout: 10 * time.Second})
+	waitUntil(ctx, t, "b is a voter", func() bool {
+		st, err := cl.ClusterFrom(ctx, baseA)
+		return err == nil && slices.ContainsFunc(st.Members, func(m wire.Member) bool { return m.ID == "b" && m.Suffrage == "voter" })
+	})
+	waitReady(ctx, t, baseA, baseB)
+	ids := map[string]bool{}
+	for _, base := range []string{baseA, baseB} {
+		st, err := cl.ClusterFrom(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[st.ClusterID] = true
+		w := client.NewClient(client.ClientConfig{Endpoints: []string{base}, Timeout: 10 * time.Second})
+		if a := blindPut(ctx, w, int64(len(ids))); a.err != nil {
+			t.Fatalf("write through %s: %v", base, a.err)
+		}
+	}
+	if len(ids) != 1 || ids[""] {
+		t.Fatalf("cluster ids %v, want one", ids)
+	}
+	if !strings.Contains(b.LogTail(200), `"from":"GET /v1/cluster of `+baseA) {
+		t.Fatalf("b did not take its cluster id from GET /v1/cluster:\n%s", b.LogTail(40))
+	}
+}
