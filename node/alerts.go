@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/txlog/txlog/alert"
 	"github.com/txlog/txlog/node/parking"
+	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/txid"
 	"golang.org/x/sys/unix"
@@ -99,8 +101,8 @@ func (a *alertSampler) lowerVoterUp(ctx context.Context, members []replication.M
 		actx, cancel := context.WithTimeout(ctx, lowerVoterTimeout)
 		_, err := a.n.peers.client.Cluster(actx, addr)
 		cancel()
-		if err == nil {
-			return true
+		if _, noAnswer := errors.AsType[*peer.TransportError](err); !noAnswer {
+			return true // it answered, whatever it said
 		}
 	}
 	return false

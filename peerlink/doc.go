@@ -14,7 +14,9 @@
 //     MaxProbeBytes, then close; Link.Probe asks for it).
 //   - link.go: Link, the acceptor (header under Config.HeaderTimeout, the
 //     cluster-ID check, the Config.Accept policy, the hand-over to the
-//     kind's Listener) and the dialer (Dial, Probe).
+//     kind's Listener; at most Config.MaxPending connections wait for their
+//     header) and the dialer (Dial, Probe). Refusals are logged at most once
+//     a second, with how many were dropped, so a flood does not flood the log.
 //   - conn.go: Conn, an accepted connection whose every Read has the idle
 //     deadline (Config.IdleTimeout) unless its user set an earlier one;
 //     RemoteNode, the dialing node's ID on a request's context.

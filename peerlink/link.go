@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -135,6 +136,9 @@ type Link struct {
 	ln  net.Listener
 	log *slog.Logger
 
+	// refusals logs the refused connections, at most one record a second.
+	refusals limitedLog
+
 	done      chan struct{} // closed by Close
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -168,6 +172,7 @@ func New(ln net.Listener, cfg Config) *Link {
 		kinds:   map[byte]*kindListener{},
 		pending: map[net.Conn]struct{}{},
 	}
+	l.refusals.log = l.log
 	l.wg.Go(l.accept)
 	return l
 }
@@ -252,7 +257,7 @@ func (l *Link) accept() {
 		}
 		l.mu.Unlock()
 		if full {
-			l.log.Warn("too many peer connections without a header; closing one", "remote", c.RemoteAddr().String(), "max", l.cfg.MaxPending)
+			l.refusals.add(slog.LevelWarn, "too many peer connections without a header; closing one", "remote", c.RemoteAddr().String(), "max", l.cfg.MaxPending)
 			c.Close()
 			continue
 		}
@@ -278,17 +283,17 @@ func (l *Link) serve(c net.Conn) {
 		if errors.Is(err, ErrBadHeader) {
 			refuse(c, StatusBadHeader, own)
 		}
-		l.log.Warn("peer header refused", "remote", c.RemoteAddr().String(), "err", err)
+		l.refusals.add(slog.LevelWarn, "peer header refused", "remote", c.RemoteAddr().String(), "err", err)
 		return
 	}
 	if conflict(own, h.Cluster) {
-		l.log.Error("peer of another cluster", "remote", c.RemoteAddr().String(), "peer", h.Node,
+		l.refusals.add(slog.LevelError, "peer of another cluster", "remote", c.RemoteAddr().String(), "peer", h.Node,
 			"cluster_id", hex.EncodeToString(own[:]), "peer_cluster_id", hex.EncodeToString(h.Cluster[:]), "kind", string(h.Kind))
 		refuse(c, StatusOtherCluster, own)
 		return
 	}
 	if err := l.cfg.Accept(h.Kind, h.Cluster, h.Node); err != nil {
-		l.log.Warn("peer connection refused", "remote", c.RemoteAddr().String(), "peer", h.Node, "kind", string(h.Kind), "err", err)
+		l.refusals.add(slog.LevelWarn, "peer connection refused", "remote", c.RemoteAddr().String(), "peer", h.Node, "kind", string(h.Kind), "err", err)
 		refuse(c, StatusRefused, own)
 		return
 	}
@@ -394,7 +399,7 @@ func (l *Link) handshake(ctx context.Context, c net.Conn, addr string, kind byte
 		return fmt.Errorf("peer link to %s: read answer: %w", addr, err)
 	}
 	if status == StatusOtherCluster || (status == StatusOK && conflict(own, theirs)) {
-		l.log.Error("peer of another cluster", "addr", addr, "cluster_id", hex.EncodeToString(own[:]), "peer_cluster_id", hex.EncodeToString(theirs[:]), "kind", string(kind))
+		l.refusals.add(slog.LevelError, "peer of another cluster", "addr", addr, "cluster_id", hex.EncodeToString(own[:]), "peer_cluster_id", hex.EncodeToString(theirs[:]), "kind", string(kind))
 		return fmt.Errorf("peer link to %s: %w", addr, ErrOtherCluster)
 	}
 	switch status {
@@ -477,3 +482,25 @@ func (kl *kindListener) isClosed() bool {
 
 // Addr returns the link's address.
 func (kl *kindListener) Addr() net.Addr { return kl.l.Addr() }
+
+// limitedLog logs at most one record a second, so that a flood of refused
+// connections does not flood the log; a record says how many it dropped
+// before it ("dropped").
+type limitedLog struct {
+	log     *slog.Logger
+	last    atomic.Int64 // unix nanoseconds of the last record
+	dropped atomic.Int64
+}
+
+func (g *limitedLog) add(level slog.Level, msg string, attrs ...any) {
+	now := time.Now().UnixNano()
+	last := g.last.Load()
+	if now-last < int64(time.Second) || !g.last.CompareAndSwap(last, now) {
+		g.dropped.Add(1)
+		return
+	}
+	if d := g.dropped.Swap(0); d > 0 {
+		attrs = append(attrs, "dropped", d)
+	}
+	g.log.Log(context.Background(), level, msg, attrs...)
+}

@@ -1,9 +1,11 @@
 package systemtest
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -107,11 +109,31 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 		}
 		conn.Close()
 	}
+	// The same through the internal router (kind H): a POST that declares
+	// a 64 MiB body and sends a few bytes of it.
+	for range streams {
+		conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindHTTP)
+		if err != nil {
+			t.Fatalf("open an internal request on the peer link: %v", err)
+		}
+		fmt.Fprintf(conn, "POST /v1/internal/propose HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\na few bytes", 64<<20)
+		conn.(*net.TCPConn).CloseWrite()
+		conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("a POST whose body was cut short: %v, want an answer", err)
+		}
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("a POST whose body was cut short = %d, want 400", resp.StatusCode)
+		}
+	}
 	after := allocated()
 	if got := after - before; got > 48<<20 {
-		t.Fatalf("%d streams declaring 64 MiB each made the leader allocate %.0f MiB, want a few", streams, got/(1<<20))
+		t.Fatalf("%d streams and %d requests declaring 64 MiB each made the leader allocate %.0f MiB, want a few", streams, streams, got/(1<<20))
 	}
-	t.Logf("%d streams declaring 64 MiB each: the leader allocated %.1f MiB (with its own work meanwhile)", streams, (after-before)/(1<<20))
+	t.Logf("%d streams and %d requests declaring 64 MiB each: the leader allocated %.1f MiB (with its own work meanwhile)", streams, streams, (after-before)/(1<<20))
 
 	// Over the limit: the stream ends at once.
 	conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindStream)
