@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -52,13 +51,12 @@ func serveWaiting(ln net.Listener, why func() string) *waitingServer {
 }
 
 // handOff stops the waiting server and returns once it no longer accepts:
-// the listener stays open.
+// the listener stays open. Its connections are closed at once, not drained
+// (net/http's Shutdown waits up to its poll interval, hundreds of
+// milliseconds, for a connection that has not sent its request yet): all it
+// ever answers is a 503 that tells the client to come back.
 func (w *waitingServer) handOff() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := w.srv.Shutdown(ctx); err != nil {
-		w.srv.Close()
-	}
+	w.srv.Close()
 	<-w.done
 	w.ln.reopen()
 }
