@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/dirsync/dirsynctest"
 )
@@ -365,4 +366,29 @@ func decidedDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestJoinedClusterID: a join's answer whose cluster_id differs from the ID
+// this node took before Raft started, or is malformed, stops the join; the
+// same ID is taken as it is.
+func TestJoinedClusterID(t *testing.T) {
+	i := newTestIdentity(t, "n4")
+	if err := i.set(cid(1), "test"); err != nil {
+		t.Fatal(err)
+	}
+	m := &membership{cfg: Config{ID: "n4", Join: "http://member:1"}, ident: i}
+	for _, tt := range []struct {
+		id   string
+		want string // in the error; "" for none
+	}{
+		{cid(2).String(), "belongs to cluster " + cid(1).String()},
+		{"zz", "cluster id"},
+	} {
+		if err := m.joined(wire.JoinResult{NodeNumber: 4, ClusterID: tt.id}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("joined(cluster_id %q) = %v, want an error saying %q", tt.id, err, tt.want)
+		}
+	}
+	if clusterID(i.clusterID()) != cid(1) {
+		t.Fatalf("cluster id after refused answers = %s, want %s", clusterID(i.clusterID()), cid(1))
+	}
 }

@@ -117,7 +117,11 @@ func Open(ctx context.Context, cfg Config) (*Node, error) { return open(ctx, cfg
 // node serves anything: whatever a part created in it is then durable
 // whichever part forgot to. http.addr, debug.addr and metrics.addr, written by Run, are
 // informational (they tell tests and tools the bound ports) and are not
-// fsynced: a node that restarts writes them again.
+// fsynced: a node that restarts writes them again. A node that waits for its
+// peers before Raft starts (awaitBootstrap, awaitJoinID) writes http.addr
+// already then, as its client port answers 503 meanwhile. cluster.id,
+// cluster.candidate and cluster.round are durable before Raft starts
+// (identity.go).
 func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
