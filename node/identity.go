@@ -534,8 +534,7 @@ func (i *identity) awaitBootstrap(ctx context.Context, cluster []Peer, probe fun
 				"start this node with --join <a member's URL> as a new member after removing its old entry (DELETE /v1/cluster/nodes/%s on a member), "+
 				"or restore its data directory; if the members holding state are too few to elect a leader, restore the lost data directories (docs/operations.md)",
 				ErrClusterHeld, d.holder, d.holderID, i.self)
-			i.log.Error("not bootstrapping: a peer holds the cluster's state", "peer", d.holder, "peer_cluster_id", d.holderID, "err", err)
-			return err
+			return err // txlogd prints it and exits 1
 		}
 		why := "waiting for --cluster peers before bootstrapping; not heard from: " + strings.Join(d.waiting, ", ")
 		i.waiting.Store(&why)
