@@ -519,7 +519,7 @@ func (i *identity) awaitBootstrap(ctx context.Context, cluster []Peer, probe fun
 	started := time.Now()
 	lastLog := started.Add(time.Second - waitLogEvery) // the first Warn after a second
 	for {
-		answers := i.probeAll(ctx, cluster, probe)
+		answers, errs := i.probeAll(ctx, cluster, probe)
 		d := decideBootstrap(i.self, i.candidate, cluster, answers)
 		switch d.verdict {
 		case verdictBootstrap:
@@ -540,7 +540,10 @@ func (i *identity) awaitBootstrap(ctx context.Context, cluster []Peer, probe fun
 		i.waiting.Store(&why)
 		if time.Since(lastLog) >= waitLogEvery {
 			lastLog = time.Now()
-			i.log.Warn("waiting for --cluster peers before bootstrapping", "not_heard_from", strings.Join(d.waiting, ","), "waited", time.Since(started).Round(time.Second))
+			// errs says why of each peer not heard from (refused, a bad
+			// answer); logged here only, so that a peer that answers
+			// garbage costs a line every few seconds, not every round.
+			i.log.Warn("waiting for --cluster peers before bootstrapping", "not_heard_from", strings.Join(d.waiting, ","), "errs", errs, "waited", time.Since(started).Round(time.Second))
 		}
 		select {
 		case <-ctx.Done():
@@ -559,11 +562,12 @@ func (i *identity) waitingFor() string {
 }
 
 // probeAll probes the peers of cluster other than self at once and returns
-// the usable answers, by listed ID.
-func (i *identity) probeAll(ctx context.Context, cluster []Peer, probe func(ctx context.Context, addr string) ([]byte, error)) map[string]probeAnswer {
+// the usable answers and, for the others, why, by listed ID.
+func (i *identity) probeAll(ctx context.Context, cluster []Peer, probe func(ctx context.Context, addr string) ([]byte, error)) (map[string]probeAnswer, map[string]string) {
 	type result struct {
-		id string
-		a  probeAnswer
+		id  string
+		a   probeAnswer
+		err error
 	}
 	results := make(chan result, len(cluster))
 	var wg sync.WaitGroup
@@ -576,24 +580,25 @@ func (i *identity) probeAll(ctx context.Context, cluster []Peer, probe func(ctx 
 			defer cancel()
 			b, err := probe(pctx, p.RaftAddr)
 			if err != nil {
-				i.log.Debug("bootstrap probe", "peer", p.ID, "addr", p.RaftAddr, "err", err)
+				results <- result{id: p.ID, err: err}
 				return
 			}
 			a, err := decodeProbeAnswer(b)
-			if err != nil {
-				i.log.Warn("bootstrap probe: bad answer", "peer", p.ID, "addr", p.RaftAddr, "err", err)
-				return
-			}
-			results <- result{p.ID, a}
+			results <- result{p.ID, a, err}
 		})
 	}
 	wg.Wait()
 	close(results)
 	answers := make(map[string]probeAnswer, len(cluster))
+	errs := map[string]string{}
 	for r := range results {
+		if r.err != nil {
+			errs[r.id] = r.err.Error()
+			continue
+		}
 		answers[r.id] = r.a
 	}
-	return answers
+	return answers, errs
 }
 
 // deriveLegacy gives a data directory with Raft state and no cluster ID (one
