@@ -566,3 +566,82 @@ func TestJoinSecondMember(t *testing.T) {
 		t.Fatalf("b did not take its cluster id from GET /v1/cluster:\n%s", b.LogTail(40))
 	}
 }
+
+// TestBootstrapHostileProbeAnswers: a fake peer at the --cluster address of
+// b answers the first member's bootstrap probes. Garbage, an answer as
+// another node and an oversized answer leave a waiting (503 not_ready; the
+// Warn names why); an answer that claims state under a round without a's
+// candidate makes a refuse to start. a never starts Raft.
+func TestBootstrapHostileProbeAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		answer string
+		refuse bool
+		why    string // in the wait's Warn
+	}{
+		{"garbage", "\x00\xffnot json", false, `"errs":{"b":"probe answer: invalid character`},
+		{"another node", `{"id":"x","has_state":false,"cluster_id":"","candidate":"00112233445566778899aabbccddeeff"}`, false, `answered as`},
+		{"oversized", `{"id":"b","pad":"` + strings.Repeat("a", 5000) + `"}`, false, `"errs":{"b":"probe `},
+		{"state of another round", `{"id":"b","has_state":true,"cluster_id":"0102030405060708090a0b0c0d0e0f10","candidate":"00112233445566778899aabbccddeeff","round":["00112233445566778899aabbccddeeff"]}`, true, ""},
+	} {
+		t.Run(strings.ReplaceAll(tt.name, " ", "_"), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			dir := t.TempDir()
+			addrs := freeAddrs(t, 2)
+			fake, err := net.Listen("tcp", addrs[1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fake.Close()
+			go func() {
+				for {
+					c, err := fake.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						c.SetDeadline(time.Now().Add(5 * time.Second))
+						hdr := make([]byte, 4+1+1+16+1)
+						if _, err := io.ReadFull(c, hdr); err != nil {
+							return
+						}
+						io.CopyN(io.Discard, c, int64(hdr[len(hdr)-1])) // the node ID
+						c.Write(append(make([]byte, 17), tt.answer...)) // status 0, no cluster ID
+					}()
+				}
+			}()
+			a := newNode(t, dir, "a", "--raft-addr="+addrs[0], "--cluster=a="+addrs[0]+",b="+addrs[1])
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.refuse {
+				if err := a.Wait(ctx); err == nil || errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("a = %v, want it refused", err)
+				}
+				if tail := a.LogTail(20); !strings.Contains(tail, "peer b holds the cluster's state") {
+					t.Fatalf("a's refusal does not name b:\n%s", tail)
+				}
+			} else {
+				addr, err := a.HTTPAddr(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitUntil(ctx, t, "a logs why it waits for b", func() bool {
+					l := a.LogTail(50)
+					return strings.Contains(l, `"msg":"waiting for --cluster peers before bootstrapping"`) && strings.Contains(l, tt.why)
+				})
+				if code, body := httpGet(ctx, "http://"+addr+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, wire.CodeNotReady) {
+					t.Fatalf("a's /readyz = %d %s, want 503 not_ready", code, body)
+				}
+				if err := a.Stop(ctx); err != nil {
+					t.Fatalf("Stop(a) = %v", err)
+				}
+			}
+			if l := a.LogTail(200); strings.Contains(l, "raft started") {
+				t.Fatalf("a started raft:\n%s", l)
+			}
+		})
+	}
+}
