@@ -8,7 +8,9 @@
 //   - backend.go: Backend, the small interface the handlers call. node.Node
 //     implements it; api never reaches past it.
 //   - server.go: Server, an http.Handler whose routes are all declared in
-//     one routes function (gorilla/mux), and its Config. Its handlers live on
+//     one routes function (gorilla/mux), and its Config. ServeHTTP is the
+//     client port's handler and serves no /v1/internal/* route; PeerHandler,
+//     served only on the peer link, adds POST /v1/internal/propose. Its handlers live on
 //     small types, one per feature, that it builds: txHandlers (handlers.go,
 //     stream.go), logHandlers (logwait.go), leaseHandlers (leases.go),
 //     consumerHandlers (consumers.go) and clusterHandlers (cluster.go). They
@@ -30,10 +32,9 @@
 //     every path, net/http's included.
 //   - Serve, FastHandler, Config, WriteError and Logger (server.go) are what
 //     api/fastpath's FastListener runs the handlers with.
-//   - stream.go: GET /v1/internal/stream, handed to Config.Streams (node/peer's
-//     StreamServer, which serves propose streams) with streamAnswer, which runs
-//     one request of a stream as POST /v1/internal/propose runs its body
-//     (handlers.go); CloseStreams.
+//   - stream.go: ProposeAnswer, which runs one request of a propose stream
+//     (node/peer's StreamServer serves the streams on the peer link) as
+//     POST /v1/internal/propose runs its body (handlers.go).
 //   - Config.Dashboard: GET /ui/, /v1/stats and /v1/events are routed to
 //     it (package ui's Handler, which node builds); api does not import ui.
 //   - leases.go: LeaseBackend and the handlers of /v1/leases (docs/leases.md).

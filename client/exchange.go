@@ -96,7 +96,6 @@ func dialFailed(err error) bool {
 	return ok && oe.Op == "dial"
 }
 
-
 // classify turns a non-2xx answer into its wire code and error. An answer
 // without an error object (from a proxy, say) gets the code "http_<status>".
 func classify(a answer) (string, error) {

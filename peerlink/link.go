@@ -17,7 +17,12 @@ import (
 const (
 	DefaultHeaderTimeout = 5 * time.Second
 	DefaultIdleTimeout   = 2 * time.Minute
-	DefaultDialTimeout   = 5 * time.Second
+	// DefaultHTTPIdleTimeout is the idle deadline of KindHTTP's
+	// connections: past the longest request (a write or a wait of 5
+	// minutes, api.DefaultMaxTimeout), during which net/http's server
+	// waits on the connection with no deadline of its own.
+	DefaultHTTPIdleTimeout = 10 * time.Minute
+	DefaultDialTimeout     = 5 * time.Second
 	// DefaultMaxPending bounds the connections whose header is being read.
 	DefaultMaxPending = 1024
 )
@@ -62,6 +67,11 @@ type Config struct {
 	// deadline the connection's user sets that is earlier wins. Default
 	// DefaultIdleTimeout (2 min).
 	IdleTimeout time.Duration
+	// HTTPIdleTimeout is IdleTimeout for KindHTTP's connections, whose
+	// server sets its own, shorter, deadlines between requests and for a
+	// request's header: this one bounds the wait while a handler runs.
+	// Default DefaultHTTPIdleTimeout (10 min).
+	HTTPIdleTimeout time.Duration
 	// DialTimeout bounds a dial and its header exchange when the caller's
 	// context has no earlier deadline. Default DefaultDialTimeout (5s).
 	DialTimeout time.Duration
@@ -82,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.HTTPIdleTimeout <= 0 {
+		c.HTTPIdleTimeout = DefaultHTTPIdleTimeout
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
@@ -313,7 +326,11 @@ func (l *Link) serve(c net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	pc := &Conn{Conn: c, remote: h, idle: l.cfg.IdleTimeout}
+	idle := l.cfg.IdleTimeout
+	if h.Kind == KindHTTP {
+		idle = l.cfg.HTTPIdleTimeout
+	}
+	pc := &Conn{Conn: c, remote: h, idle: idle}
 	select {
 	case kl.conns <- pc:
 		handed = true
@@ -457,6 +474,10 @@ var _ net.Listener = (*kindListener)(nil)
 func (kl *kindListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-kl.conns:
+		if kl.isClosed() { // both were ready: closed wins
+			c.Close()
+			return nil, net.ErrClosed
+		}
 		return c, nil
 	case <-kl.done:
 		return nil, net.ErrClosed

@@ -371,3 +371,30 @@ func TestMaxPending(t *testing.T) {
 }
 
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
+
+// TestHTTPSlowHandlerKeepsItsRequest: a KindHTTP request whose handler runs
+// longer than IdleTimeout is not cancelled: net/http's server waits on the
+// connection meanwhile, under HTTPIdleTimeout.
+func TestHTTPSlowHandlerKeepsItsRequest(t *testing.T) {
+	acc := newLink(t, Config{NodeID: "n1", ClusterID: cluster(1), IdleTimeout: 100 * time.Millisecond})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(500 * time.Millisecond): // a slow commit
+			io.WriteString(w, "done")
+		case <-r.Context().Done():
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})}
+	go srv.Serve(acc.Listener(KindHTTP))
+	t.Cleanup(func() { srv.Close() })
+	dial := newLink(t, Config{NodeID: "n2", ClusterID: cluster(1)})
+	resp, err := dial.HTTPClient().Get("http://" + acc.Addr().String() + "/slow")
+	if err != nil {
+		t.Fatalf("GET = %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "done" {
+		t.Fatalf("slow handler answered %d %q, want done: its request was cancelled", resp.StatusCode, b)
+	}
+}

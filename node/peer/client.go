@@ -238,16 +238,32 @@ func (c *Client) Propose(ctx context.Context, addr string, payloads [][]byte, op
 var forwarded = http.Header{wire.HeaderForwarded: {"1"}}
 
 // Tx looks transaction id up on the node at addr, waiting up to wait for a
-// pending one to be resolved. ErrNotFound when it does not know it.
+// pending one to be resolved. ErrNotFound when it does not know it. A lookup
+// that got no answer is asked again, after a pause of up to txRetryMax,
+// until ctx ends: it changes nothing.
 func (c *Client) Tx(ctx context.Context, addr string, id txid.ID, wait time.Duration) (wire.TxResult, error) {
 	q := url.Values{}
 	if wait > 0 {
 		q.Set("wait", wait.String())
 	}
-	var res wire.TxResult
-	err := c.do(ctx, addr, request{method: http.MethodGet, path: "/v1/tx/" + id.String(), query: q}, &res)
-	return res, err
+	pause := time.Millisecond
+	for {
+		var res wire.TxResult
+		err := c.do(ctx, addr, request{method: http.MethodGet, path: "/v1/tx/" + id.String(), query: q}, &res)
+		if _, noAnswer := errors.AsType[*TransportError](err); !noAnswer {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, txRetryMax)
+	}
 }
+
+// txRetryMax bounds the pause between two attempts of a lookup.
+const txRetryMax = 50 * time.Millisecond
 
 // PendingKey asks the node at addr for the transaction under key that it
 // accepted and has not resolved (marked forwarded, so it asks no one else).

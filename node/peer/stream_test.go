@@ -328,7 +328,7 @@ func fakePeer(t *testing.T, answer func(id uint64) (status int, body []byte, ok 
 	var conns sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); conns.Wait() })
 	accepted := &atomic.Int64{}
-	go func() {
+	conns.Go(func() { // the accept loop counts too, so that its conns.Go never races Wait
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
@@ -354,7 +354,7 @@ func fakePeer(t *testing.T, answer func(id uint64) (status int, body []byte, ok 
 				}
 			})
 		}
-	}()
+	})
 	return link.Addr().String(), accepted
 }
 
