@@ -645,3 +645,63 @@ func TestBootstrapHostileProbeAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestLegacyDataDirsDeriveOneID: data dirs made by a version without a
+// cluster ID (the test deletes cluster.id, cluster.candidate and
+// cluster.round from all three, stopped) derive one when started again: the
+// same on every member, from their Raft configuration, logged at Info. The
+// cluster elects a leader, keeps every acknowledged write and takes new ones.
+func TestLegacyDataDirsDeriveOneID(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startCluster(t)
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady() = %v", err)
+	}
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: 10 * time.Second})
+	st, err := cl.ClusterFrom(ctx, c.URL("n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := st.ClusterID
+	var acks []ack
+	for i := range 20 {
+		acks = append(acks, blindPut(ctx, cl, int64(i)))
+	}
+	for _, p := range c.Nodes() {
+		if err := c.Stop(ctx, p.ID()); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"cluster.id", "cluster.candidate", "cluster.round"} {
+			if err := os.Remove(filepath.Join(p.DataDir(), f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, p := range c.Nodes() {
+		if err := c.Restart(ctx, p.ID()); err != nil {
+			t.Fatalf("Restart(%s) = %v", p.ID(), err)
+		}
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady() after the upgrade = %v", err)
+	}
+	ids := map[string]bool{}
+	for _, p := range c.Nodes() {
+		st, err := cl.ClusterFrom(ctx, c.URL(p.ID()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[st.ClusterID] = true
+		if l := p.LogTail(400); !strings.Contains(l, `"msg":"cluster id"`) || !strings.Contains(l, "derived from the latest raft configuration") {
+			t.Fatalf("%s does not log the derived cluster id:\n%s", p.ID(), p.LogTail(30))
+		}
+	}
+	if len(ids) != 1 || ids[""] || ids[old] {
+		t.Fatalf("cluster ids after the upgrade %v (before: %s), want one derived", ids, old)
+	}
+	for i := 20; i < 30; i++ {
+		acks = append(acks, blindPut(ctx, cl, int64(i)))
+	}
+	checkSettled(ctx, t, c, acks)
+}
