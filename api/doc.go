@@ -43,8 +43,13 @@
 //   - logwait.go: GET /v1/log (with wait and prefix) and GET /v1/log/stream
 //     (Server-Sent Events) over LogFollower, and the 410 compacted answer
 //     (docs/consuming.md).
+//   - unreadable.go: the JSON of log pages and key states that no stored
+//     entry stops: an unreadable record, or a value that is not JSON, goes
+//     out raw and marked, counted in txlog_unreadable_records_total.
 //   - streamcache.go: the pages of events that the streams without a prefix
 //     share, so that each page is read and encoded once for all of them.
+//   - streamcap.go: the slots of Config.MaxStreams that the streams and the
+//     waiting reads take (503 too_many_streams past them).
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.
 //

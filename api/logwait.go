@@ -211,6 +211,11 @@ func (h *logHandlers) handleLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, false, "")
+	if err == nil && rd.wait > 0 {
+		if err = h.streams.take(); err == nil {
+			defer h.streams.give()
+		}
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -256,6 +261,11 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, true, r.Header.Get(wire.HeaderLastEventID))
+	if err == nil {
+		if err = h.streams.take(); err == nil {
+			defer h.streams.give()
+		}
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -275,7 +285,7 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 	beat := time.NewTicker(h.cfg.logHeartbeat)
 	defer beat.Stop()
 	buf := []byte(": txlog log stream\n\n") // sends the headers at once
-	if buf, err = appendEvents(buf, page.Entries); err != nil {
+	if buf, err = h.appendEvents(buf, page.Entries); err != nil {
 		h.log.Warn("encode log event", "err", err)
 		return
 	}
@@ -322,7 +332,7 @@ func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) 
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		events, err := appendEvents(nil, page.Entries)
+		events, err := h.appendEvents(nil, page.Entries)
 		return events, len(page.Entries), page.Next, err
 	}
 	var events []byte
@@ -346,12 +356,19 @@ func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) 
 	return append(buf, events...), next, nil
 }
 
-// appendEvents appends the events of es to b (appendEvent).
-func appendEvents(b []byte, es []wire.LogEntry) ([]byte, error) {
+// appendEvents appends the events of es to b (appendEvent). An entry whose
+// stored record is unreadable, or whose values are not all JSON, goes out as
+// readableEntry makes it, and is counted.
+func (a *answers) appendEvents(b []byte, es []wire.LogEntry) ([]byte, error) {
 	for _, e := range es {
+		if e.Unreadable {
+			a.unreadableRecord(e.Index, "")
+		}
 		var err error
 		if b, err = appendEvent(b, e); err != nil {
-			return b, fmt.Errorf("index %d: %w", e.Index, err)
+			if b, err = appendEvent(b, a.readableEntry(e)); err != nil {
+				return b, fmt.Errorf("index %d: %w", e.Index, err)
+			}
 		}
 	}
 	return b, nil

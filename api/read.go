@@ -19,6 +19,11 @@ func serveRead[A, R any](a *answers, w http.ResponseWriter, r *http.Request, par
 		return
 	}
 	x, wait, err := arg(r, q)
+	if err == nil && wait > 0 {
+		if err = a.streams.take(); err == nil {
+			defer a.streams.give()
+		}
+	}
 	if err != nil {
 		a.writeError(w, err)
 		return

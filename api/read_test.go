@@ -16,7 +16,7 @@ import (
 // error goes through the code table and a result is 200 JSON.
 func TestServeRead(t *testing.T) {
 	cfg := Config{DefaultTimeout: time.Second}.withDefaults()
-	a := &answers{cfg: cfg, log: cfg.Logger}
+	a := &answers{cfg: cfg, log: cfg.Logger, streams: &streamSlots{max: 1}}
 	const wait = 30 * time.Second
 	type out struct {
 		N int `json:"n"`

@@ -56,6 +56,12 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxTimeout bounds the timeout and wait query parameters. Default 5 minutes.
 	MaxTimeout time.Duration
+	// MaxStreams bounds the requests in progress that wait for the log: the
+	// streams of GET /v1/log/stream and the reads with a wait parameter
+	// (GET /v1/log, GET /v1/tx/{txid}, GET /v1/tx?idempotency_key=). One
+	// past it gets 503 too_many_streams (streamcap.go). Default
+	// DefaultMaxStreams (1024).
+	MaxStreams int
 	// Dashboard serves GET /ui/ (and the files under it), /v1/stats and
 	// /v1/events (package ui's Handler). Default: none, and those answer 404.
 	Dashboard http.Handler
@@ -106,6 +112,7 @@ func (c Config) Validate() error {
 	neg("MaxBatchTxs", int64(c.MaxBatchTxs))
 	neg("DefaultTimeout", int64(c.DefaultTimeout))
 	neg("MaxTimeout", int64(c.MaxTimeout))
+	neg("MaxStreams", int64(c.MaxStreams))
 	d := c.withDefaults()
 	if d.DefaultTimeout > d.MaxTimeout {
 		errs = append(errs, fmt.Errorf("DefaultTimeout: %s, want <= MaxTimeout %s", d.DefaultTimeout, d.MaxTimeout))
@@ -138,6 +145,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTimeout <= 0 {
 		c.MaxTimeout = DefaultMaxTimeout
+	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = DefaultMaxStreams
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -180,6 +190,11 @@ type answers struct {
 	cfg Config // with defaults filled in
 	lim limits
 	log *slog.Logger
+	// unreadable is txlog_unreadable_records_total (unreadable.go);
+	// registered with Config.Metrics, if set.
+	unreadable prometheus.Counter
+	// streams counts the streams and waiting reads (Config.MaxStreams).
+	streams *streamSlots
 }
 
 // NewServer returns a Server that answers with b. It fills in the defaults of
@@ -187,13 +202,17 @@ type answers struct {
 func NewServer(cfg Config, b Backend) *Server {
 	cfg = cfg.withDefaults()
 	a := &answers{
-		cfg: cfg,
-		lim: limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs, notify: cfg.NotifyAllow},
-		log: cfg.Logger.With("component", "api"),
+		cfg:        cfg,
+		lim:        limits{maxKeyBytes: cfg.MaxKeyBytes, maxOps: cfg.MaxOpsPerTx, maxTxs: cfg.MaxBatchTxs, notify: cfg.NotifyAllow},
+		log:        cfg.Logger.With("component", "api"),
+		unreadable: newUnreadableCounter(),
+		streams:    &streamSlots{max: int64(cfg.MaxStreams)},
 	}
 	s := &Server{answers: a}
 	if cfg.Metrics != nil {
 		s.met = newHTTPMetrics(cfg.Metrics)
+		cfg.Metrics.MustRegister(a.unreadable)
+		a.streams.register(cfg.Metrics)
 	}
 	s.tx = &txHandlers{answers: a, b: b}
 	s.logs = newLogHandlers(a, b)
@@ -289,7 +308,17 @@ func (s *Server) noQuery(h http.Handler) http.Handler {
 
 // ServeHTTP implements http.Handler. Every answer is JSON but the dashboard's
 // page (Config.Dashboard).
+//
+// A request whose framing a proxy in front might read otherwise than
+// net/http has its connection closed after the answer (RFC 9112, 6.1):
+// net/http reads a request with both Transfer-Encoding and Content-Length by
+// the first and drops the second before a handler sees it, so every request
+// with a Transfer-Encoding closes; an HTTP/1.0 request, whose
+// Transfer-Encoding net/http ignores without a trace, closes as well.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(r.TransferEncoding) > 0 || !r.ProtoAtLeast(1, 1) {
+		w.Header().Set("Connection", "close")
+	}
 	s.Serve(w, r, s.router)
 }
 
@@ -375,6 +404,10 @@ func (a *answers) writeJSON(w http.ResponseWriter, status int, v any) {
 		b = wire.AppendTxResultJSON(make([]byte, 0, 256), &v)
 	case wire.BatchResponse:
 		b = wire.AppendBatchJSON(make([]byte, 0, 64+192*len(v.Results)), v.Results)
+	case wire.LogPage:
+		b, err = a.logPageJSON(v)
+	case wire.KV:
+		b, err = a.kvJSON(v)
 	default:
 		b, err = wire.MarshalJSON(v)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/txlog/txlog/alert"
+	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/notify"
 	"github.com/txlog/txlog/txid"
 	"github.com/txlog/txlog/wal"
@@ -138,10 +139,16 @@ type Config struct {
 	// thresholds); its Node and Logger are the node's. Default: no webhooks,
 	// the rules' default thresholds.
 	Alert alert.Config
-	// WebhookAllow is --webhook-allow: the hosts a transaction's notify url
-	// may name (notify.ParseAllowList). Default: none, and a transaction with
-	// notify is refused with 400 notify_not_allowed.
+	// WebhookAllow is --webhook-allow: the hosts and ports a transaction's
+	// notify url may name (notify.AllowList). Default: none, and a
+	// transaction with notify is refused with 400 notify_not_allowed.
 	WebhookAllow *notify.AllowList
+	// WebhookAllowPrivate is --webhook-allow-private: a callback's host name
+	// that WebhookAllow matches may resolve to a private address (10/8,
+	// 172.16/12, 192.168/16, fc00::/7, ...: notify.Private); a loopback or
+	// link-local one is still reached only when a pattern names its IP.
+	// Default false.
+	WebhookAllowPrivate bool
 	// WebhookSecret keys the X-Txlog-Signature of each callback.
 	WebhookSecret string
 	// WebhookHorizon is how long after its decision a callback is retried
@@ -159,6 +166,10 @@ type Config struct {
 	LogRetention store.Retention
 	// MaxBodyBytes limits request bodies. Default 1 MiB.
 	MaxBodyBytes int64
+	// MaxStreams bounds the log streams and waiting reads the HTTP API
+	// serves at once (api.Config.MaxStreams); past it they get 503
+	// too_many_streams. Default api.DefaultMaxStreams (1024).
+	MaxStreams int
 	// ShutdownTimeout bounds each step of a graceful shutdown. Default 5s.
 	ShutdownTimeout time.Duration
 	// LogLevel is debug, info, warn or error. Default info.
@@ -231,6 +242,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxUnresolved == 0 {
 		c.MaxUnresolved = DefaultMaxUnresolved
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = api.DefaultMaxStreams
 	}
 	if c.StoreCommitInterval == 0 {
 		c.StoreCommitInterval = DefaultStoreCommitInterval
@@ -376,6 +390,9 @@ func (c Config) Validate() error {
 	if c.MaxUnresolved < 1 {
 		errs = append(errs, fmt.Errorf("max-unresolved %d: at least 1", c.MaxUnresolved))
 	}
+	if c.MaxStreams < 1 {
+		errs = append(errs, fmt.Errorf("max-streams %d: at least 1", c.MaxStreams))
+	}
 	if c.NodeNumber < 0 || c.NodeNumber > txid.MaxNode {
 		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d, or 0 to have the cluster assign one", c.NodeNumber, txid.MaxNode))
 	}
@@ -452,11 +469,12 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.BoolVar(&c.RaftSerialAppend, "raft-serial-append", false, "the raft leader writes new entries to its log before sending them to followers (hashicorp/raft's order), instead of in parallel")
 	fs.DurationVar(&c.StoreCommitInterval, "store-commit-interval", DefaultStoreCommitInterval, "how long the state machine keeps applied entries before one commit of them all, made durable in the background (0: a commit per applied batch)")
 	fs.IntVar(&c.NodeNumber, "node-number", 0, "txid node number 1..1023, unique in the cluster (default: the cluster assigns one; a data dir keeps its number)")
-	fs.Func("webhook-allow", "hosts a transaction's notify url may name: comma-separated host or host:port patterns, * a wildcard (e.g. 127.0.0.1:*,hooks.example.com); empty: notify is refused", func(v string) error {
+	fs.Func("webhook-allow", "hosts and ports a transaction's notify url may name: comma-separated host or host:port patterns (e.g. hooks.example.com,10.0.0.5:8080,[fd00::5]:9000); no port: the scheme's default (80, 443); * in a name matches within one label (*.example.com), as a port any port; an IP address has no wildcard; loopback, link-local and private addresses are reached only through a pattern that names the IP; empty: notify is refused", func(v string) error {
 		l, err := notify.ParseAllowList(v)
 		c.WebhookAllow = l
 		return err
 	})
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "a notify url's host name that --webhook-allow matches may resolve to a private address (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7); never to a loopback or link-local one")
 	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "HMAC-SHA256 key of the X-Txlog-Signature header of each callback")
 	fs.DurationVar(&c.WebhookHorizon, "webhook-horizon", notify.DefaultHorizon, "how long a callback is retried after its transaction is decided before it is dropped (at least 1h)")
 	fs.DurationVar(&c.WebhookMinBackoff, "webhook-min-backoff", notify.DefaultMinBackoff, "first backoff between attempts at a callback")
@@ -470,6 +488,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	})
 	fs.BoolVar(&c.LogRetention.RespectConsumers, "retention-respects-consumers", false, "log retention keeps every record at or after the lowest committed offset of the consumer groups")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
+	fs.IntVar(&c.MaxStreams, "max-streams", api.DefaultMaxStreams, "log streams (GET /v1/log/stream) and waiting reads (?wait=) served at once; past it: 503 too_many_streams")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 

@@ -89,7 +89,12 @@ func fromOutcome(o store.Outcome) wire.TxResult {
 	}
 }
 
+// fromLogRecord converts a log record; one the store could not decode is an
+// entry with Unreadable and the stored bytes, in its place.
 func fromLogRecord(r store.LogRecord) wire.LogEntry {
+	if r.Unreadable != nil {
+		return wire.LogEntry{Index: r.Index, Ops: []wire.Op{}, Status: wire.StatusUnreadable, Unreadable: true, Record: r.Raw}
+	}
 	return wire.LogEntry{
 		Index:          r.Index,
 		Term:           r.Term,
@@ -112,7 +117,7 @@ func fromFence(f *store.Fence) *wire.Fence {
 }
 
 func fromKV(kv store.KV) wire.KV {
-	return wire.KV{Key: kv.Key, Value: kv.Value, Version: kv.Version, Index: kv.ModIndex}
+	return wire.KV{Key: kv.Key, Value: kv.Value, Version: kv.Version, Index: kv.ModIndex, Unreadable: kv.Unreadable != nil}
 }
 
 // Errors inside node: whether a proposal may have reached a leader decides

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 )
 
 // debugAddrFile and metricsAddrFile are the files in the data directory that
@@ -47,8 +46,11 @@ func openSide(name, addr, file string, h http.Handler) (*debugServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen %s %s: %w", name, addr, err)
 	}
-	// No WriteTimeout: a CPU profile or a trace answers after ?seconds=N.
-	return &debugServer{ln: ln, file: file, srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}, nil
+	// The client listener's read deadlines and header limit (node.go). No
+	// WriteTimeout: a CPU profile or a trace answers after ?seconds=N.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+		IdleTimeout: httpIdleTimeout, MaxHeaderBytes: httpMaxHeaderBytes}
+	return &debugServer{ln: ln, file: file, srv: srv}, nil
 }
 
 // openMetrics binds cfg.MetricsAddr, serving GET /metrics from h; nil

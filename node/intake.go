@@ -41,9 +41,11 @@ type intake struct {
 
 // intakeEntry is one accepted, unresolved transaction.
 type intakeEntry struct {
+	// id and payload change only by reissue, under mu, by the entry's
+	// owner (busy): others read them through ident.
 	id      txid.ID
 	key     string // idempotency key; may be empty
-	payload []byte // EncodeTx bytes: the same in the WAL, in Redis and in Raft
+	payload []byte // EncodeTx bytes: the same in the WAL, in Redis and in Raft, but after a reissue
 	seq     uint64 // WAL sequence; 0 until the append returns
 	// busy is true while a request or the replayer proposes the entry.
 	// Invariant: an entry that is not busy has seq != 0 and belongs to the replayer.
@@ -159,6 +161,27 @@ func (in *intake) add(ps []*pending) (es, held []*intakeEntry) {
 	}
 	in.mu.Unlock()
 	return es, held
+}
+
+// ident returns e's txid and payload, which its owner may change (reissue)
+// while another request reads them (writer.resubmitted).
+func (in *intake) ident(e *intakeEntry) (txid.ID, []byte) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return e.id, e.payload
+}
+
+// reissue gives e, an entry a request or the replayer is proposing, a new
+// txid and payload (node's reissue). Its WAL record, if written, keeps the
+// old ones.
+func (in *intake) reissue(e *intakeEntry, id txid.ID, payload []byte) {
+	in.mu.Lock()
+	if in.entries[e.id] == e {
+		delete(in.entries, e.id)
+		in.entries[id] = e
+	}
+	e.id, e.payload = id, payload
+	in.mu.Unlock()
 }
 
 // parked records that es were answered 202 pending, held by heldBy[i].

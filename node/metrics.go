@@ -48,7 +48,10 @@ type nodeMetrics struct {
 	parkedWAL   prometheus.Counter
 	parkedRedis prometheus.Counter
 	replayed    [numReplay]prometheus.Counter
-	vecs        []prometheus.Collector // what registerMetrics registers of the above
+	// txidReissued counts the transactions a request proposed again under
+	// a fresh txid (writer.reissue).
+	txidReissued prometheus.Counter
+	vecs         []prometheus.Collector // what registerMetrics registers of the above
 }
 
 func newNodeMetrics() *nodeMetrics {
@@ -75,6 +78,10 @@ func newNodeMetrics() *nodeMetrics {
 		durAccepted: dur.WithLabelValues(wire.AckAccepted),
 		parkedWAL:   parked.WithLabelValues(wire.HeldByWAL),
 		parkedRedis: parked.WithLabelValues(wire.HeldByRedis),
+		txidReissued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "txlog_txid_reissued_total",
+			Help: "Transactions this node proposed again under a fresh txid because their first was recorded for another transaction.",
+		}),
 	}
 	for i, name := range outcomeNames {
 		m.tx[i] = tx.WithLabelValues(name)
@@ -82,7 +89,7 @@ func newNodeMetrics() *nodeMetrics {
 	for i, name := range replayNames {
 		m.replayed[i] = replayed.WithLabelValues(name)
 	}
-	m.vecs = []prometheus.Collector{tx, dur, parked, replayed}
+	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, m.txidReissued}
 	return m
 }
 

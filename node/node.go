@@ -279,6 +279,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	n.api = api.NewServer(api.Config{
 		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
+		MaxStreams:     cfg.MaxStreams,
 		NotifyAllow:    cfg.WebhookAllow,
 		Logger:         cfg.Logger,
 		Metrics:        cfg.Metrics,
@@ -286,8 +287,10 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	}, backend)
 	n.srv = &http.Server{
 		Handler:           n.api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		IdleTimeout:       httpIdleTimeout,
+		MaxHeaderBytes:    httpMaxHeaderBytes,
 	}
 	n.srv.RegisterOnShutdown(n.api.EndLogStreams) // they never go idle
 	n.peerSrv = newPeerServer(n.api)
@@ -367,7 +370,7 @@ func (n *Node) wire() {
 	n.props = &proposer{self: cfg.ID, dedupWindow: cfg.DedupWindow, db: n.db, raft: n.raft, peers: n.peers, log: n.log, fwd: fwd}
 	n.acks = &ackAll{self: cfg.ID, raft: n.raft, peers: n.peers}
 	n.writes = &writer{met: n.met, maxUnresolved: cfg.MaxUnresolved, intakeWAL: cfg.IntakeWAL, mem: n.mem, db: n.db, intake: n.intake, park: n.park, props: n.props, acks: n.acks, log: n.log, wg: &n.wg}
-	n.replay = &replayer{met: n.met, raft: n.raft, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
+	n.replay = &replayer{met: n.met, raft: n.raft, mem: n.mem, intake: n.intake, park: n.park, props: n.props, log: n.log, life: n.life}
 	n.lookups = &lookups{self: cfg.ID, db: n.db, raft: n.raft, intake: n.intake, peers: n.peers, mem: n.mem}
 	n.leases = &leases{mem: n.mem, peers: n.peers, props: n.props, look: n.lookups, db: n.db, raft: n.raft}
 	n.consumers = &consumers{look: n.lookups, db: n.db}
@@ -375,6 +378,25 @@ func (n *Node) wire() {
 	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr, n.mem.ident = n.raft, n.peers, n.props, n.httpAddr, n.ident
 	n.rm = &removal{raft: n.raft, mem: n.mem, peers: n.peers, intake: n.intake, replay: n.replay, log: n.log, httpAddr: n.httpAddr, shutdownTimeout: cfg.ShutdownTimeout, life: n.life}
 }
+
+// The client listener's deadlines and header limit (docs/api.md, HTTP), the
+// same whichever of net/http and the fast path (api/fastpath) reads a request.
+const (
+	// httpReadHeaderTimeout bounds a request's header: from the accept for a
+	// connection's first request, from its first byte for a later one.
+	httpReadHeaderTimeout = 10 * time.Second
+	// httpReadTimeout bounds the reading of a whole request, header and
+	// body, where no handler bounds the body itself (readBody sets
+	// api.Config.BodyTimeout): the rest of a body a handler left unread,
+	// which net/http reads after the answer.
+	httpReadTimeout = httpReadHeaderTimeout + api.DefaultBodyTimeout
+	// httpIdleTimeout bounds the wait for a keep-alive connection's next
+	// request.
+	httpIdleTimeout = 2 * time.Minute
+	// httpMaxHeaderBytes bounds a request's header (net/http answers 431
+	// past it); the API's requests have a few hundred bytes.
+	httpMaxHeaderBytes = 64 << 10
+)
 
 // dialer returns the Raft address override for --raft-dial, or nil without one.
 // A peer not in the map is dialled at its advertised address.

@@ -77,20 +77,22 @@ func (r *deliverRun) halt() {
 
 func (cb *callbacks) config() notify.Config {
 	return notify.Config{
-		Pending:    cb.pending,
-		Done:       cb.done,
-		Secret:     []byte(cb.cfg.WebhookSecret),
-		Allow:      cb.cfg.WebhookAllow,
-		MinBackoff: cb.cfg.WebhookMinBackoff,
-		MaxBackoff: cb.cfg.WebhookMaxBackoff,
-		Horizon:    cb.cfg.WebhookHorizon,
-		Logger:     cb.log.With("component", "notify"),
+		Pending:      cb.pending,
+		Done:         cb.done,
+		Secret:       []byte(cb.cfg.WebhookSecret),
+		Allow:        cb.cfg.WebhookAllow,
+		AllowPrivate: cb.cfg.WebhookAllowPrivate,
+		MinBackoff:   cb.cfg.WebhookMinBackoff,
+		MaxBackoff:   cb.cfg.WebhookMaxBackoff,
+		Horizon:      cb.cfg.WebhookHorizon,
+		Logger:       cb.log.With("component", "notify"),
 	}
 }
 
-// pending reads the store's pending deliveries as notify items.
-func (cb *callbacks) pending(max int) ([]notify.Item, error) {
-	ds, err := cb.db.Reads().Deliveries(0, max)
+// pending reads up to max of the store's pending deliveries after index
+// after, as notify items.
+func (cb *callbacks) pending(after uint64, max int) ([]notify.Item, error) {
+	ds, err := cb.db.Reads().Deliveries(after, max)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -34,6 +35,9 @@ type proposer struct {
 // A pending transaction keeps its txid across every retry, so proposing it again
 // after an ambiguous failure is safe: the store deduplicates by txid, and a
 // re-proposal of a transaction that did commit returns the original outcome.
+// A txid recorded for other bytes is refused (wire.ErrTxIDConflict); only a
+// request of this node gives its transaction a fresh txid then
+// (writer.reissue), once.
 type pending struct {
 	kind    store.CommandKind
 	payload []byte  // EncodeTx or EncodeNode bytes, never re-encoded
@@ -135,11 +139,8 @@ func (pr *proposer) settle(ctx context.Context, ps []*pending) {
 	// Catch up with what the leader has committed, as far as this node knows.
 	_ = pr.raft.WaitCurrent(ctx, pr.raft.Status().CommitIndex)
 	for _, p := range ps {
-		if p.id != 0 && p.st.isSent() {
-			if o, err := pr.db.Reads().Tx(p.id); err == nil {
-				p.resolve(result(o, false), nil)
-				continue
-			}
+		if p.id != 0 && p.st.isSent() && pr.foundTx(p) {
+			continue
 		}
 		res := wire.TxResult{TxID: p.id, Status: wire.StatusUnknown}
 		if !p.st.isSent() {
@@ -155,13 +156,10 @@ func (pr *proposer) settle(ctx context.Context, ps []*pending) {
 func (pr *proposer) proposeLocal(ctx context.Context, ps []*pending) {
 	var todo []*pending
 	for _, p := range ps {
-		if p.id != 0 && p.st.isSent() {
-			// Already in the log (an earlier, ambiguous attempt that did commit)?
-			// A transaction never proposed before cannot be; skip the read.
-			if o, err := pr.db.Reads().Tx(p.id); err == nil {
-				p.resolve(result(o, false), nil)
-				continue
-			}
+		// Already in the log (an earlier, ambiguous attempt that did commit)?
+		// A transaction never proposed before cannot be; skip the read.
+		if p.id != 0 && p.st.isSent() && pr.foundTx(p) {
+			continue
 		}
 		todo = append(todo, p)
 	}
@@ -186,6 +184,12 @@ func (pr *proposer) proposeLocal(ctx context.Context, ps []*pending) {
 				// Refused by every node alike: the key names another transaction.
 				o := a.Result.Outcome
 				p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: o.IdempotencyKey, TxID: o.TxID})
+				continue
+			}
+			if a.Result.TxIDConflict {
+				// Refused by every node alike: the txid names another
+				// transaction (the store counts and logs it).
+				p.resolve(wire.TxResult{TxID: p.id}, txidConflict(p.id, a.Result.Outcome.Index))
 				continue
 			}
 			p.resolve(result(a.Result.Outcome, a.Result.Duplicate), nil)
@@ -234,6 +238,8 @@ func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pendin
 		switch r.Error.Code {
 		case wire.CodeIdempotencyKeyReused:
 			p.resolve(wire.TxResult{}, r.Error.Err())
+		case wire.CodeTxIDConflict:
+			p.resolve(wire.TxResult{TxID: p.id}, r.Error.Err())
 		case wire.CodeNotLeader:
 			if !wasSent[i] {
 				p.st.unsend()
@@ -244,6 +250,33 @@ func (pr *proposer) proposeRemote(ctx context.Context, base string, ps []*pendin
 			p.resolve(wire.TxResult{TxID: p.id}, &wire.Error{Code: r.Error.Code, Message: r.Error.Message})
 		}
 	}
+}
+
+// foundTx resolves p, a transaction that may be in the log already, if its
+// txid is recorded: with the recorded outcome when it is p's transaction
+// (store.SameTx), else refused with wire.ErrTxIDConflict. It reports whether
+// it resolved p; a store that cannot answer leaves p open.
+func (pr *proposer) foundTx(p *pending) bool {
+	o, err := pr.db.Reads().TxFor(p.id, p.payload)
+	switch {
+	case errors.Is(err, store.ErrTxIDConflict):
+		pr.log.Warn("txid recorded for another transaction", "txid", p.id, "recorded_index", o.Index)
+		p.resolve(wire.TxResult{TxID: p.id}, txidConflict(p.id, 0))
+	case err != nil:
+		return false
+	default:
+		p.resolve(result(o, false), nil)
+	}
+	return true
+}
+
+// txidConflict is the error of a transaction refused because its txid id is
+// recorded for another transaction, at log index (0: not known here).
+func txidConflict(id txid.ID, index uint64) error {
+	if index == 0 {
+		return fmt.Errorf("%w: txid %s", wire.ErrTxIDConflict, id)
+	}
+	return fmt.Errorf("%w: txid %s names the transaction at index %d", wire.ErrTxIDConflict, id, index)
 }
 
 // result converts an outcome read from the store or returned by Apply.

@@ -27,6 +27,7 @@ const (
 type replayer struct {
 	met    *nodeMetrics
 	raft   *replication.Raft
+	mem    *membership // issues the fresh txids of reissue
 	intake *intake
 	park   parker // nil without Redis
 	props  *proposer
@@ -89,6 +90,9 @@ func (r *replayer) once() bool {
 	}
 	ctx, cancel := context.WithTimeout(r.life, replayTimeout)
 	r.props.propose(ctx, ps, wire.SubmitOptions{})
+	if again := reissue(r.mem, r.intake, r.met, r.log, ps, es); len(again) > 0 {
+		r.props.propose(ctx, again, wire.SubmitOptions{})
+	}
 	cancel()
 	done := r.finish(es, ps)
 	if done > 0 {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/txlog/txlog/api/wire"
@@ -15,6 +16,7 @@ import (
 //	open, sent ──resolve──▶ done
 //	open, sent, done (error not final) ──park──▶ parked
 //	open, sent, done (error not final) ──reopen──▶ sent
+//	done (txid conflict) ──reissue──▶ open
 //
 // open: accepted, not proposed. A request that ends here was not carried out
 // (ErrNoLeader).
@@ -33,6 +35,10 @@ import (
 // parked: answered 202 pending. The intake WAL holds it, fsynced (heldBy
 // starts with wire.HeldByWAL), and Redis too when heldBy says so; the replayer
 // commits it. Nothing changes it afterwards.
+//
+// reissue is a request's transaction refused because its txid, which this
+// node issued, is recorded for another transaction (wire.ErrTxIDConflict):
+// the request gives it a fresh txid and proposes it once more (writer.reissue).
 //
 // reopen is the intake WAL's failure: the append may or may not be on disk,
 // and a restart replays what is, so the command is sent (unknown) whatever it
@@ -131,6 +137,15 @@ func (s *state) reopen() {
 		s.refuse("reopen")
 	}
 	s.phase, s.res, s.err = phaseSent, wire.TxResult{}, nil
+}
+
+// reissue makes a command done with wire.ErrTxIDConflict open again, with
+// no answer, for a proposal under a fresh txid.
+func (s *state) reissue() {
+	if s.phase != phaseDone || !errors.Is(s.err, wire.ErrTxIDConflict) {
+		s.refuse("reissue")
+	}
+	s.phase, s.res, s.err = phaseOpen, wire.TxResult{}, nil
 }
 
 // confirm gives a committed answer (see committed) its ack=all durability:

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -27,6 +28,9 @@ func stateAt(t *testing.T, name string) state {
 		s.resolve(wire.TxResult{TxID: 7, Status: wire.StatusCommitted, Index: 3, Durability: wire.AckQuorum}, nil)
 	case "refused":
 		s.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: "k", TxID: 8})
+	case "conflict":
+		s.send()
+		s.resolve(wire.TxResult{TxID: 7}, fmt.Errorf("%w: txid 7", wire.ErrTxIDConflict))
 	case "failed":
 		s.send()
 		s.resolve(wire.TxResult{TxID: 7}, errors.New("store: entry 3: corrupt"))
@@ -49,17 +53,19 @@ func TestStateTransitions(t *testing.T) {
 		"resolve":       func(s *state) { s.resolve(committed, nil) },
 		"park":          func(s *state) { s.park(7, []string{wire.HeldByWAL, wire.HeldByRedis}) },
 		"reopen":        (*state).reopen,
+		"reissue":       (*state).reissue,
 		"confirm all":   func(s *state) { s.confirm(true) },
 		"confirm short": func(s *state) { s.confirm(false) },
 	}
 	// want[from][op] is the phase after op, absent when op is refused.
 	want := map[string]map[string]phase{
-		"open":    {"send": phaseSent, "resolve": phaseDone, "park": phaseParked, "reopen": phaseSent},
-		"sent":    {"send": phaseSent, "unsend": phaseOpen, "resolve": phaseDone, "park": phaseParked, "reopen": phaseSent},
-		"done":    {"confirm all": phaseDone, "confirm short": phaseDone},
-		"refused": {},
-		"failed":  {"park": phaseParked, "reopen": phaseSent},
-		"parked":  {},
+		"open":     {"send": phaseSent, "resolve": phaseDone, "park": phaseParked, "reopen": phaseSent},
+		"sent":     {"send": phaseSent, "unsend": phaseOpen, "resolve": phaseDone, "park": phaseParked, "reopen": phaseSent},
+		"done":     {"confirm all": phaseDone, "confirm short": phaseDone},
+		"refused":  {},
+		"conflict": {"reissue": phaseOpen},
+		"failed":   {"park": phaseParked, "reopen": phaseSent},
+		"parked":   {},
 	}
 	for from, allowed := range want {
 		for op, apply := range ops {

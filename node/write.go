@@ -118,6 +118,9 @@ func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.Sub
 	if opts.Ack != wire.AckAccepted {
 		pctx, cancel := withReserve(ctx)
 		w.props.propose(pctx, ps, opts)
+		if again := reissue(w.mem, w.intake, w.met, w.log, ps, es); len(again) > 0 {
+			w.props.propose(pctx, again, opts)
+		}
 		cancel()
 	}
 	w.parkOrSettle(ctx, ps, es, walf)
@@ -133,6 +136,40 @@ func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.Sub
 		results[slot[j]] = r
 	}
 	return results, nil
+}
+
+// reissue gives a fresh txid to each transaction of ps (es aligned with it)
+// that was refused because its txid is recorded for another transaction
+// (wire.ErrTxIDConflict), and returns them, open, for one more proposal. ps
+// are this node's (a request's, or the replayer's), and so are their txids:
+// another client proposed one first (a squatter) or the node issued one
+// twice. The transaction was not carried out, and under a txid of its own it
+// is a new one, with the same idempotency key (nothing was recorded under the
+// key). A transaction refused again answers 409 txid_conflict.
+//
+// The intake entry takes the new txid and payload; a WAL record already
+// written keeps the old ones. So a transaction parked after its retry, and
+// replayed from the WAL after a restart, meets the conflict again and is
+// reissued once more by the replayer: if the retry did commit before the
+// restart, and the transaction has no idempotency key, it commits twice.
+func reissue(mem *membership, in *intake, met *nodeMetrics, log *slog.Logger, ps []*pending, es []*intakeEntry) []*pending {
+	var again []*pending
+	if mem.writeErr() != nil {
+		return nil // no txids to issue (number.go): refused as it is
+	}
+	for i, p := range ps {
+		if !p.st.isDone() || !errors.Is(p.st.err, wire.ErrTxIDConflict) {
+			continue
+		}
+		old, id := p.id, mem.ids.Next()
+		p.id, p.payload = id, store.WithTxID(p.payload, id)
+		p.st.reissue()
+		in.reissue(es[i], id, p.payload)
+		met.txidReissued.Inc()
+		log.Warn("txid taken by another transaction; proposing under a fresh one", "txid", old, "new_txid", id)
+		again = append(again, p)
+	}
+	return again
 }
 
 // keep returns the elements of xs whose held is nil.
@@ -176,8 +213,9 @@ func (w *writer) recorded(p *pending, key string) bool {
 func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEntry) {
 	for i, p := range ps {
 		e := es[i]
-		if !store.SameTx(e.payload, p.payload) {
-			p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: e.key, TxID: e.id})
+		id, payload := w.intake.ident(e)
+		if !store.SameTx(payload, p.payload) {
+			p.resolve(wire.TxResult{}, &wire.KeyReusedError{Key: e.key, TxID: id})
 			continue
 		}
 		select {
@@ -192,17 +230,18 @@ func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEnt
 			p.resolve(res, err)
 			continue
 		}
+		id, payload = w.intake.ident(e) // reissued meanwhile, maybe
 		if !open {
-			if o, err := w.db.Reads().Tx(e.id); err == nil {
+			if o, err := w.db.Reads().TxFor(id, payload); err == nil {
 				p.resolve(result(o, true), nil)
 				continue
 			}
 		}
 		if heldBy != nil {
-			p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusPending, Durability: wire.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
+			p.resolve(wire.TxResult{TxID: id, Status: wire.StatusPending, Durability: wire.AckAccepted, Duplicate: true, HeldBy: heldBy}, nil)
 			continue
 		}
-		p.resolve(wire.TxResult{TxID: e.id, Status: wire.StatusUnknown}, wire.ErrUnknownOutcome)
+		p.resolve(wire.TxResult{TxID: id, Status: wire.StatusUnknown}, wire.ErrUnknownOutcome)
 	}
 }
 
@@ -311,5 +350,5 @@ const parkTimeout = 250 * time.Millisecond
 // so retrying it can never succeed.
 func isClientError(err error) bool {
 	var ae *wire.Error
-	return errors.As(err, &ae) || errors.Is(err, wire.ErrIdempotencyKeyReused)
+	return errors.As(err, &ae) || errors.Is(err, wire.ErrIdempotencyKeyReused) || errors.Is(err, wire.ErrTxIDConflict)
 }

@@ -108,10 +108,15 @@ func TestStore(t *testing.T) {
 		}
 		index = idx
 	}
-	// A duplicate txid changes nothing.
-	res, _, err := l.r.Apply(ctxTimeout(t, 5*time.Second), put(txid.ID(1), "k", "dup"))
+	// A duplicate txid changes nothing: the same transaction is a
+	// duplicate, another one under the txid is refused.
+	res, _, err := l.r.Apply(ctxTimeout(t, 5*time.Second), put(txid.ID(1), "k", "v0"))
 	if err != nil || !res.Duplicate {
 		t.Fatalf("Apply of a duplicate = %+v, %v; want Duplicate", res, err)
+	}
+	res, _, err = l.r.Apply(ctxTimeout(t, 5*time.Second), put(txid.ID(1), "k", "dup"))
+	if err != nil || !res.TxIDConflict || res.Duplicate {
+		t.Fatalf("Apply of another transaction under a txid = %+v, %v; want TxIDConflict", res, err)
 	}
 	for _, n := range nodes {
 		if err := n.r.WaitApplied(ctxTimeout(t, 10*time.Second), index); err != nil {

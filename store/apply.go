@@ -102,7 +102,24 @@ func (db *DB) Apply(entries []Entry) ([]Result, error) {
 	}
 	db.appliedTerm.Store(a.st.term)
 	db.applied.Store(a.st.index)
+	if a.txidConflicts > 0 {
+		db.txidConflicted(entries, results)
+	}
 	return results, nil
+}
+
+// txidConflicted counts and logs the entries Apply refused because their
+// txid is recorded for another transaction (Result.TxIDConflict): a client
+// that proposed a txid it did not get from a node, or a node that issued one
+// twice.
+func (db *DB) txidConflicted(entries []Entry, results []Result) {
+	for i, r := range results {
+		if r.TxIDConflict {
+			db.txidConflicts.Inc()
+			db.logger.Warn("txid recorded for another transaction; entry refused",
+				"txid", r.Outcome.TxID, "index", entries[i].Index, "recorded_index", r.Outcome.Index)
+		}
+	}
 }
 
 // applyIn applies entries in btx and saves the applied state there.
@@ -243,6 +260,7 @@ type applier struct {
 	floor int64
 
 	nodesChanged   bool          // a node was registered
+	txidConflicts  int           // transactions refused for a txid recorded for another (Result.TxIDConflict)
 	st             appliedState  // updated as entries apply; saved by saveState
 	savedMax       int64         // st.maxTime as stored in the meta bucket
 	savedKVApplied uint64        // st.kvApplied as stored in the meta bucket
@@ -356,6 +374,10 @@ func (a *applier) applyTx(e Entry, c Command, tx Tx) (Result, error) {
 		// The key names another transaction: refused, recording nothing, and
 		// the same on every node; Outcome names the original.
 		return Result{Kind: KindTx, Outcome: o, Reused: true}, nil
+	case dup == seenTxID:
+		// The txid names another transaction: refused the same way.
+		a.txidConflicts++
+		return Result{Kind: KindTx, Outcome: o, TxIDConflict: true}, nil
 	case dup == seenSame:
 		if o.TxID != tx.ID {
 			// A resubmission under another txid (same idempotency key): remember
@@ -471,12 +493,16 @@ const (
 	seenNone  seen = iota // a new transaction
 	seenSame              // tx's txid, or its idempotency key for the same transaction (SameTx)
 	seenOther             // its idempotency key, recorded for another transaction
+	seenTxID              // its txid, recorded for another transaction
 )
 
 // duplicate returns the recorded outcome of tx's txid or, failing that, of the
 // txid its idempotency key maps to, and whether that transaction is the one
-// whose EncodeTx bytes are payload. A txid is recorded for one transaction
-// only, so a hit by txid is not compared.
+// whose EncodeTx bytes are payload (SameTx). A txid names one transaction: a
+// hit by txid whose recorded bytes are another transaction's is seenTxID,
+// whatever the idempotency key says. The recorded bytes of an alias (a
+// resubmission under another txid) are the original's, which SameTx
+// compares but for the txid, as it did when it recorded the alias.
 func (a *applier) duplicate(tx Tx, payload []byte) (Outcome, seen, error) {
 	id := tx.ID
 	v := a.txsGet.u64(uint64(id))
@@ -498,6 +524,8 @@ func (a *applier) duplicate(tx Tx, payload []byte) (Outcome, seen, error) {
 		return Outcome{}, seenNone, nil
 	case err != nil:
 		return Outcome{}, seenNone, err
+	case !byKey && !SameTx(recorded, payload):
+		return o, seenTxID, nil
 	case !byKey:
 		return o, seenSame, nil
 	case o.IdempotencyKey != tx.IdempotencyKey:

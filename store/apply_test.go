@@ -202,8 +202,10 @@ func TestDedup(t *testing.T) {
 		again    Entry
 		untouchd string // a key the duplicate would have written, if any
 	}{
-		{"same txid", txEntry(1, 7, "", put("a", "1")), txEntry(2, 7, "", put("b", "1")), "b"},
-		{"same txid, other idempotency key", txEntry(1, 7, "k1", put("a", "1")), txEntry(2, 7, "k2", put("b", "1")), "b"},
+		// Under a txid, only the same bytes are a duplicate (TestTxIDConflict).
+		{"same txid", txEntry(1, 7, "", put("a", "1")), txEntry(2, 7, "", put("a", "1")), ""},
+		{"same txid and idempotency key", txEntry(1, 7, "k1", put("a", "1")), txEntry(2, 7, "k1", put("a", "1")), ""},
+		{"same txid, rejected original", txEntry(1, 7, "", ifv(put("a", "1"), 4)), txEntry(2, 7, "", ifv(put("a", "1"), 4)), "a"},
 		// Under a key, only the same transaction is a duplicate (TestIdemReused).
 		{"same idempotency key", txEntry(1, 7, "k", put("a", "1")), txEntry(2, 8, "k", put("a", "1")), ""},
 		{"rejected original", txEntry(1, 7, "k", ifv(put("a", "1"), 4)), txEntry(2, 8, "k", ifv(put("a", "1"), 4)), "a"},

@@ -161,6 +161,15 @@ func SameTx(a, b []byte) bool {
 		bytes.Equal(a[txHeaderBytes:], b[txHeaderBytes:])
 }
 
+// WithTxID returns a copy of EncodeTx bytes b with txid id in place of
+// theirs: the same transaction under another txid (SameTx). b must be at least
+// a transaction's header; WithTxID checks nothing else.
+func WithTxID(b []byte, id txid.ID) []byte {
+	out := bytes.Clone(b)
+	binary.BigEndian.PutUint64(out[1:txHeaderBytes], uint64(id))
+	return out
+}
+
 // DecodeTx decodes EncodeTx bytes; bad input gives an error wrapping ErrCorrupt.
 // It checks the limits MaxOps, MaxKeyBytes and MaxIdempotencyKeyBytes, and that the
 // txid is not zero. The returned Tx does not alias b. A put's Value is never nil; a

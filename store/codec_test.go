@@ -328,3 +328,19 @@ func TestSameTx(t *testing.T) {
 		})
 	}
 }
+
+func TestWithTxID(t *testing.T) {
+	tx := Tx{ID: 7, IdempotencyKey: "k", Ops: []Op{put("a", "1")}, Notify: "http://127.0.0.1:1/x"}
+	b := EncodeTx(tx)
+	got := WithTxID(b, 9)
+	if !SameTx(b, got) {
+		t.Fatalf("SameTx(b, WithTxID(b, 9)) = false, want true")
+	}
+	tx.ID = 9
+	if want := EncodeTx(tx); !bytes.Equal(got, want) {
+		t.Fatalf("WithTxID(b, 9) = %x, want %x", got, want)
+	}
+	if id, err := CheckTx(b); err != nil || id != 7 {
+		t.Fatalf("CheckTx(b) = %v, %v after WithTxID; want 7: b was changed", id, err)
+	}
+}

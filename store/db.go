@@ -181,10 +181,13 @@ type DB struct {
 	commits committer
 	file    dbFile
 
-	path     string
-	fsync    prometheus.Observer // durable.go's fdatasyncs of the file (metrics.go); nil without Config.Metrics
-	cfg      Config
-	kvLimits kvLimits // from cfg
+	path  string
+	fsync prometheus.Observer // durable.go's fdatasyncs of the file (metrics.go); nil without Config.Metrics
+	// txidConflicts counts the entries Apply refused with Result.TxIDConflict
+	// (metrics.go); registered with Config.Metrics, if set.
+	txidConflicts prometheus.Counter
+	cfg           Config
+	kvLimits      kvLimits // from cfg
 	// retain is the retention progress (retain.go), nil when Config.Retention
 	// is off; used by the apply goroutine only.
 	retain *retainState
@@ -252,7 +255,8 @@ func Open(path string, cfg Config) (*DB, error) {
 			keys: cfg.KVFlushKeys, logBytes: cfg.KVFlushLogBytes, records: cfg.KVFlushRecords,
 			stepKeys: cfg.KVFlushStepKeys,
 		},
-		logger: cfg.Logger.With("component", "store"),
+		logger:        cfg.Logger.With("component", "store"),
+		txidConflicts: newTxIDConflicts(),
 	}
 	db.reads.db, db.commits.db, db.file.db = db, db, db
 	if cfg.Retention.On() {

@@ -155,6 +155,16 @@
 // alike. A refused entry records nothing, like a duplicate but without the
 // alias: its txid stays unknown.
 //
+// A txid, too, names one transaction: an entry whose txid is recorded is a
+// duplicate only when SameTx holds against the recorded bytes (for an alias,
+// the original's, compared but for the txid as when the alias was recorded);
+// another transaction under the txid is refused (Result.TxIDConflict,
+// counted in txlog_txid_conflicts_total and logged at Warn), and
+// Reader.TxFor answers ErrTxIDConflict the same way. The dedup tables are
+// unchanged: the comparison reads the log record txs points at, as for a
+// key, so files and snapshots of every schema are checked alike and a
+// restart or a restore changes no answer.
+//
 // # Goroutines
 //
 // Apply, Snapshot and Restore are called from one goroutine, the apply loop.

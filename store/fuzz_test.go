@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -190,6 +192,99 @@ func FuzzDecodeKV(f *testing.F) {
 		}
 		if !bytes.Equal(enc, b) {
 			t.Fatalf("encoding decodeKV(b) = %x, want %x", enc, b)
+		}
+	})
+}
+
+// FuzzTxIDConflict applies a transaction and then another under the same
+// txid: the second is a duplicate when it is the same transaction (SameTx),
+// and refused with TxIDConflict otherwise, never applied.
+func FuzzTxIDConflict(f *testing.F) {
+	a := EncodeTx(Tx{ID: 1, Ops: []Op{put("a", "1")}})
+	f.Add(a, a)
+	f.Add(a, EncodeTx(Tx{ID: 1, Ops: []Op{put("a", "2")}}))
+	f.Add(a, EncodeTx(Tx{ID: 1, IdempotencyKey: "k", Ops: []Op{put("a", "1")}}))
+	k := EncodeTx(Tx{ID: 1, IdempotencyKey: "k", Fence: &Fence{Lease: "l", Token: 1}, Ops: []Op{ifv(put("a", "1"), 0)}})
+	f.Add(k, k)
+	f.Add(k, EncodeTx(Tx{ID: 1, IdempotencyKey: "k", Ops: []Op{ifv(put("a", "1"), 0)}}))
+	f.Add(a, []byte{1})
+	f.Fuzz(func(t *testing.T, first, second []byte) {
+		if len(first) < txHeaderBytes || len(second) < txHeaderBytes {
+			return
+		}
+		first, second = WithTxID(first, 7), WithTxID(second, 7)
+		if _, err := DecodeTx(first); err != nil {
+			return
+		}
+		db := openTest(t)
+		entry := func(index uint64, payload []byte) Entry {
+			return entryAt(index, KindTx, t0, 0, payload)
+		}
+		res := applyOK(t, db, entry(1, first), entry(2, second))
+		if res[0].Err != nil || res[0].Duplicate || res[0].TxIDConflict {
+			t.Fatalf("first = %+v, want a new outcome", res[0])
+		}
+		before := dump(t, db)
+		r := res[1]
+		if _, err := DecodeTx(second); err != nil {
+			if r.Err == nil {
+				t.Fatalf("second (undecodable) = %+v, want Err", r)
+			}
+			return
+		}
+		same := SameTx(first, second)
+		if r.Duplicate != same || r.TxIDConflict == same || r.Reused || r.Outcome.Index != 1 {
+			t.Fatalf("second (SameTx %v) = %+v, want duplicate %v, TxIDConflict %v, naming index 1", same, r, same, !same)
+		}
+		// Neither wrote anything: applied once more, the state is the same.
+		applyOK(t, db, entry(3, second))
+		after := dump(t, db)
+		delete(before, "meta")
+		delete(after, "meta")
+		if !reflect.DeepEqual(after, before) {
+			t.Fatalf("state changed by a resubmission under the txid:\nbefore %v\nafter  %v", before, after)
+		}
+	})
+}
+
+// FuzzDecodeLogRecord checks the decoder of the log bucket's records, which
+// the reads run on whatever the file holds: bad bytes are a clean
+// ErrCorrupt (which Reader.Log answers as LogRecord.Unreadable), never a
+// panic, and a record that decodes, encoded again, decodes to the same.
+func FuzzDecodeLogRecord(f *testing.F) {
+	tx := EncodeTx(Tx{ID: 3, IdempotencyKey: "k", Ops: []Op{put("a", `"A"`), put("b", "not json")}})
+	committed := Outcome{Term: 2, Time: t0, Status: StatusCommitted}
+	f.Add(appendLogValue(nil, committed, []pending{{key: "a", version: 1}, {key: "b", version: 4}}, tx))
+	f.Add(appendLogValue(nil, Outcome{Term: 1, Time: -1, Status: StatusRejected, Conflict: &Conflict{Key: "a", Expected: 1, Actual: 2}}, nil, tx))
+	f.Add(appendLogValue(nil, Outcome{Term: 1, Status: StatusRejected, Conflict: &Conflict{Fence: "l", Expected: 5}}, nil, tx))
+	f.Add(appendLogValue(nil, Outcome{Term: 1, Status: StatusRejected, Conflict: &Conflict{Group: "g", Expected: 5, Actual: 9}}, nil, tx))
+	f.Add([]byte{0xff, 0x00, 'x'})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, txBytes, err := decodeLogRecord(9, b, true)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("decodeLogRecord() = %v, want ErrCorrupt", err)
+			}
+			return
+		}
+		if r.Index != 9 {
+			t.Fatalf("decodeLogRecord() index = %d, want 9", r.Index)
+		}
+		var writes []pending
+		for k, v := range r.Versions {
+			writes = append(writes, pending{key: k, version: v})
+		}
+		slices.SortFunc(writes, func(x, y pending) int { return strings.Compare(x.key, y.key) })
+		o := r.Outcome
+		if o.Status == StatusRejected && o.Conflict == nil {
+			t.Fatalf("decodeLogRecord() = rejected without a conflict: %+v", r)
+		}
+		// Encoded again (versions in key order), it decodes to the same.
+		enc := appendLogValue(nil, o, writes, txBytes)
+		again, _, err := decodeLogRecord(9, enc, true)
+		if err != nil || !reflect.DeepEqual(again, r) {
+			t.Fatalf("decodeLogRecord(appendLogValue(decodeLogRecord(b))) = %+v, %v; want %+v", again, err, r)
 		}
 	})
 }

@@ -167,9 +167,11 @@ func TestKVRefCorrupt(t *testing.T) {
 		return nil
 	})
 	db = openCfg(t, path, cfg)
+	// An unreadable state is answered as such (TestUnreadableRecords), never
+	// a value.
 	for _, c := range bad {
-		if kv, err := db.Reads().Get(c.key); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%s: Get(%q) = %+v, %v; want ErrCorrupt", c.what, c.key, kv, err)
+		if kv, err := db.Reads().Get(c.key); err != nil || !errors.Is(kv.Unreadable, ErrCorrupt) || kv.Value != nil {
+			t.Errorf("%s: Get(%q) = %+v, %v; want Unreadable wrapping ErrCorrupt", c.what, c.key, kv, err)
 		}
 	}
 }

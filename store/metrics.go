@@ -28,7 +28,16 @@ func (db *DB) metrics() []prometheus.Collector {
 		}
 		return float64(st.Size())
 	})
-	return []prometheus.Collector{fsync, size}
+	return []prometheus.Collector{fsync, size, db.txidConflicts}
+}
+
+// newTxIDConflicts makes txlog_txid_conflicts_total, which DB counts with or
+// without Config.Metrics.
+func newTxIDConflicts() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "txlog_txid_conflicts_total",
+		Help: "Transaction entries the state machine refused because their txid is recorded for another transaction (every node counts the entries it applies).",
+	})
 }
 
 // fsyncHelp is the help of txlog_fsync_duration_seconds, the same in every

@@ -89,7 +89,7 @@ func TestNotifyDeliveries(t *testing.T) {
 		notifyEntry(2, 2, "k2", "http://127.0.0.1:1/a", put("b", "1")),
 		notifyEntry(3, 3, "", "http://127.0.0.1:1/b", ifv(put("a", "2"), 7)), // rejected
 		notifyEntry(4, 4, "k2", "http://127.0.0.1:1/a", put("b", "1")),       // duplicate
-		notifyEntry(5, 2, "", "http://127.0.0.1:1/a", put("b", "1")),         // duplicate txid
+		notifyEntry(5, 2, "k2", "http://127.0.0.1:1/a", put("b", "1")),       // duplicate txid
 		txEntry(6, 6, "", put("c", "1")),
 	)
 	if !res[2].Duplicate || !res[3].Duplicate {

@@ -189,6 +189,7 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred, retain boo
 	model := map[string]modelKV{}
 	var index uint64
 	var nextID txid.ID
+	sentOps := map[txid.ID][]Op{} // each txid's ops, for its resubmissions
 	var flushes, replays, crashes int
 	var history []Entry // every entry applied, for what a crash loses
 	kvApplied := uint64(0)
@@ -199,18 +200,25 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred, retain boo
 			versions  map[string]uint64
 			conflict  *Conflict
 			duplicate bool
+			conflict2 bool // TxIDConflict: the txid with other bytes
 		}
 		var wants []want
 		for range 1 + rnd.IntN(12) {
 			index += 1 + uint64(rnd.IntN(2)) // indexes have gaps
 			if nextID > 0 && rnd.IntN(15) == 0 {
-				// A resubmission: a duplicate that writes nothing.
+				// A resubmission: a duplicate that writes nothing, or, with
+				// other bytes, refused and writing nothing either.
 				id := 1 + txid.ID(rnd.IntN(int(nextID)))
 				if retain {
 					id = nextID - txid.ID(rnd.IntN(int(min(nextID, 3))))
 				}
-				entries = append(entries, txEntry(index, id, "", put(keys[0], "dup")))
-				wants = append(wants, want{duplicate: true})
+				if rnd.IntN(2) == 0 {
+					entries = append(entries, txEntry(index, id, "", sentOps[id]...))
+					wants = append(wants, want{duplicate: true})
+				} else {
+					entries = append(entries, txEntry(index, id, "", put(keys[0], "dup")))
+					wants = append(wants, want{conflict2: true})
+				}
 				continue
 			}
 			nextID++
@@ -231,6 +239,7 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred, retain boo
 				tx.Ops = append(tx.Ops, op)
 			}
 			entries = append(entries, txEntry(index, tx.ID, "", tx.Ops...))
+			sentOps[tx.ID] = tx.Ops
 			s, v, c := modelApply(model, index, tx)
 			wants = append(wants, want{status: s, versions: v, conflict: c})
 		}
@@ -238,6 +247,12 @@ func testOverlayModel(t *testing.T, nkeys int, seed uint64, deferred, retain boo
 		history = append(history, entries...)
 		for i, r := range res {
 			w := wants[i]
+			if w.conflict2 {
+				if !r.TxIDConflict || r.Duplicate {
+					t.Fatalf("batch %d, entry %d: Result %+v, want TxIDConflict", batch, entries[i].Index, r)
+				}
+				continue
+			}
 			if w.duplicate {
 				if !r.Duplicate {
 					t.Fatalf("batch %d, entry %d: Result %+v, want a duplicate", batch, entries[i].Index, r)

@@ -37,6 +37,29 @@ func (r *Reader) Tx(id txid.ID) (Outcome, error) {
 	return o, err
 }
 
+// TxFor is Tx for a proposal of payload, the EncodeTx bytes of the
+// transaction with txid id: when the transaction recorded under id is not the
+// same (SameTx), it returns an error wrapping ErrTxIDConflict, as Apply would
+// refuse payload (Result.TxIDConflict). A nil payload is not compared.
+func (r *Reader) TxFor(id txid.ID, payload []byte) (Outcome, error) {
+	db := r.db
+	var o Outcome
+	err := db.viewApplied(func(tx *bolt.Tx) (bool, error) {
+		key := txidKey(id)
+		var recorded []byte
+		var err error
+		o, recorded, err = outcomeTxAt(tx.Bucket(bucketLog), id, tx.Bucket(bucketTxs).Get(key))
+		if err == nil && payload != nil && !SameTx(recorded, payload) {
+			err = fmt.Errorf("txid %s: %w (at index %d)", id, ErrTxIDConflict, o.Index)
+		}
+		return false, err
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	return o, nil
+}
+
 // TxByIdempotencyKey returns the outcome of a transaction by idempotency key, or
 // ErrNotFound, as Tx does. The empty key is never found. It looks the key up in
 // the in-memory index and reads the record from bbolt, so a call that races an
@@ -103,7 +126,8 @@ func (r *Reader) indexed(key string) bool {
 
 // Get returns a key's current state, or ErrNotFound. The caller owns the result.
 // It reads the kv overlay and, when the overlay does not have the key, the kv
-// bucket.
+// bucket. A state it cannot decode, or whose value's log record it cannot,
+// is returned with KV.Unreadable set, not as an error.
 func (r *Reader) Get(key string) (KV, error) {
 	db := r.db
 	db.mu.RLock()
@@ -132,10 +156,14 @@ func (r *Reader) Get(key string) (KV, error) {
 		var byRef bool
 		var err error
 		if kv, byRef, err = decodeKV(key, v); err != nil {
-			return err
+			kv = KV{Key: key, Unreadable: err}
+			return nil
 		}
 		if byRef {
 			kv.Value, err = kvValueAt(tx.Bucket(bucketLog), key, kv.Version, kv.ModIndex)
+			if errors.Is(err, ErrCorrupt) {
+				kv.Value, kv.Unreadable, err = nil, err, nil
+			}
 			return err
 		}
 		kv.Value = append([]byte{}, kv.Value...) // out of bbolt memory
@@ -151,7 +179,8 @@ func (r *Reader) Get(key string) (KV, error) {
 // order, and the index to continue from: the last returned index + 1, or from when
 // nothing is returned. A limit <= 0 returns nothing. Indexes have gaps: only
 // transaction entries with a new outcome (committed or rejected) are in the log,
-// not duplicates or other entries. The caller owns the result.
+// not duplicates or other entries. A record that cannot be decoded is returned
+// with LogRecord.Unreadable set, in its place. The caller owns the result.
 func (r *Reader) Log(from uint64, limit int) ([]LogRecord, uint64, error) {
 	db := r.db
 	if limit <= 0 {
@@ -190,7 +219,9 @@ func readLog(tx *bolt.Tx, from uint64, limit int) ([]LogRecord, uint64, error) {
 		index := u64(k)
 		r, err := decodeLogValue(index, v, true)
 		if err != nil {
-			return nil, from, err
+			// Not a reason to stop a reader at this index for good: the
+			// record goes out as it is stored (LogRecord.Unreadable).
+			r = LogRecord{Outcome: Outcome{Index: index}, Unreadable: err, Raw: bytes.Clone(v)}
 		}
 		recs = append(recs, r)
 		next = index + 1

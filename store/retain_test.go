@@ -207,7 +207,7 @@ func TestRetainDedup(t *testing.T) {
 	if f := firstIndex(t, db); f != 1 {
 		t.Fatalf("FirstIndex() = %d while an alias points at record 1, want 1", f)
 	}
-	if r := next(t0+1600*ms, 2, "", put("a", "1")); !r.Duplicate || r.Outcome.Index != 1 {
+	if r := next(t0+1600*ms, 2, "key-a", put("a", "1")); !r.Duplicate || r.Outcome.Index != 1 {
 		t.Fatalf("the alias's txid resubmitted = %+v, want a duplicate of index 1", r)
 	}
 	// Well past two windows every dedup record of the start is gone, and so

@@ -313,6 +313,8 @@ func formatResult(r Result) string {
 		return "duplicate of " + formatOutcome(r.Outcome) + "\n"
 	case r.Reused:
 		return "reused by " + formatOutcome(r.Outcome) + "\n"
+	case r.TxIDConflict:
+		return "txid conflict with " + formatOutcome(r.Outcome) + "\n"
 	}
 	return formatOutcome(r.Outcome) + "\n"
 }

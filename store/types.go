@@ -129,19 +129,26 @@ type Outcome struct {
 //	new transaction              KindTx            new        false      false    nil
 //	repeated txid or idem key    KindTx            original   true       false    nil
 //	idem key of another tx       KindTx            original   false      false    nil   (Reused)
+//	txid of another tx           KindTx            original   false      false    nil   (TxIDConflict)
 //	node registration            KindRegisterNode  zero       false      false    nil
 //	lease command                KindLease         zero       false      false    nil   (Lease)
 type Result struct {
 	// Outcome is the transaction's outcome. For a duplicate it is the original one.
 	Outcome Outcome
-	// Duplicate is true when the txid or idempotency key was already recorded: the
-	// entry changed nothing.
+	// Duplicate is true when the txid or idempotency key was already recorded
+	// for the same transaction (SameTx): the entry changed nothing.
 	Duplicate bool
 	// Reused is true when the idempotency key was already recorded for another
 	// transaction (not SameTx): the entry changed nothing, it is not a
 	// duplicate, and Outcome is the original transaction's. Every node finds
 	// the same, as for a conflict.
 	Reused bool
+	// TxIDConflict is true when the txid was already recorded for another
+	// transaction (not SameTx), in an earlier batch or earlier in this one:
+	// a txid names one transaction, so the entry changed nothing, it is
+	// neither committed nor a duplicate, and Outcome is the recorded
+	// transaction's. Every node finds the same.
+	TxIDConflict bool
 	// Skipped is true when the entry was at or below the applied index (a replay
 	// after restart). A skipped entry is not decoded and changes nothing.
 	Skipped bool
@@ -162,14 +169,23 @@ type LogRecord struct {
 	Outcome
 	Ops   []Op
 	Fence *Fence // the transaction's fence, if it had one (read with the ops)
+	// Unreadable is set, wrapping ErrCorrupt, when the stored record could
+	// not be decoded: then Index is its index, Raw its stored bytes, and
+	// every other field is zero. Reader.Log goes on past it.
+	Unreadable error
+	Raw        []byte
 }
 
 // KV is one key's current state.
 type KV struct {
 	Key      string
-	Value    []byte // raw JSON
+	Value    []byte // raw JSON, as the put stored it
 	Version  uint64
 	ModIndex uint64 // the Raft index that last wrote the key
+	// Unreadable is set, wrapping ErrCorrupt, when the key's stored state
+	// or the log record holding its value could not be decoded: then Value
+	// is nil, and Version and ModIndex are what could be read (0 if not).
+	Unreadable error
 }
 
 // Limits checked by DecodeTx.
@@ -194,6 +210,11 @@ var (
 
 	// ErrKeyReused is what a *KeyReusedError is (errors.Is).
 	ErrKeyReused = errors.New("idempotency key reused for another transaction")
+
+	// ErrTxIDConflict is returned (wrapped) by Reader.TxFor when the txid is
+	// recorded for another transaction, as Apply refuses it
+	// (Result.TxIDConflict).
+	ErrTxIDConflict = errors.New("txid recorded for another transaction")
 
 	// errNotIndexed is ErrNotFound from the in-memory idempotency index, which
 	// is current, so no commit of open entries can change it.

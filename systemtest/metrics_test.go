@@ -114,6 +114,7 @@ func TestMetrics(t *testing.T) {
 		"txlog_raft_leader_changes_total", "txlog_raft_last_contact_seconds",
 		"txlog_fsync_duration_seconds", "txlog_store_bytes", "txlog_disk_free_bytes", "txlog_disk_size_bytes",
 		"txlog_intake_oldest_age_seconds", "txlog_leases_held",
+		"txlog_txid_conflicts_total", "txlog_txid_reissued_total", "txlog_unreadable_records_total",
 		"go_goroutines", "process_resident_memory_bytes", "raft_state_follower",
 	} {
 		if before[name] == nil {

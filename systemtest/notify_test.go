@@ -1,18 +1,23 @@
 package systemtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/notify"
 )
@@ -132,7 +137,7 @@ func notifyTx(key, url string, reject bool) wire.TxRequest {
 func TestCallbacksSurviveLeaderKill(t *testing.T) {
 	rcv := newCBReceiver(t)
 	rcv.fail.Store(true) // nothing is finished before the kill
-	c := startClusterWith(t, "--webhook-allow=127.0.0.1:*", "--webhook-secret="+webhookSecret,
+	c := startClusterWith(t, "--webhook-allow="+rcv.srv.Listener.Addr().String(), "--webhook-secret="+webhookSecret,
 		"--webhook-min-backoff=50ms", "--webhook-max-backoff=500ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -181,7 +186,7 @@ func TestCallbacksOutlastFailingReceiver(t *testing.T) {
 	const outage = time.Minute
 	rcv := newCBReceiver(t)
 	rcv.fail.Store(true)
-	c := startClusterWith(t, "--webhook-allow=127.0.0.1:*", "--webhook-secret="+webhookSecret,
+	c := startClusterWith(t, "--webhook-allow="+rcv.srv.Listener.Addr().String(), "--webhook-secret="+webhookSecret,
 		"--webhook-min-backoff=200ms", "--webhook-max-backoff=3s")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -220,5 +225,148 @@ func TestCallbacksOutlastFailingReceiver(t *testing.T) {
 		if rcv.hits[id] < 3 {
 			t.Errorf("delivery %s: %d attempts; want retries through the outage", id, rcv.hits[id])
 		}
+	}
+}
+
+// silentReceiver listens on loopback, accepts every connection and never
+// answers: a callback to it times out. It returns its address and the
+// number of connections accepted so far.
+func silentReceiver(t *testing.T) (string, func() int) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+}
+
+// TestCallbacksFairAcrossDestinations: 1,000 committed transactions whose
+// callbacks go to a receiver that never answers (each attempt times out
+// after 10s), then one whose callback goes to a good receiver: the good one
+// is delivered within 2s of its answer, with the node's default backoff and
+// bounds. Before the deliverer was fair it read only the 1,000 oldest
+// pending deliveries, and the good one waited for as long as they stayed.
+func TestCallbacksFairAcrossDestinations(t *testing.T) {
+	rcv := newCBReceiver(t)
+	silent, accepted := silentReceiver(t)
+	c := startClusterWith(t, "--webhook-allow="+silent+","+rcv.srv.Listener.Addr().String(), "--webhook-secret="+webhookSecret)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := c.URL(leader)
+	txs := make([]wire.TxRequest, 1000)
+	for i := range txs {
+		txs[i] = notifyTx(fmt.Sprintf("silent%d", i), "http://"+silent+"/cb", false)
+	}
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}, Timeout: time.Minute})
+	res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Status != wire.StatusCommitted {
+			t.Fatalf("tx %d: %+v; want committed", i, r)
+		}
+	}
+	// The deliverer is at work on the silent receiver before the good one comes.
+	if err := launcher.Poll(ctx, 10*time.Millisecond, func(context.Context) error {
+		if accepted() == 0 {
+			return errors.New("no attempt at the silent receiver yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	a := postTx(ctx, t, base, notifyTx("good", rcv.srv.URL+"/hook", false), 5*time.Second)
+	acked := time.Now()
+	if !decided(a) {
+		t.Fatalf("good tx: %d %+v %+v", a.status, a.res, a.err)
+	}
+	rcv.waitDelivered(ctx, t, []wireAnswer{a})
+	rcv.mu.Lock()
+	took := rcv.okAt[wire.CallbackDeliveryID(a.res.Index, a.res.TxID)].Sub(acked)
+	rcv.mu.Unlock()
+	t.Logf("the good callback arrived %s after its answer; the silent receiver accepted %d connections", took, accepted())
+	if took > 2*time.Second {
+		t.Fatalf("the good callback arrived %s after its answer, behind 1,000 to a silent receiver; want at most 2s", took)
+	}
+}
+
+// TestCallbacksConnectCheck: with --webhook-allow naming a receiver by its
+// IP and port and another by "localhost" and its port, a notify url for
+// another port of the first receiver's IP (named or the default), or for
+// localhost on another port, is refused 400 at submit; one for
+// "localhost" is accepted (the name matches), but the leader refuses the
+// connection, since localhost resolves to loopback and no pattern names the
+// IP with that port: the second receiver is never called, and the leader
+// logs the refusal.
+func TestCallbacksConnectCheck(t *testing.T) {
+	rcv := newCBReceiver(t)
+	other := newCBReceiver(t)
+	_, otherPort, err := net.SplitHostPort(other.srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startClusterWith(t, "--webhook-allow="+rcv.srv.Listener.Addr().String()+",localhost:"+otherPort, "--webhook-secret="+webhookSecret,
+		"--webhook-min-backoff=50ms", "--webhook-max-backoff=200ms")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := c.URL(leader)
+	for _, u := range []string{"http://127.0.0.1:" + otherPort + "/x", "http://localhost:1/x", "https://127.0.0.1/x"} {
+		if a := postTx(ctx, t, base, notifyTx("refused", u, false), 5*time.Second); a.status != http.StatusBadRequest || a.err == nil || a.err.Code != wire.CodeNotifyNotAllowed {
+			t.Fatalf("notify to %s: %d %+v; want 400 notify_not_allowed", u, a.status, a.err)
+		}
+	}
+	a := postTx(ctx, t, base, notifyTx("by-name", "http://localhost:"+otherPort+"/x", false), 5*time.Second)
+	if !decided(a) {
+		t.Fatalf("notify to localhost: %d %+v %+v; want committed", a.status, a.res, a.err)
+	}
+	if err := launcher.Poll(ctx, 50*time.Millisecond, func(context.Context) error {
+		b, err := os.ReadFile(c.Node(leader).LogPath())
+		if err != nil {
+			return err
+		}
+		if !bytes.Contains(b, []byte("notify: connection refused by --webhook-allow")) {
+			return errors.New("the leader has not logged a refused connection")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if len(other.hits) != 0 {
+		t.Fatalf("the receiver behind localhost was called: %v", other.hits)
 	}
 }

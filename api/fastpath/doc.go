@@ -7,7 +7,10 @@
 // # What it owns
 //
 //   - fastpath.go: FastListener and FastConfig, the request parser of the fast
-//     path (parseFastRequest) and its reused answer writer.
+//     path (parseFastRequest: a strict subset of net/http's, handing over at
+//     the first byte outside it), the connection's deadlines (net/http's, kept
+//     across a handover by prefixConn), the body read that grows with what
+//     arrives (readFastBody), and its reused answer writer.
 //
 // The write bodies it reads are decoded by the api.Server's handlers, one-pass
 // decoder first (api/decode_fast.go), and answered with wire's hand-written

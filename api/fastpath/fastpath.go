@@ -35,14 +35,30 @@ import (
 // address from one request to the next, so that a request allocates neither.
 //
 // FastListener reads each connection's requests itself as long as they are
-// plain: the request line "POST /v1/tx[/batch][?query] HTTP/1.1", a Host, a
-// Content-Length within MaxBodyBytes, no Transfer-Encoding, Expect or Upgrade,
-// no folded or malformed header line, and the whole header in its 4 KiB
-// buffer. The first request that is anything else, and the rest of its
-// connection, goes to net/http with the bytes already read: Accept returns
-// such connections, so an http.Server serving the FastListener answers them
-// as it answers any other. What the fast path answers is what net/http would
-// write for the same handler output, but for the order of the headers.
+// plain: the request line "POST /v1/tx[/batch][?query] HTTP/1.1" with a target
+// of visible ASCII characters, a Host of a host name's characters, one
+// Content-Length of decimal digits within MaxBodyBytes, no Transfer-Encoding,
+// TE, Trailer, Expect or Upgrade, every line ending in CRLF, no folded or
+// malformed header line, and the whole header in its 4 KiB buffer. The first
+// request that is anything else, and the rest of its connection, goes to
+// net/http with the bytes already read: Accept returns such connections, so
+// an http.Server serving the FastListener answers them as it answers any
+// other. The parser is a strict subset of net/http's: every header it takes
+// net/http's server reads the same way (FuzzParseFastRequest checks it), and
+// it hands a request over as soon as the bytes it has cannot start one it
+// takes (another method or path, a bare LF), not when its header is complete.
+// What the fast path answers is what net/http would write for the same
+// handler output, but for the order of the headers.
+//
+// Deadlines are net/http's, whichever of the two holds the connection: a new
+// connection's first header must have arrived ReadHeaderTimeout after it was
+// accepted, a later one's ReadHeaderTimeout after its first byte, and
+// IdleTimeout bounds the wait for that byte. A connection handed over keeps the
+// header deadline the fast path started (prefixConn): the time spent on the
+// fast path is not given again. A body must arrive within the Server's
+// BodyTimeout once the header has, as readBody bounds it on net/http's path,
+// and its buffer grows with the bytes that arrive, never to more than
+// twice them or 4 KiB: a declared length allocates nothing by itself.
 
 // fastBufSize is the size of a fast connection's read and write buffers: a
 // request's header must fit in the read buffer.
@@ -53,8 +69,9 @@ const fastBufSize = 4 << 10
 type FastConfig struct {
 	// IdleTimeout bounds the wait for the next request. Default 2 minutes.
 	IdleTimeout time.Duration
-	// ReadHeaderTimeout bounds the reading of a request's header once its
-	// first byte has arrived. Default 10 s.
+	// ReadHeaderTimeout bounds the reading of a request's header: from the
+	// connection's accept for its first request, from its first byte for a
+	// later one. Default 10 s.
 	ReadHeaderTimeout time.Duration
 }
 
@@ -231,10 +248,23 @@ func (l *FastListener) forget(fc *fastConn) {
 }
 
 // prefixConn is a connection handed to net/http with the bytes the fast path
-// had read and not used.
+// had read and not used, and the deadline of the header it had started
+// reading: net/http's first read deadline, its own header timeout, is cut
+// to it, so that a header gets ReadHeaderTimeout in all, not that again.
 type prefixConn struct {
 	net.Conn
-	r *bufio.Reader
+	r           *bufio.Reader
+	hdrDeadline time.Time
+	first       atomic.Bool // net/http has set its first read deadline
+}
+
+// SetReadDeadline sets t, or for net/http's first call, its header deadline,
+// no later than the one the fast path started.
+func (p *prefixConn) SetReadDeadline(t time.Time) error {
+	if !p.first.Swap(true) && (t.IsZero() || t.After(p.hdrDeadline)) {
+		t = p.hdrDeadline
+	}
+	return p.Conn.SetReadDeadline(t)
 }
 
 // CloseWrite half-closes a TCP connection, which net/http does before it
@@ -264,27 +294,45 @@ func (l *FastListener) serve(fc *fastConn) {
 			c.Close()
 		}
 	}()
-	for {
+	// The first request's header is due ReadHeaderTimeout after the accept,
+	// as net/http's server has it: a connection that sends nothing is not
+	// kept for IdleTimeout.
+	start := time.Now()
+	c.SetReadDeadline(start.Add(l.cfg.ReadHeaderTimeout))
+	for first := true; ; first = false {
 		if !l.setIdle(fc, true) {
 			return
 		}
-		// One deadline per request as a rule: the header and the body
-		// usually arrive with the first byte, and a deadline left set
-		// stops nothing while no read is waiting.
-		c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
+		if !first {
+			// One deadline per request as a rule: the header and the body
+			// usually arrive with the first byte, and a deadline left set
+			// stops nothing while no read is waiting.
+			c.SetReadDeadline(time.Now().Add(l.cfg.IdleTimeout))
+		}
 		if _, err := br.Peek(1); err != nil {
 			return // closed, idle too long, or closed by Shutdown
 		}
 		if !l.setIdle(fc, false) {
 			return
 		}
+		if !first {
+			start = time.Now()
+			// As net/http's server after a POST: up to 4 CR or LF bytes
+			// before a request line are dropped (RFC 9112, 2.2).
+			if b, _ := br.Peek(1); b[0] == '\r' || b[0] == '\n' {
+				c.SetReadDeadline(start.Add(l.cfg.ReadHeaderTimeout))
+				peek, _ := br.Peek(4)
+				br.Discard(leadingCRorLF(peek))
+			}
+		}
+		hdrDeadline := start.Add(l.cfg.ReadHeaderTimeout)
 		req, n, ok := parseFastRequest(br, l.scfg.MaxBodyBytes, func() {
-			c.SetReadDeadline(time.Now().Add(l.cfg.ReadHeaderTimeout))
+			c.SetReadDeadline(hdrDeadline)
 		})
 		if !ok {
-			c.SetReadDeadline(time.Time{})
+			c.SetReadDeadline(time.Time{}) // net/http's server sets its own, cut to hdrDeadline
 			select {
-			case l.handoff <- &prefixConn{Conn: c, r: br}:
+			case l.handoff <- &prefixConn{Conn: c, r: br, hdrDeadline: hdrDeadline}:
 				handedOff = true
 			case <-l.done:
 			}
@@ -294,8 +342,8 @@ func (l *FastListener) serve(fc *fastConn) {
 		if int64(br.Buffered()) < req.ContentLength {
 			c.SetReadDeadline(time.Now().Add(l.scfg.BodyTimeout))
 		}
-		body := make([]byte, req.ContentLength)
-		if _, err := io.ReadFull(br, body); err != nil {
+		body, err := readFastBody(br, req.ContentLength)
+		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				// As readBody answers a body that takes too long.
 				w := newFastWriter()
@@ -314,12 +362,46 @@ func (l *FastListener) serve(fc *fastConn) {
 			return
 		}
 		w.writeTo(bw)
-		err := bw.Flush()
+		err = bw.Flush()
 		l.served.Add(1)
 		if err != nil || w.closeAfter {
 			return
 		}
 	}
+}
+
+// leadingCRorLF returns the number of CR or LF bytes b starts with.
+func leadingCRorLF(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c != '\r' && c != '\n' {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// readFastBody reads a body of n bytes from br. Its buffer starts at what br
+// holds (at least fastBufSize, at most n) and doubles as more arrives, up to
+// n: a client that declares a body and sends little of it costs what it
+// sent, not what it declared.
+func readFastBody(br *bufio.Reader, n int64) ([]byte, error) {
+	b := make([]byte, 0, min(n, int64(max(br.Buffered(), fastBufSize))))
+	for int64(len(b)) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(n, 2*int64(cap(b))))-len(b))
+		}
+		m, err := br.Read(b[len(b):min(int64(cap(b)), n)])
+		b = b[:len(b)+m]
+		if err != nil && int64(len(b)) < n {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // call runs the handler, and reports false if it panicked, which net/http
@@ -352,7 +434,7 @@ func parseFastRequest(br *bufio.Reader, maxBody int64, wait func()) (req *http.R
 		return nil, 0, false
 	}
 	target, found = bytes.CutSuffix(target, []byte(" HTTP/1.1"))
-	if !found || !fastTarget(target) {
+	if !found || !visibleASCII(target) || !fastTarget(target) {
 		return nil, 0, false
 	}
 	// One string for the whole header: the target, the header names and their
@@ -381,18 +463,20 @@ func parseFastRequest(br *bufio.Reader, maxBody int64, wait func()) (req *http.R
 		key := textproto.CanonicalMIMEHeaderKey(name)
 		switch key {
 		case "Content-Length":
-			if contentLength >= 0 || len(value) == 0 || len(value) > 18 {
+			// Digits only: ParseInt takes a sign ("-0", "+5"), net/http's
+			// server refuses one.
+			if contentLength >= 0 || len(value) == 0 || len(value) > 18 || !digits(value) {
 				return nil, 0, false
 			}
 			v, err := strconv.ParseInt(value, 10, 64)
-			if err != nil || v < 0 || v > maxBody || value[0] == '+' {
+			if err != nil || v > maxBody {
 				return nil, 0, false
 			}
 			contentLength = v
 		case "Transfer-Encoding", "Expect", "Upgrade", "Te", "Trailer":
 			return nil, 0, false
 		case "Host":
-			if len(h["Host"]) > 0 {
+			if len(h["Host"]) > 0 || !hostChars(value) {
 				return nil, 0, false
 			}
 		case "Connection":
@@ -435,13 +519,31 @@ func fastTarget(target []byte) bool {
 }
 
 // headerEnd returns the length of the header at the start of br's buffer,
-// reading more as needed, or -1 if it does not fit in the buffer. wait, if not
-// nil, is called once, before the first read.
+// reading more as needed, or -1 as soon as the bytes it has cannot start a
+// header the fast path takes: a start other than "POST /v1/tx", a line that
+// ends in a bare LF, or no end within the buffer. wait, if not nil, is called
+// once, before the first read.
 func headerEnd(br *bufio.Reader, wait func()) (int, error) {
+	scanned := 0 // buf[:scanned] holds no bare LF and no end of the header
 	for {
 		buf, _ := br.Peek(br.Buffered())
-		if i := bytes.Index(buf, []byte("\r\n\r\n")); i >= 0 {
-			return i + 4, nil
+		if k := min(len(buf), len(fastStart)); string(buf[:k]) != fastStart[:k] {
+			return -1, nil
+		}
+		for scanned < len(buf) {
+			i := bytes.IndexByte(buf[scanned:], '\n')
+			if i < 0 {
+				scanned = len(buf)
+				break
+			}
+			i += scanned
+			if i == 0 || buf[i-1] != '\r' {
+				return -1, nil // net/http takes a bare LF as a line's end; the fast path leaves it
+			}
+			if i >= 3 && buf[i-2] == '\n' && buf[i-3] == '\r' {
+				return i + 1, nil
+			}
+			scanned = i + 1
 		}
 		if len(buf) == br.Size() {
 			return -1, nil
@@ -454,6 +556,47 @@ func headerEnd(br *bufio.Reader, wait func()) (int, error) {
 			return -1, err
 		}
 	}
+}
+
+// fastStart is how every request the fast path takes starts.
+const fastStart = "POST /v1/tx"
+
+// visibleASCII reports whether b is non-empty and all of it visible ASCII
+// characters (no space, control or non-ASCII byte): net/http cuts the request
+// line at spaces, and a target with one is not what the fast path would read.
+func visibleASCII(b []byte) bool {
+	for _, c := range b {
+		if c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// digits reports whether s is all ASCII digits.
+func digits(s string) bool {
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// hostChars reports whether a Host value holds only the characters of a host
+// name, an IPv4 or IPv6 address and a port: a strict subset of what net/http's
+// server takes (httpguts.ValidHostHeader), so that the fast path never
+// serves a Host it would refuse.
+func hostChars(s string) bool {
+	for _, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func validHeaderName(name string) bool {

@@ -38,7 +38,11 @@ func newFastPair(t testing.TB, cfg api.Config, fcfg FastConfig, b api.Backend) *
 		t.Fatal(err)
 	}
 	fl := NewFastListener(s, fastLn, fcfg)
-	plain, fast := &http.Server{Handler: s}, &http.Server{Handler: s}
+	// Both servers with the FastListener's timeouts, as the node has them.
+	newServer := func() *http.Server {
+		return &http.Server{Handler: s, ReadHeaderTimeout: fl.cfg.ReadHeaderTimeout, IdleTimeout: fl.cfg.IdleTimeout}
+	}
+	plain, fast := newServer(), newServer()
 	go plain.Serve(plainLn)
 	go fast.Serve(fl)
 	t.Cleanup(func() {
@@ -47,6 +51,14 @@ func newFastPair(t testing.TB, cfg api.Config, fcfg FastConfig, b api.Backend) *
 		fl.CloseAll()
 	})
 	return &fastPair{plain: plainLn.Addr().String(), fast: fastLn.Addr().String(), fl: fl}
+}
+
+// name names the server at addr in a subtest's name.
+func (p *fastPair) name(addr string) string {
+	if addr == p.fast {
+		return "fast path"
+	}
+	return "net/http"
 }
 
 // exchange writes raw to a new connection to addr and reads the answers to
@@ -109,33 +121,73 @@ const goodTx = `{"ops":[{"op":"put","key":"k","value":"x"}]}`
 // does not handle, with the bytes it had read.
 func TestFastPathSameAnswers(t *testing.T) {
 	p := newFastPair(t, testConfig, FastConfig{}, okBackend())
+	chunkedTx := itoaHex(len(goodTx)) + "\r\n" + goodTx + "\r\n0\r\n\r\n"
 	for _, c := range []struct {
-		name string
-		raw  string
-		fast bool // answered by the fast path
+		name   string
+		raw    string
+		fast   bool // answered by the fast path
+		closes bool // the connection must close after the answer
 	}{
-		{"a transaction", post("/v1/tx", "Content-Type: application/json\r\n", goodTx), true},
-		{"a query", post("/v1/tx?ack=quorum&timeout=2s", "", goodTx), true},
-		{"a bad parameter", post("/v1/tx?ack=bogus", "", goodTx), true},
-		{"bad JSON", post("/v1/tx", "", `{"ops":[`), true},
-		{"no ops", post("/v1/tx", "", `{"ops":[]}`), true},
-		{"a batch", post("/v1/tx/batch", "", `{"txs":[`+goodTx+`,`+goodTx+`]}`), true},
-		{"a batch too large", post("/v1/tx/batch", "", `{"txs":[`+goodTx+`,`+goodTx+`,`+goodTx+`]}`), true},
-		{"Connection: close", post("/v1/tx", "Connection: close\r\n", goodTx), true},
-		{"headers in other cases", "POST /v1/tx HTTP/1.1\r\nhOsT: x\r\ncontent-length: " + itoa(len(goodTx)) + "\r\nX-Other:  a b \r\n\r\n" + goodTx, true},
-		{"a body over the limit", post("/v1/tx", "", strings.Repeat(" ", 5000)), false},
-		{"a read", "GET /v1/kv/k HTTP/1.1\r\nHost: x\r\n\r\n", false},
-		{"another path", post("/v1/txx", "", goodTx), false},
-		{"chunked", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + itoaHex(len(goodTx)) + "\r\n" + goodTx + "\r\n0\r\n\r\n", false},
-		{"chunked, with a Content-Length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + itoaHex(len(goodTx)) + "\r\n" + goodTx + "\r\n0\r\n\r\n", false},
-		{"HTTP/1.0", "POST /v1/tx HTTP/1.0\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
-		{"no Host", "POST /v1/tx HTTP/1.1\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
-		{"two Content-Lengths", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n{}  ", false},
-		{"a folded header", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
-		{"a bad header name", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX A: b\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false},
-		{"a signed length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n{}", false},
-		{"Connection: upgrade", post("/v1/tx", "Connection: upgrade\r\n", goodTx), false},
-		{"a header over 4 KiB", post("/v1/tx", "X-Big: "+strings.Repeat("a", 5000)+"\r\n", goodTx), false},
+		{"a transaction", post("/v1/tx", "Content-Type: application/json\r\n", goodTx), true, false},
+		{"a query", post("/v1/tx?ack=quorum&timeout=2s", "", goodTx), true, false},
+		{"a bad parameter", post("/v1/tx?ack=bogus", "", goodTx), true, false},
+		{"bad JSON", post("/v1/tx", "", `{"ops":[`), true, false},
+		{"no ops", post("/v1/tx", "", `{"ops":[]}`), true, false},
+		{"a batch", post("/v1/tx/batch", "", `{"txs":[`+goodTx+`,`+goodTx+`]}`), true, false},
+		{"a batch too large", post("/v1/tx/batch", "", `{"txs":[`+goodTx+`,`+goodTx+`,`+goodTx+`]}`), true, false},
+		{"Connection: close", post("/v1/tx", "Connection: close\r\n", goodTx), true, false},
+		{"headers in other cases", "POST /v1/tx HTTP/1.1\r\nhOsT: x\r\ncontent-length: " + itoa(len(goodTx)) + "\r\nX-Other:  a b \r\n\r\n" + goodTx, true, false},
+		{"a body over the limit", post("/v1/tx", "", strings.Repeat(" ", 5000)), false, false},
+		{"a read", "GET /v1/kv/k HTTP/1.1\r\nHost: x\r\n\r\n", false, false},
+		{"another path", post("/v1/txx", "", goodTx), false, false},
+		{"chunked", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + itoaHex(len(goodTx)) + "\r\n" + goodTx + "\r\n0\r\n\r\n", false, false},
+		{"chunked, with a Content-Length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + itoaHex(len(goodTx)) + "\r\n" + goodTx + "\r\n0\r\n\r\n", false, false},
+		{"HTTP/1.0", "POST /v1/tx HTTP/1.0\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"no Host", "POST /v1/tx HTTP/1.1\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"two Content-Lengths", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n{}  ", false, false},
+		{"a folded header", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: b\r\n c\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"a bad header name", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX A: b\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"a signed length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n{}", false, false},
+		{"Connection: upgrade", post("/v1/tx", "Connection: upgrade\r\n", goodTx), false, false},
+		{"a header over 4 KiB", post("/v1/tx", "X-Big: "+strings.Repeat("a", 5000)+"\r\n", goodTx), false, false},
+		{"a request line over 4 KiB", post("/v1/tx?"+strings.Repeat("a", 5000)+"=1", "", goodTx), false, false},
+
+		// Framing: what net/http's server reads differently, or refuses,
+		// the fast path leaves to it.
+		{"a length of -0", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: -0\r\n\r\n", false, true},
+		{"a length of +5", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: +2\r\n\r\n{}", false, true},
+		{"a length of 0x2", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 0x2\r\n\r\n{}", false, true},
+		{"a length of 2,2", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 2,2\r\n\r\n{}", false, true},
+		{"an empty length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: \r\n\r\n{}", false, true},
+		{"a length with spaces around", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: \t " + itoa(len(goodTx)) + " \r\n\r\n" + goodTx, true, false},
+		{"a length with leading zeros", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 000" + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, true, false},
+		{"two equal lengths", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: " + itoa(len(goodTx)) + "\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"a space before the colon", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length : 2\r\n\r\n{}", false, true},
+		{"a length folded", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n 0\r\n\r\n{}", false, true},
+		{"a length, then chunked", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n" + chunkedTx, false, true},
+		{"chunked, then a length", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n" + chunkedTx, false, true},
+		{"chunked twice", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" + chunkedTx, false, true},
+		{"chunked in other cases", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ChUnKeD\r\n\r\n" + chunkedTx, false, true},
+		{"gzip, chunked", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n" + chunkedTx, false, true},
+		{"HTTP/1.0, keep-alive, chunked and a length", "POST /v1/tx HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, true},
+		{"a header folded", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: b\r\n\tc\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"a first header line folded", "POST /v1/tx HTTP/1.1\r\n Host: x\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, true},
+		{"bare LF line ends", "POST /v1/tx HTTP/1.1\nHost: x\nContent-Length: " + itoa(len(goodTx)) + "\n\n" + goodTx, false, false},
+		{"a bare LF in the header", "POST /v1/tx HTTP/1.1\r\nHost: x\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"a bare CR in a value", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, true},
+		{"a NUL in a value", "POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, true},
+		{"a NUL in the target", post("/v1/tx?a=\x00", "", goodTx), false, true},
+		{"a NUL in the method", "POST\x00/v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", false, true},
+		{"a space in the target", post("/v1/tx?a b", "", goodTx), false, true},
+		{"a space in the path", post("/v1/tx /x", "", goodTx), false, true},
+		{"a tab in the target", post("/v1/tx?a\tb", "", goodTx), false, true},
+		{"two spaces after the method", post(" /v1/tx", "", goodTx), false, true},
+		{"HTTP/1.1 in other cases", "POST /v1/tx http/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", false, true},
+		{"a Host with a space", "POST /v1/tx HTTP/1.1\r\nHost: a b\r\nContent-Length: 2\r\n\r\n{}", false, true},
+		{"a Host with a slash", "POST /v1/tx HTTP/1.1\r\nHost: a/b\r\nContent-Length: 2\r\n\r\n{}", false, true},
+		{"two Hosts", "POST /v1/tx HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: 2\r\n\r\n{}", false, true},
+		{"an absolute target", "POST http://x/v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: " + itoa(len(goodTx)) + "\r\n\r\n" + goodTx, false, false},
+		{"Expect: 100-continue", post("/v1/tx", "Expect: 100-continue\r\n", goodTx), false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := p.fl.Served()
@@ -157,6 +209,9 @@ func TestFastPathSameAnswers(t *testing.T) {
 			}
 			if gotClosed != wantClosed {
 				t.Errorf("connection closed after the answer: %v, net/http %v", gotClosed, wantClosed)
+			}
+			if c.closes && !gotClosed {
+				t.Error("the connection stays open after an ambiguous or refused request (RFC 9112, 6.1)")
 			}
 			wantServed := int64(0)
 			if c.fast {
@@ -335,46 +390,98 @@ func TestFastPathPanic(t *testing.T) {
 	}
 }
 
-// An idle connection closes after IdleTimeout; a body that does not arrive in
-// BodyTimeout is answered 408, as net/http's path answers it.
-func TestFastPathTimeouts(t *testing.T) {
-	cfg := testConfig
-	cfg.BodyTimeout = 200 * time.Millisecond
-	p := newFastPair(t, cfg, FastConfig{IdleTimeout: 200 * time.Millisecond}, okBackend())
-	c, err := net.Dial("tcp", p.fast)
+// closedAfter writes each of parts to a new connection to addr, pausing
+// pause before every part but the first, and returns how long after the dial
+// the server closed the connection, and what it answered before.
+func closedAfter(t *testing.T, addr string, pause time.Duration, parts ...string) (time.Duration, string) {
+	t.Helper()
+	start := time.Now()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	start := time.Now()
-	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
-		t.Errorf("idle connection: %v, want closed", err)
-	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Errorf("closed after %v", d)
-	}
-	for _, addr := range []string{p.plain, p.fast} {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
+	for i, part := range parts {
+		if i > 0 {
+			time.Sleep(pause) // the client is slow on purpose
 		}
-		c.SetDeadline(time.Now().Add(5 * time.Second))
-		io.WriteString(c, "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"ops\"")
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusRequestTimeout || !bytes.Contains(body, []byte(wire.CodeRequestTimeout)) {
-			t.Errorf("%s: %d %s, want 408 %s", addr, resp.StatusCode, body, wire.CodeRequestTimeout)
-		}
-		c.Close()
+		io.WriteString(c, part)
 	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("%q: %v, want the connection closed", parts, err)
+	}
+	return time.Since(start), string(got)
+}
+
+// The timeouts are net/http's, whichever parser holds the connection: a new
+// connection that sends nothing, or a header that stops, is closed
+// ReadHeaderTimeout after the dial, even when the fast path hands the header
+// to net/http halfway; an idle connection closes after IdleTimeout; a body
+// that does not arrive in BodyTimeout is answered 408.
+func TestFastPathTimeouts(t *testing.T) {
+	cfg := testConfig
+	cfg.BodyTimeout = 200 * time.Millisecond
+	const header = 2 * time.Second
+	p := newFastPair(t, cfg, FastConfig{IdleTimeout: 300 * time.Millisecond, ReadHeaderTimeout: header}, okBackend())
+	for _, c := range []struct {
+		name  string
+		parts []string
+		min   time.Duration // the earliest close
+		max   time.Duration // the latest close
+		reply string        // the start of the answer before the close
+	}{
+		{"nothing sent", nil, header, header * 3 / 2, ""},
+		{"a header that stops", []string{"POST /v1/tx HTTP/1.1\r\nHost: x\r\n"}, header, header * 3 / 2, ""},
+		{"a header handed over partway", []string{"POST /v1/tx HTTP/1.1\r\n", "Host: x\n"}, header, header * 3 / 2, ""},
+		{"a read that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n"}, header, header * 3 / 2, ""},
+		// net/http answers 400 to a line cut by the deadline.
+		{"a header line that stops", []string{"POST /v1/tx HTTP/1.1\r\n", "Ho"}, header, header * 3 / 2, "HTTP/1.1 400"},
+		{"a read's header line that stops", []string{"GET /v1/kv/k HTTP/1.1\r\n", "Ho"}, header, header * 3 / 2, "HTTP/1.1 400"},
+		{"idle after a request", []string{post("/v1/tx", "", goodTx)}, 300 * time.Millisecond, header * 3 / 4, "HTTP/1.1 200 OK"},
+	} {
+		for _, addr := range []string{p.plain, p.fast} {
+			t.Run(c.name+"/"+p.name(addr), func(t *testing.T) {
+				t.Parallel()
+				// A second part comes 3/4 of the header's time after the first:
+				// a deadline started again at the handover would close after
+				// 7/4 of it.
+				d, got := closedAfter(t, addr, header*3/4, c.parts...)
+				if d < c.min || d > c.max {
+					t.Errorf("%s: closed after %v, want %v to %v", addr, d, c.min, c.max)
+				}
+				if !strings.HasPrefix(got, c.reply) || c.reply == "" && got != "" {
+					t.Errorf("%s: answered %q, want %q", addr, got, c.reply)
+				}
+			})
+		}
+	}
+	t.Run("a body that stops", func(t *testing.T) {
+		for _, addr := range []string{p.plain, p.fast} {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(c, "POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"ops\"")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusRequestTimeout || !bytes.Contains(body, []byte(wire.CodeRequestTimeout)) {
+				t.Errorf("%s: %d %s, want 408 %s", addr, resp.StatusCode, body, wire.CodeRequestTimeout)
+			}
+			c.Close()
+		}
+	})
 }
 
 // FuzzParseFastRequest feeds request headers to the fast path's parser: it
-// must not panic, and what it accepts net/http must read the same way.
+// must not panic, and what it takes net/http's server must read the same way
+// (the request line, the Host, every header, the body's length and where it
+// starts, keep-alive) and pass to its handler, not refuse.
 func FuzzParseFastRequest(f *testing.F) {
 	f.Add([]byte(post("/v1/tx", "Content-Type: application/json\r\n", "")))
 	f.Add([]byte(post("/v1/tx/batch?ack=all", "Connection: keep-alive, close\r\nX-A: \t b\r\n", "")))
@@ -382,23 +489,63 @@ func FuzzParseFastRequest(f *testing.F) {
 	f.Add([]byte("POST /v1/tx?%zz HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\n"))
 	f.Add([]byte("GET /v1/tx HTTP/1.1\r\nHost: h\r\n\r\n"))
 	f.Add([]byte(post("/v1/tx", "X-A: 1\r\nx-b: 2\r\nX-A:3\r\nX-B:  4 \r\n", "")))
+	// The framings of the hostile-input table (TestFastPathSmuggling).
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: -0\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n 0\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\nHost: x\nContent-Length: 5\n\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: x\r\nX-A: \x00\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx?a b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: a b\r\nContent-Length: 5\r\n\r\n"))
+	f.Add([]byte("POST /v1/tx HTTP/1.1\r\nHost: [::1]:80\r\nContent-Length: 5\r\n\r\n"))
+	const maxBody = 64
+	got := make(chan *http.Request, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		got <- r
+	})}
+	go srv.Serve(ln)
+	f.Cleanup(func() { srv.Close() })
 	f.Fuzz(func(t *testing.T, head []byte) {
-		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), 1<<20, nil)
+		req, n, ok := parseFastRequest(bufio.NewReaderSize(bytes.NewReader(head), fastBufSize), maxBody, nil)
 		if !ok {
 			return
 		}
 		if n > len(head) {
 			t.Fatalf("header length %d of %d bytes", n, len(head))
 		}
-		want, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head[:n])))
+		// net/http's server, given the header and the body it declares.
+		body := bytes.Repeat([]byte("b"), int(req.ContentLength))
+		c, err := net.Dial("tcp", ln.Addr().String())
 		if err != nil {
-			t.Fatalf("net/http refuses what the fast path accepts: %v", err)
+			t.Fatal(err)
 		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.Write(append(append(slices.Clip(head[:n]), body...), "GET /next HTTP/1.1\r\nHost: x\r\n\r\n"...))
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("net/http's server: %v", err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("net/http's server refuses what the fast path takes: %d", resp.StatusCode)
+		}
+		want := <-got
+		wantBody, _ := io.ReadAll(want.Body)
 		if want.Method != req.Method || want.RequestURI != req.RequestURI || want.Host != req.Host ||
-			want.ContentLength != req.ContentLength || want.Close != req.Close || want.URL.String() != req.URL.String() {
-			t.Fatalf("fast path %s %s host %q length %d close %v, net/http %s %s host %q length %d close %v",
+			want.ContentLength != req.ContentLength || want.Close != req.Close || want.URL.String() != req.URL.String() ||
+			!bytes.Equal(wantBody, body) {
+			t.Fatalf("fast path %s %s host %q length %d close %v, net/http %s %s host %q length %d close %v body %q",
 				req.Method, req.RequestURI, req.Host, req.ContentLength, req.Close,
-				want.Method, want.RequestURI, want.Host, want.ContentLength, want.Close)
+				want.Method, want.RequestURI, want.Host, want.ContentLength, want.Close, wantBody)
 		}
 		for k, v := range want.Header {
 			if strings.Join(req.Header[k], ",") != strings.Join(v, ",") {
@@ -407,6 +554,16 @@ func FuzzParseFastRequest(f *testing.F) {
 		}
 		if len(req.Header) != len(want.Header) {
 			t.Fatalf("headers %v, net/http %v", req.Header, want.Header)
+		}
+		if !req.Close {
+			// The next request starts where the fast path says the body ends.
+			io.Copy(io.Discard, resp.Body)
+			if _, err := http.ReadResponse(br, nil); err != nil {
+				t.Fatalf("the request after it: %v", err)
+			}
+			if next := <-got; next.URL.Path != "/next" {
+				t.Fatalf("the request after it is %s, want /next", next.URL)
+			}
 		}
 	})
 }

@@ -9,9 +9,12 @@
 //   - types.go: the wire types. Field names and JSON tags are the contract.
 //   - options.go: SubmitOptions and ReadOptions, the query parameters of a write
 //     and of a read, as the Backend receives them and the Client sends them.
-//   - errors.go: the sentinels, *Error, *KeyReusedError, the wire codes and the
+//   - errors.go: the sentinels (ErrTxIDConflict among them), *Error, *KeyReusedError, the wire codes and the
 //     code table that both the handlers (ErrorStatus: error → status, code) and
 //     the Client (ErrorBody.Err, RetryableCode: code → error) use.
+//   - raw.go: how a stored value that is not JSON, or a record that cannot
+//     be decoded, is answered (RawValue, LogEntry.Readable, KV.Readable,
+//     StatusUnreadable).
 //   - leases.go: leases on the wire (docs/leases.md): their types, bounds,
 //     codes, sentinels and *LeaseError.
 //   - wire.go: the header HeaderForwarded, DefaultTimeout, and MarshalJSON, encoding/json without HTML escaping, as

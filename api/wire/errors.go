@@ -32,6 +32,16 @@ var (
 	// another transaction (other ops or preconditions); nothing was done.
 	// The error is a *KeyReusedError, which names that transaction.
 	ErrIdempotencyKeyReused = errors.New("idempotency key reused for another transaction")
+	// ErrTxIDConflict means the transaction's txid is recorded for another
+	// transaction (other bytes): a txid names one transaction, so nothing
+	// was done. A node that issued the txid itself proposes the transaction
+	// again under a fresh one; a client sees this only for a txid it did not
+	// get from a node (or when that retry met the same).
+	ErrTxIDConflict = errors.New("txid recorded for another transaction")
+	// ErrTooManyStreams means the node serves as many log streams and
+	// waiting reads as it takes (txlogd --max-streams); nothing was done.
+	// Retry later or on another node.
+	ErrTooManyStreams = errors.New("too many streams and waiting reads on this node")
 )
 
 // KeyReusedError is ErrIdempotencyKeyReused with the transaction the key is
@@ -90,12 +100,17 @@ const (
 	CodeRemoved         = "removed"
 	// CodeIdempotencyKeyReused: the key names another transaction (422).
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	// CodeTxIDConflict: the txid names another transaction (409).
+	CodeTxIDConflict = "txid_conflict"
 	// CodeRaftStateLost: the node lost its Raft log or its saved term and vote
 	// while keeping its store, so it does not run Raft; nothing was done.
 	CodeRaftStateLost = "raft_state_lost"
 	// CodeNotifyNotAllowed: a transaction's notify url is not http(s) or its
 	// host is not in the node's --webhook-allow list (or no list is set).
 	CodeNotifyNotAllowed = "notify_not_allowed"
+	// CodeTooManyStreams: a log stream or a waiting read past the node's
+	// --max-streams (503, with Retry-After).
+	CodeTooManyStreams = "too_many_streams"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -127,8 +142,10 @@ var codes = map[string]struct {
 	CodeRemoved:          {http.StatusServiceUnavailable, ErrRemoved},
 
 	CodeIdempotencyKeyReused: {http.StatusUnprocessableEntity, ErrIdempotencyKeyReused},
+	CodeTxIDConflict:         {http.StatusConflict, ErrTxIDConflict},
 	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
 	CodeNotifyNotAllowed:     {http.StatusBadRequest, nil},
+	CodeTooManyStreams:       {http.StatusServiceUnavailable, ErrTooManyStreams},
 
 	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
 	CodeFenced:    {http.StatusConflict, nil},
@@ -200,7 +217,7 @@ func codeError(b ErrorBody) error {
 // carry it out.
 func RetryableCode(code string) bool {
 	switch code {
-	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash:
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash, CodeTooManyStreams:
 		return true
 	}
 	return false

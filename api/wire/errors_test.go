@@ -27,6 +27,7 @@ func TestErrorTable(t *testing.T) {
 		{"timeout sentinel", ErrTimeout, 504, CodeTimeout},
 		{"other", errors.New("boom"), 500, CodeInternal},
 		{"key reused", fmt.Errorf("submit: %w", &KeyReusedError{Key: "k", TxID: 7}), 422, CodeIdempotencyKeyReused},
+		{"txid conflict", fmt.Errorf("%w: txid 7 at index 3", ErrTxIDConflict), 409, CodeTxIDConflict},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,6 +19,10 @@ type Op struct {
 	Group  string `json:"group,omitempty"`
 	Offset uint64 `json:"offset,omitempty"`
 	Reset  bool   `json:"reset,omitempty"`
+	// Raw, only in answers (the log), is set when the stored value is not
+	// one JSON value: Value is then a JSON string of its bytes, RawText or
+	// RawBase64 (raw.go). A request's op has no such field.
+	Raw string `json:"raw,omitempty"`
 }
 
 // Op names on the wire.
@@ -149,6 +153,13 @@ type KV struct {
 	Value   json.RawMessage `json:"value"`
 	Version uint64          `json:"version"`
 	Index   uint64          `json:"index"` // the Raft index that last wrote the key
+	// Raw is set when the stored value is not one JSON value: Value is then
+	// a JSON string of its bytes, RawText or RawBase64 (raw.go).
+	Raw string `json:"raw,omitempty"`
+	// Unreadable is true when the key's stored state, or the log record that
+	// holds its value, could not be decoded: Value is null, and Version and
+	// Index are what could be read (0 if not).
+	Unreadable bool `json:"unreadable,omitempty"`
 }
 
 // LogEntry is one committed transaction in GET /v1/log.
@@ -163,6 +174,11 @@ type LogEntry struct {
 	Status         string            `json:"status"`
 	Conflict       *Conflict         `json:"conflict,omitempty"`
 	Versions       map[string]uint64 `json:"versions,omitempty"`
+	// Unreadable is true when the stored record at Index could not be
+	// decoded: Status is StatusUnreadable, Record holds the stored bytes
+	// (base64 in JSON), and the other fields are zero (Ops empty).
+	Unreadable bool   `json:"unreadable,omitempty"`
+	Record     []byte `json:"record,omitempty"`
 }
 
 // LogPage is the answer of GET /v1/log. Next is the index to ask for next; it equals
