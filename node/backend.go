@@ -149,6 +149,7 @@ func (n *Node) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 		Term:         st.Term,
 		CommitIndex:  st.CommitIndex,
 		AppliedIndex: st.AppliedIndex,
+		ClusterID:    clusterID(n.ident.clusterID()).String(),
 	}
 	peers := n.peers.all()
 	if info, ok := peers[st.LeaderID]; ok {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"os"
@@ -261,7 +262,7 @@ func TestParseConfigTestingFlags(t *testing.T) {
 func TestConfigMetrics(t *testing.T) {
 	addrs := freeAddrs(t, 1)
 	reg := prometheus.NewRegistry()
-	n, err := Open(Config{
+	n, err := Open(context.Background(), Config{
 		ID:       "n1",
 		DataDir:  t.TempDir(),
 		HTTPAddr: "127.0.0.1:0",
@@ -287,7 +288,7 @@ func TestConfigMetrics(t *testing.T) {
 		}
 	}
 	addrs2 := freeAddrs(t, 1)
-	if n2, err := Open(Config{ID: "n2", DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: addrs2[0],
+	if n2, err := Open(context.Background(), Config{ID: "n2", DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: addrs2[0],
 		Cluster: []Peer{{ID: "n2", RaftAddr: addrs2[0]}}, Metrics: reg}); err == nil {
 		n2.Close()
 		t.Fatal("second Open with the same registry: nil error, want a registration error")

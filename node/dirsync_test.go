@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -23,14 +24,14 @@ func TestDirSyncsAtOpen(t *testing.T) {
 		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[1]}},
 	}
 	rec := &dirsynctest.Recorder{}
-	n, err := open(cfg, rec.Sync)
+	n, err := open(context.Background(), cfg, rec.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.Close()
 	rec.WantInOrder(t, [2]string{base, "new"}, [2]string{filepath.Join(base, "new"), "data"})
 	names := rec.Last(data)
-	for _, want := range []string{"raft", "wal", "state.db", "state.db.meta", "txid.hwm"} {
+	for _, want := range []string{"raft", "wal", "state.db", "state.db.meta", "txid.hwm", clusterIDFile, candidateFile, roundFile} {
 		if !names[want] {
 			t.Fatalf("the last fsync of the data dir before Open returned did not hold %s: %v", want, names)
 		}

@@ -18,9 +18,13 @@
 // is what api.NewServer serves; callbacks, the deliverer on the leader
 // (notify.go); peers, the one place that finds other nodes' peer addresses
 // and holds the clients of the peer link (peers.go); the peer link itself, the
-// internal router and the propose streams served on it (link.go); membership, the txid node number, registry entry and join
-// (number.go, register.go), with removal (removed.go); the side listeners
-// (sideServers, debug.go); and the alert sampler, which feeds package alert a
+// internal router and the propose streams served on it (link.go); identity,
+// the cluster ID, the peer link's hooks and the wait for the --cluster peers
+// (or the --join member) before Raft first starts (identity.go), during which
+// the client port answers 503 (waiting.go); membership, the txid node number,
+// registry entry and join (number.go, register.go), with removal
+// (removed.go); the side listeners (sideServers, debug.go); and the alert
+// sampler, which feeds package alert a
 // snapshot of the node once a second (alerts.go). Node's own methods are the
 // writes and cluster calls of api.Backend (backend.go), whose Propose, the
 // leader's side of forwarding, checks each frame first (frameChecker,

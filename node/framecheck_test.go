@@ -204,7 +204,7 @@ func TestFrameCheckMembership(t *testing.T) {
 // in the same proposal commits.
 func TestProposeRefusesBadFrames(t *testing.T) {
 	addrs := freeAddrs(t, 1)
-	n, err := Open(Config{ID: "n1", DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: addrs[0], Cluster: []Peer{{ID: "n1", RaftAddr: addrs[0]}}})
+	n, err := Open(context.Background(), Config{ID: "n1", DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", RaftAddr: addrs[0], Cluster: []Peer{{ID: "n1", RaftAddr: addrs[0]}}})
 	if err != nil {
 		t.Fatal(err)
 	}

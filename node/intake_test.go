@@ -40,9 +40,9 @@ func freeAddrs(t *testing.T, n int) []string {
 // It answers unknown_outcome with the txid, and /readyz says it is not ready.
 func TestParkFailedWALIsUnknown(t *testing.T) {
 	addrs := freeAddrs(t, 3)
-	n, err := Open(Config{
+	n, err := Open(context.Background(), Config{
 		ID:       "n1",
-		DataDir:  t.TempDir(),
+		DataDir:  decidedDir(t), // its peers never answer: it decided its cluster ID before
 		HTTPAddr: "127.0.0.1:0",
 		RaftAddr: addrs[0],
 		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[0]}, {ID: "n2", RaftAddr: addrs[1]}, {ID: "n3", RaftAddr: addrs[2]}},
@@ -84,10 +84,10 @@ func TestParkFailedWALIsUnknown(t *testing.T) {
 // restart, the same holds for the records the intake WAL gave back.
 func TestIntakeIdempotencyKeys(t *testing.T) {
 	addrs := freeAddrs(t, 3)
-	dir := t.TempDir()
+	dir := decidedDir(t) // its peers never answer: it decided its cluster ID before
 	open := func() *Node {
 		t.Helper()
-		n, err := Open(Config{
+		n, err := Open(context.Background(), Config{
 			ID:       "n1",
 			DataDir:  dir,
 			HTTPAddr: "127.0.0.1:0",
@@ -218,7 +218,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 // another txid is a duplicate of it.
 func TestProposeReusedKey(t *testing.T) {
 	addrs := freeAddrs(t, 1)
-	n, err := Open(Config{
+	n, err := Open(context.Background(), Config{
 		ID:       "n1",
 		DataDir:  t.TempDir(),
 		HTTPAddr: "127.0.0.1:0",

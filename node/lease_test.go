@@ -15,7 +15,7 @@ import (
 func oneNode(t *testing.T) *Node {
 	t.Helper()
 	addrs := freeAddrs(t, 1)
-	n, err := Open(Config{
+	n, err := Open(context.Background(), Config{
 		ID:       "n1",
 		DataDir:  t.TempDir(),
 		HTTPAddr: "127.0.0.1:0",

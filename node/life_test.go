@@ -54,7 +54,7 @@ func TestCloseWithoutRun(t *testing.T) {
 		Cluster:  []Peer{{ID: "n1", RaftAddr: addrs[1]}},
 	}
 	for i := range 2 {
-		n, err := Open(cfg)
+		n, err := Open(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("open %d: %v", i+1, err)
 		}

@@ -9,14 +9,16 @@ import (
 	"github.com/txlog/txlog/peerlink"
 )
 
-// openLink listens for the peer link on the Raft address. Until the cluster
-// has an identity, a peer is accepted unless its cluster ID conflicts with
-// this node's (which the link checks before Accept).
-func openLink(cfg Config) (*peerlink.Link, error) {
+// openLink listens for the peer link on the Raft address. The node's
+// identity (identity.go) fills the link's hooks: the cluster ID it presents,
+// the answer to bootstrap probes, and the policy (identity.accept).
+func openLink(cfg Config, ident *identity) (*peerlink.Link, error) {
 	return peerlink.Listen(cfg.RaftAddr, peerlink.Config{
-		NodeID: cfg.ID,
-		Accept: func(byte, peerlink.ClusterID, string) error { return nil },
-		Logger: cfg.Logger,
+		NodeID:    cfg.ID,
+		ClusterID: ident.clusterID,
+		Accept:    ident.accept,
+		Bootstrap: ident.answerProbe,
+		Logger:    cfg.Logger,
 	})
 }
 

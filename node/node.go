@@ -16,6 +16,7 @@ import (
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
@@ -84,6 +85,7 @@ type Node struct {
 	*consumers
 	cbs    *callbacks
 	mem    *membership
+	ident  *identity // the cluster ID (identity.go)
 	rm     *removal
 	dash   *dashboard     // GET /ui/, /v1/stats, /v1/events (dashboard.go)
 	alerts *alert.Manager // nil on a node that does not run Raft (alerts.go)
@@ -101,7 +103,9 @@ type Node struct {
 
 // Open opens a node's parts in order: the data directory, the txid generator, the
 // store, Raft and the HTTP listener. It does not serve yet; call Run.
-func Open(cfg Config) (*Node, error) { return open(cfg, dirsync.Sync) }
+// A node with an empty data directory and --cluster peers first waits for
+// them (identity.go), until they all answer or ctx ends.
+func Open(ctx context.Context, cfg Config) (*Node, error) { return open(ctx, cfg, dirsync.Sync) }
 
 // open is Open with the directory fsync as a parameter, which tests record
 // (dirsync_test.go).
@@ -114,8 +118,12 @@ func Open(cfg Config) (*Node, error) { return open(cfg, dirsync.Sync) }
 // node serves anything: whatever a part created in it is then durable
 // whichever part forgot to. http.addr, debug.addr and metrics.addr, written by Run, are
 // informational (they tell tests and tools the bound ports) and are not
-// fsynced: a node that restarts writes them again.
-func open(cfg Config, syncDir func(string) error) (*Node, error) {
+// fsynced: a node that restarts writes them again. A node that waits for its
+// peers before Raft starts (awaitBootstrap, awaitJoinID) writes http.addr
+// already then, as its client port answers 503 meanwhile. cluster.id,
+// cluster.candidate and cluster.round are durable before Raft starts
+// (identity.go).
+func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -165,16 +173,15 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	for _, p := range cfg.Cluster {
 		bootstrap = append(bootstrap, replication.Server{ID: p.ID, Addr: p.RaftAddr})
 	}
-	// The peer link listens on the Raft address and carries Raft, the
-	// propose streams and the node-to-node requests (link.go).
-	if n.link, err = openLink(cfg); err != nil {
+	// The cluster ID (identity.go): a data dir with no state decides it
+	// before Raft starts.
+	if n.ident, err = openIdentity(cfg.ID, cfg.DataDir, n.log, syncDir); err != nil {
 		return nil, err
 	}
-	n.raft, err = replication.Open(replication.Config{
+	rcfg := replication.Config{
 		ID:              cfg.ID,
 		Dir:             filepath.Join(cfg.DataDir, "raft"),
 		BindAddr:        cfg.RaftAddr,
-		Stream:          n.link.Raft(),
 		Bootstrap:       bootstrap,
 		Logger:          cfg.Logger,
 		Metrics:         cfg.Metrics,
@@ -182,13 +189,55 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 		LogStore:        cfg.RaftLog,
 
 		SerialLeaderAppend: cfg.RaftSerialAppend,
-	}, n.db)
+	}
+	hadState, err := replication.HasState(rcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	fresh := !hadState && n.db.AppliedIndex() == 0
+	n.ident.hasState.Store(!fresh)
+	n.ident.joining = fresh && len(bootstrap) == 0 && cfg.Join == ""
+	if fresh && len(bootstrap) > 0 {
+		if err := n.ident.ensureCandidate(); err != nil { // before the link answers probes with it
+			return nil, err
+		}
+	}
+	// The peer link listens on the Raft address and carries Raft, the
+	// propose streams and the node-to-node requests (link.go); it answers
+	// bootstrap probes from here on, before this node asks its own peers.
+	if n.link, err = openLink(cfg, n.ident); err != nil {
+		return nil, err
+	}
+	rcfg.Stream = n.link.Raft()
+	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
+	}
+	if fresh && len(bootstrap) > 0 && n.ident.clusterID() == [16]byte{} {
+		if err := n.awaitBootstrap(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if fresh && cfg.Join != "" && n.ident.clusterID() == [16]byte{} {
+		if err := n.awaitJoinID(ctx); err != nil {
+			return nil, err
+		}
+	}
+	n.raft, err = replication.Open(rcfg, n.db)
 	if ae, ok := errors.AsType[*replication.AmnesiaError](err); ok {
 		n.raft, n.refused = nil, ae
 		n.log.Error("raft state lost: not starting raft; this node answers 503 raft_state_lost until it is recovered",
 			append(ae.LogAttrs(), "err", ae)...)
 	} else if err != nil {
 		return nil, fmt.Errorf("open raft: %w", err)
+	}
+	if n.raft != nil && (hadState || len(bootstrap) > 0) {
+		n.ident.hasState.Store(true)
+		if hadState {
+			if err := n.ident.deriveLegacy(n.raft); err != nil {
+				return nil, err
+			}
+		}
 	}
 	// Whatever the parts created in the data dir is durable before the node
 	// serves (dirsync.go).
@@ -197,10 +246,6 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	}
 	n.peers = newPeers(cfg.ID, n.db, n.raft, n.link)
 
-	n.ln, err = net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
-	}
 	n.httpAddr = n.ln.Addr().String()
 	if cfg.AdvertiseHTTPAddr != "" {
 		n.httpAddr = cfg.AdvertiseHTTPAddr
@@ -261,6 +306,64 @@ func open(cfg Config, syncDir func(string) error) (*Node, error) {
 	return n, nil
 }
 
+// awaitBootstrap waits, before Raft starts, until every --cluster peer has
+// answered that a fresh bootstrap may run (identity.awaitBootstrap), and
+// persists the cluster ID. Meanwhile the client port answers 503 not_ready
+// with the peers not heard from (waiting.go).
+func (n *Node) awaitBootstrap(ctx context.Context) error {
+	if len(n.cfg.Cluster) > 1 {
+		if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, "http.addr"), []byte(n.ln.Addr().String()+"\n")); err != nil {
+			return err
+		}
+		ws := serveWaiting(n.ln, n.ident.waitingFor)
+		defer ws.handOff()
+	}
+	return n.ident.awaitBootstrap(ctx, n.cfg.Cluster, n.link.Probe)
+}
+
+// awaitJoinID takes, before Raft starts, the ID of the cluster behind --join
+// from its GET /v1/cluster (any member answers it), so that this node
+// presents it from its first peer link connection: the leader's Raft, which
+// reaches it as soon as the join is in the configuration (as staging), is let
+// in at once, not only after the join's answer. The answer must carry the
+// same ID (membership.joined). It asks every probeInterval until ctx ends;
+// meanwhile the client port answers 503 not_ready.
+func (n *Node) awaitJoinID(ctx context.Context) error {
+	if err := writeFileAtomic(filepath.Join(n.cfg.DataDir, "http.addr"), []byte(n.ln.Addr().String()+"\n")); err != nil {
+		return err
+	}
+	why := "waiting for the cluster behind --join " + n.cfg.Join + " to answer GET /v1/cluster with its cluster id"
+	ws := serveWaiting(n.ln, func() string { return why })
+	defer ws.handOff()
+	c := client.NewClient(client.ClientConfig{Endpoints: []string{n.cfg.Join}}) // as peers.joinClient; peers opens after Raft
+	started := time.Now()
+	lastLog := started
+	for {
+		cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		st, err := c.ClusterFrom(cctx, n.cfg.Join)
+		cancel()
+		if err == nil && st.ClusterID == "" {
+			err = errors.New("no cluster_id in its answer")
+		}
+		if err == nil {
+			id, err := parseClusterID(st.ClusterID)
+			if err != nil {
+				return fmt.Errorf("join via %s: GET /v1/cluster: %w", n.cfg.Join, err)
+			}
+			return n.ident.set(id, "GET /v1/cluster of "+n.cfg.Join)
+		}
+		if time.Since(lastLog) >= waitLogEvery {
+			lastLog = time.Now()
+			n.log.Warn("waiting for the cluster behind --join to tell its cluster id", "via", n.cfg.Join, "err", err, "waited", time.Since(started).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the cluster id of %s: %w", n.cfg.Join, context.Cause(ctx))
+		case <-time.After(probeInterval):
+		}
+	}
+}
+
 // wire builds the parts that run on the open ones (see Node).
 func (n *Node) wire() {
 	cfg := n.cfg
@@ -274,7 +377,7 @@ func (n *Node) wire() {
 	n.leases = &leases{mem: n.mem, peers: n.peers, props: n.props, look: n.lookups, db: n.db, raft: n.raft}
 	n.consumers = &consumers{look: n.lookups, db: n.db}
 	n.cbs = &callbacks{cfg: cfg, log: n.log, db: n.db, raft: n.raft, life: n.life}
-	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr = n.raft, n.peers, n.props, n.httpAddr
+	n.mem.raft, n.mem.peers, n.mem.props, n.mem.httpAddr, n.mem.ident = n.raft, n.peers, n.props, n.httpAddr, n.ident
 	n.rm = &removal{raft: n.raft, mem: n.mem, peers: n.peers, intake: n.intake, replay: n.replay, log: n.log, httpAddr: n.httpAddr, shutdownTimeout: cfg.ShutdownTimeout, life: n.life}
 }
 

@@ -61,6 +61,7 @@ type membership struct {
 	peers    *peers
 	props    *proposer
 	httpAddr string          // advertised HTTP address
+	ident    *identity       // the cluster ID (identity.go)
 	life     context.Context // the node's: ends when Close begins
 
 	// ids issues this node's txids; set once, with number (setNumber).

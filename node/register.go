@@ -188,9 +188,18 @@ func (m *membership) memberHere() bool {
 	return slices.ContainsFunc(members, func(mb replication.Member) bool { return mb.ID == m.cfg.ID && mb.Addr == m.cfg.RaftAddr })
 }
 
-// joined takes the node number of a successful join: it persists and uses it
-// if this node had none, and checks it otherwise.
+// joined takes the cluster ID and the node number of a successful join: it
+// persists and uses each if this node had none, and checks it otherwise.
 func (m *membership) joined(res wire.JoinResult) error {
+	if res.ClusterID != "" {
+		id, err := parseClusterID(res.ClusterID)
+		if err != nil {
+			return fmt.Errorf("join via %s: %w", m.cfg.Join, err)
+		}
+		if err := m.ident.set(id, "the join answer of "+m.cfg.Join); err != nil {
+			return fmt.Errorf("join via %s: %w", m.cfg.Join, err)
+		}
+	}
 	have := m.nodeNumber()
 	switch {
 	case have == 0 && res.NodeNumber == 0:
@@ -264,7 +273,7 @@ func (m *membership) joinLocal(ctx context.Context, req wire.JoinRequest) (wire.
 	if err := translate(m.raft.Join(ctx, req.ID, req.RaftAddr, voter)); err != nil {
 		return wire.JoinResult{}, err
 	}
-	return wire.JoinResult{NodeNumber: num}, nil
+	return wire.JoinResult{NodeNumber: num, ClusterID: clusterID(m.ident.clusterID()).String()}, nil
 }
 
 // sameMember refuses a join that names a member's id with another Raft

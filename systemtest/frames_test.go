@@ -81,11 +81,12 @@ func makeID(t time.Time, node, seq uint16) txid.ID {
 }
 
 // sendFrames sends frames to the node whose peer address is raftAddr as node
-// from ("": a header naming no node) would forward them, and returns the
+// from of the cluster with ID cluster ("": a header naming no node) would
+// forward them, and returns the
 // node's results, one per frame, or the error answer of the whole request.
 // It is the one place that knows the route: POST /v1/internal/propose on the
 // peer link's internal router.
-func sendFrames(ctx context.Context, t *testing.T, raftAddr, from string, frames ...[]byte) ([]wire.TxResult, *wire.ErrorBody) {
+func sendFrames(ctx context.Context, t *testing.T, raftAddr, cluster, from string, frames ...[]byte) ([]wire.TxResult, *wire.ErrorBody) {
 	t.Helper()
 	q := url.Values{"fresh": {"true"}, "timeout": {"5s"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+raftAddr+"/v1/internal/propose?"+q.Encode(), bytes.NewReader(wire.EncodeFrames(frames)))
@@ -97,7 +98,7 @@ func sendFrames(ctx context.Context, t *testing.T, raftAddr, from string, frames
 	hc := &http.Client{Transport: &http.Transport{
 		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return peerDial(ctx, t, raftAddr, from, peerlink.KindHTTP)
+			return peerDial(ctx, t, raftAddr, cluster, from, peerlink.KindHTTP)
 		},
 	}}
 	resp, err := hc.Do(req)
@@ -156,11 +157,13 @@ func TestHostileFrames(t *testing.T) {
 	// Every member's number, once each has registered it (a member of the
 	// bootstrap list takes writes before).
 	numbers := map[string]uint16{}
+	var clusterID string
 	waitUntil(ctx, t, "every member registered", func() bool {
 		st, err := cl.ClusterFrom(ctx, leaderURL)
 		if err != nil {
 			return false
 		}
+		clusterID = st.ClusterID
 		for _, m := range st.Members {
 			if m.NodeNumber == 0 {
 				return false
@@ -212,12 +215,12 @@ func TestHostileFrames(t *testing.T) {
 	}
 	// Without a sender the whole request is refused (a node of the version
 	// before from keeps such writes, parked, instead of dropping them).
-	if res, errBody := sendFrames(ctx, t, c.RaftAddr(leader), "", command(1, txBytes(own(), "", put("hostile/k", "1")))); errBody == nil || errBody.Code != wire.CodeInvalidParam {
+	if res, errBody := sendFrames(ctx, t, c.RaftAddr(leader), clusterID, "", command(1, txBytes(own(), "", put("hostile/k", "1")))); errBody == nil || errBody.Code != wire.CodeInvalidParam {
 		t.Errorf("no sender: %+v, %+v; want the request refused with invalid_parameter", res, errBody)
 	}
 	var refused []txid.ID
 	for _, tc := range cases {
-		res, errBody := sendFrames(ctx, t, c.RaftAddr(leader), tc.from, tc.frame)
+		res, errBody := sendFrames(ctx, t, c.RaftAddr(leader), clusterID, tc.from, tc.frame)
 		if errBody != nil {
 			t.Errorf("%s: the whole request refused with %+v, want the frame refused with %s", tc.name, errBody, tc.code)
 			continue

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -16,11 +17,17 @@ import (
 )
 
 // peerDial opens a connection of kind on the peer link of the node at addr,
-// as a node named id of no cluster would: the one place the tests speak the
-// peer link's header.
-func peerDial(ctx context.Context, t *testing.T, addr, id string, kind byte) (net.Conn, error) {
+// as a node named id of the cluster with ID cluster (hex, as GET /v1/cluster
+// answers it) would: the one place the tests speak the peer link's header.
+func peerDial(ctx context.Context, t *testing.T, addr, cluster, id string, kind byte) (net.Conn, error) {
 	t.Helper()
-	l := peerlink.New(&noListener{done: make(chan struct{})}, peerlink.Config{NodeID: id})
+	var cid peerlink.ClusterID
+	if b, err := hex.DecodeString(cluster); err != nil || len(b) != len(cid) {
+		t.Fatalf("cluster id %q: want %d bytes in hex", cluster, len(cid))
+	} else {
+		copy(cid[:], b)
+	}
+	l := peerlink.New(&noListener{done: make(chan struct{})}, peerlink.Config{NodeID: id, ClusterID: func() peerlink.ClusterID { return cid }})
 	defer l.Close()
 	return l.Dial(ctx, addr, kind)
 }
@@ -53,6 +60,10 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 	raftAddr := c.RaftAddr(leader)
 	var results []ack
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
+	st, err := cl.ClusterFrom(ctx, c.URL(leader))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 20 {
 		results = append(results, blindPut(ctx, cl, int64(i)))
 	}
@@ -81,7 +92,7 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 	before := allocated()
 	const streams = 10
 	for range streams {
-		conn, err := peerDial(ctx, t, raftAddr, "intruder", peerlink.KindStream)
+		conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindStream)
 		if err != nil {
 			t.Fatalf("open a propose stream on the peer link: %v", err)
 		}
@@ -101,7 +112,7 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 	// The same through the internal router (kind H): a POST that declares
 	// a 64 MiB body and sends a few bytes of it.
 	for range streams {
-		conn, err := peerDial(ctx, t, raftAddr, "intruder", peerlink.KindHTTP)
+		conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindHTTP)
 		if err != nil {
 			t.Fatalf("open an internal request on the peer link: %v", err)
 		}
@@ -125,7 +136,7 @@ func TestPeerLinkDeclaredFrames(t *testing.T) {
 	t.Logf("%d streams and %d requests declaring 64 MiB each: the leader allocated %.1f MiB (with its own work meanwhile)", streams, streams, (after-before)/(1<<20))
 
 	// Over the limit: the stream ends at once.
-	conn, err := peerDial(ctx, t, raftAddr, "intruder", peerlink.KindStream)
+	conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindStream)
 	if err != nil {
 		t.Fatal(err)
 	}

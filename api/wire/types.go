@@ -213,6 +213,9 @@ type ClusterStatus struct {
 	CommitIndex    uint64   `json:"commit_index"`
 	AppliedIndex   uint64   `json:"applied_index"`
 	Members        []Member `json:"members"`
+	// ClusterID is the ID of the cluster this node belongs to, 32 hex digits;
+	// empty while it has none (a node waiting to bootstrap or to be joined).
+	ClusterID string `json:"cluster_id,omitempty"`
 	// Extra holds component states that later parts add (for example the Redis breaker).
 	Extra map[string]string `json:"extra,omitempty"`
 }
@@ -240,6 +243,9 @@ type JoinResult struct {
 	// one it asked for, or the one the leader assigned. The server persists it
 	// before it issues a txid.
 	NodeNumber int `json:"node_number"`
+	// ClusterID is the cluster's ID, 32 hex digits; the server persists it
+	// before it takes part in the cluster (its peer link presents it).
+	ClusterID string `json:"cluster_id,omitempty"`
 }
 
 // TransferRequest is the body of POST /v1/cluster/transfer-leadership (optional).
