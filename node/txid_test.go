@@ -24,11 +24,12 @@ func TestSquattedTxIDReissued(t *testing.T) {
 	n := oneNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	registerSelf(ctx, t, n) // the leader takes forwarded frames of registered members only
 
 	// The node's txids from here on come from a generator with a stopped
 	// clock, so that a twin of it tells which txids the node issues next.
 	last := n.mem.ids.Next()
-	cfg := txid.Config{Node: last.Node(), Floor: last, Now: func() time.Time { return last.Time().Add(time.Hour) }}
+	cfg := txid.Config{Node: last.Node(), Floor: last, Now: func() time.Time { return last.Time() }}
 	ids, err := txid.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -45,9 +46,9 @@ func TestSquattedTxIDReissued(t *testing.T) {
 	}
 	squat := func(id txid.ID, key string) {
 		t.Helper()
-		res, err := n.Propose(ctx, [][]byte{frame(id, key)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true})
+		res, err := n.Propose(ctx, [][]byte{frame(id, key)}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: true, From: n.cfg.ID})
 		if err != nil || res[0].Error != nil || res[0].Status != wire.StatusCommitted {
-			t.Fatalf("squatter's Propose() = %+v, %v; want committed", res, err)
+			t.Fatalf("squatter's Propose() = %+v (error %+v), %v; want committed", res, res[0].Error, err)
 		}
 	}
 	req := wire.TxRequest{IdempotencyKey: "mine", Ops: []wire.Op{{Op: "put", Key: "own", Value: json.RawMessage(`"mine"`)}}}
@@ -83,7 +84,7 @@ func TestSquattedTxIDReissued(t *testing.T) {
 		// duplicate, other bytes refused, whether the leader looks the txid
 		// up first (sent before) or only Apply sees it (fresh).
 		for _, fresh := range []bool{true, false} {
-			res, err := n.Propose(ctx, [][]byte{frame(taken, "squatted"), frame(taken, "other")}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: fresh})
+			res, err := n.Propose(ctx, [][]byte{frame(taken, "squatted"), frame(taken, "other")}, wire.SubmitOptions{Timeout: 5 * time.Second, Fresh: fresh, From: n.cfg.ID})
 			if err != nil {
 				t.Fatalf("Propose(fresh=%v) = %v", fresh, err)
 			}
