@@ -37,7 +37,7 @@ type proposer struct {
 // re-proposal of a transaction that did commit returns the original outcome.
 // A txid recorded for other bytes is refused (wire.ErrTxIDConflict); only a
 // request of this node gives its transaction a fresh txid then
-// (writer.reissue), once.
+// (proposeReissuing), up to maxReissues times.
 type pending struct {
 	kind    store.CommandKind
 	payload []byte  // EncodeTx or EncodeNode bytes, never re-encoded

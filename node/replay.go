@@ -89,10 +89,7 @@ func (r *replayer) once() bool {
 		ps[i] = sentTx(e.id, e.payload)
 	}
 	ctx, cancel := context.WithTimeout(r.life, replayTimeout)
-	r.props.propose(ctx, ps, wire.SubmitOptions{})
-	if again := reissue(r.mem, r.intake, r.met, r.log, ps, es); len(again) > 0 {
-		r.props.propose(ctx, again, wire.SubmitOptions{})
-	}
+	r.props.proposeReissuing(ctx, ps, es, wire.SubmitOptions{}, r.mem, r.intake, r.met, r.log)
 	cancel()
 	done := r.finish(es, ps)
 	if done > 0 {

@@ -38,7 +38,7 @@ import (
 //
 // reissue is a request's transaction refused because its txid, which this
 // node issued, is recorded for another transaction (wire.ErrTxIDConflict):
-// the request gives it a fresh txid and proposes it once more (writer.reissue).
+// the request gives it a fresh txid and proposes it again (proposeReissuing).
 //
 // reopen is the intake WAL's failure: the append may or may not be on disk,
 // and a restart replays what is, so the command is sent (unknown) whatever it

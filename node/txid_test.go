@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,8 +19,8 @@ import (
 // is about to issue (a squatter, through the forwarding endpoint) does not
 // answer the node's own write: the write is proposed again under a fresh
 // txid and answered committed with its own versions, and its idempotency
-// key keeps working. When the squatter took the fresh txid too, the write
-// answers txid_conflict, never committed.
+// key keeps working. When the squatter took every fresh txid too
+// (maxReissues of them), the write answers txid_conflict, never committed.
 func TestSquattedTxIDReissued(t *testing.T) {
 	n := oneNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -130,9 +131,11 @@ func TestSquattedTxIDReissued(t *testing.T) {
 		twin.Next() // the replayer's fresh txid
 	})
 
-	t.Run("taken twice", func(t *testing.T) {
-		squat(twin.Next(), "squatted-1")
-		squat(twin.Next(), "squatted-2")
+	t.Run("taken every time", func(t *testing.T) {
+		// The first txid and every fresh one: refused after maxReissues.
+		for i := range maxReissues + 1 {
+			squat(twin.Next(), fmt.Sprintf("squatted-%d", i))
+		}
 		other := wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "own-2", Value: json.RawMessage(`1`)}}}
 		res, err := n.Submit(ctx, other, wire.SubmitOptions{Timeout: 5 * time.Second})
 		if !errors.Is(err, wire.ErrTxIDConflict) || res.Status == wire.StatusCommitted {

@@ -117,10 +117,7 @@ func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.Sub
 	}
 	if opts.Ack != wire.AckAccepted {
 		pctx, cancel := withReserve(ctx)
-		w.props.propose(pctx, ps, opts)
-		if again := reissue(w.mem, w.intake, w.met, w.log, ps, es); len(again) > 0 {
-			w.props.propose(pctx, again, opts)
-		}
+		w.props.proposeReissuing(pctx, ps, es, opts, w.mem, w.intake, w.met, w.log)
 		cancel()
 	}
 	w.parkOrSettle(ctx, ps, es, walf)
@@ -138,24 +135,47 @@ func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.Sub
 	return results, nil
 }
 
+// maxReissues bounds how many fresh txids one transaction gets in one
+// proposal (proposeReissuing): a squatter that took the next txids of this
+// node, one millisecond after another, delays a write by as many proposals;
+// past the bound it answers 409 txid_conflict.
+const maxReissues = 8
+
+// proposeReissuing proposes ps (es aligned with it), this node's own
+// transactions (a request's, or the replayer's), and proposes again under a
+// fresh txid each one refused because its txid is recorded for another
+// transaction (reissue), up to maxReissues times.
+func (pr *proposer) proposeReissuing(ctx context.Context, ps []*pending, es []*intakeEntry, opts wire.SubmitOptions, mem *membership, in *intake, met *nodeMetrics, log *slog.Logger) {
+	pr.propose(ctx, ps, opts)
+	for range maxReissues {
+		ps, es = reissue(mem, in, met, log, ps, es)
+		if len(ps) == 0 || ctx.Err() != nil {
+			return
+		}
+		pr.propose(ctx, ps, opts)
+	}
+}
+
 // reissue gives a fresh txid to each transaction of ps (es aligned with it)
 // that was refused because its txid is recorded for another transaction
-// (wire.ErrTxIDConflict), and returns them, open, for one more proposal. ps
-// are this node's (a request's, or the replayer's), and so are their txids:
-// another client proposed one first (a squatter) or the node issued one
-// twice. The transaction was not carried out, and under a txid of its own it
-// is a new one, with the same idempotency key (nothing was recorded under the
-// key). A transaction refused again answers 409 txid_conflict.
+// (wire.ErrTxIDConflict), and returns them, open, for one more proposal, with
+// their entries. ps are this node's (a request's, or the replayer's), and so
+// are their txids: another process proposed one first (a squatter) or the
+// node issued one twice. The transaction was not carried out, and under a
+// txid of its own it is a new one, with the same idempotency key (nothing was
+// recorded under the key). A transaction refused maxReissues times answers
+// 409 txid_conflict.
 //
 // The intake entry takes the new txid and payload; a WAL record already
 // written keeps the old ones. So a transaction parked after its retry, and
 // replayed from the WAL after a restart, meets the conflict again and is
 // reissued once more by the replayer: if the retry did commit before the
 // restart, and the transaction has no idempotency key, it commits twice.
-func reissue(mem *membership, in *intake, met *nodeMetrics, log *slog.Logger, ps []*pending, es []*intakeEntry) []*pending {
+func reissue(mem *membership, in *intake, met *nodeMetrics, log *slog.Logger, ps []*pending, es []*intakeEntry) ([]*pending, []*intakeEntry) {
 	var again []*pending
+	var againEs []*intakeEntry
 	if mem.writeErr() != nil {
-		return nil // no txids to issue (number.go): refused as it is
+		return nil, nil // no txids to issue (number.go): refused as it is
 	}
 	for i, p := range ps {
 		if !p.st.isDone() || !errors.Is(p.st.err, wire.ErrTxIDConflict) {
@@ -168,8 +188,9 @@ func reissue(mem *membership, in *intake, met *nodeMetrics, log *slog.Logger, ps
 		met.txidReissued.Inc()
 		log.Warn("txid taken by another transaction; proposing under a fresh one", "txid", old, "new_txid", id)
 		again = append(again, p)
+		againEs = append(againEs, es[i])
 	}
-	return again
+	return again, againEs
 }
 
 // keep returns the elements of xs whose held is nil.

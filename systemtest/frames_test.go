@@ -278,3 +278,99 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestSquattedTxIDs: a process on the peer link that names itself as a
+// follower pre-commits, under that follower's txid node number, the txids
+// it is about to issue (sequence 0 of every millisecond of the next 3 s).
+// Every write sent through that follower meanwhile is still answered 200
+// committed with its own versions, and is in every log under the txid it was
+// answered with: the follower proposed it again under a fresh txid
+// (txlog_txid_reissued_total counts it), never answered it with the
+// squatter's entry. The logs of the three nodes stay identical.
+func TestSquattedTxIDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := startCluster(t)
+	leader := mustLeaderID(ctx, t, c)
+	victim := aFollower(c, leader)
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var number uint16
+	var clusterID string
+	waitUntil(ctx, t, victim+" registered", func() bool {
+		st, err := cl.ClusterFrom(ctx, c.URL(leader))
+		if err != nil {
+			return false
+		}
+		clusterID = st.ClusterID
+		for _, m := range st.Members {
+			if m.ID == victim {
+				number = uint16(m.NodeNumber)
+			}
+		}
+		return number != 0
+	})
+
+	// The squat: sequence 0 of each millisecond from start to start+window,
+	// all within the leader's clock bound (8 s ahead), in one request; tried
+	// again while the leader answers not_ready (it has not yet seen the
+	// victim's registration).
+	const window = 3 * time.Second
+	var start time.Time
+	waitUntil(ctx, t, "the squat committed", func() bool {
+		start = time.Now().Add(time.Second).Truncate(time.Millisecond)
+		var frames [][]byte
+		for at := start; at.Before(start.Add(window)); at = at.Add(time.Millisecond) {
+			key := fmt.Sprintf("squat/%d", at.UnixMilli())
+			frames = append(frames, command(1, txBytes(makeID(at, number, 0), "", hostileOp{key: key, value: []byte("1")})))
+		}
+		res, errBody := sendFrames(ctx, t, c.RaftAddr(leader), clusterID, victim, frames...)
+		if errBody != nil {
+			t.Fatalf("the squat was refused whole: %+v", errBody)
+		}
+		for i, r := range res {
+			if r.Error != nil && r.Error.Code == wire.CodeNotReady && i == 0 {
+				return false
+			}
+			if r.Error != nil || r.Status != wire.StatusCommitted {
+				t.Fatalf("squat frame %d = %+v (error %+v), want committed", i, r, r.Error)
+			}
+		}
+		return true
+	})
+	if time.Now().After(start) {
+		t.Fatalf("the squat took until %v, past the window's start %v", time.Now(), start)
+	}
+
+	// Writes through the victim during the window, one at a time, each in
+	// a millisecond of its own.
+	vc := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(victim)}})
+	var results []ack
+	for n := int64(0); time.Now().Before(start.Add(window)); n++ {
+		a := blindPut(ctx, vc, n)
+		if a.err != nil || a.res.Status != wire.StatusCommitted {
+			t.Fatalf("write %s through %s = %+v, %v; want committed", a.key, victim, a.res, a.err)
+		}
+		key := fmt.Sprintf("k/%d", n)
+		if v := a.res.Versions; len(v) != 1 || v[key] != 1 {
+			t.Fatalf("write %s = versions %v, want %s: 1 (its own, not the squatter's)", a.key, v, key)
+		}
+		results = append(results, a)
+	}
+	var squatted int
+	for _, a := range results {
+		if a.res.TxID.Time().After(start.Add(-time.Millisecond)) && a.res.TxID.Time().Before(start.Add(window)) && a.res.TxID.Seq() == 0 {
+			t.Errorf("write %s answered under the squatted txid %s", a.key, a.res.TxID)
+		}
+	}
+	m := scrapeMetrics(ctx, t, c.URL(victim)+"/metrics")
+	if v, ok := m.value("txlog_txid_reissued_total"); !ok || v == 0 {
+		t.Errorf("txlog_txid_reissued_total on %s = %v (%v), want > 0: no write met a squatted txid", victim, v, ok)
+	} else {
+		squatted = int(v)
+	}
+	t.Logf("%d writes through %s in the squatted window, %d proposed again under a fresh txid", len(results), victim, squatted)
+	checkSettled(ctx, t, c, results)
+}
