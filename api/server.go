@@ -461,11 +461,12 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 	s.writeError(w, &wire.Error{Code: wire.CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
 }
 
-// preallocBodyBytes bounds the buffer readBody makes before it reads: a batch
-// of 100 small transactions fits (about 40 KB), and a client that declares a
-// larger body than it sends pins no more than this; a larger body grows the
-// buffer as its bytes arrive.
-const preallocBodyBytes = 64 << 10
+// preallocBodyBytes bounds the buffer readBody makes before it reads: a
+// transaction of a few small ops fits, and a client that declares a larger
+// body than it sends pins no more than this; a larger body grows the buffer
+// (doubling) as its bytes arrive, so memory follows what arrived, not what
+// was declared.
+const preallocBodyBytes = 4 << 10
 
 // readBody reads the whole body of r, at most limit bytes, within timeout
 // (0: no bound): the server bounds only the headers' reading, and a client
