@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"reflect"
@@ -277,5 +278,28 @@ func TestBoundedDecode_Transport(t *testing.T) {
 	var resp AppendEntriesResponse
 	if err := client.AppendEntries("id", server.LocalAddr(), req, &resp); err != nil || !resp.Success {
 		t.Fatalf("an AppendEntries after the hostile connections: %v, %#v", err, resp)
+	}
+}
+
+// BenchmarkBoundedDecodeLarge decodes a request of one entry of each size
+// with the codec: the entries that grow as they arrive (over readChunk).
+func BenchmarkBoundedDecodeLarge(b *testing.B) {
+	for _, n := range []int{256 << 10, 4 << 20} {
+		req := &AppendEntriesRequest{RPCHeader: RPCHeader{ID: []byte("n1"), Addr: []byte("127.0.0.1:7001")}, Term: 3,
+			Entries: []*Log{{Index: 1, Term: 3, Type: LogCommand, Data: make([]byte, n), AppendedAt: time.Now()}}}
+		enc := msgpackEncode(b, true, req)
+		b.Run(fmt.Sprintf("%dKiB", n>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(enc)))
+			rd := bytes.NewReader(enc)
+			br := bufio.NewReader(rd)
+			for i := 0; i < b.N; i++ {
+				rd.Reset(enc)
+				br.Reset(rd)
+				if err := readAppendEntriesRequest(br, new(AppendEntriesRequest)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
