@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand"
 	"net"
 	"reflect"
 	"testing"
@@ -279,6 +280,60 @@ func TestBoundedDecode_Transport(t *testing.T) {
 	if err := client.AppendEntries("id", server.LocalAddr(), req, &resp); err != nil || !resp.Success {
 		t.Fatalf("an AppendEntries after the hostile connections: %v, %#v", err, resp)
 	}
+}
+
+// FuzzFastCodecResponse feeds the response decoder arbitrary bytes (the
+// seeds in testdata/fuzz/FuzzFastCodecResponse and below): it must not
+// panic, and where both it and go-msgpack decode the input, they must agree.
+func FuzzFastCodecResponse(f *testing.F) {
+	r := rand.New(rand.NewSource(8))
+	for i := 0; i < 6; i++ {
+		rpcErr, resp := randomResponse(r)
+		f.Add(msgpackEncode(f, true, rpcErr, resp))
+	}
+	f.Add(str32(maxFastShort, tenBytes))
+	f.Add(append([]byte{0xa0}, mpField("Addr", str32(maxFastLen, tenBytes))...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got AppendEntriesResponse
+		gotErr, err := readAppendEntriesResponse(bufio.NewReader(bytes.NewReader(b)), &got)
+		if err != nil {
+			return
+		}
+		var want AppendEntriesResponse
+		var wantErr string
+		dec := codec.NewDecoderBytes(b, &codec.MsgpackHandle{})
+		if dec.Decode(&wantErr) != nil || dec.Decode(&want) != nil {
+			return
+		}
+		var g, w bytes.Buffer
+		gw, ww := bufio.NewWriter(&g), bufio.NewWriter(&w)
+		if writeAppendEntriesResponse(gw, gotErr, &got) != nil || writeAppendEntriesResponse(ww, wantErr, &want) != nil {
+			return
+		}
+		gw.Flush()
+		ww.Flush()
+		if !bytes.Equal(g.Bytes(), w.Bytes()) {
+			t.Fatalf("decoded %q\n%#v\ngo-msgpack decoded %q\n%#v", gotErr, got, wantErr, want)
+		}
+	})
+}
+
+// FuzzBoundedDecodeMsgpack feeds the transport's go-msgpack decoder
+// (decodeHandle) arbitrary bytes as each RPC it decodes, the first byte
+// choosing which: an error, never a panic.
+func FuzzBoundedDecodeMsgpack(f *testing.F) {
+	for i, c := range hugeMsgpackFields {
+		f.Add(append([]byte{byte(i)}, c.in...))
+	}
+	f.Add(append([]byte{0}, msgpackEncode(f, true, &RequestVoteRequest{RPCHeader: RPCHeader{ID: []byte("n1"), Addr: []byte("a:1")}, Term: 3, LastLogIndex: 9})...))
+	f.Add(append([]byte{3}, msgpackEncode(f, true, &InstallSnapshotRequest{Term: 3, Configuration: []byte("c"), Size: 10})...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		c := hugeMsgpackFields[int(b[0])%len(hugeMsgpackFields)]
+		codec.NewDecoder(bufio.NewReader(bytes.NewReader(b[1:])), decodeHandle()).Decode(c.into())
+	})
 }
 
 // BenchmarkBoundedDecodeLarge decodes a request of one entry of each size
