@@ -65,6 +65,7 @@ func TestBoundedDecode_FastCodecDeclaredHuge(t *testing.T) {
 		max     int64 // bytes allocated per decode, at most
 	}{
 		{"an entry's Data of 1 GiB", oneEntry("Data", str32(maxFastLen, tenBytes)), false, false, 96 << 10},
+		{"an entry's Data of 200 KiB", oneEntry("Data", str32(200<<10, tenBytes)), false, false, 96 << 10},
 		{"an entry's Data of 1 GiB and a byte", oneEntry("Data", str32(maxFastLen+1, tenBytes)), false, true, 8 << 10},
 		{"an entry's Data of 4 GiB", oneEntry("Data", str32(1<<32-1, tenBytes)), false, true, 8 << 10},
 		{"an entry's Extensions of 1 GiB", oneEntry("Extensions", str32(maxFastLen, tenBytes)), false, false, 96 << 10},
@@ -83,26 +84,39 @@ func TestBoundedDecode_FastCodecDeclaredHuge(t *testing.T) {
 		{"a response's error of 1 GiB", str32(maxFastLen, tenBytes), true, true, 8 << 10},
 		{"a response's Addr of 1 GiB", append([]byte{0xa0}, mpField("Addr", str32(maxFastLen, tenBytes))...), true, true, 8 << 10},
 	} {
-		var err error
-		got := bytesPerRun(4, func() {
-			br := bufio.NewReader(bytes.NewReader(c.in))
-			if c.resp {
-				_, err = readAppendEntriesResponse(br, new(AppendEntriesResponse))
-			} else {
-				err = readAppendEntriesRequest(br, new(AppendEntriesRequest))
+		// With bufio's default buffer and with the server's.
+		for _, size := range []int{4096, connReceiveBufferSize} {
+			var err error
+			got := bytesPerRun(4, func() {
+				br := bufio.NewReaderSize(bytes.NewReader(c.in), size)
+				if c.resp {
+					_, err = readAppendEntriesResponse(br, new(AppendEntriesResponse))
+				} else {
+					err = readAppendEntriesRequest(br, new(AppendEntriesRequest))
+				}
+			})
+			got -= uint64(size) // the bufio.Reader's buffer
+			t.Logf("%s, a buffer of %d: %d bytes, %v", c.name, size, got, err)
+			switch {
+			case c.refused && !errors.Is(err, errFastCodec):
+				t.Errorf("%s: %v, want it refused (errFastCodec)", c.name, err)
+			case !c.refused && !errors.Is(err, io.ErrUnexpectedEOF):
+				t.Errorf("%s: %v, want io.ErrUnexpectedEOF", c.name, err)
 			}
-		})
-		got -= 4096 // the bufio.Reader's buffer
-		t.Logf("%s: %d bytes, %v", c.name, got, err)
-		switch {
-		case c.refused && !errors.Is(err, errFastCodec):
-			t.Errorf("%s: %v, want it refused (errFastCodec)", c.name, err)
-		case !c.refused && !errors.Is(err, io.ErrUnexpectedEOF):
-			t.Errorf("%s: %v, want io.ErrUnexpectedEOF", c.name, err)
+			if int64(got) > c.max {
+				t.Errorf("%s, a buffer of %d: %d bytes allocated per decode, want at most %d", c.name, size, got, c.max)
+			}
 		}
-		if int64(got) > c.max {
-			t.Errorf("%s: %d bytes allocated per decode, want at most %d", c.name, got, c.max)
-		}
+	}
+}
+
+// An error names the field whose value failed, also when its read moved the
+// reader's buffer (the name was a view of it, and named other bytes).
+func TestBoundedDecode_ErrorNamesField(t *testing.T) {
+	in := oneEntry("Data", str32(200<<10, tenBytes))
+	err := readAppendEntriesRequest(bufio.NewReaderSize(bytes.NewReader(in), connReceiveBufferSize), new(AppendEntriesRequest))
+	if want := `AppendEntriesRequest field "Entries": log field "Data": unexpected EOF`; err == nil || err.Error() != want {
+		t.Errorf("got %v, want %s", err, want)
 	}
 }
 
@@ -123,7 +137,7 @@ func (c chunkReader) Read(p []byte) (int, error) {
 // go-msgpack reads them, arriving in pieces of any size, and cost at most
 // four times their length (a buffer doubled up to it).
 func TestBoundedDecode_FastCodecGrowing(t *testing.T) {
-	sizes := []int{readChunk - 1, readChunk, readChunk + 1, 2 * readChunk, 1<<20 + 3, 5 << 20}
+	sizes := []int{readChunk - 1, readChunk, readChunk + 1, 2 * readChunk, connReceiveBufferSize, connReceiveBufferSize + 1, 1<<20 + 3, 5 << 20}
 	req := &AppendEntriesRequest{RPCHeader: RPCHeader{ID: []byte("n1"), Addr: bytes.Repeat([]byte("a"), maxFastShort)}, Term: 2}
 	for i, n := range sizes {
 		data := make([]byte, n)
@@ -137,16 +151,18 @@ func TestBoundedDecode_FastCodecGrowing(t *testing.T) {
 	if err := codec.NewDecoderBytes(enc, &codec.MsgpackHandle{}).Decode(&want); err != nil {
 		t.Fatal(err)
 	}
-	for _, piece := range []int{1 << 20, 65537, 4095, 1000} {
-		var got AppendEntriesRequest
-		br := bufio.NewReader(chunkReader{bytes.NewReader(append(enc, trailer)), piece})
-		if err := readAppendEntriesRequest(br, &got); err != nil {
-			t.Fatalf("in pieces of %d: %v", piece, err)
+	for _, size := range []int{4096, connReceiveBufferSize} {
+		for _, piece := range []int{1 << 20, 65537, 4095, 1000} {
+			var got AppendEntriesRequest
+			br := bufio.NewReaderSize(chunkReader{bytes.NewReader(append(enc, trailer)), piece}, size)
+			if err := readAppendEntriesRequest(br, &got); err != nil {
+				t.Fatalf("in pieces of %d, a buffer of %d: %v", piece, size, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("in pieces of %d, a buffer of %d: the values differ from go-msgpack's", piece, size)
+			}
+			checkTrailer(t, br)
 		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("in pieces of %d: the values differ from go-msgpack's", piece)
-		}
-		checkTrailer(t, br)
 	}
 
 	// An error string of maxFastShort, longer than the reader's buffer.
@@ -343,18 +359,20 @@ func BenchmarkBoundedDecodeLarge(b *testing.B) {
 		req := &AppendEntriesRequest{RPCHeader: RPCHeader{ID: []byte("n1"), Addr: []byte("127.0.0.1:7001")}, Term: 3,
 			Entries: []*Log{{Index: 1, Term: 3, Type: LogCommand, Data: make([]byte, n), AppendedAt: time.Now()}}}
 		enc := msgpackEncode(b, true, req)
-		b.Run(fmt.Sprintf("%dKiB", n>>10), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(enc)))
-			rd := bytes.NewReader(enc)
-			br := bufio.NewReader(rd)
-			for i := 0; i < b.N; i++ {
-				rd.Reset(enc)
-				br.Reset(rd)
-				if err := readAppendEntriesRequest(br, new(AppendEntriesRequest)); err != nil {
-					b.Fatal(err)
+		for _, size := range []int{4096, connReceiveBufferSize} { // bufio's default, the server's
+			b.Run(fmt.Sprintf("%dKiB/buffer%dKiB", n>>10, size>>10), func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(enc)))
+				rd := bytes.NewReader(enc)
+				br := bufio.NewReaderSize(rd, size)
+				for i := 0; i < b.N; i++ {
+					rd.Reset(enc)
+					br.Reset(rd)
+					if err := readAppendEntriesRequest(br, new(AppendEntriesRequest)); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

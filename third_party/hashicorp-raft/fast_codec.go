@@ -548,10 +548,21 @@ func (d *mpReader) raw(inEntry bool) ([]byte, error) {
 	return b, nil
 }
 
-// readGrowing reads n bytes into a new slice that grows as they arrive: it
-// starts at readChunk bytes and doubles, up to n, each time it is full, so
-// that what it allocates is at most twice what arrived (and readChunk).
+// readGrowing reads n bytes into a new slice allocated as they arrive. If
+// the reader's own buffer can hold them (the transport's server reads with
+// 256 KiB), it waits for them there and then copies them out; else the
+// slice starts at readChunk bytes and doubles, up to n, each time it is
+// full, so that it is never more than twice what arrived.
 func (d *mpReader) readGrowing(n int) ([]byte, error) {
+	if n <= d.r.Size() {
+		p, err := d.next(n)
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, n)
+		copy(b, p)
+		return b, nil
+	}
 	b := make([]byte, 0, minInt(n, readChunk))
 	for len(b) < n {
 		if len(b) == cap(b) {
@@ -773,8 +784,10 @@ func (d *mpReader) readLog(l *Log) (*Log, error) {
 	if err != nil || isNil {
 		return nil, err
 	}
+	var kb [64]byte // a field name, for errors
 	for i := 0; i < n; i++ {
 		k, err := d.key()
+		kn := copy(kb[:], k) // k is a view of the reader's buffer, which the value's read may move
 		if err != nil {
 			return nil, err
 		}
@@ -797,7 +810,7 @@ func (d *mpReader) readLog(l *Log) (*Log, error) {
 			err = d.skip(0)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("log field %q: %w", k, err)
+			return nil, fmt.Errorf("log field %q: %w", string(kb[:kn]), err)
 		}
 	}
 	return l, nil
@@ -814,8 +827,10 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 	if isNil {
 		return nil
 	}
+	var kb [64]byte // a field name, for errors
 	for i := 0; i < n; i++ {
 		k, err := d.key()
+		kn := copy(kb[:], k) // k is a view of the reader's buffer, which the value's read may move
 		if err != nil {
 			return err
 		}
@@ -870,7 +885,7 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 			err = d.skip(0)
 		}
 		if err != nil {
-			return fmt.Errorf("AppendEntriesRequest field %q: %w", k, err)
+			return fmt.Errorf("AppendEntriesRequest field %q: %w", string(kb[:kn]), err)
 		}
 	}
 	return nil
@@ -887,8 +902,10 @@ func readAppendEntriesResponse(r *bufio.Reader, resp *AppendEntriesResponse) (rp
 	if err != nil || isNil {
 		return rpcErr, err
 	}
+	var kb [64]byte // a field name, for errors
 	for i := 0; i < n; i++ {
 		k, err := d.key()
+		kn := copy(kb[:], k) // k is a view of the reader's buffer, which the value's read may move
 		if err != nil {
 			return "", err
 		}
@@ -913,7 +930,7 @@ func readAppendEntriesResponse(r *bufio.Reader, resp *AppendEntriesResponse) (rp
 			err = d.skip(0)
 		}
 		if err != nil {
-			return "", fmt.Errorf("AppendEntriesResponse field %q: %w", k, err)
+			return "", fmt.Errorf("AppendEntriesResponse field %q: %w", string(kb[:kn]), err)
 		}
 	}
 	return rpcErr, nil
