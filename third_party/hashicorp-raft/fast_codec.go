@@ -79,7 +79,8 @@ const (
 	// valid request's, in one allocation.
 	maxEntriesChunk = 1024
 	// readChunk is the longest byte slice allocated whole before its bytes
-	// arrive; a longer one starts at this and doubles as they come.
+	// arrive; a longer one waits for them in the reader's buffer if it
+	// fits there, else starts at this and doubles as they come.
 	readChunk = 64 << 10
 )
 
