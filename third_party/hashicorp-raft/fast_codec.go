@@ -785,33 +785,45 @@ func (d *mpReader) readLog(l *Log) (*Log, error) {
 	if err != nil || isNil {
 		return nil, err
 	}
-	var kb [64]byte // a field name, for errors
+	// k is a view of the reader's buffer, which the value's read may move:
+	// errors name the field by the constant it matched, or by a copy.
+	var kb [64]byte
 	for i := 0; i < n; i++ {
 		k, err := d.key()
-		kn := copy(kb[:], k) // k is a view of the reader's buffer, which the value's read may move
 		if err != nil {
 			return nil, err
 		}
+		name, kn := "", 0
 		switch string(k) {
 		case "AppendedAt":
+			name = "AppendedAt"
 			l.AppendedAt, err = d.time()
 		case "Data":
+			name = "Data"
 			l.Data, err = d.raw(true)
 		case "Extensions":
+			name = "Extensions"
 			l.Extensions, err = d.raw(true)
 		case "Index":
+			name = "Index"
 			l.Index, err = d.uint(64)
 		case "Term":
+			name = "Term"
 			l.Term, err = d.uint(64)
 		case "Type":
+			name = "Type"
 			var v uint64
 			v, err = d.uint(8)
 			l.Type = LogType(v)
 		default:
+			kn = copy(kb[:], k)
 			err = d.skip(0)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("log field %q: %w", string(kb[:kn]), err)
+			if name == "" {
+				name = string(kb[:kn])
+			}
+			return nil, fmt.Errorf("log field %q: %w", name, err)
 		}
 	}
 	return l, nil
