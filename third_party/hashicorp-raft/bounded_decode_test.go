@@ -113,10 +113,18 @@ func TestBoundedDecode_FastCodecDeclaredHuge(t *testing.T) {
 // An error names the field whose value failed, also when its read moved the
 // reader's buffer (the name was a view of it, and named other bytes).
 func TestBoundedDecode_ErrorNamesField(t *testing.T) {
-	in := oneEntry("Data", str32(200<<10, tenBytes))
-	err := readAppendEntriesRequest(bufio.NewReaderSize(bytes.NewReader(in), connReceiveBufferSize), new(AppendEntriesRequest))
-	if want := `AppendEntriesRequest field "Entries": log field "Data": unexpected EOF`; err == nil || err.Error() != want {
-		t.Errorf("got %v, want %s", err, want)
+	for _, c := range []struct {
+		in   []byte
+		want string
+	}{
+		{oneEntry("Data", str32(200<<10, tenBytes)), `AppendEntriesRequest field "Entries": log field "Data": unexpected EOF`},
+		{oneEntry("Zzzz", str32(200<<10, tenBytes)), `AppendEntriesRequest field "Entries": log field "Zzzz": unexpected EOF`},
+		{mpField("Addr", str32(200<<10, tenBytes)), `AppendEntriesRequest field "Addr": unexpected EOF`},
+	} {
+		err := readAppendEntriesRequest(bufio.NewReaderSize(bytes.NewReader(c.in), connReceiveBufferSize), new(AppendEntriesRequest))
+		if err == nil || err.Error() != c.want {
+			t.Errorf("got %v, want %s", err, c.want)
+		}
 	}
 }
 
