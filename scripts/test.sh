@@ -46,7 +46,7 @@ echo "== the patched hashicorp/raft (third_party/hashicorp-raft/PATCHES.md)"
 # every test cluster. (Upstream's whole suite takes minutes and has tests that
 # fail as root or by timing, with or without the patch: run it by hand.)
 (cd third_party/hashicorp-raft && RAFT_PARALLEL_LEADER_APPEND=1 go test -race -count=1 \
-	-run '^(TestParallelLeaderAppend_.*|TestCommitment.*|TestFastCodec.*|FuzzFastCodecRequest|TestNetworkTransport_.*|TestRaft_(SingleNode|TripleNode|LeaderFail|BehindFollower|ApplyConcurrent|RemoveFollower|RemoveLeader|SnapshotRestore|AutoSnapshot|UserSnapshot|SendSnapshotAndLogsFollower|ReJoinFollower|LeaderLeaseExpire|Barrier|LeadershipTransferWithWrites|CacheLogWithStoreError))$' .)
+	-run '^(TestParallelLeaderAppend_.*|TestCommitment.*|TestFastCodec.*|FuzzFastCodecRequest|FuzzFastCodecResponse|FuzzBoundedDecodeMsgpack|TestBoundedDecode_.*|TestNetworkTransport_.*|TestRaft_(SingleNode|TripleNode|LeaderFail|BehindFollower|ApplyConcurrent|RemoveFollower|RemoveLeader|SnapshotRestore|AutoSnapshot|UserSnapshot|SendSnapshotAndLogsFollower|ReJoinFollower|LeaderLeaseExpire|Barrier|LeadershipTransferWithWrites|CacheLogWithStoreError))$' .)
 
 echo "== the patched bbolt (third_party/bbolt/PATCHES.md)"
 # Upstream's tests of the root package, in their short form.

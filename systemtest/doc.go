@@ -5,9 +5,10 @@
 // operator or a client does, over HTTP and with signals. Failovers, the ack
 // levels, lost disks (amnesia), disk faults, forwarding, idempotency keys,
 // leases and their holders, membership changes, the store's commit interval,
-// the debug listener and the hostile-input table of the client port (raw
+// the debug listener, the hostile-input table of the client port (raw
 // TCP exchanges: request smuggling, malformed lines, slow and stalled
-// clients, --max-streams) are tested here; what the nodes answered and logged
+// clients, --max-streams) and declared lengths on the peer link (propose
+// streams, internal requests, Raft's messages) are tested here; what the nodes answered and logged
 // is checked with the chaos checkers (chaos.CheckNoLostWrites,
 // CheckPendingResolved, CheckNoDuplicates, CheckLogsIdentical,
 // CheckVersionChains).

@@ -49,11 +49,19 @@ patches() {
 	done
 }
 
+# needs PATCH GROUP: PATCH's heading (the lines before its first diff) has a
+# line "Needs: ..." naming GROUP (such as 02-fast-codec): it changes what
+# GROUP adds, so it cannot go in without it.
+needs() {
+	sed -n '/^diff --git /q; p' "$1" | grep -q "^Needs:.*\b$2\b"
+}
+
 # rebuild NAME PATCHDIR DEST [SKIP]: DEST (which must not exist) becomes
 # NAME's release with PATCHDIR's omissions and patches, all but group SKIP
-# (a file name such as 01-parallel-append.patch). A patch must apply exactly,
-# except one that follows SKIP: its context may be SKIP's lines, so it is
-# applied with GNU patch and fuzz if need be (it still may not be rejected).
+# (a file name such as 01-parallel-append.patch) and the groups that need it
+# (needs). A patch must apply exactly, except one that follows SKIP: its
+# context may be SKIP's lines, so it is applied with GNU patch and fuzz if
+# need be (it still may not be rejected).
 rebuild() {
 	local name=$1 pdir=$2 dest=$3 skip=${4:-} up p skipped=""
 	up=$(upstream_dir "$name") || return 1
@@ -68,6 +76,10 @@ rebuild() {
 	for p in $(patches "$pdir"); do
 		if [ "$(basename "$p")" = "$skip" ]; then
 			skipped=1
+			continue
+		fi
+		if [ -n "$skipped" ] && needs "$p" "${skip%.patch}"; then
+			echo "third_party/$name: $(basename "$p") left out too: it needs ${skip%.patch}" >&2
 			continue
 		fi
 		# GIT_CEILING_DIRECTORIES: dest is no repository's work tree, whatever

@@ -32,7 +32,7 @@ fresh
 expect "the copy as it is" ok
 
 fresh
-sed -i 's/^const maxFastLen = 1 << 30$/const maxFastLen = 1 << 29/' "$tmp/tp/hashicorp-raft/fast_codec.go"
+sed -i 's/^\tmaxFastLen = 1 << 30$/\tmaxFastLen = 1 << 29/' "$tmp/tp/hashicorp-raft/fast_codec.go"
 expect "a changed line" fast_codec.go
 
 fresh
@@ -63,3 +63,14 @@ if grep -q getLogToSend "$r" || ! grep -q 'logs := make(\[\]Log, n)' "$r" || ! g
 	echo "FAIL hashicorp-raft without 01-parallel-append:"; cat "$tmp/out"; exit 1
 fi
 echo "ok   hashicorp-raft without 01-parallel-append"
+
+# A rebuild without 02-fast-codec leaves out 04-bounded-decode too (its heading
+# says "Needs: 02-fast-codec"), and only those two.
+rebuild hashicorp-raft "$here/hashicorp-raft/patches" "$tmp/no-codec" 02-fast-codec.patch 2>"$tmp/out"
+d=$tmp/no-codec
+if [ -f "$d/fast_codec.go" ] || [ -f "$d/bounded_decode_test.go" ] || grep -q decodeHandle "$d/net_transport.go" ||
+	! grep -q "left out too: it needs 02-fast-codec" "$tmp/out" || ! grep -q getLogToSend "$d/replication.go" ||
+	! grep -q 'logs := make(\[\]Log, n)' "$d/replication.go"; then
+	echo "FAIL hashicorp-raft without 02-fast-codec:"; cat "$tmp/out"; exit 1
+fi
+echo "ok   hashicorp-raft without 02-fast-codec (and 04-bounded-decode, which needs it)"

@@ -58,9 +58,31 @@ const (
 	mpTimeExtTag = 0xff // -1, msgpack's timestamp extension
 )
 
-// maxFastLen bounds a string, byte slice or array length the decoder accepts
-// before it allocates: larger ones are corrupt input, not an entry.
-const maxFastLen = 1 << 30
+// Bounds on what the decoder accepts, checked when a length is read, before
+// anything is allocated (txlog's patch, change 6): larger ones are corrupt or
+// hostile input, not a request. Within them, what is allocated follows what
+// arrived, not what was declared: a byte slice longer than readChunk grows as
+// its bytes arrive, and entries are allocated at most maxEntriesChunk at a
+// time, so that a connection that declares 1 GiB and sends 10 bytes costs
+// about readChunk.
+const (
+	// maxFastLen bounds an entry's Data or Extensions, and any array, map or
+	// value skipped.
+	maxFastLen = 1 << 30
+	// maxFastShort bounds the other byte slices and strings: a request's
+	// ID, Addr and Leader, a response's, and the response's error string.
+	maxFastShort = 1 << 20
+	// maxFastEntries bounds a request's entries: a sender makes at most
+	// Config.MaxAppendEntries, itself at most 1024 (ValidateConfig).
+	maxFastEntries = 1 << 16
+	// maxEntriesChunk is the most entries allocated before they arrive: any
+	// valid request's, in one allocation.
+	maxEntriesChunk = 1024
+	// readChunk is the longest byte slice allocated whole before its bytes
+	// arrive; a longer one waits for them in the reader's buffer if it
+	// fits there, else starts at this and doubles as they come.
+	readChunk = 64 << 10
+)
 
 // mpWriter appends msgpack values to a bufio.Writer, as go-msgpack's encoder
 // does with MsgpackHandle{WriteExt: false}.
@@ -449,9 +471,14 @@ func (d *mpReader) bool() (bool, error) {
 	return false, d.fail("a bool expected, found 0x%x", bd)
 }
 
-// rawHeader reads the header of a string or binary and returns its length;
-// isNil for nil, fix for a fixstr.
+// rawHeader reads the header of a string or binary and returns its length,
+// at most maxFastLen; isNil for nil, fix for a fixstr.
 func (d *mpReader) rawHeader() (n int, isNil, fix bool, err error) {
+	return d.rawHeaderMax(maxFastLen)
+}
+
+// rawHeaderMax is rawHeader with the bound limit.
+func (d *mpReader) rawHeaderMax(limit uint64) (n int, isNil, fix bool, err error) {
 	bd, err := d.byte1()
 	if err != nil {
 		return 0, false, false, err
@@ -471,17 +498,22 @@ func (d *mpReader) rawHeader() (n int, isNil, fix bool, err error) {
 	default:
 		return 0, false, false, d.fail("a string expected, found 0x%x", bd)
 	}
-	if err == nil && u > maxFastLen {
-		err = d.fail("length %d", u)
+	if err == nil && u > limit {
+		err = d.fail("length %d over %d", u, limit)
 	}
 	return int(u), false, false, err
 }
 
 // raw reads a byte slice as go-msgpack decodes one into a []byte field: nil
 // for nil, else a new slice (empty, not nil, for a zero length). An entry's
-// (inEntry) may share its allocation with the next entries'.
+// (inEntry, at most maxFastLen) may share its allocation with the next
+// entries'; any other is at most maxFastShort.
 func (d *mpReader) raw(inEntry bool) ([]byte, error) {
-	n, isNil, _, err := d.rawHeader()
+	limit := uint64(maxFastShort)
+	if inEntry {
+		limit = maxFastLen
+	}
+	n, isNil, _, err := d.rawHeaderMax(limit)
 	if err != nil || isNil {
 		return nil, err
 	}
@@ -489,6 +521,8 @@ func (d *mpReader) raw(inEntry bool) ([]byte, error) {
 	switch {
 	case n == 0:
 		return []byte{}, nil
+	case n > readChunk:
+		return d.readGrowing(n)
 	case !inEntry || n > slabMaxLen:
 		b = make([]byte, n)
 	default:
@@ -515,8 +549,44 @@ func (d *mpReader) raw(inEntry bool) ([]byte, error) {
 	return b, nil
 }
 
+// readGrowing reads n bytes into a new slice allocated as they arrive. If
+// the reader's own buffer can hold them (the transport's server reads with
+// 256 KiB), it waits for them there and then copies them out; else the
+// slice starts at readChunk bytes and doubles, up to n, each time it is
+// full, so that it is never more than twice what arrived.
+func (d *mpReader) readGrowing(n int) ([]byte, error) {
+	if n <= d.r.Size() {
+		p, err := d.next(n)
+		if err != nil {
+			return nil, err
+		}
+		b := make([]byte, n)
+		copy(b, p)
+		return b, nil
+	}
+	b := make([]byte, 0, minInt(n, readChunk))
+	for len(b) < n {
+		if len(b) == cap(b) {
+			nb := make([]byte, len(b), minInt(n, 2*cap(b)))
+			copy(nb, b)
+			b = nb
+		}
+		m, err := io.ReadFull(d.r, b[len(b):cap(b)])
+		b = b[:len(b)+m]
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// string reads a string of at most maxFastShort bytes: the error string of
+// a response.
 func (d *mpReader) string() (string, error) {
-	n, _, _, err := d.rawHeader()
+	n, _, _, err := d.rawHeaderMax(maxFastShort)
 	if err != nil || n == 0 {
 		return "", err
 	}
@@ -524,11 +594,8 @@ func (d *mpReader) string() (string, error) {
 		b, err := d.next(n)
 		return string(b), err
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(d.r, b); err != nil {
-		return "", io.ErrUnexpectedEOF
-	}
-	return string(b), nil
+	b, err := d.readGrowing(n)
+	return string(b), err
 }
 
 // key reads a struct field name. It returns a view of the reader's buffer,
@@ -542,8 +609,7 @@ func (d *mpReader) key() (name []byte, err error) {
 	case isNil:
 		return nil, d.fail("a nil field name")
 	case n > 64:
-		_, err := d.r.Discard(n)
-		return nil, err
+		return nil, d.discard(n)
 	}
 	return d.next(n)
 }
@@ -610,15 +676,13 @@ func (d *mpReader) skip(depth int) error {
 		if l > maxFastLen {
 			return d.fail("length %d", l)
 		}
-		_, err = d.r.Discard(int(l) + 1) // the type, then the data
-		return err
+		return d.discard(int(l) + 1) // the type, then the data
 	case b >= 0xa0 && b <= 0xbf, b >= mpStr8 && b <= mpStr32, b >= mpBin8 && b <= mpBin32:
 		l, _, _, err := d.rawHeader()
 		if err != nil {
 			return err
 		}
-		_, err = d.r.Discard(l)
-		return err
+		return d.discard(l)
 	case b >= 0x90 && b <= 0x9f, b == mpArray16, b == mpArray32:
 		l, _, err := d.arrayLen()
 		for i := 0; err == nil && i < l; i++ {
@@ -634,7 +698,13 @@ func (d *mpReader) skip(depth int) error {
 	default:
 		return d.fail("type 0x%x", b)
 	}
-	_, err = d.r.Discard(n)
+	return d.discard(n)
+}
+
+// discard reads past n bytes without keeping them; a cut value is
+// io.ErrUnexpectedEOF.
+func (d *mpReader) discard(n int) error {
+	_, err := d.r.Discard(n)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
@@ -715,31 +785,45 @@ func (d *mpReader) readLog(l *Log) (*Log, error) {
 	if err != nil || isNil {
 		return nil, err
 	}
+	// k is a view of the reader's buffer, which the value's read may move:
+	// errors name the field by the constant it matched, or by a copy.
+	var kb [64]byte
 	for i := 0; i < n; i++ {
 		k, err := d.key()
 		if err != nil {
 			return nil, err
 		}
+		name, kn := "", 0
 		switch string(k) {
 		case "AppendedAt":
+			name = "AppendedAt"
 			l.AppendedAt, err = d.time()
 		case "Data":
+			name = "Data"
 			l.Data, err = d.raw(true)
 		case "Extensions":
+			name = "Extensions"
 			l.Extensions, err = d.raw(true)
 		case "Index":
+			name = "Index"
 			l.Index, err = d.uint(64)
 		case "Term":
+			name = "Term"
 			l.Term, err = d.uint(64)
 		case "Type":
+			name = "Type"
 			var v uint64
 			v, err = d.uint(8)
 			l.Type = LogType(v)
 		default:
+			kn = copy(kb[:], k)
 			err = d.skip(0)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("log field %q: %w", k, err)
+			if name == "" {
+				name = string(kb[:kn])
+			}
+			return nil, fmt.Errorf("log field %q: %w", name, err)
 		}
 	}
 	return l, nil
@@ -756,8 +840,10 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 	if isNil {
 		return nil
 	}
+	var kb [64]byte // a field name, for errors
 	for i := 0; i < n; i++ {
 		k, err := d.key()
+		kn := copy(kb[:], k) // k is a view of the reader's buffer, which the value's read may move
 		if err != nil {
 			return err
 		}
@@ -769,13 +855,18 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 			if m, isNil, err = d.arrayLen(); err != nil || isNil {
 				break
 			}
+			if m > maxFastEntries {
+				err = d.fail("%d entries, over %d", m, maxFastEntries)
+				break
+			}
 			// The entries share allocations, as they share a lifetime; at
-			// most 4096 at a time, so that a corrupt count costs no more.
-			req.Entries = make([]*Log, 0, minInt(m, 4096))
+			// most maxEntriesChunk at a time, so that a corrupt count
+			// costs no more.
+			req.Entries = make([]*Log, 0, minInt(m, maxEntriesChunk))
 			var logs []Log
 			for j := 0; j < m; j++ {
 				if len(logs) == 0 {
-					logs = make([]Log, minInt(m-j, 4096))
+					logs = make([]Log, minInt(m-j, maxEntriesChunk))
 				}
 				var l *Log
 				d.left = m - j
@@ -807,7 +898,7 @@ func readAppendEntriesRequest(r *bufio.Reader, req *AppendEntriesRequest) error 
 			err = d.skip(0)
 		}
 		if err != nil {
-			return fmt.Errorf("AppendEntriesRequest field %q: %w", k, err)
+			return fmt.Errorf("AppendEntriesRequest field %q: %w", string(kb[:kn]), err)
 		}
 	}
 	return nil
@@ -824,8 +915,10 @@ func readAppendEntriesResponse(r *bufio.Reader, resp *AppendEntriesResponse) (rp
 	if err != nil || isNil {
 		return rpcErr, err
 	}
+	var kb [64]byte // a field name, for errors
 	for i := 0; i < n; i++ {
 		k, err := d.key()
+		kn := copy(kb[:], k) // k is a view of the reader's buffer, which the value's read may move
 		if err != nil {
 			return "", err
 		}
@@ -850,7 +943,7 @@ func readAppendEntriesResponse(r *bufio.Reader, resp *AppendEntriesResponse) (rp
 			err = d.skip(0)
 		}
 		if err != nil {
-			return "", fmt.Errorf("AppendEntriesResponse field %q: %w", k, err)
+			return "", fmt.Errorf("AppendEntriesResponse field %q: %w", string(kb[:kn]), err)
 		}
 	}
 	return rpcErr, nil

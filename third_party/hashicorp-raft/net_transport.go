@@ -427,7 +427,7 @@ func (n *NetworkTransport) getConn(target ServerAddress) (*netConn, error) {
 		target:         target,
 		conn:           conn,
 		r:              r,
-		dec:            codec.NewDecoder(r, &codec.MsgpackHandle{}),
+		dec:            codec.NewDecoder(r, decodeHandle()),
 		w:              bufio.NewWriterSize(conn, connSendBufferSize),
 		timeNotBuiltin: !n.msgpackUseNewTimeFormat,
 		reflectCodec:   n.reflectCodec,
@@ -613,6 +613,24 @@ func (n *NetworkTransport) listen() {
 	}
 }
 
+// decodeHandle is the handle of the transport's go-msgpack decoders, which
+// read every RPC but AppendEntries (fast_codec.go) from the network.
+//
+// txlog's patch, change 6 (PATCHES.md): what they allocate for a declared
+// length is bounded by go-msgpack's MaxInitLen, left at its default (0) on
+// purpose. With it, a byte slice or string of any declared length starts at
+// most 256 KiB long and grows by 256 KiB as its bytes arrive (decByteSlice),
+// and an array at most 256 KiB of elements (4096 of elements of 64 bytes or
+// more). Every field of these RPCs is an integer, a bool, a byte slice or a
+// string, so a connection that declares 4 GiB and sends 10 bytes costs 256
+// KiB. A smaller MaxInitLen would cost less for such a connection but more
+// for a value that does arrive: go-msgpack copies the whole slice at each
+// step, so its work grows with the square of the length over the step.
+// TestBoundedDecode_Msgpack pins the bound.
+func decodeHandle() *codec.MsgpackHandle {
+	return &codec.MsgpackHandle{}
+}
+
 // handleConn is used to handle an inbound connection for its lifespan. The
 // handler will exit when the passed context is cancelled or the connection is
 // closed.
@@ -620,7 +638,7 @@ func (n *NetworkTransport) handleConn(connCtx context.Context, conn net.Conn) {
 	defer conn.Close()
 	r := bufio.NewReaderSize(conn, connReceiveBufferSize)
 	w := bufio.NewWriter(conn)
-	dec := codec.NewDecoder(r, &codec.MsgpackHandle{})
+	dec := codec.NewDecoder(r, decodeHandle())
 	enc := codec.NewEncoder(w, &codec.MsgpackHandle{
 		BasicHandle: codec.BasicHandle{
 			TimeNotBuiltin: !n.msgpackUseNewTimeFormat,
