@@ -47,6 +47,10 @@ func TestRaftDeclaredLengths(t *testing.T) {
 		results = append(results, blindPut(ctx, cl, int64(i)))
 	}
 
+	st, err := cl.ClusterFrom(ctx, c.URL(leader))
+	if err != nil {
+		t.Fatal(err)
+	}
 	metricsURL := c.URL(leader) + "/metrics"
 	metric := func(name string) float64 {
 		v, ok := scrapeMetrics(ctx, t, metricsURL).value(name)
@@ -60,7 +64,7 @@ func TestRaftDeclaredLengths(t *testing.T) {
 	// it.
 	send := func(what string, msg []byte) {
 		t.Helper()
-		conn, err := peerDial(ctx, t, raftAddr, "intruder", peerlink.KindRaft)
+		conn, err := peerDial(ctx, t, raftAddr, st.ClusterID, "intruder", peerlink.KindRaft)
 		if err != nil {
 			t.Fatalf("open a Raft connection on the peer link: %v", err)
 		}
