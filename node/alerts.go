@@ -56,6 +56,11 @@ func (a *alertSampler) sample(now time.Time) alert.Snapshot {
 		if a.leaderlessSince.IsZero() {
 			a.leaderlessSince = now
 		}
+		// A leader that came and went between two samples: the leaderless
+		// time began when it went, not at the earlier sample.
+		if lost := n.raft.LeaderLostAt(); lost.After(a.leaderlessSince) {
+			a.leaderlessSince = lost
+		}
 	default:
 		a.leaderlessSince = time.Time{}
 		if a.lastLeader != "" && a.lastLeader != s.Leader {

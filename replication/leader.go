@@ -30,10 +30,22 @@ func (l *leaderWatch) Subscribe() (<-chan LeaderChange, func()) {
 	return r.feed.subscribe()
 }
 
+// LeaderLostAt returns when this server last saw the cluster's leader go
+// (a change from a known leader to none), or the zero time if it never did.
+// A sampler that looks once a second can miss a leader that came and went
+// between two looks; this tells it that the leaderless time began later.
+func (l *leaderWatch) LeaderLostAt() time.Time {
+	f := l.r.feed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lostAt
+}
+
 // feed fans leader changes out to subscribers.
 type feed struct {
 	mu     sync.Mutex // guards the fields below; held only for non-blocking sends
 	last   LeaderChange
+	lostAt time.Time // when a change from a leader to none was last published
 	subs   map[chan LeaderChange]struct{}
 	closed bool
 }
@@ -49,6 +61,9 @@ func (f *feed) publish(c LeaderChange) bool {
 	defer f.mu.Unlock()
 	if f.closed || c == f.last {
 		return false
+	}
+	if f.last.LeaderID != "" && c.LeaderID == "" {
+		f.lostAt = time.Now()
 	}
 	f.last = c
 	for ch := range f.subs {

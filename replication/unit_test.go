@@ -360,3 +360,29 @@ func TestRaftTimeout(t *testing.T) {
 		t.Errorf("raftTimeout(past) err = %v, want DeadlineExceeded", err)
 	}
 }
+
+// TestFeedLeaderLostAt: the feed records when a known leader went, and only
+// then: elections that find no leader (none to none, a new term) leave it.
+func TestFeedLeaderLostAt(t *testing.T) {
+	f := newFeed()
+	f.publish(LeaderChange{Term: 1})
+	if !f.lostAt.IsZero() {
+		t.Fatalf("lostAt = %v with no leader ever, want zero", f.lostAt)
+	}
+	f.publish(LeaderChange{LeaderID: "a", Term: 1})
+	before := time.Now()
+	f.publish(LeaderChange{Term: 1})
+	lost := f.lostAt
+	if lost.Before(before) {
+		t.Fatalf("lostAt = %v, want at or after %v (the leader went then)", lost, before)
+	}
+	f.publish(LeaderChange{Term: 2}) // an election with no winner
+	f.publish(LeaderChange{Term: 3})
+	if f.lostAt != lost {
+		t.Errorf("lostAt = %v after leaderless elections, want %v: the leader went once", f.lostAt, lost)
+	}
+	f.publish(LeaderChange{LeaderID: "b", Term: 3})
+	if f.lostAt != lost {
+		t.Errorf("lostAt = %v after a new leader, want %v", f.lostAt, lost)
+	}
+}
