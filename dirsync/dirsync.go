@@ -50,3 +50,29 @@ func MkdirAll(dir string, perm os.FileMode, sync func(dir string) error) error {
 	}
 	return sync(parent)
 }
+
+// WriteFile writes data to path durably, replacing what was there in one
+// step: a temporary file beside it (path + ".tmp"), its fsync, a rename over
+// path and sync of the directory. A crash leaves the old file or the new one,
+// never a torn one.
+func WriteFile(path string, data []byte, perm os.FileMode, sync func(dir string) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return sync(filepath.Dir(path))
+}

@@ -1,6 +1,7 @@
 package dirsync_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -94,4 +95,31 @@ func (f *fakeT) Helper() {}
 func (f *fakeT) Fatalf(string, ...any) {
 	f.failed = true
 	panic("fatal")
+}
+
+// TestWriteFile: the file holds the new bytes, no temporary file is left,
+// and the directory is synced after the rename; a failed sync is returned.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	var synced []string
+	sync := func(d string) error { synced = append(synced, d); return nil }
+	for _, data := range []string{"one\n", "two\n"} {
+		if err := dirsync.WriteFile(path, []byte(data), 0o644, sync); err != nil {
+			t.Fatalf("WriteFile(%q) = %v", data, err)
+		}
+		if got, err := os.ReadFile(path); err != nil || string(got) != data {
+			t.Fatalf("ReadFile() = %q, %v; want %q", got, err, data)
+		}
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Errorf("Stat(tmp) = %v, want not exist", err)
+	}
+	if len(synced) != 2 || synced[0] != dir {
+		t.Errorf("synced %v, want %s twice", synced, dir)
+	}
+	failed := errors.New("sync failed")
+	if err := dirsync.WriteFile(path, []byte("x"), 0o644, func(string) error { return failed }); !errors.Is(err, failed) {
+		t.Errorf("WriteFile() with a failing sync = %v, want %v", err, failed)
+	}
 }

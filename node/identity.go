@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 )
@@ -174,25 +175,7 @@ func readIDFile(path string) (clusterID, error) {
 //
 //	<32 lowercase hex digits> '\n'
 func writeIDFile(path string, id clusterID, syncDir func(string) error) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	_, err = f.WriteString(id.String() + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return syncDir(filepath.Dir(path))
+	return dirsync.WriteFile(path, []byte(id.String()+"\n"), 0o644, syncDir)
 }
 
 // readRoundFile reads a cluster.round file: the candidates of the bootstrap
@@ -220,25 +203,7 @@ func writeRoundFile(path string, round []clusterID, syncDir func(string) error) 
 	for _, h := range roundStrings(round) {
 		b.WriteString(h + "\n")
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	_, err = f.WriteString(b.String())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	return syncDir(filepath.Dir(path))
+	return dirsync.WriteFile(path, []byte(b.String()), 0o644, syncDir)
 }
 
 // parseRound parses a round's candidates: at most maxRound, each non-zero.

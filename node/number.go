@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
 	"github.com/txlog/txlog/txid"
@@ -307,36 +308,7 @@ func writeNumber(path string, num int) error {
 	if have, err := readNumber(path); err == nil && have == num {
 		return nil
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	_, err = f.WriteString(strconv.Itoa(num) + "\n")
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s: %w", tmp, err)
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return fmt.Errorf("sync dir of %s: %w", path, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync dir of %s: %w", path, err)
-	}
-	return nil
+	return dirsync.WriteFile(path, []byte(strconv.Itoa(num)+"\n"), 0o644, dirsync.Sync)
 }
 
 // bootstrapNumbers gives every initial member of a static bootstrap its txid
