@@ -148,6 +148,9 @@ func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, af
 	lb.look.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
+		// The index before the read: an entry applied after it wakes the
+		// wait below, even one applied between the read and the wait.
+		seen := lb.db.AppliedIndex()
 		l, err := lb.db.Reads().Lease(name)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return wire.Lease{}, err
@@ -171,7 +174,7 @@ func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, af
 			}
 		}
 		wctx, cancel := context.WithDeadline(ctx, until)
-		_ = lb.raft.WaitApplied(wctx, lb.db.AppliedIndex()+1)
+		_ = lb.raft.WaitApplied(wctx, seen+1)
 		cancel()
 		if ctx.Err() != nil {
 			return wire.Lease{}, ctx.Err()

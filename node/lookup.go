@@ -106,6 +106,9 @@ func (l *lookups) lookup(ctx context.Context, wait time.Duration, id txid.ID, fi
 	l.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
+		// The index before the read: an entry applied after it wakes the
+		// wait below, even one applied between the read and the wait.
+		seen := l.db.AppliedIndex()
 		o, err := find()
 		if err == nil {
 			// Found under another txid: this one was a resubmission of it.
@@ -121,7 +124,7 @@ func (l *lookups) lookup(ctx context.Context, wait time.Duration, id txid.ID, fi
 			return wire.TxResult{}, wire.ErrNotFound
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
-		err = l.raft.WaitApplied(wctx, l.db.AppliedIndex()+1)
+		err = l.raft.WaitApplied(wctx, seen+1)
 		cancel()
 		if ctx.Err() != nil {
 			return wire.TxResult{}, ctx.Err()
