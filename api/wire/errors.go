@@ -114,6 +114,12 @@ const (
 	// CodeTooManyStreams: a log stream or a waiting read past the node's
 	// --max-streams (503, with Retry-After).
 	CodeTooManyStreams = "too_many_streams"
+	// CodeUnauthenticated: auth is on and the request carries no credential,
+	// or one the node does not know (401, with WWW-Authenticate).
+	CodeUnauthenticated = "unauthenticated"
+	// CodeForbidden: the credential's role or key scope does not allow the
+	// request, or its Origin or Host header is not allowed (403).
+	CodeForbidden = "forbidden"
 )
 
 // codes is the one table from wire code to HTTP status and sentinel, shared by the
@@ -150,6 +156,8 @@ var codes = map[string]struct {
 	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
 	CodeNotifyNotAllowed:     {http.StatusBadRequest, nil},
 	CodeTooManyStreams:       {http.StatusServiceUnavailable, ErrTooManyStreams},
+	CodeUnauthenticated:      {http.StatusUnauthorized, nil},
+	CodeForbidden:            {http.StatusForbidden, nil},
 
 	CodeLeaseHeld: {http.StatusConflict, nil}, // a *LeaseError (leases.go)
 	CodeFenced:    {http.StatusConflict, nil},
