@@ -181,6 +181,61 @@ type Config struct {
 	// of the metrics' cost. Default false. A testing flag (txlogd
 	// -help-testing).
 	NoMetrics bool
+	// TLSCertFile and TLSKeyFile are the client port's certificate and key
+	// (--tls-cert-file, --tls-key-file), PEM: with them the HTTP API serves
+	// TLS 1.2 and up alone. Re-read when the files change and on SIGHUP.
+	// Default "": plain HTTP.
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile is the CA bundle that signs client certificates
+	// (--tls-client-ca-file): with it every client must present one (mutual
+	// TLS). Re-read like the certificate. Needs TLSCertFile. Default "":
+	// no client certificate asked for.
+	TLSClientCAFile string
+	// PeerTLSCertFile, PeerTLSKeyFile and PeerTLSCAFile are the peer link's
+	// certificate, key and CA bundle (--peer-tls-*): mutual TLS on every
+	// node-to-node connection, both ways, each side's certificate signed by
+	// that CA. All three or none. Re-read when they change and on SIGHUP.
+	PeerTLSCertFile, PeerTLSKeyFile, PeerTLSCAFile string
+	// PeerCertAllowedCN, when set, are the only subject common names a
+	// peer's certificate may carry (--peer-cert-allowed-cn, comma-separated).
+	// Needs peer TLS.
+	PeerCertAllowedCN []string
+	// PeerTLSMode is how the peer link uses TLS (--peer-tls-mode): PeerTLSOn
+	// ("tls", the default with peer certificates) accepts and dials TLS
+	// alone; PeerTLSBoth accepts plain and TLS connections and dials TLS
+	// first, plain when the peer does not speak it: for the rolling move
+	// from plain to TLS (docs/security.md). Without peer certificates: off.
+	PeerTLSMode string
+	// PeerSecretFile holds the shared secret the peer link authenticates
+	// peers with (--peer-secret-file): its first line is sent, any line is
+	// accepted (so that a new secret can be added everywhere before the old
+	// one goes). Re-read when it changes. Default "": none.
+	PeerSecretFile string
+	// AuthFile lists the credentials of the HTTP API (--auth-file, package
+	// auth): with it every route but /healthz and /readyz needs one.
+	// Re-read when it changes. Default "": no auth.
+	AuthFile string
+	// MetricsOpen and UIOpen serve /metrics (the dashboard, /ui/) without a
+	// credential when AuthFile is set (--metrics-open, --ui-open). Default
+	// false.
+	MetricsOpen, UIOpen bool
+	// AllowedOrigins are the origins (scheme://host[:port]) a browser's
+	// request may come from besides the node's own (--allowed-origins); a
+	// request with another Origin header is refused, 403 forbidden.
+	// "*": any.
+	AllowedOrigins []string
+	// AllowedHosts are the host names a request's Host header may carry
+	// besides an IP address, localhost and the host of AdvertiseHTTPAddr
+	// (--allowed-hosts); "*": any.
+	AllowedHosts []string
+	// JoinTokenFile holds the admin token that --join presents to the member
+	// it joins through (--join-token-file). Default "": none.
+	JoinTokenFile string
+	// JoinCAFile is the CA bundle that verifies the HTTPS certificate of the
+	// member --join names (--join-ca-file). Default: PeerTLSCAFile, else
+	// the system's roots. With peer TLS, the join presents the peer
+	// certificate as its client certificate.
+	JoinCAFile string
 	// Metrics is the registry the node and the packages it opens (api,
 	// replication, store, wal, node/parking: passed down in their Configs) register their
 	// metrics with (docs/operations.md, Metrics); nil: no metrics. When it is
@@ -212,6 +267,13 @@ const (
 	IntakeParallel = "parallel"
 	IntakeSync     = "sync"
 	IntakeOff      = "off"
+)
+
+// Peer TLS modes (Config.PeerTLSMode).
+const (
+	PeerTLSOff  = "off"
+	PeerTLSOn   = "tls"
+	PeerTLSBoth = "both"
 )
 
 // Forwarding modes (Config.Forward).
@@ -260,6 +322,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
+	}
+	if c.PeerTLSMode == "" {
+		c.PeerTLSMode = PeerTLSOff
+		if c.PeerTLSCertFile != "" {
+			c.PeerTLSMode = PeerTLSOn
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -411,7 +479,78 @@ func (c Config) Validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateSecurity()...)
 	return errors.Join(errs...)
+}
+
+// validateSecurity checks the TLS and auth settings.
+func (c Config) validateSecurity() []error {
+	var errs []error
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		errs = append(errs, errors.New("tls-cert-file and tls-key-file: give both or neither"))
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		errs = append(errs, errors.New("tls-client-ca-file: needs tls-cert-file and tls-key-file"))
+	}
+	peerFiles := 0
+	for _, f := range []string{c.PeerTLSCertFile, c.PeerTLSKeyFile, c.PeerTLSCAFile} {
+		if f != "" {
+			peerFiles++
+		}
+	}
+	if peerFiles != 0 && peerFiles != 3 {
+		errs = append(errs, errors.New("peer-tls-cert-file, peer-tls-key-file and peer-tls-ca-file: give all three or none"))
+	}
+	switch c.PeerTLSMode {
+	case "", PeerTLSOff:
+		if peerFiles == 3 {
+			errs = append(errs, errors.New("peer-tls-mode off: not with peer-tls-cert-file (give tls or both)"))
+		}
+	case PeerTLSOn, PeerTLSBoth:
+		if peerFiles != 3 {
+			errs = append(errs, fmt.Errorf("peer-tls-mode %s: needs peer-tls-cert-file, peer-tls-key-file and peer-tls-ca-file", c.PeerTLSMode))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("peer-tls-mode %q: want tls or both", c.PeerTLSMode))
+	}
+	if len(c.PeerCertAllowedCN) > 0 && peerFiles != 3 {
+		errs = append(errs, errors.New("peer-cert-allowed-cn: needs peer TLS (peer-tls-cert-file, peer-tls-key-file, peer-tls-ca-file)"))
+	}
+	if (c.MetricsOpen || c.UIOpen) && c.AuthFile == "" {
+		errs = append(errs, errors.New("metrics-open and ui-open: only with auth-file (without it everything is open)"))
+	}
+	for _, o := range c.AllowedOrigins {
+		if o == "*" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			errs = append(errs, fmt.Errorf("allowed-origins: %q: want scheme://host[:port] or *", o))
+		}
+	}
+	for _, h := range c.AllowedHosts {
+		if h == "" || strings.ContainsAny(h, "/ @") {
+			errs = append(errs, fmt.Errorf("allowed-hosts: %q: want a host name, host:port or *", h))
+		}
+	}
+	if c.JoinTokenFile != "" && c.Join == "" {
+		errs = append(errs, errors.New("join-token-file: only with join"))
+	}
+	if c.JoinCAFile != "" && c.Join == "" {
+		errs = append(errs, errors.New("join-ca-file: only with join"))
+	}
+	return errs
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -491,6 +630,31 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.IntVar(&c.MaxStreams, "max-streams", api.DefaultMaxStreams, "log streams (GET /v1/log/stream) and waiting reads (?wait=) served at once; past it: 503 too_many_streams")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "client port's TLS certificate (PEM); with tls-key-file the HTTP API serves TLS 1.2+ alone; re-read when it changes and on SIGHUP")
+	fs.StringVar(&c.TLSKeyFile, "tls-key-file", "", "client port's TLS key (PEM)")
+	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", "", "CA bundle of client certificates: with it every client must present one it signed (mutual TLS)")
+	fs.StringVar(&c.PeerTLSCertFile, "peer-tls-cert-file", "", "peer link's certificate (PEM): mutual TLS between nodes, with peer-tls-key-file and peer-tls-ca-file")
+	fs.StringVar(&c.PeerTLSKeyFile, "peer-tls-key-file", "", "peer link's key (PEM)")
+	fs.StringVar(&c.PeerTLSCAFile, "peer-tls-ca-file", "", "CA bundle that signs every peer's certificate")
+	fs.Func("peer-cert-allowed-cn", "the only common names a peer's certificate may carry, comma-separated (default: any the CA signed)", func(v string) error {
+		c.PeerCertAllowedCN = splitList(v)
+		return nil
+	})
+	fs.StringVar(&c.PeerTLSMode, "peer-tls-mode", "", "tls (accept and dial TLS alone; the default with peer certificates) or both (accept plain and TLS, dial TLS first: for the rolling move from plain to TLS)")
+	fs.StringVar(&c.PeerSecretFile, "peer-secret-file", "", "file of the shared secret that authenticates peers (first line sent, any line accepted); re-read when it changes")
+	fs.StringVar(&c.AuthFile, "auth-file", "", "credentials of the HTTP API, one a line (sha256:<hex> or cert:<CN>, role, name, prefix=...): every route but /healthz and /readyz needs one; re-read when it changes")
+	fs.BoolVar(&c.MetricsOpen, "metrics-open", false, "with auth-file, serve /metrics without a credential")
+	fs.BoolVar(&c.UIOpen, "ui-open", false, "with auth-file, serve the dashboard (/ui/) without a credential")
+	fs.Func("allowed-origins", "origins (scheme://host[:port]) a browser's request may come from besides the node's own, comma-separated; * for any", func(v string) error {
+		c.AllowedOrigins = splitList(v)
+		return nil
+	})
+	fs.Func("allowed-hosts", "host names the Host header may carry besides an IP address, localhost and the advertised host, comma-separated; * for any", func(v string) error {
+		c.AllowedHosts = splitList(v)
+		return nil
+	})
+	fs.StringVar(&c.JoinTokenFile, "join-token-file", "", "file holding the admin token --join presents")
+	fs.StringVar(&c.JoinCAFile, "join-ca-file", "", "CA bundle that verifies the HTTPS certificate of the member --join names (default: peer-tls-ca-file, else the system's)")
 
 	var helpTesting bool
 	alert.RegisterFlags(fs, &c.Alert)
