@@ -80,6 +80,27 @@ type Config struct {
 	// registry). Default nil: that path answers 404.
 	MetricsHandler http.Handler
 
+	// Auth authenticates every request of the client port (auth.go); nil:
+	// auth is off and every request may do everything, as without
+	// --auth-file. Requests over the peer link (PeerHandler) are never asked.
+	Auth Authenticator
+	// MetricsOpen and UIOpen let /metrics (the dashboard's /ui/ page and
+	// files) answer without a credential when Auth is set.
+	MetricsOpen, UIOpen bool
+	// AllowedOrigins are the origins (scheme://host[:port]) a request with
+	// an Origin header may come from besides the node's own; "*": any.
+	AllowedOrigins []string
+	// AllowedHosts are the names the Host header may carry besides an IP
+	// address, "localhost" and AdvertiseHost; "*": any.
+	AllowedHosts []string
+	// AdvertiseHost is the host of the node's advertised HTTP address.
+	AdvertiseHost string
+	// Audit, when set, receives one record per admin action (membership,
+	// leadership transfer) after it was answered, with the credential that
+	// asked. It must not block: the node writes the record to the log in
+	// the background.
+	Audit func(rec wire.AuditRecord)
+
 	// logHeartbeat is the heartbeat of GET /v1/log/stream, for tests.
 	// Default DefaultLogHeartbeat.
 	logHeartbeat time.Duration

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -123,3 +124,7 @@ func FromContext(ctx context.Context) *Principal {
 	p, _ := ctx.Value(ctxKey{}).(*Principal)
 	return p
 }
+
+// ErrUnauthenticated is what Authenticate's errors wrap: the request has no
+// credential, or one the auth file does not know.
+var ErrUnauthenticated = errors.New("unauthenticated")
