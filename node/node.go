@@ -23,6 +23,7 @@ import (
 	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/tlsfiles"
 	"github.com/txlog/txlog/wal"
 )
 
@@ -62,6 +63,7 @@ type Node struct {
 	peerSrv   *http.Server
 	streamSrv *peer.StreamServer
 	fast      *fastpath.FastListener // nil with Config.NoHTTPFastPath
+	clientTLS *tlsfiles.Files        // nil without Config.TLSCertFile (clienttls.go)
 	srv       *http.Server
 	httpAddr  string      // advertised HTTP address, host:port
 	side      sideServers // debug.go
@@ -213,6 +215,9 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	if err != nil {
 		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
 	}
+	if n.ln, err = n.listenClientTLS(n.ln); err != nil {
+		return nil, err
+	}
 	if fresh && len(bootstrap) > 0 && n.ident.clusterID() == [16]byte{} {
 		if err := n.awaitBootstrap(ctx); err != nil {
 			return nil, err
@@ -294,12 +299,14 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		MaxHeaderBytes:    httpMaxHeaderBytes,
 	}
 	n.srv.RegisterOnShutdown(n.api.EndLogStreams) // they never go idle
+	n.serveClientTLS(n.srv)
 	n.peerSrv = newPeerServer(n.api)
 	n.streamSrv = peer.NewStreamServer(cfg.Logger)
 	if !cfg.NoHTTPFastPath {
 		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,
 			ReadHeaderTimeout: n.srv.ReadHeaderTimeout,
+			HandshakeTimeout:  clientHandshakeTimeout,
 		})
 	}
 	ok = true
@@ -544,6 +551,7 @@ func (n *Node) closeParts() error {
 			errs = append(errs, err)
 		}
 	}
+	n.closeClientTLS()
 	if err := n.side.closeListeners(); err != nil {
 		errs = append(errs, err)
 	}
