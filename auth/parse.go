@@ -67,7 +67,7 @@ func (c *creds) count() int { return len(c.tokens) + len(c.certs) }
 func parse(data []byte) (*creds, error) {
 	c := &creds{certs: map[string]Principal{}}
 	var errs []error
-	names := map[string]int{}   // name → line
+	names := map[string]int{}    // name → line
 	hashes := map[[32]byte]int{} // hash → line
 	cns := map[string]int{}      // CN → line
 	for i, raw := range bytes.Split(data, []byte("\n")) {
