@@ -83,7 +83,8 @@ func bearer(method, h string) (string, error) {
 		}
 		tok = pass
 	default:
-		return "", unauthenticated("malformed Authorization header: scheme %.20q, want Bearer", scheme)
+		// The scheme is not repeated: without one, it is the token.
+		return "", unauthenticated("malformed Authorization header: want Bearer <token>")
 	}
 	if tok == "" || strings.ContainsAny(tok, " \t") {
 		return "", unauthenticated("malformed Authorization header: want one token after the scheme")
