@@ -229,3 +229,13 @@ func Line(hash string, role Role, name string, prefixes []string) string {
 	}
 	return b.String()
 }
+
+// CheckLine reports what the auth file would refuse of line, as a file of
+// that one line: nil when it takes it.
+func CheckLine(line string) error {
+	if strings.ContainsAny(line, "\n") {
+		return errors.New("more than one line")
+	}
+	_, err := parse([]byte(line))
+	return err
+}
