@@ -25,8 +25,9 @@ type Config struct {
 	// File is the auth file's path (--auth-file). Required.
 	File string
 	// Interval is how often the file is stat'ed for a change (its mtime,
-	// size or inode); default DefaultInterval. A revoked credential is
-	// refused at most Interval plus a read after the file changes.
+	// size, inode or mode); default DefaultInterval. A change is read once
+	// two stats in a row agree on it: a revoked credential is refused one
+	// to two Intervals after the file's last write.
 	Interval time.Duration
 	// Logger receives the reloads (Info) and the files refused (Error);
 	// nil discards.
@@ -43,8 +44,9 @@ type File struct {
 	log   *slog.Logger
 	creds atomic.Pointer[creds] // the last good parse; never nil after Open
 
-	mu    sync.Mutex // serializes reads of the file; guards stamp
-	stamp stamp      // of the last read, good or bad
+	mu      sync.Mutex // serializes reads of the file; guards stamp and changed
+	stamp   stamp      // of the last read, good or bad
+	changed stamp      // the watcher's last stat, when it differs from stamp
 
 	reloadOK, reloadErr prometheus.Counter
 	count               prometheus.Gauge
@@ -130,16 +132,29 @@ func (f *File) watch() {
 			return
 		case <-t.C:
 		}
-		f.mu.Lock()
-		st, err := statFile(f.cfg.File)
-		if err != nil || st != f.stamp {
-			// A missing file is read (and refused) once, not every tick.
-			if err == nil || f.stamp != (stamp{}) {
-				f.reloadLocked()
-			}
-		}
-		f.mu.Unlock()
+		f.tick()
 	}
+}
+
+// tick is one of the watcher's stats: it reads the file if it changed
+// and has stayed the same since the last tick.
+func (f *File) tick() {
+	f.mu.Lock()
+	st, _ := statFile(f.cfg.File) // a missing file: the zero stamp
+	switch {
+	case st == f.stamp:
+		f.changed = stamp{}
+	case st != f.changed:
+		// Changed since the last tick: read it once it stays the same
+		// for a tick, so that a file being written in place (truncated,
+		// then written) is not taken half-written, which could parse
+		// (cut at a line's end) and revoke the lines not yet written.
+		f.changed = st
+	default:
+		f.changed = stamp{}
+		f.reloadLocked()
+	}
+	f.mu.Unlock()
 }
 
 // reloadLocked reads the file and, if it is good, applies it. f.mu is held.

@@ -551,3 +551,40 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestHalfWrittenNotTaken: a file seen changed is read only once a later
+// stat finds it the same, so a file caught part-written in place (cut at a
+// line's end: it parses) does not revoke the lines still to come.
+func TestHalfWrittenNotTaken(t *testing.T) {
+	f, path := openFile(t, goodFile(), Config{Interval: time.Hour}) // ticks by hand
+	write := func(data string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok := func(tok string) bool {
+		_, err := f.Authenticate(req("GET", "Bearer "+tok))
+		return err == nil
+	}
+	lines := strings.SplitAfter(goodFile(), "\n")
+	write(strings.Join(lines[:3], "")) // only the reader's line so far
+	f.tick()
+	if !ok(tokWrite) || !ok(tokAdmin) {
+		t.Fatal("a file caught half-written was taken: the lines not yet written are refused")
+	}
+	write(strings.Join(lines[:6], "")) // the writer's and admin's too
+	f.tick()
+	if !ok(tokWrite) || !ok(tokAdmin) {
+		t.Fatal("a file still changing was taken")
+	}
+	write(strings.Join(lines[:6], "") + "# done\n")
+	f.tick()
+	f.tick() // the same as the last: read
+	if !ok(tokRead) || !ok(tokWrite) || !ok(tokAdmin) {
+		t.Fatal("the finished file's tokens are refused")
+	}
+	if _, err := f.Authenticate(withCert(t, req("GET", ""), "ops", true)); err == nil {
+		t.Fatal("cert:ops, no longer in the finished file, still authenticates")
+	}
+}
