@@ -12,8 +12,8 @@
 //   - parse.go: the auth file's format and its strict parser (every bad
 //     line reported; a file is taken whole or not at all), Line.
 //   - file.go: File, the credentials in force, re-read when the file
-//     changes (a stat every Config.Interval: mtime, size, inode, mode) and
-//     on Reload; a file that does not parse, or that anyone may write, is
+//     changes (a stat every Config.Interval: mtime, size, inode, mode; read
+//     once two stats agree) and on Reload; a file that does not parse, or that anyone may write, is
 //     refused and the previous credentials stay. NewToken and HashToken.
 //   - authenticate.go: Authenticate, the request's credential (a bearer
 //     token, Basic on GET and HEAD only, or a verified client certificate's
