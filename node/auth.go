@@ -33,3 +33,5 @@ func authenticator(f *auth.File) api.Authenticator {
 	}
 	return f
 }
+
+var _ api.Authenticator = (*auth.File)(nil)
