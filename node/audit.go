@@ -24,11 +24,17 @@ const (
 	auditError     = "error"     // not written: logged at Error
 )
 
+// newAuditCounter returns txlog_audit_records_total, with a series for
+// each result from the start.
 func newAuditCounter() *prometheus.CounterVec {
-	return prometheus.NewCounterVec(prometheus.CounterOpts{
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "txlog_audit_records_total",
 		Help: "Audit records of admin actions this node wrote to the log, by result: committed, pending (parked, committed later) or error (lost; logged).",
 	}, []string{"result"})
+	for _, r := range []string{auditCommitted, auditPending, auditError} {
+		c.WithLabelValues(r)
+	}
+	return c
 }
 
 // audit writes rec, one admin action, to the log (api.Config.Audit): a
