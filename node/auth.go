@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"log/slog"
+	"net"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -35,3 +36,19 @@ func authenticator(f *auth.File) api.Authenticator {
 }
 
 var _ api.Authenticator = (*auth.File)(nil)
+
+// reloadAuth re-reads the auth file (Reload, on SIGHUP); nil without one.
+func (n *Node) reloadAuth() error {
+	if n.authFile == nil {
+		return nil
+	}
+	return n.authFile.Reload()
+}
+
+// hostOf returns the host of a host:port address, or addr when it has no port.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/txlog/txlog/auth"
 	"log/slog"
 	"net"
 	"net/http"
@@ -64,6 +65,7 @@ type Node struct {
 	streamSrv *peer.StreamServer
 	fast      *fastpath.FastListener // nil with Config.NoHTTPFastPath
 	clientTLS *tlsfiles.Files        // nil without Config.TLSCertFile (clienttls.go)
+	authFile  *auth.File             // nil without Config.AuthFile (auth.go)
 	srv       *http.Server
 	httpAddr  string      // advertised HTTP address, host:port
 	side      sideServers // debug.go
@@ -282,7 +284,17 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		backend = newRefusedBackend(n.refused)
 	}
 	n.dash = newDashboard(n.raft, n.log)
+	if n.authFile, err = openAuth(cfg, cfg.Metrics, cfg.Logger); err != nil {
+		return nil, err
+	}
 	n.api = api.NewServer(api.Config{
+		Auth:           authenticator(n.authFile),
+		Audit:          n.audit,
+		MetricsOpen:    cfg.MetricsOpen,
+		UIOpen:         cfg.UIOpen,
+		AllowedOrigins: cfg.AllowedOrigins,
+		AllowedHosts:   cfg.AllowedHosts,
+		AdvertiseHost:  hostOf(n.httpAddr),
 		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxStreams:     cfg.MaxStreams,
@@ -552,6 +564,9 @@ func (n *Node) closeParts() error {
 		}
 	}
 	n.closeClientTLS()
+	if n.authFile != nil {
+		n.authFile.Close()
+	}
 	if err := n.side.closeListeners(); err != nil {
 		errs = append(errs, err)
 	}
