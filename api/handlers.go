@@ -65,7 +65,7 @@ func (h *txHandlers) submit(w http.ResponseWriter, r *http.Request, tx wire.TxRe
 	ctx, cancel := context.WithTimeout(r.Context(), opts.Timeout)
 	defer cancel()
 	res, err := h.b.Submit(ctx, tx, opts)
-	res = scopeResult(seer(r.Context()), res)
+	res, err = scopeResult(seer(r.Context()), res), scopeSubmitErr(seer(r.Context()), tx.IdempotencyKey, err)
 	if res.IdempotencyKey == "" {
 		res.IdempotencyKey = tx.IdempotencyKey
 	}
@@ -178,7 +178,7 @@ func (h *txHandlers) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	sp := seer(r.Context())
 	for i := range results {
-		results[i] = scopeResult(sp, results[i])
+		results[i] = scopeBatchError(sp, req.Txs[i].IdempotencyKey, scopeResult(sp, results[i]))
 		if results[i].IdempotencyKey == "" {
 			results[i].IdempotencyKey = req.Txs[i].IdempotencyKey
 		}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -210,4 +211,32 @@ func scopeGroups(p *auth.Principal, cs []wire.ConsumerGroup) []wire.ConsumerGrou
 		}
 	}
 	return out
+}
+
+// reusedKeyMessage is the message of idempotency_key_reused to a scoped
+// credential: without the transaction the key names, which may be outside
+// its scope.
+func reusedKeyMessage(key string) string {
+	return fmt.Sprintf("idempotency key %q is recorded for another transaction; use a new key for a new transaction", key)
+}
+
+// scopeSubmitErr returns err for a scoped p without the txid of the
+// transaction a reused idempotency key (key) names.
+func scopeSubmitErr(p *auth.Principal, key string, err error) error {
+	if !p.Scoped() {
+		return err
+	}
+	if _, ok := errors.AsType[*wire.KeyReusedError](err); ok {
+		return &wire.KeyReusedError{Key: key, Message: reusedKeyMessage(key)}
+	}
+	return err
+}
+
+// scopeBatchError returns the result of one transaction of a batch for a
+// scoped p as scopeSubmitErr does.
+func scopeBatchError(p *auth.Principal, key string, res wire.TxResult) wire.TxResult {
+	if p.Scoped() && res.Error != nil && res.Error.Code == wire.CodeIdempotencyKeyReused {
+		res.Error = &wire.ErrorBody{Code: wire.CodeIdempotencyKeyReused, Message: reusedKeyMessage(key)}
+	}
+	return res
 }

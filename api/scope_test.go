@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -373,5 +374,32 @@ func TestAuthOffUnchanged(t *testing.T) {
 	// embedders); node always sets AdvertiseHost.
 	if rec := ask(t, NewServer(Config{}, newWorld()), "GET", "/healthz", "", "", "Host", "x"); rec.Code != 200 {
 		t.Fatalf("no AdvertiseHost: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestScopedReusedKey: a scoped credential that reuses an idempotency key
+// learns that it is taken, not which transaction (maybe outside its scope)
+// holds it; an unscoped one gets the txid as before.
+func TestScopedReusedKey(t *testing.T) {
+	other := txid.ID(0xbee)
+	w := newWorld()
+	b := &w.memLog.fakeBackend
+	b.SubmitFunc = func(_ context.Context, tx wire.TxRequest, _ wire.SubmitOptions) (wire.TxResult, error) {
+		return wire.TxResult{}, &wire.KeyReusedError{Key: tx.IdempotencyKey, TxID: other}
+	}
+	b.SubmitBatchFunc = func(_ context.Context, txs []wire.TxRequest, _ wire.SubmitOptions) ([]wire.TxResult, error) {
+		return []wire.TxResult{{Status: wire.StatusUnknown, Error: wire.NewErrorBody(&wire.KeyReusedError{Key: "taken", TxID: other})}}, nil
+	}
+	srv := NewServer(worldConfig(true, nil), w)
+	for tok, showTxID := range map[string]bool{"wal": false, "write": true} {
+		rec := ask(t, srv, "POST", "/v1/tx", `{"idempotency_key":"taken","ops":[{"op":"put","key":"al/x","value":1}]}`, tok)
+		e := errorOf(t, rec)
+		if rec.Code != 422 || e.Code != wire.CodeIdempotencyKeyReused || (e.TxID == other) != showTxID || strings.Contains(e.Message, other.String()) != showTxID {
+			t.Fatalf("reused key as %s = %d %s; want the txid shown: %v", tok, rec.Code, rec.Body, showTxID)
+		}
+		rec = ask(t, srv, "POST", "/v1/tx/batch", `{"txs":[{"idempotency_key":"taken","ops":[{"op":"put","key":"al/x","value":1}]}]}`, tok)
+		if rec.Code != 200 || strings.Contains(rec.Body.String(), other.String()) != showTxID || !strings.Contains(rec.Body.String(), wire.CodeIdempotencyKeyReused) {
+			t.Fatalf("batch reused key as %s = %d %s; want the txid shown: %v", tok, rec.Code, rec.Body, showTxID)
+		}
 	}
 }
