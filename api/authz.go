@@ -63,8 +63,9 @@ func (acc access) role() auth.Role {
 }
 
 // realmBearer and realmBasic are the WWW-Authenticate challenges of a 401:
-// Bearer always, Basic too on the dashboard's paths so that a browser
-// prompts (auth takes Basic on GET only).
+// Bearer always, Basic too on a GET or HEAD (auth takes Basic on those only),
+// so that a browser asks on /ui/ and answers the page's own fetches of
+// /v1/stats, /v1/cluster, … with the credentials it was given for the realm.
 const (
 	realmBearer = `Bearer realm="txlog"`
 	realmBasic  = `Basic realm="txlog"`
@@ -111,7 +112,7 @@ func (s *Server) writeUnauthenticated(w http.ResponseWriter, r *http.Request, er
 	}
 	hdr := w.Header()
 	hdr.Add("WWW-Authenticate", realmBearer)
-	if strings.HasPrefix(r.URL.Path, "/ui/") {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		hdr.Add("WWW-Authenticate", realmBasic)
 	}
 	s.writeError(w, &wire.Error{Code: wire.CodeUnauthenticated, Message: msg})
