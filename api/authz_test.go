@@ -208,6 +208,17 @@ func TestHostAndOrigin(t *testing.T) {
 		{"host allowed with its port", "lb.example:8443", "", "GET", "/v1/kv/al/1", false, func(c *Config) { c.AllowedHosts = []string{"lb.example:8443"} }, 200, ""},
 		{"host allowed on another port", "lb.example:9999", "", "GET", "/v1/kv/al/1", false, func(c *Config) { c.AllowedHosts = []string{"lb.example:8443"} }, 403, "host"},
 		{"any host", "evil.example", "", "GET", "/v1/kv/al/1", false, func(c *Config) { c.AllowedHosts = []string{"*"} }, 200, ""},
+		{"empty origin", testHost, "<empty>", "POST", "/v1/tx", false, nil, 403, "origin"},
+		{"two origins, the own first", testHost, "<two>", "POST", "/v1/tx", false, nil, 403, "origin"},
+		{"origin with a path", testHost, "http://" + testHost + "/x", "POST", "/v1/tx", false, nil, 403, "origin"},
+		{"origin a prefix of the own", testHost, "http://127.0.0.1:700", "POST", "/v1/tx", false, nil, 403, "origin"},
+		{"allowed origin, other scheme", testHost, "http://app.example", "POST", "/v1/tx", false, func(c *Config) { c.AllowedOrigins = []string{"https://app.example"} }, 403, "origin"},
+		{"host an IP-like name", "127.0.0.1.evil.example", "", "GET", "/v1/kv/al/1", false, nil, 403, "host"},
+		{"host an octal IP", "0177.0.0.1", "", "GET", "/v1/kv/al/1", false, nil, 403, "host"},
+		{"host IPv4-mapped IPv6", "[::ffff:127.0.0.1]:7000", "", "GET", "/v1/kv/al/1", false, nil, 200, ""},
+		{"host localhost with a dot", "localhost.:7000", "", "GET", "/v1/kv/al/1", false, nil, 403, "host"},
+		{"host advertised, other case", "NODE1.example", "", "GET", "/v1/kv/al/1", false, nil, 200, ""},
+		{"host a suffix of the advertised", "evilnode1.example", "", "GET", "/v1/kv/al/1", false, nil, 403, "host"},
 	}
 	for _, on := range []bool{false, true} {
 		for _, tt := range tests {
@@ -220,7 +231,13 @@ func TestHostAndOrigin(t *testing.T) {
 				req := httptest.NewRequest(tt.method, tt.target, strings.NewReader(body))
 				req.Host = tt.host
 				req.Header.Set("Content-Type", "text/plain")
-				if tt.origin != "" {
+				switch tt.origin {
+				case "":
+				case "<empty>":
+					req.Header["Origin"] = []string{""}
+				case "<two>":
+					req.Header["Origin"] = []string{"http://" + testHost, "https://evil.example"}
+				default:
 					req.Header.Set("Origin", tt.origin)
 				}
 				if tt.tls {
