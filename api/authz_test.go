@@ -2,7 +2,9 @@ package api
 
 import (
 	"crypto/tls"
+	"net"
 	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -262,4 +264,40 @@ func TestHostAndOrigin(t *testing.T) {
 			})
 		}
 	}
+}
+
+// FuzzHostOrigin: the Host and Origin checks take any header bytes without
+// a panic, and let through only a Host that names the node: empty, an IP
+// address, localhost or the advertised host (with any port), and only an
+// Origin that is the request's own.
+func FuzzHostOrigin(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"127.0.0.1:7000", "http://127.0.0.1:7000"},
+		{"[::1]:80", "https://evil.example"},
+		{"node1.example", "null"},
+		{"localhost.", ""},
+		{"evil.example:7000", "http://evil.example:7000"},
+		{"[fe80::1%25eth0]:1", "HTTP://[FE80::1%25ETH0]:1"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	srv := NewServer(Config{AdvertiseHost: "node1.example"}, &fakeBackend{})
+	f.Fuzz(func(t *testing.T, host, origin string) {
+		if srv.hostAllowed(host) {
+			h := host
+			if hh, _, err := net.SplitHostPort(host); err == nil {
+				h = hh
+			}
+			h = strings.Trim(h, "[]")
+			_, ipErr := netip.ParseAddr(h)
+			if host != "" && ipErr != nil && !strings.EqualFold(h, "localhost") && !strings.EqualFold(h, "node1.example") {
+				t.Fatalf("host %q allowed", host)
+			}
+		}
+		r := httptest.NewRequest("POST", "/v1/tx", nil)
+		r.Host = host
+		if srv.originAllowed(r, []string{origin}) && !strings.EqualFold(strings.TrimSuffix(origin, "/"), "http://"+host) {
+			t.Fatalf("origin %q allowed for host %q", origin, host)
+		}
+	})
 }
