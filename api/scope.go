@@ -157,7 +157,7 @@ func scopeResult(p *auth.Principal, res wire.TxResult) wire.TxResult {
 // scopeTx returns what p may learn of the transaction lookup res: a decided
 // one (with an index) only when p sees its log entry (seesEntry), else
 // wire.ErrNotFound as for a transaction never heard of, also when the entry
-// cannot be read; an undecided one (pending, unknown) without versions or
+// cannot be read or is no longer in the log (retention); an undecided one (pending, unknown) without versions or
 // conflict, which it has none of yet.
 func scopeTx(ctx context.Context, b Backend, p *auth.Principal, res wire.TxResult) (wire.TxResult, error) {
 	if p == nil {

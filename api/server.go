@@ -396,7 +396,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, h http.Handler, p
 
 // PeerHandler returns the handler of the requests other nodes send over the
 // peer link: every route of ServeHTTP and the internal ones
-// (POST /v1/internal/propose). The client port never serves it.
+// (POST /v1/internal/propose), without the Host, Origin and credential
+// checks (authz.go): the peer link authenticated the node that sends them.
+// The client port never serves it.
 func (s *Server) PeerHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, s.peerRouter, false)
