@@ -55,12 +55,15 @@ type logHandlers struct {
 	f    LogFollower // nil if b is not one
 	once sync.Once
 	done chan struct{}
-	// events shares the pages of the streams without a prefix.
-	events *streamCache
+	// events shares the pages of the streams without a prefix or a
+	// Principal that sees less than everything; seen those of the streams
+	// without a prefix whose Principal has no key prefixes but is not an
+	// admin: they all see every entry but the reserved and unreadable ones.
+	events, seen *streamCache
 }
 
 func newLogHandlers(a *answers, b Backend) *logHandlers {
-	h := &logHandlers{answers: a, b: b, done: make(chan struct{}), events: newStreamCache()}
+	h := &logHandlers{answers: a, b: b, done: make(chan struct{}), events: newStreamCache(), seen: newStreamCache()}
 	h.f, _ = b.(LogFollower)
 	return h
 }
@@ -333,8 +336,9 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamEvents appends to buf the events of the page of the stream rd from
-// rd.from, and returns the index after it. A stream without a prefix or a
-// scope (rd.p) shares the page with the others that read it (streamCache).
+// rd.from, and returns the index after it. A stream without a prefix or key
+// prefixes (rd.p) shares the page with the others that read it and see what
+// it sees (streamCache).
 func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) ([]byte, uint64, error) {
 	read := func() ([]byte, int, uint64, error) {
 		page, err := h.logPage(ctx, rd)
@@ -347,10 +351,14 @@ func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) 
 	var events []byte
 	var next uint64
 	var err error
-	if rd.prefix != "" || rd.p != nil {
+	if rd.prefix != "" || rd.p.Scoped() {
 		events, _, next, err = read()
 	} else {
-		events, _, next, err = h.events.get(ctx, rd.from, read)
+		cache := h.events
+		if rd.p != nil {
+			cache = h.seen
+		}
+		events, _, next, err = cache.get(ctx, rd.from, read)
 		if err == nil && h.f != nil {
 			// A page kept from before retention moved the first index past it
 			// answers as a read would: compacted.

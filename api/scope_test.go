@@ -192,8 +192,9 @@ func TestScopedLongPoll(t *testing.T) {
 }
 
 // TestScopedStream: the stream of a scoped credential carries only the
-// entries it sees, the ones applied while it streams included, and shares
-// no page with an unscoped stream (whose pages hold every entry).
+// entries it sees, the ones applied while it streams included; a reader
+// without prefixes gets all but the reserved and unreadable ones; and no
+// stream gets a page another that sees more shared (the stream cache).
 func TestScopedStream(t *testing.T) {
 	w := newWorld()
 	ts := httptest.NewServer(NewServer(worldConfig(true, nil), w))
@@ -207,8 +208,9 @@ func TestScopedStream(t *testing.T) {
 		}
 		return bufio.NewReader(resp.Body), func() { resp.Body.Close() }
 	}
-	// ids reads events up to the one with index last, and returns their ids.
-	ids := func(br *bufio.Reader, last uint64, scoped bool) []uint64 {
+	// ids reads events up to the one with index last, and returns their
+	// ids; no line may hold one of hidden.
+	ids := func(br *bufio.Reader, last uint64, hidden ...string) []uint64 {
 		var out []uint64
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
@@ -216,8 +218,10 @@ func TestScopedStream(t *testing.T) {
 			if err != nil {
 				t.Fatalf("stream: %v after %v", err, out)
 			}
-			if scoped && (strings.Contains(line, "bee/") || strings.Contains(line, "_txlog/")) {
-				t.Fatalf("stream shows a hidden name: %s", line)
+			for _, h := range hidden {
+				if strings.Contains(line, h) {
+					t.Fatalf("stream shows %q: %s", h, line)
+				}
 			}
 			var id uint64
 			if _, err := fmt.Sscanf(line, "id: %d", &id); err == nil {
@@ -232,21 +236,30 @@ func TestScopedStream(t *testing.T) {
 	}
 	all, closeAll := open("admin") // fills the shared pages first
 	defer closeAll()
-	if got := ids(all, 9, false); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+	if got := ids(all, 9); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}) {
 		t.Fatalf("admin stream: %v", got)
+	}
+	reader, closeReader := open("read")
+	defer closeReader()
+	if got := ids(reader, 9, "_txlog/", "unreadable"); !slices.Equal(got, []uint64{1, 2, 3, 4, 5, 8, 9}) {
+		t.Fatalf("reader stream: %v", got)
 	}
 	scoped, closeScoped := open("ral")
 	defer closeScoped()
-	if got := ids(scoped, 8, true); !slices.Equal(got, []uint64{1, 8}) {
+	if got := ids(scoped, 8, hiddenNames...); !slices.Equal(got, []uint64{1, 8}) {
 		t.Fatalf("scoped stream: %v, want [1 8]", got)
 	}
 	w.append(10, "bee/x")
-	w.append(11, "al/x")
-	if got := ids(scoped, 11, true); !slices.Equal(got, []uint64{11}) {
-		t.Fatalf("scoped stream after applies: %v, want [11]", got)
-	}
-	if got := ids(all, 11, false); !slices.Equal(got, []uint64{10, 11}) {
+	w.append(11, "_txlog/audit/y")
+	w.append(12, "al/x")
+	if got := ids(all, 12); !slices.Equal(got, []uint64{10, 11, 12}) {
 		t.Fatalf("admin stream after applies: %v", got)
+	}
+	if got := ids(reader, 12, "_txlog/"); !slices.Equal(got, []uint64{10, 12}) {
+		t.Fatalf("reader stream after applies: %v, want [10 12]", got)
+	}
+	if got := ids(scoped, 12, hiddenNames...); !slices.Equal(got, []uint64{12}) {
+		t.Fatalf("scoped stream after applies: %v, want [12]", got)
 	}
 }
 
