@@ -60,7 +60,8 @@
 //     entry stops: an unreadable record, or a value that is not JSON, goes
 //     out raw and marked, counted in txlog_unreadable_records_total.
 //   - streamcache.go: the pages of events that the streams without a prefix
-//     share, so that each page is read and encoded once for all of them.
+//     (and without key prefixes in their credential) share, so that each
+//     page is read and encoded once for all of them.
 //   - streamcap.go: the slots of Config.MaxStreams that the streams and the
 //     waiting reads take (503 too_many_streams past them).
 //
