@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,5 +129,40 @@ func TestClientTLSWaitingHandOff(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET after the hand-off = %d, want 200", res.StatusCode)
+	}
+}
+
+// TestReloadKeepsOldOnBadFile: Reload (SIGHUP) of a half-written certificate
+// fails and the node goes on with the certificate it had; without client TLS
+// Reload has nothing to do.
+func TestReloadKeepsOldOnBadFile(t *testing.T) {
+	if err := (&Node{log: slog.New(slog.DiscardHandler)}).Reload(); err != nil {
+		t.Fatalf("Reload() without client TLS = %v, want nil", err)
+	}
+	n, _ := clientTLSNode(t)
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	if _, err := n.listenClientTLS(tcp); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Reload(); err != nil {
+		t.Fatalf("Reload() of good files = %v", err)
+	}
+	before := n.clientTLS.Certificate()
+	b, err := os.ReadFile(n.cfg.TLSCertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(n.cfg.TLSCertFile, b[:len(b)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Reload(); err == nil {
+		t.Fatal("Reload() of a half-written certificate = nil, want an error")
+	}
+	if n.clientTLS.Certificate() != before {
+		t.Fatal("the certificate in use changed after a failed reload")
 	}
 }
