@@ -411,6 +411,24 @@ func TestTLSNetHTTPOnly(t *testing.T) {
 	}
 }
 
+// TestTLSServerOnly serves TLS without a client CA (the flag given empty,
+// after the cluster's own): any client that trusts the server writes, with
+// or without a certificate; plain HTTP still gets no answer.
+func TestTLSServerOnly(t *testing.T) {
+	tc := startTLSCluster(t, 1, "--tls-client-ca-file=")
+	anon := tc.client(tc.ca.Pool(), nil, false)
+	if err := tlsWrite(anon, tc.addrs[0], "tls/server-only", "x"); err != nil {
+		t.Fatalf("write without a client certificate: %v", err)
+	}
+	withCert := tc.client(tc.ca.Pool(), func() *tls.Certificate { return &tc.clientCert }, false)
+	if err := tlsWrite(withCert, tc.addrs[0], "tls/server-only", "y"); err != nil {
+		t.Fatalf("write with a client certificate: %v", err)
+	}
+	if got := noAnswer(t, tc.addrs[0]); got != "" {
+		t.Fatalf("a plain client read %q, want nothing", got)
+	}
+}
+
 // TestTLSRotationUnderLoad moves the client port to a new CA while writes
 // run, on new and kept-alive connections, and sees none fail: the client CA
 // bundle gains the new CA, clients switch to certificates it signs, the
