@@ -17,7 +17,6 @@ import (
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
@@ -354,7 +353,10 @@ func (n *Node) awaitJoinID(ctx context.Context) error {
 	why := "waiting for the cluster behind --join " + n.cfg.Join + " to answer GET /v1/cluster with its cluster id"
 	ws := serveWaiting(n.ln, func() string { return why })
 	defer ws.handOff()
-	c := client.NewClient(client.ClientConfig{Endpoints: []string{n.cfg.Join}}) // as peers.joinClient; peers opens after Raft
+	c, err := joinClient(n.cfg) // join.go: the token and TLS of --join
+	if err != nil {
+		return err
+	}
 	started := time.Now()
 	lastLog := started
 	for {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
@@ -97,13 +96,6 @@ func (p *peers) leaderAddr(id string) (string, bool) {
 		return addr, true
 	}
 	return p.addr(id)
-}
-
-// joinClient returns a client of the public API of the cluster behind url
-// (--join), which follows its redirects to the leader: a node that is not a
-// member yet joins as any client would, on the client port.
-func (p *peers) joinClient(url string) *client.Client {
-	return client.NewClient(client.ClientConfig{Endpoints: []string{url}})
 }
 
 // lookup returns the registered info of node id.
