@@ -181,7 +181,7 @@ func (sc *secCluster) client(t *testing.T, cn string) *http.Client {
 	}
 	cert := tlsCert(t, issueLeaf(t, sc.ca, certgen.Options{CommonName: cn, Client: true}))
 	hc := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: sc.ca.Pool(), Certificates: []tls.Certificate{cert}},
+		TLSClientConfig:     &tls.Config{RootCAs: sc.ca.Pool(), Certificates: []tls.Certificate{cert}},
 		MaxIdleConnsPerHost: 16,
 	}}
 	sc.clients[cn] = hc
