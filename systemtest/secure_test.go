@@ -146,10 +146,19 @@ func TestSecuredRoles(t *testing.T) {
 	t.Run("membership", func(t *testing.T) {
 		// A write token in --join-token-file is not enough: its POST
 		// /v1/cluster/join is 403 (the node retries and logs it).
-		tokenFile := filepath.Join(t.TempDir(), "join-token")
-		replaceFile(t, tokenFile, []byte(sc.tokens[credAdmin]+"\n"))
 		leader := sc.leader(t)
 		via := (leader + 1) % 3 // a follower: the join is forwarded
+		weakFile := filepath.Join(t.TempDir(), "join-token")
+		replaceFile(t, weakFile, []byte(sc.tokens[credWriter]+"\n"))
+		p5, _ := sc.startJoiner(t, "n5", via, weakFile)
+		waitTLS(t, 20*time.Second, "n5's join refused", func() bool {
+			tail := p5.LogTail(20)
+			return strings.Contains(tail, "join failed") && strings.Contains(tail, "needs role admin")
+		})
+		p5.Kill()
+
+		tokenFile := filepath.Join(t.TempDir(), "join-token")
+		replaceFile(t, tokenFile, []byte(sc.tokens[credAdmin]+"\n"))
 		p4, addr4 := sc.startJoiner(t, "n4", via, tokenFile)
 		sc.addrs = append(sc.addrs, addr4)
 		defer func() { sc.addrs = sc.addrs[:3] }()
