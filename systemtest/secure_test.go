@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -287,6 +286,260 @@ func auditRecords(t *testing.T, body []byte) []wire.AuditRecord {
 	return recs
 }
 
-var _ = url.QueryEscape
-var _ sync.Mutex
-var _ atomic.Int64
+
+// scopeFixture is what TestSecuredScopes wrote: entries in scope a/, out
+// of it, and touching both.
+type scopeFixture struct {
+	inScope   []string // txids a credential of a/ may see
+	forbidden []string // what it must never see: txids, idempotency keys, and any JSON string starting b/
+	txA       string   // an a/-only transaction, and its idempotency key "a-key"
+	outTxIDs  []string // the transactions that touch b/
+	leaseB    uint64   // the token of lease b/lease
+}
+
+// TestSecuredScopes writes entries that touch a/, b/ and both (keys,
+// consumer groups, a fence on a b/ lease), and reads everything a credential
+// with prefix=a/ can read: kv, tx status by txid and by idempotency key, log
+// pages, the stream, the long poll, leases, consumers and the dashboard's
+// data. No answer names anything under b/ or the txid of a transaction that
+// touches it. The checker is shown to catch the same answers given to an
+// admin.
+func TestSecuredScopes(t *testing.T) {
+	sc := startSecureCluster(t, 3)
+	admin, aWriter := sc.tok(credAdmin), sc.tok(credAWriter)
+	var fx scopeFixture
+	out := func(r wire.TxResult) { fx.outTxIDs = append(fx.outTxIDs, r.TxID.String()) }
+	out(sc.submit(t, 0, admin, putBody("mixed-key", "a/x", "b/y")))
+	out(sc.submit(t, 1, admin, putBody("b-key", "b/only")))
+	out(sc.submit(t, 2, admin, `{"ops":[{"op":"put","key":"a/z","value":1},{"op":"commit_offset","group":"b/g2","offset":1}],"idempotency_key":"mixed-group-key"}`))
+	a := sc.do(t, 0, admin, req{method: http.MethodPut, path: "/v1/leases/b/lease", body: `{"holder":"hb","ttl":"10m"}`})
+	var lb struct{ Token uint64 }
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &lb) != nil {
+		t.Fatalf("PUT b/lease: %s", a)
+	}
+	fx.leaseB = lb.Token
+	out(sc.submit(t, 0, admin, fmt.Sprintf(`{"ops":[{"op":"put","key":"a/f","value":1}],"fence":{"lease":"b/lease","token":%d},"idempotency_key":"fenced-key"}`, lb.Token)))
+	if a := sc.do(t, 1, admin, req{method: http.MethodPost, path: "/v1/consumers/b/group/offset", body: `{"offset":3}`}); a.status != http.StatusOK {
+		t.Fatalf("offset of b/group: %s", a)
+	}
+	resA := sc.submit(t, 1, aWriter, putBody("a-key", "a/only"))
+	fx.txA = resA.TxID.String()
+	if a := sc.do(t, 2, aWriter, req{method: http.MethodPut, path: "/v1/leases/a/lease", body: `{"holder":"ha","ttl":"10m"}`}); a.status != http.StatusOK {
+		t.Fatalf("PUT a/lease as a-writer: %s", a)
+	}
+	if a := sc.do(t, 0, aWriter, req{method: http.MethodPost, path: "/v1/consumers/a/group/offset", body: `{"offset":2}`}); a.status != http.StatusOK {
+		t.Fatalf("offset of a/group as a-writer: %s", a)
+	}
+	end := sc.submit(t, 2, aWriter, putBody("", "a/end"))
+	fx.inScope = []string{fx.txA, end.TxID.String()}
+	fx.forbidden = append([]string{`"b/`, "mixed-key", "b-key", "mixed-group-key", "fenced-key"}, fx.outTxIDs...)
+	// A scoped writer is refused out of its scope, and does nothing.
+	for _, r := range []req{
+		{method: http.MethodPost, path: "/v1/tx", body: putBody("", "a/ok", "b/no")},
+		{method: http.MethodPost, path: "/v1/tx/batch", body: `{"txs":[` + putBody("", "a/ok") + `,` + putBody("", "b/no") + `]}`},
+		{method: http.MethodPost, path: "/v1/tx", body: fmt.Sprintf(`{"ops":[{"op":"put","key":"a/ok","value":1}],"fence":{"lease":"b/lease","token":%d}}`, lb.Token)},
+		{method: http.MethodPost, path: "/v1/tx", body: `{"ops":[{"op":"commit_offset","group":"b/group","offset":9}]}`},
+		{method: http.MethodPost, path: "/v1/consumers/b/group/offset", body: `{"offset":9}`},
+		{method: http.MethodPut, path: "/v1/leases/b/lease2", body: `{"holder":"x","ttl":"1m"}`},
+		{method: http.MethodDelete, path: fmt.Sprintf("/v1/leases/b/lease?holder=hb&token=%d", lb.Token)},
+	} {
+		if a := sc.do(t, 0, aWriter, r); a.status != http.StatusForbidden {
+			t.Errorf("%s %s %s as a-writer: %s, want 403", r.method, r.path, r.body, a)
+		}
+	}
+	for _, p := range []string{"/v1/kv/a/ok", "/v1/kv/b/no", "/v1/leases/b/lease2"} {
+		if a := sc.do(t, 1, admin, req{method: http.MethodGet, path: p}); a.status != http.StatusNotFound {
+			t.Errorf("GET %s after refused writes: %s, want 404", p, a)
+		}
+	}
+	if a := sc.do(t, 1, admin, req{method: http.MethodGet, path: "/v1/consumers/b/group"}); !bytes.Contains(a.body, []byte(`"offset":3`)) {
+		t.Errorf("b/group after a refused commit: %s, want offset 3", a)
+	}
+
+	for _, name := range []string{credAReader, credAWriter} {
+		t.Run(name, func(t *testing.T) {
+			c := sc.tok(name)
+			sc.outOfScopeRefused(t, c, &fx)
+			got := sc.scopedAnswers(t, c, &fx)
+			for what, body := range got {
+				if l := leaks(body, fx.forbidden); len(l) > 0 {
+					t.Errorf("%s as %s shows %q: %s", what, name, l, body)
+				}
+			}
+			// And it does see its own scope.
+			for _, what := range []string{"log page", "stream", "log pages of one"} {
+				for _, id := range fx.inScope {
+					if !bytes.Contains(got[what], []byte(id)) {
+						t.Errorf("%s as %s lacks the in-scope %s: %s", what, name, id, got[what])
+					}
+				}
+			}
+			for what, want := range map[string]string{"long poll": `"a/late`, "live stream": `"a/late`,
+				"leases": `"a/lease"`, "consumers": `"a/group"`, "tx by txid": fx.txA, "tx by idempotency key": fx.txA} {
+				if !bytes.Contains(got[what], []byte(want)) {
+					t.Errorf("%s as %s: %s, want %s in it", what, name, got[what], want)
+				}
+			}
+		})
+	}
+	t.Run("the checker sees an admin's answers leak", func(t *testing.T) {
+		got := sc.scopedAnswers(t, admin, &fx)
+		var leaked []string
+		for what, body := range got {
+			if len(leaks(body, fx.forbidden)) > 0 {
+				leaked = append(leaked, what)
+			}
+		}
+		slices.Sort(leaked)
+		t.Logf("the admin's answers that name b/: %v", leaked)
+		for _, what := range []string{"log page", "log pages of one", "stream", "long poll", "live stream", "leases", "consumers"} {
+			if !slices.Contains(leaked, what) {
+				t.Errorf("the checker found nothing in the admin's %s: %s", what, got[what])
+			}
+		}
+	})
+}
+
+// outOfScopeRefused asks, as c, for things outside its scope by name: each
+// is refused (403) or not found (404) and says nothing of them.
+func (sc *secCluster) outOfScopeRefused(t *testing.T, c cred, fx *scopeFixture) {
+	t.Helper()
+	probes := []struct {
+		path   string
+		status int
+	}{
+		{"/v1/kv/b/y", http.StatusForbidden},
+		{"/v1/kv/b/only", http.StatusForbidden},
+		{"/v1/leases/b/lease", http.StatusForbidden},
+		{"/v1/consumers/b/group", http.StatusForbidden},
+		{"/v1/consumers/b/g2", http.StatusForbidden},
+		{"/v1/kv/_txlog/audit/x", http.StatusForbidden},
+		{"/v1/tx?idempotency_key=mixed-key", http.StatusNotFound},
+		{"/v1/tx?idempotency_key=b-key", http.StatusNotFound},
+		{"/v1/tx?idempotency_key=mixed-group-key", http.StatusNotFound},
+		{"/v1/tx?idempotency_key=fenced-key", http.StatusNotFound},
+	}
+	for _, id := range fx.outTxIDs {
+		probes = append(probes, struct {
+			path   string
+			status int
+		}{"/v1/tx/" + id, http.StatusNotFound})
+	}
+	for i, p := range probes {
+		a := sc.do(t, i%3, c, req{method: http.MethodGet, path: p.path})
+		if a.status != p.status {
+			t.Errorf("GET %s: %s, want %d", p.path, a, p.status)
+		}
+		// The answer may repeat the name asked for, nothing more.
+		asked, _ := url.QueryUnescape(strings.TrimPrefix(strings.TrimPrefix(p.path, "/v1/tx?idempotency_key="), "/v1/tx/"))
+		for _, l := range leaks(a.body, append([]string{"committed", `"value"`, `"versions"`}, fx.forbidden...)) {
+			if !strings.Contains(asked, strings.Trim(l, `"`)) {
+				t.Errorf("GET %s: %s names %q", p.path, a, l)
+			}
+		}
+	}
+}
+
+// scopedAnswers returns, by what was asked, every answer c gets from
+// requests that name nothing outside a/: each may leak only if c sees b/.
+// Its long poll and live stream wait for writes it makes meanwhile (b/late
+// by the admin, then a/late by a-writer).
+func (sc *secCluster) scopedAnswers(t *testing.T, c cred, fx *scopeFixture) map[string][]byte {
+	t.Helper()
+	got := map[string][]byte{}
+	get := func(what string, i int, path string) answer {
+		a := sc.do(t, i, c, req{method: http.MethodGet, path: path})
+		got[what] = a.body
+		return a
+	}
+	page := get("log page", 0, "/v1/log?from=1&limit=1000")
+	if page.status != http.StatusOK {
+		t.Fatalf("log page: %s", page)
+	}
+	var next struct{ Next uint64 }
+	json.Unmarshal(page.body, &next)
+	get("log page prefix b/", 1, "/v1/log?from=1&prefix=b/")
+	get("log page prefix a/", 2, "/v1/log?from=1&prefix=a/")
+	// Pages of one entry, followed to the end.
+	var ones []byte
+	for from := uint64(1); from < next.Next; {
+		a := sc.do(t, 1, c, req{method: http.MethodGet, path: fmt.Sprintf("/v1/log?from=%d&limit=1", from)})
+		ones = append(ones, a.body...)
+		var p wire.LogPage
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &p) != nil || p.Next <= from || len(p.Entries) > 1 {
+			t.Fatalf("log page of one from %d: %s", from, a)
+		}
+		from = p.Next
+	}
+	got["log pages of one"] = ones
+	get("tx by txid", 2, "/v1/tx/"+fx.txA)
+	get("tx by idempotency key", 0, "/v1/tx?idempotency_key=a-key")
+	get("kv a/x", 1, "/v1/kv/a/x") // written with b/y
+	get("kv a/f", 1, "/v1/kv/a/f") // fenced by b/lease
+	get("leases", 2, "/v1/leases")
+	get("lease a/lease", 0, "/v1/leases/a/lease")
+	get("consumers", 1, "/v1/consumers")
+	get("consumer a/group", 2, "/v1/consumers/a/group")
+	get("cluster", 0, "/v1/cluster")
+	get("stats", 1, "/v1/stats")
+	get("events", 2, "/v1/events")
+	if a := get("stats members", 0, "/v1/stats/members"); a.status == http.StatusNotFound {
+		delete(got, "stats members")
+	}
+	// The whole stream, up to a/end.
+	end := fx.inScope[len(fx.inScope)-1]
+	got["stream"] = sc.stream(t, 2, c, 1, func(data []byte) bool { return bytes.Contains(data, []byte(end)) })
+
+	// Live: a long poll and a stream from the log's end, while b/late and
+	// then a/late are written.
+	from := next.Next
+	var wg sync.WaitGroup
+	var poll, live []byte
+	wg.Go(func() {
+		deadline := time.Now().Add(15 * time.Second)
+		for f := from; time.Now().Before(deadline); {
+			a, err := sc.try(t, 1, c, req{method: http.MethodGet, path: fmt.Sprintf("/v1/log?from=%d&wait=5s", f)})
+			if err != nil || a.status != http.StatusOK {
+				t.Errorf("long poll from %d: %s %v", f, a, err)
+				return
+			}
+			poll = append(poll, a.body...)
+			if bytes.Contains(a.body, []byte(`"a/late`)) {
+				return
+			}
+			var p wire.LogPage
+			json.Unmarshal(a.body, &p)
+			f = p.Next
+		}
+	})
+	wg.Go(func() {
+		live = sc.stream(t, 0, c, from, func(data []byte) bool { return bytes.Contains(data, []byte(`"a/late`)) })
+	})
+	sc.submit(t, 2, sc.tok(credAdmin), putBody("", "b/late"))
+	sc.submit(t, 2, sc.tok(credAdmin), putBody("", "a/late-mixed", "b/late-mixed"))
+	sc.submit(t, 1, sc.tok(credAWriter), putBody("", "a/late"))
+	wg.Wait()
+	got["long poll"], got["live stream"] = poll, live
+	return got
+}
+
+// stream reads GET /v1/log/stream from index from on node i as c until
+// until is true of an event's data, or 10 s.
+func (sc *secCluster) stream(t *testing.T, i int, c cred, from uint64, until func([]byte) bool) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hr, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s/v1/log/stream?from=%d", sc.addrs[i], from), nil)
+	hr.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := sc.client(t, "").Do(hr)
+	if err != nil {
+		t.Errorf("stream: %v", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("stream: %d", resp.StatusCode)
+		return nil
+	}
+	return readSSE(resp.Body, until)
+}
