@@ -286,7 +286,6 @@ func auditRecords(t *testing.T, body []byte) []wire.AuditRecord {
 	return recs
 }
 
-
 // scopeFixture is what TestSecuredScopes wrote: entries in scope a/, out
 // of it, and touching both.
 type scopeFixture struct {
