@@ -9,8 +9,10 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -541,4 +543,140 @@ func (sc *secCluster) stream(t *testing.T, i int, c cred, from uint64, until fun
 		return nil
 	}
 	return readSSE(resp.Body, until)
+}
+
+// TestAuthFileEditedUnderLoad writes with two tokens through every node,
+// then edits the auth file as an operator would (a new file renamed over
+// it): first a broken edit, which every node refuses whole (both tokens keep
+// working), then one without the second token. The removed token is refused
+// (401) on every node within a second of the rename and never let in again;
+// the other never fails a request.
+func TestAuthFileEditedUnderLoad(t *testing.T) {
+	sc := startSecureCluster(t, 3)
+	type worker struct {
+		node                 int
+		ok, failed           atomic.Int64
+		okAfterRevoke        atomic.Int64
+		firstRefused         atomic.Int64 // unix nanoseconds of the first 401, 0 none
+		firstErr             atomic.Value
+		refusedBeforeRevoked atomic.Int64
+	}
+	var revokedAt atomic.Int64 // unix nanoseconds of the rename, 0 before
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var stopOnce sync.Once
+	stopLoad := func() { stopOnce.Do(func() { close(stop) }); wg.Wait() }
+	defer stopLoad()
+	load := func(token string) []*worker {
+		var ws []*worker
+		for node := range sc.addrs {
+			w := &worker{node: node}
+			ws = append(ws, w)
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					a, err := sc.try(t, w.node, cred{token: token}, req{method: http.MethodPost, path: "/v1/tx", body: putBody("", fmt.Sprintf("load/%s/%d/%d", token[len(token)-6:], w.node, i))})
+					switch {
+					case err == nil && a.status == http.StatusOK:
+						w.ok.Add(1)
+						if w.firstRefused.Load() != 0 {
+							w.okAfterRevoke.Add(1)
+						}
+					case err == nil && a.status == http.StatusUnauthorized && revokedAt.Load() != 0:
+						w.firstRefused.CompareAndSwap(0, time.Now().UnixNano())
+					default:
+						if err == nil && a.status == http.StatusUnauthorized {
+							w.refusedBeforeRevoked.Add(1)
+						}
+						w.failed.Add(1)
+						if err != nil {
+							w.firstErr.CompareAndSwap(nil, err.Error())
+						} else {
+							w.firstErr.CompareAndSwap(nil, a.String())
+						}
+					}
+				}
+			})
+		}
+		return ws
+	}
+	kept, revoked := load(sc.tokens[credWriter]), load(sc.tokens[credWriter2])
+	total := func(ws []*worker) (n int64) {
+		for _, w := range ws {
+			n += w.ok.Load()
+		}
+		return n
+	}
+	waitTLS(t, 20*time.Second, "load running", func() bool { return total(kept) > 50 && total(revoked) > 50 })
+
+	// A broken edit (writer2 gone, and a bad line): refused whole, so
+	// writer2 still writes.
+	errSeries := `txlog_auth_reloads_total{result="error"}`
+	var before []float64
+	for i := range sc.addrs {
+		before = append(before, sc.metric(t, i, errSeries))
+	}
+	delete(sc.authLines, credWriter2)
+	sc.authLines["zz-broken"] = "sha256:not-a-hash write broken"
+	sc.writeAuthFile(t)
+	for i := range sc.addrs {
+		waitTLS(t, 10*time.Second, "broken auth file refused on node "+fmt.Sprint(i+1), func() bool { return sc.metric(t, i, errSeries) > before[i] })
+	}
+	n := total(revoked)
+	waitTLS(t, 10*time.Second, "writer2 writing after the broken edit", func() bool { return total(revoked) > n+30 })
+
+	// The edit proper.
+	delete(sc.authLines, "zz-broken")
+	sc.writeAuthFile(t)
+	revokedAt.Store(time.Now().UnixNano())
+	for _, w := range revoked {
+		waitTLS(t, 5*time.Second, fmt.Sprintf("writer2 refused on node %d", w.node+1), func() bool { return w.firstRefused.Load() != 0 })
+	}
+	n = total(kept)
+	waitTLS(t, 10*time.Second, "writer writing after the edit", func() bool { return total(kept) > n+100 })
+	stopLoad()
+
+	var worst time.Duration
+	for _, w := range revoked {
+		took := time.Duration(w.firstRefused.Load() - revokedAt.Load())
+		worst = max(worst, took)
+		t.Logf("node %d: writer2 refused %v after the rename (%d writes ok before; %d ok after its first 401)", w.node+1, took.Round(time.Millisecond), w.ok.Load(), w.okAfterRevoke.Load())
+		if w.okAfterRevoke.Load() != 0 {
+			t.Errorf("node %d let writer2 write %d times after refusing it", w.node+1, w.okAfterRevoke.Load())
+		}
+		if w.failed.Load() != 0 {
+			t.Errorf("node %d: writer2 failed %d times before its removal (%d of them 401), first: %v", w.node+1, w.failed.Load(), w.refusedBeforeRevoked.Load(), w.firstErr.Load())
+		}
+	}
+	for _, w := range kept {
+		t.Logf("node %d: writer %d writes ok, %d failed", w.node+1, w.ok.Load(), w.failed.Load())
+		if w.failed.Load() != 0 {
+			t.Errorf("node %d: writer failed %d times, first: %v; want 0", w.node+1, w.failed.Load(), w.firstErr.Load())
+		}
+	}
+	t.Logf("revocation: the removed token refused on every node within %v of the rename", worst.Round(time.Millisecond))
+	if worst > time.Second {
+		t.Errorf("the removed token was refused %v after the rename, want within 1s", worst)
+	}
+}
+
+// metric returns the value of the sample whose line starts with series in
+// node i's /metrics (read as the admin), 0 if there is none.
+func (sc *secCluster) metric(t *testing.T, i int, series string) float64 {
+	t.Helper()
+	a := sc.do(t, i, sc.tok(credAdmin), req{method: http.MethodGet, path: "/metrics"})
+	for line := range strings.Lines(string(a.body)) {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				t.Fatalf("%s: %v", series, err)
+			}
+			return v
+		}
+	}
+	return 0
 }
