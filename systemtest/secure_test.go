@@ -680,3 +680,113 @@ func (sc *secCluster) metric(t *testing.T, i int, series string) float64 {
 	}
 	return 0
 }
+
+// TestBrowserCSRFAndHost plays a browser on a page of another site: it
+// attaches the client certificate it holds and the Basic credentials it was
+// given to a request the page makes, and a page that rebinds its own name to
+// the node sends its own Host. A cross-site text/plain POST (no preflight) is
+// refused and commits nothing, whatever it carries; another Host is refused;
+// Basic credentials never authorize a write and do authorize a read.
+func TestBrowserCSRFAndHost(t *testing.T) {
+	sc := startSecureCluster(t, 1, "--allowed-origins=https://dash.example", "--allowed-hosts=txlog.example")
+	admin := sc.tok(credAdmin)
+	browser := cred{cert: cnBrowser} // a certificate the file names, role write
+	own := "https://" + sc.addrs[0]
+	textPost := func(key, origin string) req {
+		r := req{method: http.MethodPost, path: "/v1/tx", body: putBody("", key), header: map[string]string{"Content-Type": "text/plain"}}
+		if origin != "" {
+			r.header["Origin"] = origin
+		}
+		return r
+	}
+	absent := func(t *testing.T, key string) {
+		t.Helper()
+		if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/kv/" + key}); a.status != http.StatusNotFound {
+			t.Errorf("GET %s after a refused write: %s, want 404", key, a)
+		}
+	}
+	present := func(t *testing.T, key string) {
+		t.Helper()
+		if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/kv/" + key}); a.status != http.StatusOK {
+			t.Errorf("GET %s after a write: %s, want 200", key, a)
+		}
+	}
+	t.Run("cross-site text/plain POST", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			c    cred
+		}{{"client certificate", browser}, {"client certificate and a bearer token", cred{cert: cnBrowser, token: sc.tokens[credWriter]}}} {
+			for _, origin := range []string{"https://evil.example", "null", "http://" + sc.addrs[0]} {
+				key := "csrf/" + strings.NewReplacer(":", "_", "/", "_").Replace(origin) + "/" + strings.ReplaceAll(c.name, " ", "_")
+				a := sc.do(t, 0, c.c, textPost(key, origin))
+				if a.status != http.StatusForbidden || a.code != wire.CodeForbidden || !strings.Contains(string(a.body), "origin") {
+					t.Errorf("POST with Origin %s and a %s: %s, want 403 forbidden naming the origin", origin, c.name, a)
+				}
+				absent(t, key)
+			}
+		}
+		// The same request from the node's own origin, an allowed one, or
+		// with no Origin (not a browser) commits: the Origin alone refused it.
+		for i, origin := range []string{own, "https://dash.example", ""} {
+			key := fmt.Sprintf("csrf/allowed/%d", i)
+			if a := sc.do(t, 0, browser, textPost(key, origin)); a.status != http.StatusOK {
+				t.Errorf("POST with Origin %q: %s, want 200", origin, a)
+			}
+			present(t, key)
+		}
+		// A cross-site read is refused too; the dashboard's stats are not.
+		if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/kv/csrf/allowed/0", header: map[string]string{"Origin": "https://evil.example"}}); a.status != http.StatusForbidden {
+			t.Errorf("cross-site GET /v1/kv: %s, want 403", a)
+		}
+		if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/stats", header: map[string]string{"Origin": "https://evil.example"}}); a.status != http.StatusOK {
+			t.Errorf("cross-site GET /v1/stats: %s, want 200", a)
+		}
+	})
+	t.Run("Host", func(t *testing.T) {
+		for _, host := range []string{"evil.example", "evil.example:" + strings.Split(sc.addrs[0], ":")[1], "txlog.example.evil.example"} {
+			if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/kv/csrf/allowed/0", host: host}); a.status != http.StatusForbidden || !strings.Contains(string(a.body), "host") {
+				t.Errorf("GET with Host %s: %s, want 403 naming the host", host, a)
+			}
+			key := "host/" + strings.ReplaceAll(host, ":", "_")
+			if a := sc.do(t, 0, admin, req{method: http.MethodPost, path: "/v1/tx", body: putBody("", key), host: host}); a.status != http.StatusForbidden {
+				t.Errorf("POST with Host %s: %s, want 403", host, a)
+			}
+			absent(t, key)
+		}
+		// A rebinding page: its own Host and its own Origin.
+		if a := sc.do(t, 0, browser, req{method: http.MethodPost, path: "/v1/tx", body: putBody("", "host/rebind"), host: "evil.example",
+			header: map[string]string{"Origin": "http://evil.example"}}); a.status != http.StatusForbidden {
+			t.Errorf("rebinding POST: %s, want 403", a)
+		}
+		absent(t, "host/rebind")
+		for _, host := range []string{sc.addrs[0], "localhost", "txlog.example", "txlog.example:443"} {
+			if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/kv/csrf/allowed/0", host: host}); a.status != http.StatusOK {
+				t.Errorf("GET with Host %s: %s, want 200", host, a)
+			}
+		}
+	})
+	t.Run("Basic credentials", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			c    cred
+		}{{"a write token", cred{basic: sc.tokens[credWriter]}}, {"an admin token over a write certificate", cred{cert: cnBrowser, basic: sc.tokens[credAdmin]}}} {
+			key := "basic/" + strings.ReplaceAll(c.name, " ", "_")
+			a := sc.do(t, 0, c.c, req{method: http.MethodPost, path: "/v1/tx", body: putBody("", key)})
+			if a.status != http.StatusUnauthorized || a.code != wire.CodeUnauthenticated {
+				t.Errorf("POST with Basic (%s): %s, want 401", c.name, a)
+			}
+			absent(t, key)
+			if a := sc.do(t, 0, c.c, req{method: http.MethodDelete, path: "/v1/leases/basic/l?holder=x&token=1"}); a.status != http.StatusUnauthorized {
+				t.Errorf("DELETE with Basic (%s): %s, want 401", c.name, a)
+			}
+		}
+		for _, tok := range []string{sc.tokens[credReader], sc.tokens[credWriter]} {
+			if a := sc.do(t, 0, cred{basic: tok}, req{method: http.MethodGet, path: "/v1/kv/csrf/allowed/0"}); a.status != http.StatusOK {
+				t.Errorf("GET with Basic: %s, want 200", a)
+			}
+		}
+		if a := sc.do(t, 0, cred{basic: "not-a-token"}, req{method: http.MethodGet, path: "/v1/kv/csrf/allowed/0"}); a.status != http.StatusUnauthorized {
+			t.Errorf("GET with Basic and a wrong password: %s, want 401", a)
+		}
+	})
+}
