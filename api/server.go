@@ -62,8 +62,9 @@ type Config struct {
 	// past it gets 503 too_many_streams (streamcap.go). Default
 	// DefaultMaxStreams (1024).
 	MaxStreams int
-	// Dashboard serves GET /ui/ (and the files under it), /v1/stats and
-	// /v1/events (package ui's Handler). Default: none, and those answer 404.
+	// Dashboard serves GET /ui/ (and the files under it), /v1/stats,
+	// /v1/stats/members and /v1/events (package ui's Handler). Default:
+	// none, and those answer 404.
 	Dashboard http.Handler
 	// NotifyAllow is the --webhook-allow list: the hosts a transaction's
 	// notify url may name. Default: none, and a transaction with notify gets
@@ -300,6 +301,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 
 	if d := s.cfg.Dashboard; d != nil {
 		r.Handle("/v1/stats", s.noQuery(d)).Methods(http.MethodGet)
+		r.Handle("/v1/stats/members", s.noQuery(d)).Methods(http.MethodGet)
 		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
 		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
 	}

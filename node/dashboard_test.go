@@ -13,7 +13,7 @@ import (
 )
 
 func TestDashboardLeaderEvents(t *testing.T) {
-	d := newDashboard(nil, slog.New(slog.DiscardHandler))
+	d := newDashboard(nil, nil, slog.New(slog.DiscardHandler))
 	at := time.Unix(100, 0)
 	for _, c := range []replication.LeaderChange{
 		{LeaderID: "n1", Term: 2},
@@ -39,7 +39,7 @@ func TestDashboardLeaderEvents(t *testing.T) {
 }
 
 func TestDashboardMemberEvents(t *testing.T) {
-	d := newDashboard(nil, slog.New(slog.DiscardHandler))
+	d := newDashboard(nil, nil, slog.New(slog.DiscardHandler))
 	reads := [][]string{
 		{"n1", "n2", "n3"},
 		nil, // a failed read

@@ -276,7 +276,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
-	n.dash = newDashboard(n.raft, n.log)
+	n.dash = newDashboard(n.raft, n.peers, n.log)
 	n.api = api.NewServer(api.Config{
 		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
