@@ -18,7 +18,9 @@
 //   - members.go: GET /v1/stats/members, every member's /v1/stats as this
 //     node reads them (Config.PeerStats: over the peer link), all at once,
 //     each within Config.PeerTimeout; a member that does not answer by then
-//     gets an entry saying so. The page reads its own node only, so that a
+//     gets an entry saying so. Requests that come together or within
+//     MembersMaxAge share one answer (membersShare), so the page's readers
+//     never multiply the node's requests to the others. The page reads its own node only, so that a
 //     browser's credentials for that node (Basic, a client certificate) apply
 //     to every request it makes; /v1/stats has no CORS header.
 //   - assets/: the page. It polls /v1/cluster, /v1/stats/members,

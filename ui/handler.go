@@ -64,6 +64,7 @@ type Config struct {
 type Handler struct {
 	cfg    Config
 	static http.Handler
+	share  membersShare // GET /v1/stats/members' answer
 }
 
 var _ http.Handler = (*Handler)(nil)

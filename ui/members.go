@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -30,6 +31,21 @@ type MemberStats struct {
 	ID    string       `json:"id"`
 	Stats *StatsAnswer `json:"stats,omitempty"` // nil when Error is set
 	Error string       `json:"error,omitempty"`
+}
+
+// MembersMaxAge is how long GET /v1/stats/members reuses an answer: however
+// many pages and clients ask, a node reads each other member's stats at most
+// once per MembersMaxAge (the stats change every SampleInterval).
+const MembersMaxAge = time.Second
+
+// membersShare is the answer of GET /v1/stats/members that concurrent and
+// close requests share: the first computes it, those that come while it
+// runs wait for it, those within MembersMaxAge of it reuse it.
+type membersShare struct {
+	mu       sync.Mutex // guards the fields below; never held while reading
+	last     MembersAnswer
+	at       time.Time     // when last was computed; zero: never
+	inflight chan struct{} // closed when the answer being computed is in last; nil: none
 }
 
 // errNoMember is the entry of a member that Config.PeerStats is missing for.
@@ -110,7 +126,47 @@ func (h *Handler) members(ctx context.Context) MembersAnswer {
 	return a
 }
 
-// serveMembers writes members' answer.
+// serveMembers writes members' answer, shared (membersShare).
 func (h *Handler) serveMembers(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, h.members(r.Context()))
+	a, err := h.sharedMembers(r.Context())
+	if err != nil {
+		return // the asker is gone
+	}
+	writeJSON(w, a)
+}
+
+// sharedMembers returns an answer of members at most MembersMaxAge old,
+// computing it if there is none and none is being computed, or waiting for
+// the one being computed (or for ctx to end). The answer's own reads are not
+// bound to ctx, so that one asker leaving spoils nobody else's: they end at
+// Config.PeerTimeout anyway.
+func (h *Handler) sharedMembers(ctx context.Context) (MembersAnswer, error) {
+	s := &h.share
+	s.mu.Lock()
+	if !s.at.IsZero() && time.Since(s.at) < MembersMaxAge {
+		a := s.last
+		s.mu.Unlock()
+		return a, nil
+	}
+	if ch := s.inflight; ch != nil {
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return MembersAnswer{}, ctx.Err()
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.last, nil
+	}
+	ch := make(chan struct{})
+	s.inflight = ch
+	s.mu.Unlock()
+
+	a := h.members(context.WithoutCancel(ctx))
+	s.mu.Lock()
+	s.last, s.at, s.inflight = a, time.Now(), nil
+	s.mu.Unlock()
+	close(ch)
+	return a, nil
 }

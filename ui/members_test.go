@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,4 +146,81 @@ func TestMembers(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestMembersShared checks that GET /v1/stats/members reads each member's
+// stats once for requests that come together or within MembersMaxAge, again
+// after it, and that a request that leaves while another computes the answer
+// returns at once.
+func TestMembersShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		calls := map[string]int{}
+		slow := make(chan struct{}) // n3 answers when it is closed
+		h := NewHandler(Config{
+			ID: "n1", Stats: NewStats(time.Now()), Events: &Events{},
+			Members: func(context.Context) ([]string, error) { return []string{"n1", "n2", "n3"}, nil },
+			PeerStats: func(ctx context.Context, id string) (StatsAnswer, error) {
+				mu.Lock()
+				calls[id]++
+				mu.Unlock()
+				if id == "n3" {
+					select {
+					case <-slow:
+					case <-ctx.Done():
+						return StatsAnswer{}, ctx.Err()
+					}
+				}
+				return StatsAnswer{ID: id}, nil
+			},
+		})
+		ask := func(ctx context.Context) *httptest.ResponseRecorder {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/stats/members", nil))
+			return w
+		}
+		count := func() (int, int) {
+			mu.Lock()
+			defer mu.Unlock()
+			return calls["n2"], calls["n3"]
+		}
+
+		// Five at once, and one that leaves while they wait.
+		var wg sync.WaitGroup
+		answers := make([]*httptest.ResponseRecorder, 5)
+		for i := range answers {
+			wg.Go(func() { answers[i] = ask(context.Background()) })
+		}
+		synctest.Wait() // all five wait for n3
+		leaver, leave := context.WithCancel(context.Background())
+		left := make(chan *httptest.ResponseRecorder)
+		go func() { left <- ask(leaver) }()
+		synctest.Wait()
+		leave()
+		if w := <-left; w.Body.Len() != 0 {
+			t.Errorf("a request that left got %q, want no answer", w.Body.String())
+		}
+		close(slow)
+		wg.Wait()
+		for i, w := range answers {
+			var a MembersAnswer
+			if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil || len(a.Members) != 3 || a.Members[2].Stats == nil {
+				t.Fatalf("answer %d = %q (%v), want n1, n2 and n3 with stats", i, w.Body.String(), err)
+			}
+		}
+		if n2, n3 := count(); n2 != 1 || n3 != 1 {
+			t.Fatalf("six requests together read n2 %d and n3 %d times, want once each", n2, n3)
+		}
+
+		time.Sleep(MembersMaxAge / 2)
+		ask(context.Background())
+		if n2, _ := count(); n2 != 1 {
+			t.Fatalf("a request within MembersMaxAge read n2 again (%d reads), want the shared answer", n2)
+		}
+		time.Sleep(MembersMaxAge)
+		ask(context.Background())
+		if n2, _ := count(); n2 != 2 {
+			t.Fatalf("a request after MembersMaxAge: %d reads of n2, want 2", n2)
+		}
+	})
 }
