@@ -38,8 +38,9 @@
 //   - stream.go: ProposeAnswer, which runs one request of a propose stream
 //     (node/peer's StreamServer serves the streams on the peer link) as
 //     POST /v1/internal/propose runs its body (handlers.go).
-//   - Config.Dashboard: GET /ui/, /v1/stats and /v1/events are routed to
-//     it (package ui's Handler, which node builds); api does not import ui.
+//   - Config.Dashboard: GET /ui/, /v1/stats, /v1/stats/members and
+//     /v1/events are routed to it (package ui's Handler, which node builds);
+//     api does not import ui.
 //   - leases.go: LeaseBackend and the handlers of /v1/leases (docs/leases.md).
 //   - consumers.go: ConsumerBackend, the commit_offset op's checks shared by
 //     both decoders, and the handlers of /v1/consumers.
