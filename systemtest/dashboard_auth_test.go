@@ -124,12 +124,15 @@ func startAuthCluster(t *testing.T, token string, args ...string) *launcher.Clus
 //     not (401), and the page says to sign in;
 //   - a browser that sends the read token as Basic credentials sees every
 //     member's stats, no error, and asks its own origin only;
-//   - /v1/stats has no CORS header.
+//   - /v1/stats has no CORS header;
+//   - a read token scoped to a/ sees the members' stats and, of the leases
+//     a/job and b/job, a/job only.
 func TestDashboardWithAuth(t *testing.T) {
 	adminTok, adminHash := newTestToken(t)
 	readTok, readHash := newTestToken(t)
 	authFile := filepath.Join(t.TempDir(), "auth")
-	lines := fmt.Sprintf("# test credentials\nsha256:%s admin launcher\nsha256:%s read dash\n", adminHash, readHash)
+	scopedTok, scopedHash := newTestToken(t)
+	lines := fmt.Sprintf("# test credentials\nsha256:%s admin launcher\nsha256:%s read dash\nsha256:%s read scoped prefix=a/\n", adminHash, readHash, scopedHash)
 	if err := os.WriteFile(authFile, []byte(lines), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -236,11 +239,59 @@ func TestDashboardWithAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	for _, r := range requests {
 		if u, err := url.Parse(r); err != nil || u.Host != origin.Host {
 			t.Errorf("page requested %s, not of its origin %s", r, served)
 		}
+	}
+	mu.Unlock()
+
+	// A read token scoped to a/: the page shows the members' stats, no
+	// error, and of the leases a/job and b/job only a/job.
+	for _, name := range []string{"a/job", "b/job"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.URL(ids[0])+"/v1/leases/"+name, strings.NewReader(`{"holder":"w1","ttl":"10m"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+adminTok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("PUT /v1/leases/%s = %d %s", name, resp.StatusCode, b)
+		}
+	}
+	sctx := newBrowser(t, ctx)
+	scopedBasic := "Basic " + base64.StdEncoding.EncodeToString([]byte("scoped:"+scopedTok))
+	if _, err := chromedp.Call(sctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": scopedBasic}}); err != nil {
+		t.Fatalf("set the Authorization header: %v", err)
+	}
+	if err := chromedp.Do(sctx, chromedp.Navigate(served+"/ui/")); err != nil {
+		t.Fatal(err)
+	}
+	waitPage(t, sctx, 15*time.Second, "page with the scoped token shows every member's stats", allStats(ids...))
+	var leases []string
+	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer lcancel()
+	err = launcher.Poll(lctx, 100*time.Millisecond, func(ctx context.Context) error {
+		s, err := chromedp.Run(sctx, chromedp.Evaluate[string](`JSON.stringify([...document.querySelectorAll("#leases tr")].map(r => r.cells[0].textContent))`))
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(s), &leases); err != nil {
+			return err
+		}
+		if len(leases) != 1 || leases[0] != "a/job" {
+			return fmt.Errorf("leases %q", leases)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("page with the token scoped to a/ shows leases %q, want a/job only: %v", leases, err)
 	}
 }
 
