@@ -283,7 +283,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
-	n.dash = newDashboard(n.raft, n.log)
+	n.dash = newDashboard(n.raft, n.peers, n.log)
 	if n.authFile, err = openAuth(cfg, cfg.Metrics, cfg.Logger); err != nil {
 		return nil, err
 	}
