@@ -125,7 +125,7 @@ func respond(w io.Writer, header, nonceA, secret []byte) (exchange, error) {
 func checkAccept(r io.Reader, x exchange, secret []byte, status byte, cluster ClusterID) error {
 	var got [macBytes]byte
 	if _, err := io.ReadFull(r, got[:]); err != nil {
-		return fmt.Errorf("read the peer's proof of the shared secret: %w", err)
+		return fmt.Errorf("%w: read its proof: %w", ErrPeerUnproven, err)
 	}
 	if !hmac.Equal(got[:], x.acceptMAC(secret, status, cluster)) {
 		return ErrPeerUnproven
