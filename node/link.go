@@ -11,15 +11,30 @@ import (
 
 // openLink listens for the peer link on the Raft address. The node's
 // identity (identity.go) fills the link's hooks: the cluster ID it presents,
-// the answer to bootstrap probes, and the policy (identity.accept).
-func openLink(cfg Config, ident *identity) (*peerlink.Link, error) {
-	return peerlink.Listen(cfg.RaftAddr, peerlink.Config{
+// the answer to bootstrap probes, and the policy (identity.accept); its
+// peer TLS material and shared secrets (peertls.go), which the caller
+// closes after the link, its TLS mode and secrets. Everything on the link
+// goes through them: Raft's transport (Link.Raft), the propose streams,
+// the internal requests and the bootstrap probes all dial with Link.Dial.
+func openLink(cfg Config, ident *identity) (*peerlink.Link, *peerSecurity, error) {
+	ps, err := openPeerSecurity(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	lc := peerlink.Config{
 		NodeID:    cfg.ID,
 		ClusterID: ident.clusterID,
 		Accept:    ident.accept,
 		Bootstrap: ident.answerProbe,
 		Logger:    cfg.Logger,
-	})
+	}
+	ps.linkConfig(&lc)
+	l, err := peerlink.Listen(cfg.RaftAddr, lc)
+	if err != nil {
+		ps.close()
+		return nil, nil, err
+	}
+	return l, ps, nil
 }
 
 // newPeerServer returns the server of the internal router (api.Server's
