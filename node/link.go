@@ -1,11 +1,14 @@
 package node
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/txlog/txlog/api"
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/peerlink"
 )
 
@@ -70,4 +73,21 @@ func (n *Node) servePeers(serveErr chan<- error) {
 			}
 		}
 	})
+}
+
+// checkJoiner probes the peer link of a node that asks to join, before the
+// leader adds it to the configuration, when this node's link is secured
+// (peer TLS or a shared secret): a joiner whose certificate the peer CA did
+// not sign, whose CN is not allowed, or that does not prove the secret, is
+// refused with 403 forbidden, and never becomes a voter that Raft cannot
+// reach. The refusal is logged at Warn: the joiner may be an intruder.
+func (n *Node) checkJoiner(ctx context.Context, req wire.JoinRequest) error {
+	if n.peerSec == nil {
+		return nil
+	}
+	if _, err := n.link.Probe(ctx, req.RaftAddr); err != nil {
+		n.log.Warn("join refused: the joiner's peer link failed the check", "peer", req.ID, "raft_addr", req.RaftAddr, "err", err)
+		return &wire.Error{Code: wire.CodeForbidden, Message: fmt.Sprintf("join of %s refused: its peer link at %s did not pass this cluster's peer TLS or shared secret: %v", req.ID, req.RaftAddr, err)}
+	}
+	return nil
 }
