@@ -215,6 +215,15 @@ func TestTLSRefusals(t *testing.T) {
 		}
 		return cfg
 	}
+	noClientAuth := func(cfg Config) Config {
+		server := cfg.ServerTLS
+		cfg.ServerTLS = func() *tls.Config {
+			c := server()
+			c.ClientAuth = tls.NoClientCert
+			return c
+		}
+		return cfg
+	}
 	for _, tc := range []struct {
 		name    string
 		acc     Config
@@ -236,6 +245,9 @@ func TestTLSRefusals(t *testing.T) {
 		{"acceptor CN not allowed", p.tlsConfig(t, Config{NodeID: "n3"}, TLSOn, "n3", nil),
 			p.tlsConfig(t, Config{NodeID: "n2"}, TLSOn, "n2", nil, "n1", "n2"),
 			[]string{"peer TLS handshake refused"}},
+		{"acceptor that asks no certificate", noClientAuth(p.tlsConfig(t, Config{NodeID: "n1"}, TLSOn, "n1", nil)),
+			p.tlsConfig(t, Config{NodeID: "n2"}, TLSOn, "n2", nil),
+			[]string{"peer TLS handshake refused", "no verified certificate"}},
 		{"dialer without a certificate", p.tlsConfig(t, Config{NodeID: "n1"}, TLSOn, "n1", nil),
 			noCert(p.tlsConfig(t, Config{NodeID: "n2"}, TLSOn, "n2", nil)),
 			[]string{"peer TLS handshake refused", "certificate"}},
