@@ -70,6 +70,9 @@
 // acceptor that does not challenge or whose HMAC is wrong, and one without
 // a secret fails with ErrSecretRequired. header.go draws the bytes. Secret
 // and TLS combine; the exchange then runs inside TLS.
+// Without TLS the secret authenticates the start of a connection, not
+// its later bytes, which travel in the clear: where someone can rewrite
+// traffic on the network, use TLS.
 //
 // # What it must not import
 //
