@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -258,8 +259,9 @@ func (s *secretFile) close() {
 // staticCerts is the peer certificate files read once.
 // TODO(merge): replaced by tlsfiles.Open once tlsfiles is on main.
 type staticCerts struct {
-	cert tls.Certificate
-	pool *x509.CertPool
+	cert    tls.Certificate
+	pool    *x509.CertPool
+	allowed []string
 }
 
 func openPeerCerts(cfg Config) (peerCerts, error) {
@@ -275,16 +277,29 @@ func openPeerCerts(cfg Config) (peerCerts, error) {
 	if !pool.AppendCertsFromPEM(ca) {
 		return nil, fmt.Errorf("%s: no certificate", cfg.PeerTLSCAFile)
 	}
-	return &staticCerts{cert: cert, pool: pool}, nil
+	return &staticCerts{cert: cert, pool: pool, allowed: cfg.PeerCertAllowedCN}, nil
+}
+
+func (c *staticCerts) checkCN(cs tls.ConnectionState) error {
+	if len(c.allowed) == 0 {
+		return nil
+	}
+	if len(cs.VerifiedChains) == 0 {
+		return errors.New("no verified peer certificate")
+	}
+	if cn := cs.VerifiedChains[0][0].Subject.CommonName; !slices.Contains(c.allowed, cn) {
+		return fmt.Errorf("peer certificate CN %q is not allowed", cn)
+	}
+	return nil
 }
 
 func (c *staticCerts) ServerConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.cert},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: c.pool}
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: c.pool, VerifyConnection: c.checkCN}
 }
 
 func (c *staticCerts) ClientConfig(serverName string) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, RootCAs: c.pool,
+	return &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, RootCAs: c.pool, VerifyConnection: c.checkCN,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c.cert, nil }}
 }
 

@@ -487,3 +487,35 @@ func TestPeerSecret(t *testing.T) {
 	secretFile("n3.secret", "the-cluster-secret-0123456789")
 	caughtUp(ctx, t, n3, "s/2", "2")
 }
+
+// TestPeerCertAllowedCN: with --peer-cert-allowed-cn, a certificate the
+// cluster's own CA signed for another name is refused, and logged.
+func TestPeerCertAllowedCN(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	ids := []string{"n1", "n2", "n3"}
+	pki := newPeerPKI(t, dir, "peers", append(ids, "intruder")...)
+	tc := startTLSCluster(ctx, t, ids, func(id string) []string {
+		return append(pki.args(id, "tls"), "--peer-cert-allowed-cn=n1,n2,n3")
+	})
+	putOne(ctx, t, tc.urls(), "cn/1", "1")
+	cid := tc.clusterID(ctx)
+	if err := pki.dialAs(ctx, t, pki, tc.nodes[0].raftAddr, cid, "n2", peerlink.KindRaft); err != nil {
+		t.Fatalf("Raft dial with n2's certificate = %v, want accepted", err)
+	}
+	waitUntil(ctx, t, "the members log the CN not allowed", func() bool {
+		for _, n := range tc.nodes {
+			if err := pki.dialAs(ctx, t, pki, n.raftAddr, cid, "intruder", peerlink.KindRaft); err == nil {
+				t.Fatalf("Raft dial to %s with the CN intruder accepted", n.id)
+			}
+		}
+		refused := 0
+		for _, log := range tc.logs() {
+			if strings.Contains(log, "peer TLS handshake refused") && strings.Contains(log, `\"intruder\" is not allowed`) {
+				refused++
+			}
+		}
+		return refused == len(tc.nodes)
+	})
+}
