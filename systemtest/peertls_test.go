@@ -231,14 +231,21 @@ func caughtUp(ctx context.Context, t *testing.T, n *tlsNode, key, want string) {
 	})
 }
 
-// putOne writes key=value through urls and fails unless it commits.
+// putOne writes key=value through urls and fails unless it commits within
+// waitUntil's bound (a pending answer is asked again, with the same
+// idempotency key, until it is final).
 func putOne(ctx context.Context, t *testing.T, urls []string, key, value string) {
 	t.Helper()
-	cl := client.NewClient(client.ClientConfig{Endpoints: urls, Timeout: 20 * time.Second})
-	res, err := cl.Submit(ctx, wire.TxRequest{IdempotencyKey: "one-" + key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(value)}}}, wire.SubmitOptions{})
-	if err != nil || res.Status != wire.StatusCommitted {
-		t.Fatalf("put %s = %+v, %v; want committed", key, res, err)
-	}
+	cl := client.NewClient(client.ClientConfig{Endpoints: urls, Timeout: 10 * time.Second})
+	var res wire.TxResult
+	var err error
+	waitUntil(ctx, t, "put "+key+" commits", func() bool {
+		res, err = cl.Submit(ctx, wire.TxRequest{IdempotencyKey: "one-" + key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(value)}}}, wire.SubmitOptions{})
+		if err == nil && final(res.Status) && res.Status != wire.StatusCommitted {
+			t.Fatalf("put %s = %+v, want committed", key, res)
+		}
+		return err == nil && res.Status == wire.StatusCommitted
+	})
 }
 
 // clusterID returns the cluster's ID as GET /v1/cluster tells it.
@@ -425,6 +432,10 @@ func TestPeerTLSRollingMove(t *testing.T) {
 		for _, n := range tc.nodes {
 			tc.restart(ctx, n, pki.args(n.id, mode))
 			load.waitMore(ctx, t, 50) // the cluster takes writes again
+			// A write through the restarted node alone: it reaches the
+			// others (forwarding to the leader, or replicating as the
+			// leader) in its new mode, whatever theirs.
+			putOne(ctx, t, []string{n.url()}, "via/"+n.id+"/"+mode, "1")
 			t.Logf("%s restarted with --peer-tls-mode=%s; %d writes acknowledged", n.id, mode, load.committed())
 		}
 	}
