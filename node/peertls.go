@@ -191,6 +191,9 @@ func openSecretFile(path string, interval time.Duration, log *slog.Logger) (*sec
 	if err := s.load(); err != nil {
 		return nil, err
 	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("peer secret file readable by others than its owner", "path", path, "mode", fi.Mode().Perm().String())
+	}
 	s.wg.Go(s.watch)
 	return s, nil
 }
