@@ -25,7 +25,7 @@ type pki struct {
 	leafs map[string]*certgen.Leaf // by CN
 }
 
-func newPKI(t *testing.T, name string, cns ...string) *pki {
+func newPKI(t testing.TB, name string, cns ...string) *pki {
 	t.Helper()
 	ca, err := certgen.NewCA(name)
 	if err != nil {
@@ -58,7 +58,7 @@ func cnCheck(allowed []string) func(tls.ConnectionState) error {
 
 // tlsConfig sets cfg up for TLS mode with cn's certificate of p, trusting
 // the CA of trust (p when nil).
-func (p *pki) tlsConfig(t *testing.T, cfg Config, mode, cn string, trust *pki, allowed ...string) Config {
+func (p *pki) tlsConfig(t testing.TB, cfg Config, mode, cn string, trust *pki, allowed ...string) Config {
 	t.Helper()
 	if trust == nil {
 		trust = p
