@@ -218,6 +218,9 @@ func (h *consumerHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
 // groupArg reads the {group} of GET /v1/consumers/{group}.
 func (h *consumerHandlers) groupArg(r *http.Request, _ query) (string, time.Duration, error) {
 	group, err := h.groupName(r)
+	if err == nil {
+		err = checkSees(seer(r.Context()), "group", group)
+	}
 	return group, 0, err
 }
 
@@ -225,6 +228,7 @@ func (h *consumerHandlers) groupArg(r *http.Request, _ query) (string, time.Dura
 func (h *consumerHandlers) handleList(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}) (wire.ConsumerList, error) {
 		cs, err := h.cb.Consumers(ctx)
+		cs = scopeGroups(seer(ctx), cs)
 		if cs == nil {
 			cs = []wire.ConsumerGroup{}
 		}

@@ -40,6 +40,16 @@
 //     POST /v1/internal/propose runs its body (handlers.go).
 //   - Config.Dashboard: GET /ui/, /v1/stats and /v1/events are routed to
 //     it (package ui's Handler, which node builds); api does not import ui.
+//   - authz.go: who may do what on the client port: the Host and Origin
+//     checks (Config.AllowedHosts, AdvertiseHost, AllowedOrigins), and with
+//     Config.Auth the credential and role each route asks for (its access,
+//     written next to it in routes), 401 and 403, the request's
+//     auth.Principal in its context, and the audit of admin routes
+//     (Config.Audit). PeerHandler runs none of it.
+//   - scope.go: the key scope of the Principal on every path that takes or
+//     gives a key, consumer group or lease name: writes refused, reads
+//     refused or filtered (log pages, the long poll and the stream skip what
+//     it may not see), transactions outside it not found.
 //   - leases.go: LeaseBackend and the handlers of /v1/leases (docs/leases.md).
 //   - consumers.go: ConsumerBackend, the commit_offset op's checks shared by
 //     both decoders, and the handlers of /v1/consumers.
@@ -50,7 +60,8 @@
 //     entry stops: an unreadable record, or a value that is not JSON, goes
 //     out raw and marked, counted in txlog_unreadable_records_total.
 //   - streamcache.go: the pages of events that the streams without a prefix
-//     share, so that each page is read and encoded once for all of them.
+//     (and without key prefixes in their credential) share, so that each
+//     page is read and encoded once for all of them.
 //   - streamcap.go: the slots of Config.MaxStreams that the streams and the
 //     waiting reads take (503 too_many_streams past them).
 //
@@ -59,7 +70,8 @@
 // # What it must not import
 //
 // api imports only the standard library, gorilla/mux, the Prometheus client
-// (its request metrics, metrics.go), wire and txid. It must
+// (its request metrics, metrics.go), wire, txid and auth (Principal and
+// Role, the scope every path applies). It must
 // not import client, node, replication, store or wal: those depend on api (or
 // stand beside it), not the other way round.
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/auth"
 	"github.com/txlog/txlog/txid"
 )
 
@@ -53,10 +54,18 @@ func (h *txHandlers) handleSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // submit runs a decoded transaction and answers it as handleSubmit says.
+//
+// With auth on, a transaction that touches a key, group or lease outside the
+// credential's scope, or a reserved one, is refused 403 (scope.go).
 func (h *txHandlers) submit(w http.ResponseWriter, r *http.Request, tx wire.TxRequest, opts wire.SubmitOptions) {
+	if err := checkTxScope(auth.FromContext(r.Context()), &tx, ""); err != nil {
+		h.writeError(w, err)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), opts.Timeout)
 	defer cancel()
 	res, err := h.b.Submit(ctx, tx, opts)
+	res, err = scopeResult(seer(r.Context()), res), scopeSubmitErr(seer(r.Context()), tx.IdempotencyKey, err)
 	if res.IdempotencyKey == "" {
 		res.IdempotencyKey = tx.IdempotencyKey
 	}
@@ -122,6 +131,8 @@ func mergeIdempotencyHeader(r *http.Request, tx *wire.TxRequest) error {
 
 // handleSubmitBatch serves POST /v1/tx/batch: 200 with one result per
 // transaction, each with its own status and, when it failed on its own, error.
+// With auth on, a batch with a transaction outside the credential's scope is
+// refused whole, 403 naming it (scope.go): none of it is submitted.
 func (h *txHandlers) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r, "timeout", "ack")
 	if err != nil {
@@ -147,6 +158,13 @@ func (h *txHandlers) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
+	p := auth.FromContext(r.Context())
+	for i := range req.Txs {
+		if err := checkTxScope(p, &req.Txs[i], fmt.Sprintf("txs[%d].", i)); err != nil {
+			h.writeError(w, err)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), opts.Timeout)
 	defer cancel()
 	results, err := h.b.SubmitBatch(ctx, req.Txs, opts)
@@ -158,7 +176,9 @@ func (h *txHandlers) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, fmt.Errorf("backend: %d results for %d transactions", len(results), len(req.Txs)))
 		return
 	}
+	sp := seer(r.Context())
 	for i := range results {
+		results[i] = scopeBatchError(sp, req.Txs[i].IdempotencyKey, scopeResult(sp, results[i]))
 		if results[i].IdempotencyKey == "" {
 			results[i].IdempotencyKey = req.Txs[i].IdempotencyKey
 		}
@@ -239,10 +259,15 @@ func (h *txHandlers) propose(ctx context.Context, q query, body []byte) ([]wire.
 	return results, nil
 }
 
-// handleTx serves GET /v1/tx/{txid}.
+// handleTx serves GET /v1/tx/{txid}; with auth on, a transaction outside
+// the credential's scope is not found (scopeTx).
 func (h *txHandlers) handleTx(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, []string{"wait"}, h.txArg, func(ctx context.Context, x txLookup) (wire.TxResult, error) {
-		return h.b.Tx(ctx, x.id, x.wait)
+		res, err := h.b.Tx(ctx, x.id, x.wait)
+		if err != nil {
+			return res, err
+		}
+		return scopeTx(ctx, h.b, seer(ctx), res)
 	})
 }
 
@@ -271,10 +296,15 @@ func (h *txHandlers) txArg(r *http.Request, q query) (txLookup, time.Duration, e
 	return txLookup{id: id, wait: wait}, wait, nil
 }
 
-// handleTxByIdempotencyKey serves GET /v1/tx?idempotency_key=….
+// handleTxByIdempotencyKey serves GET /v1/tx?idempotency_key=…, scoped as
+// handleTx is.
 func (h *txHandlers) handleTxByIdempotencyKey(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, []string{"idempotency_key", "wait"}, h.keyArg, func(ctx context.Context, x txLookup) (wire.TxResult, error) {
-		return h.b.TxByIdempotencyKey(ctx, x.key, x.wait, x.forwarded)
+		res, err := h.b.TxByIdempotencyKey(ctx, x.key, x.wait, x.forwarded)
+		if err != nil {
+			return res, err
+		}
+		return scopeTx(ctx, h.b, seer(ctx), res)
 	})
 }
 
@@ -345,5 +375,5 @@ func (h *txHandlers) getArg(r *http.Request, q query) (keyRead, time.Duration, e
 	if err := checkKey(x.key, "key", h.cfg.MaxKeyBytes); err != nil {
 		return x, 0, asError(err, wire.CodeInvalidParam)
 	}
-	return x, 0, nil
+	return x, 0, checkSees(seer(r.Context()), "key", x.key)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/auth"
 )
 
 // LeaseBackend is what the lease handlers need from a node; a Backend that
@@ -130,6 +131,9 @@ func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, err := h.leaseName(r)
+	if err == nil {
+		err = checkTouches(auth.FromContext(r.Context()), "name", name)
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -162,6 +166,9 @@ func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name, err := h.leaseName(r)
+	if err == nil {
+		err = checkTouches(auth.FromContext(r.Context()), "name", name)
+	}
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -205,7 +212,8 @@ func positiveParam(q query, name string) (uint64, error) {
 // handleGet serves GET /v1/leases/{name}[?wait=D&after_token=N].
 func (h *leaseHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, []string{"wait", "after_token"}, h.getArg, func(ctx context.Context, x leaseRead) (wire.Lease, error) {
-		return h.lb.Lease(ctx, x.name, x.wait, x.after)
+		l, err := h.lb.Lease(ctx, x.name, x.wait, x.after)
+		return scopeLease(seer(ctx), l), err
 	})
 }
 
@@ -224,6 +232,9 @@ func (h *leaseHandlers) getArg(r *http.Request, q query) (leaseRead, time.Durati
 	if x.name, err = h.leaseName(r); err != nil {
 		return x, 0, err
 	}
+	if err = checkSees(seer(r.Context()), "name", x.name); err != nil {
+		return x, 0, err
+	}
 	if x.wait, err = q.duration("wait", 0, h.cfg.MaxTimeout, true); err != nil {
 		return x, 0, err
 	}
@@ -239,6 +250,7 @@ func (h *leaseHandlers) getArg(r *http.Request, q query) (leaseRead, time.Durati
 func (h *leaseHandlers) handleList(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}) (wire.LeaseList, error) {
 		ls, err := h.lb.Leases(ctx)
+		ls = scopeLeases(seer(ctx), ls)
 		if ls == nil {
 			ls = []wire.Lease{}
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/auth"
 )
 
 // Limits of the waiting and streaming reads of the log.
@@ -54,12 +55,15 @@ type logHandlers struct {
 	f    LogFollower // nil if b is not one
 	once sync.Once
 	done chan struct{}
-	// events shares the pages of the streams without a prefix.
-	events *streamCache
+	// events shares the pages of the streams without a prefix or a
+	// Principal that sees less than everything; seen those of the streams
+	// without a prefix whose Principal has no key prefixes but is not an
+	// admin: they all see every entry but the reserved and unreadable ones.
+	events, seen *streamCache
 }
 
 func newLogHandlers(a *answers, b Backend) *logHandlers {
-	h := &logHandlers{answers: a, b: b, done: make(chan struct{}), events: newStreamCache()}
+	h := &logHandlers{answers: a, b: b, done: make(chan struct{}), events: newStreamCache(), seen: newStreamCache()}
 	h.f, _ = b.(LogFollower)
 	return h
 }
@@ -77,6 +81,10 @@ type logRead struct {
 	limit  int
 	wait   time.Duration
 	prefix string // "": every entry
+	// p is the reader's Principal when it sees less than every key
+	// (seer): the entries it may not see are skipped as those without
+	// prefix are.
+	p *auth.Principal
 }
 
 // parseLogRead reads the parameters of GET /v1/log (stream: of
@@ -138,7 +146,7 @@ func (h *logHandlers) readLog(ctx context.Context, rd logRead) (wire.LogPage, er
 		if rd.wait > 0 {
 			changed = h.applied() // before the read: an entry applied after it closes it
 		}
-		page, err := h.logPage(ctx, rd.from, rd.limit, rd.prefix)
+		page, err := h.logPage(ctx, rd)
 		if err != nil || len(page.Entries) > 0 || rd.wait == 0 {
 			return page, err
 		}
@@ -158,12 +166,14 @@ func (h *logHandlers) readLog(ctx context.Context, rd logRead) (wire.LogPage, er
 	}
 }
 
-// logPage reads up to limit entries from index from on that touch a key with
-// prefix (all with ""), looking at up to logScanBudget records; Next is past
-// the last record looked at. An index below the log's first gives a
-// *wire.CompactedError, never a page that starts later.
-func (h *logHandlers) logPage(ctx context.Context, from uint64, limit int, prefix string) (wire.LogPage, error) {
-	out := wire.LogPage{Next: from}
+// logPage reads up to rd.limit entries from index rd.from on that touch a key
+// with rd.prefix (all with "") and that rd.p sees (seesEntry), looking at up
+// to logScanBudget records; Next is past the last record looked at, so a
+// reader moves past the entries skipped. An index below the log's first
+// gives a *wire.CompactedError, never a page that starts later.
+func (h *logHandlers) logPage(ctx context.Context, rd logRead) (wire.LogPage, error) {
+	limit, prefix := rd.limit, rd.prefix
+	out := wire.LogPage{Next: rd.from}
 	for scanned := 0; ; {
 		ask := limit - len(out.Entries)
 		page, err := h.b.Log(ctx, out.Next, ask)
@@ -177,11 +187,11 @@ func (h *logHandlers) logPage(ctx context.Context, from uint64, limit int, prefi
 				return wire.LogPage{}, &wire.CompactedError{From: out.Next, FirstIndex: first}
 			}
 		}
-		if prefix == "" {
+		if prefix == "" && rd.p == nil {
 			return page, nil
 		}
-		for _, e := range page.Entries {
-			if touches(e, prefix) {
+		for i, e := range page.Entries {
+			if (prefix == "" || touches(e, prefix)) && seesEntry(rd.p, &page.Entries[i]) {
 				out.Entries = append(out.Entries, e)
 			}
 		}
@@ -211,6 +221,7 @@ func (h *logHandlers) handleLog(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, false, "")
+	rd.p = seer(r.Context())
 	if err == nil && rd.wait > 0 {
 		if err = h.streams.take(); err == nil {
 			defer h.streams.give()
@@ -261,6 +272,7 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rd, err := parseLogRead(q, h.cfg.MaxKeyBytes, true, r.Header.Get(wire.HeaderLastEventID))
+	rd.p = seer(r.Context())
 	if err == nil {
 		if err = h.streams.take(); err == nil {
 			defer h.streams.give()
@@ -272,7 +284,7 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	changed := h.applied()
-	page, err := h.logPage(ctx, rd.from, rd.limit, rd.prefix)
+	page, err := h.logPage(ctx, rd)
 	if err != nil {
 		h.writeLogError(w, err)
 		return
@@ -324,11 +336,12 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamEvents appends to buf the events of the page of the stream rd from
-// rd.from, and returns the index after it. A stream without a prefix shares
-// the page with the others that read it (streamCache).
+// rd.from, and returns the index after it. A stream without a prefix or key
+// prefixes (rd.p) shares the page with the others that read it and see what
+// it sees (streamCache).
 func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) ([]byte, uint64, error) {
 	read := func() ([]byte, int, uint64, error) {
-		page, err := h.logPage(ctx, rd.from, rd.limit, rd.prefix)
+		page, err := h.logPage(ctx, rd)
 		if err != nil {
 			return nil, 0, 0, err
 		}
@@ -338,10 +351,14 @@ func (h *logHandlers) streamEvents(ctx context.Context, buf []byte, rd logRead) 
 	var events []byte
 	var next uint64
 	var err error
-	if rd.prefix != "" {
+	if rd.prefix != "" || rd.p.Scoped() {
 		events, _, next, err = read()
 	} else {
-		events, _, next, err = h.events.get(ctx, rd.from, read)
+		cache := h.events
+		if rd.p != nil {
+			cache = h.seen
+		}
+		events, _, next, err = cache.get(ctx, rd.from, read)
 		if err == nil && h.f != nil {
 			// A page kept from before retention moved the first index past it
 			// answers as a read would: compacted.

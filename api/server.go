@@ -244,14 +244,16 @@ func NewServer(cfg Config, b Backend) *Server {
 	s.cluster = &clusterHandlers{answers: a, b: b}
 	s.router = s.routes(false)
 	s.peerRouter = s.routes(true)
-	s.submitH = s.met.instrument("/v1/tx", http.HandlerFunc(s.tx.handleSubmit))
-	s.batchH = s.met.instrument("/v1/tx/batch", http.HandlerFunc(s.tx.handleSubmitBatch))
+	s.submitH = s.met.instrument("/v1/tx", s.guard(accessWrite, http.HandlerFunc(s.tx.handleSubmit)))
+	s.batchH = s.met.instrument("/v1/tx/batch", s.guard(accessWrite, http.HandlerFunc(s.tx.handleSubmitBatch)))
 	return s
 }
 
-// routes is the one place that maps methods and paths to handlers; with
-// internal, the routes only other nodes reach, over the peer link
-// (POST /v1/internal/propose), are added.
+// routes is the one place that maps methods and paths to handlers and says
+// what each asks of a credential when Config.Auth is set (its access:
+// authz.go, guard); with internal, the routes only other nodes reach, over
+// the peer link (POST /v1/internal/propose), are added, and no route asks
+// for a credential: the peer link authenticated the node.
 //
 // The router matches the escaped path (UseEncodedPath) and never cleans it
 // (SkipClean), so a key may contain "/", "%2F", "//" or ".." and still reach
@@ -260,51 +262,66 @@ func (s *Server) routes(internal bool) *mux.Router {
 	r := mux.NewRouter()
 	r.UseEncodedPath()
 	r.SkipClean(true)
-	r.NotFoundHandler = s.met.instrument(routeUnmatched, http.HandlerFunc(s.handleNotFound))
-	r.MethodNotAllowedHandler = s.met.instrument(routeUnmatched, http.HandlerFunc(s.handleMethodNotAllowed))
+	g := s.guard
+	if internal {
+		g = func(_ access, h http.Handler) http.Handler { return h }
+	}
+	on := func(path string, acc access, h http.HandlerFunc) *mux.Route { return r.Handle(path, g(acc, h)) }
+	r.NotFoundHandler = s.met.instrument(routeUnmatched, g(accessAny, http.HandlerFunc(s.handleNotFound)))
+	r.MethodNotAllowedHandler = s.met.instrument(routeUnmatched, g(accessAny, http.HandlerFunc(s.handleMethodNotAllowed)))
 
 	cl, tx, lg, ls, cs := s.cluster, s.tx, s.logs, s.leases, s.consumers
-	r.HandleFunc("/healthz", cl.handleHealth).Methods(http.MethodGet)
-	r.HandleFunc("/readyz", cl.handleReady).Methods(http.MethodGet)
+	on("/healthz", accessOpen, cl.handleHealth).Methods(http.MethodGet)
+	on("/readyz", accessOpen, cl.handleReady).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/tx", tx.handleSubmit).Methods(http.MethodPost)
-	r.HandleFunc("/v1/tx", tx.handleTxByIdempotencyKey).Methods(http.MethodGet)
-	r.HandleFunc("/v1/tx/batch", tx.handleSubmitBatch).Methods(http.MethodPost)
-	r.HandleFunc("/v1/tx/{txid}", tx.handleTx).Methods(http.MethodGet)
-	r.HandleFunc("/v1/kv/{key:.+}", tx.handleGet).Methods(http.MethodGet)
-	r.HandleFunc("/v1/log", lg.handleLog).Methods(http.MethodGet)
-	r.HandleFunc(wire.LogStreamPath, lg.handleLogStream).Methods(http.MethodGet)
+	on("/v1/tx", accessWrite, tx.handleSubmit).Methods(http.MethodPost)
+	on("/v1/tx", accessRead, tx.handleTxByIdempotencyKey).Methods(http.MethodGet)
+	on("/v1/tx/batch", accessWrite, tx.handleSubmitBatch).Methods(http.MethodPost)
+	on("/v1/tx/{txid}", accessRead, tx.handleTx).Methods(http.MethodGet)
+	on("/v1/kv/{key:.+}", accessRead, tx.handleGet).Methods(http.MethodGet)
+	on("/v1/log", accessRead, lg.handleLog).Methods(http.MethodGet)
+	on(wire.LogStreamPath, accessRead, lg.handleLogStream).Methods(http.MethodGet)
 
 	// Without a LeaseBackend (ConsumerBackend) the lease (consumer read)
 	// paths answer 404.
-	r.HandleFunc("/v1/leases", s.unless(ls.lb == nil, ls.handleList)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/leases/{name:.+}", s.unless(ls.lb == nil, ls.handlePut)).Methods(http.MethodPut)
-	r.HandleFunc("/v1/leases/{name:.+}", s.unless(ls.lb == nil, ls.handleDelete)).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/leases/{name:.+}", s.unless(ls.lb == nil, ls.handleGet)).Methods(http.MethodGet)
+	on("/v1/leases", accessRead, s.unless(ls.lb == nil, ls.handleList)).Methods(http.MethodGet)
+	on("/v1/leases/{name:.+}", accessWrite, s.unless(ls.lb == nil, ls.handlePut)).Methods(http.MethodPut)
+	on("/v1/leases/{name:.+}", accessWrite, s.unless(ls.lb == nil, ls.handleDelete)).Methods(http.MethodDelete)
+	on("/v1/leases/{name:.+}", accessRead, s.unless(ls.lb == nil, ls.handleGet)).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/consumers", s.unless(cs.cb == nil, cs.handleList)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/consumers/{group:.+}/offset", cs.handleCommitOffset).Methods(http.MethodPost)
-	r.HandleFunc("/v1/consumers/{group:.+}", s.unless(cs.cb == nil, cs.handleGet)).Methods(http.MethodGet)
+	on("/v1/consumers", accessRead, s.unless(cs.cb == nil, cs.handleList)).Methods(http.MethodGet)
+	on("/v1/consumers/{group:.+}/offset", accessWrite, cs.handleCommitOffset).Methods(http.MethodPost)
+	on("/v1/consumers/{group:.+}", accessRead, s.unless(cs.cb == nil, cs.handleGet)).Methods(http.MethodGet)
 
-	r.HandleFunc("/v1/cluster", cl.handleCluster).Methods(http.MethodGet)
-	r.HandleFunc("/v1/cluster/join", cl.handleJoin).Methods(http.MethodPost)
-	r.HandleFunc("/v1/cluster/nodes/{id}", cl.handleRemove).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/cluster/transfer-leadership", cl.handleTransferLeadership).Methods(http.MethodPost)
+	on("/v1/cluster", accessRead, cl.handleCluster).Methods(http.MethodGet)
+	on("/v1/cluster/join", accessAdmin, cl.handleJoin).Methods(http.MethodPost)
+	on("/v1/cluster/nodes/{id}", accessAdmin, cl.handleRemove).Methods(http.MethodDelete)
+	on("/v1/cluster/transfer-leadership", accessAdmin, cl.handleTransferLeadership).Methods(http.MethodPost)
 
 	if internal {
-		r.HandleFunc("/v1/internal/propose", tx.handlePropose).Methods(http.MethodPost)
+		on("/v1/internal/propose", accessOpen, tx.handlePropose).Methods(http.MethodPost)
 	}
-	if s.cfg.MetricsHandler != nil {
-		r.Handle("/metrics", s.cfg.MetricsHandler).Methods(http.MethodGet)
+	if m := s.cfg.MetricsHandler; m != nil {
+		on("/metrics", s.openIf(s.cfg.MetricsOpen), m.ServeHTTP).Methods(http.MethodGet)
 	}
 
 	if d := s.cfg.Dashboard; d != nil {
-		r.Handle("/v1/stats", s.noQuery(d)).Methods(http.MethodGet)
-		r.Handle("/v1/events", s.noQuery(d)).Methods(http.MethodGet)
-		r.PathPrefix("/ui/").Handler(d).Methods(http.MethodGet)
+		// The page and its files may be open (UIOpen); its data never is.
+		on("/v1/stats", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
+		on("/v1/events", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
+		r.PathPrefix("/ui/").Handler(g(s.openIf(s.cfg.UIOpen), d)).Methods(http.MethodGet)
 	}
 	s.met.instrumentRoutes(r)
 	return r
+}
+
+// openIf returns accessOpen when open, else accessRead: /metrics and the
+// dashboard's page with --metrics-open and --ui-open.
+func (s *Server) openIf(open bool) access {
+	if open {
+		return accessOpen
+	}
+	return accessRead
 }
 
 // unless returns h, or with missing the handler that answers 404.
@@ -344,14 +361,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Serve runs h, the router or the handler it would pick for r, as ServeHTTP
-// does: for api/fastpath, which picks the handler itself (FastHandler).
+// does: for api/fastpath, which picks the handler itself (FastHandler). It
+// checks the Host and Origin headers first (authz.go); h checks the
+// credential.
 func (s *Server) Serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	s.serve(w, r, h, true)
+}
+
+// serve runs h as Serve says; a request of the peer link (not public) has
+// its headers taken as they are.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, h http.Handler, public bool) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	hdr := rec.Header()
 	hdr["Content-Type"] = jsonContentType
 	hdr["X-Content-Type-Options"] = noSniff
-	h.ServeHTTP(rec, r)
+	var err error
+	if public {
+		err = s.checkHeaders(r)
+	}
+	if err != nil {
+		s.writeError(rec, err)
+	} else {
+		h.ServeHTTP(rec, r)
+	}
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		attrs := []any{"method", r.Method, "path", r.URL.EscapedPath(), "status", rec.status, "duration", time.Since(start)}
 		if rec.err != nil {
@@ -363,10 +396,12 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, h http.Handler) {
 
 // PeerHandler returns the handler of the requests other nodes send over the
 // peer link: every route of ServeHTTP and the internal ones
-// (POST /v1/internal/propose). The client port never serves it.
+// (POST /v1/internal/propose), without the Host, Origin and credential
+// checks (authz.go): the peer link authenticated the node that sends them.
+// The client port never serves it.
 func (s *Server) PeerHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.Serve(w, r, s.peerRouter)
+		s.serve(w, r, s.peerRouter, false)
 	})
 }
 

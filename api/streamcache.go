@@ -13,7 +13,9 @@ const streamCachePages = 64
 // streamCache shares the events of GET /v1/log/stream among the streams of
 // one node: a page of the log from an index, read and encoded to SSE events
 // once, is written as the same bytes to every stream without a prefix that
-// reads from that index. Without it, each of 100 subscribers at the tail read
+// reads from that index and sees what the cache's streams see (a node keeps
+// one cache for the readers that see every entry, one for those that see all
+// but the reserved and unreadable ones: logHandlers). Without it, each of 100 subscribers at the tail read
 // and encoded every entry for itself (docs/consuming.md, "Measurements").
 //
 // A page that an entry applied later would have made longer is still right

@@ -42,6 +42,8 @@
 // listener and ServeMux of their own, never the API's (debug.go), and with
 // Config.MetricsAddr GET /metrics alone, the same way. The node's metrics, and
 // what it hands its parts, are in metrics.go.
+// The client port's TLS, from package tlsfiles, is in clienttls.go, and
+// Reload, what SIGHUP runs, in reload.go.
 //
 // Must not import directly: github.com/hashicorp/raft, go.etcd.io/bbolt, github.com/redis/go-redis/...
 package node

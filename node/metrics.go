@@ -52,6 +52,7 @@ type nodeMetrics struct {
 	// a fresh txid (writer.reissue).
 	txidReissued prometheus.Counter
 	refused      *prometheus.CounterVec // forwarded frames the leader refused, by code (framecheck.go)
+	audits       *prometheus.CounterVec // audit records written, by result (audit.go)
 	vecs         []prometheus.Collector // what registerMetrics registers of the above
 }
 
@@ -79,6 +80,7 @@ func newNodeMetrics() *nodeMetrics {
 	}, []string{"code"})
 	m := &nodeMetrics{
 		refused:     refused,
+		audits:      newAuditCounter(),
 		durQuorum:   dur.WithLabelValues(wire.AckQuorum),
 		durAll:      dur.WithLabelValues(wire.AckAll),
 		durAccepted: dur.WithLabelValues(wire.AckAccepted),
@@ -95,7 +97,7 @@ func newNodeMetrics() *nodeMetrics {
 	for i, name := range replayNames {
 		m.replayed[i] = replayed.WithLabelValues(name)
 	}
-	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, m.txidReissued, refused}
+	m.vecs = []prometheus.Collector{tx, dur, parked, replayed, m.txidReissued, refused, m.audits}
 	return m
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/txlog/txlog/auth"
 	"log/slog"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
+	"github.com/txlog/txlog/tlsfiles"
 	"github.com/txlog/txlog/wal"
 )
 
@@ -65,6 +67,8 @@ type Node struct {
 	peerSrv   *http.Server
 	streamSrv *peer.StreamServer
 	fast      *fastpath.FastListener // nil with Config.NoHTTPFastPath
+	clientTLS *tlsfiles.Files        // nil without Config.TLSCertFile (clienttls.go)
+	authFile  *auth.File             // nil without Config.AuthFile (auth.go)
 	srv       *http.Server
 	httpAddr  string      // advertised HTTP address, host:port
 	side      sideServers // debug.go
@@ -216,6 +220,9 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	if err != nil {
 		return nil, fmt.Errorf("listen http %s: %w", cfg.HTTPAddr, err)
 	}
+	if n.ln, err = n.listenClientTLS(n.ln); err != nil {
+		return nil, err
+	}
 	if fresh && len(bootstrap) > 0 && n.ident.clusterID() == [16]byte{} {
 		if err := n.awaitBootstrap(ctx); err != nil {
 			return nil, err
@@ -280,7 +287,17 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		backend = newRefusedBackend(n.refused)
 	}
 	n.dash = newDashboard(n.raft, n.log)
+	if n.authFile, err = openAuth(cfg, cfg.Metrics, cfg.Logger); err != nil {
+		return nil, err
+	}
 	n.api = api.NewServer(api.Config{
+		Auth:           authenticator(n.authFile),
+		Audit:          n.audit,
+		MetricsOpen:    cfg.MetricsOpen,
+		UIOpen:         cfg.UIOpen,
+		AllowedOrigins: cfg.AllowedOrigins,
+		AllowedHosts:   cfg.AllowedHosts,
+		AdvertiseHost:  hostOf(n.httpAddr),
 		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxStreams:     cfg.MaxStreams,
@@ -297,12 +314,14 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		MaxHeaderBytes:    httpMaxHeaderBytes,
 	}
 	n.srv.RegisterOnShutdown(n.api.EndLogStreams) // they never go idle
+	n.serveClientTLS(n.srv)
 	n.peerSrv = newPeerServer(n.api)
 	n.streamSrv = peer.NewStreamServer(cfg.Logger)
 	if !cfg.NoHTTPFastPath {
 		n.fast = fastpath.NewFastListener(n.api, n.ln, fastpath.FastConfig{
 			IdleTimeout:       n.srv.IdleTimeout,
 			ReadHeaderTimeout: n.srv.ReadHeaderTimeout,
+			HandshakeTimeout:  clientHandshakeTimeout,
 		})
 	}
 	ok = true
@@ -546,6 +565,10 @@ func (n *Node) closeParts() error {
 		if err := n.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, err)
 		}
+	}
+	n.closeClientTLS()
+	if n.authFile != nil {
+		n.authFile.Close()
 	}
 	if err := n.side.closeListeners(); err != nil {
 		errs = append(errs, err)

@@ -11,6 +11,13 @@
 //     the first byte outside it), the connection's deadlines (net/http's, kept
 //     across a handover by prefixConn), the body read that grows with what
 //     arrives (readFastBody), and its reused answer writer.
+//   - TLS: on a tls.Listener, each connection's handshake runs in its own
+//     goroutine under FastConfig.HandshakeTimeout (never in Accept, where one
+//     slow client would hold up the rest); fast-path requests carry the
+//     connection's state in r.TLS, and ConnectionState gives it for the
+//     connections handed to net/http, which sees no *tls.Conn in them and
+//     leaves their r.TLS nil (the node sets it: node/clienttls.go). A client
+//     that sends no TLS, or fails its handshake, is closed without an answer.
 //
 // The write bodies it reads are decoded by the api.Server's handlers, one-pass
 // decoder first (api/decode_fast.go), and answered with wire's hand-written

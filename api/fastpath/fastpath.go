@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +60,11 @@ import (
 // BodyTimeout once the header has, as readBody bounds it on net/http's path,
 // and its buffer grows with the bytes that arrive, never to more than
 // twice them or 4 KiB: a declared length allocates nothing by itself.
+//
+// Over TLS (the FastListener given a tls.Listener), the handshake comes first,
+// in the connection's goroutine, under HandshakeTimeout from the accept; the
+// first header's ReadHeaderTimeout starts at its end. A handshake that fails
+// or times out closes the connection without an answer.
 
 // fastBufSize is the size of a fast connection's read and write buffers: a
 // request's header must fit in the read buffer.
@@ -73,6 +79,13 @@ type FastConfig struct {
 	// connection's accept for its first request, from its first byte for a
 	// later one. Default 10 s.
 	ReadHeaderTimeout time.Duration
+	// HandshakeTimeout bounds a TLS connection's handshake, from its accept;
+	// the first header's ReadHeaderTimeout starts when the handshake ends,
+	// as net/http's server has it. Default 10 s.
+	HandshakeTimeout time.Duration
+
+	// seen, if set, sees each fast-path request before its handler (tests).
+	seen func(*http.Request)
 }
 
 // FastListener is a net.Listener for an http.Server that serves the fast path
@@ -109,6 +122,9 @@ func NewFastListener(s *api.Server, ln net.Listener, cfg FastConfig) *FastListen
 	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = 10 * time.Second
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = 10 * time.Second
 	}
 	l := &FastListener{ln: ln, s: s, scfg: s.Config(), cfg: cfg, handoff: make(chan net.Conn),
 		done: make(chan struct{}), conns: map[*fastConn]struct{}{}}
@@ -255,7 +271,25 @@ type prefixConn struct {
 	net.Conn
 	r           *bufio.Reader
 	hdrDeadline time.Time
-	first       atomic.Bool // net/http has set its first read deadline
+	first       atomic.Bool          // net/http has set its first read deadline
+	tls         *tls.ConnectionState // the TLS connection's, after its handshake; nil on plain TCP
+}
+
+// ConnectionState returns the TLS state of a connection a FastListener
+// handed to net/http, or of a *tls.Conn, once its handshake is done; nil for
+// anything else. net/http sets a request's TLS only for a *tls.Conn, which a
+// handed-over connection is not: the server's ConnContext keeps the
+// connection so that the handler can set r.TLS from this.
+func ConnectionState(c net.Conn) *tls.ConnectionState {
+	switch c := c.(type) {
+	case *prefixConn:
+		return c.tls
+	case *tls.Conn:
+		if st := c.ConnectionState(); st.HandshakeComplete {
+			return &st
+		}
+	}
+	return nil
 }
 
 // SetReadDeadline sets t, or for net/http's first call, its header deadline,
@@ -294,9 +328,21 @@ func (l *FastListener) serve(fc *fastConn) {
 			c.Close()
 		}
 	}()
-	// The first request's header is due ReadHeaderTimeout after the accept,
-	// as net/http's server has it: a connection that sends nothing is not
-	// kept for IdleTimeout.
+	// A TLS connection's handshake runs here, in the connection's goroutine,
+	// under HandshakeTimeout; a client that sends nothing, or no TLS, is
+	// closed without an answer.
+	var tlsState *tls.ConnectionState
+	if tc, ok := c.(*tls.Conn); ok {
+		if !l.setIdle(fc, true) { // Shutdown closes a connection still in its handshake
+			return
+		}
+		if tlsState = l.handshake(tc); tlsState == nil {
+			return
+		}
+	}
+	// The first request's header is due ReadHeaderTimeout after the accept
+	// (the handshake's end on TLS), as net/http's server has it: a
+	// connection that sends nothing is not kept for IdleTimeout.
 	start := time.Now()
 	c.SetReadDeadline(start.Add(l.cfg.ReadHeaderTimeout))
 	for first := true; ; first = false {
@@ -332,7 +378,7 @@ func (l *FastListener) serve(fc *fastConn) {
 		if !ok {
 			c.SetReadDeadline(time.Time{}) // net/http's server sets its own, cut to hdrDeadline
 			select {
-			case l.handoff <- &prefixConn{Conn: c, r: br, hdrDeadline: hdrDeadline}:
+			case l.handoff <- &prefixConn{Conn: c, r: br, hdrDeadline: hdrDeadline, tls: tlsState}:
 				handedOff = true
 			case <-l.done:
 			}
@@ -356,6 +402,7 @@ func (l *FastListener) serve(fc *fastConn) {
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.RemoteAddr = remote
+		req.TLS = tlsState // shared by the connection's requests, as net/http's server does
 		w.reset()
 		w.closeAfter = req.Close
 		if !l.call(w, req) {
@@ -368,6 +415,20 @@ func (l *FastListener) serve(fc *fastConn) {
 			return
 		}
 	}
+}
+
+// handshake runs tc's TLS handshake under HandshakeTimeout and returns its
+// state, or nil if it failed (logged at Debug: a port scan or a plain HTTP
+// client is no news).
+func (l *FastListener) handshake(tc *tls.Conn) *tls.ConnectionState {
+	tc.SetDeadline(time.Now().Add(l.cfg.HandshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		l.s.Logger().Debug("tls handshake", "remote", tc.RemoteAddr().String(), "err", err)
+		return nil
+	}
+	tc.SetDeadline(time.Time{})
+	st := tc.ConnectionState()
+	return &st
 }
 
 // leadingCRorLF returns the number of CR or LF bytes b starts with.
@@ -413,6 +474,9 @@ func (l *FastListener) call(w *fastWriter, req *http.Request) (ok bool) {
 			ok = false
 		}
 	}()
+	if l.cfg.seen != nil {
+		l.cfg.seen(req)
+	}
 	l.s.Serve(w, req, l.s.FastHandler(req.URL.Path))
 	return true
 }

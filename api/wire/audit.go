@@ -4,7 +4,7 @@ import "time"
 
 // AuditRecord is the value of an audit record: one admin action on a node's
 // HTTP API (membership, leadership transfer), written to the log by the node
-// under the key auth.AuditPrefix + its txid.
+// under the key auth.AuditPrefix + a txid the node takes for the record.
 type AuditRecord struct {
 	// Who is the credential's name in the auth file; Role its role; Via
 	// "token" or "cert".

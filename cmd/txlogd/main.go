@@ -71,6 +71,12 @@ func run(args []string) error {
 	cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Level()})).With("node", cfg.ID)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGHUP re-reads the node's files (Node.Reload). It is caught from the
+	// start, so that one sent while the node opens does not end the process
+	// (its default); one that arrives then is acted on once the node is open.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	n, err := node.Open(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -78,5 +84,19 @@ func run(args []string) error {
 		}
 		return err
 	}
+	go reloadOnHUP(ctx, hup, n)
 	return n.Run(ctx)
+}
+
+// reloadOnHUP calls n.Reload for each SIGHUP until ctx ends. Reload logs its
+// outcome; a failed one leaves the node serving with what it had.
+func reloadOnHUP(ctx context.Context, hup <-chan os.Signal, n *node.Node) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			n.Reload()
+		}
+	}
 }

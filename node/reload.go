@@ -1,0 +1,18 @@
+package node
+
+import "errors"
+
+// Reload re-reads what the node reads from files while it runs — the client
+// port's certificate, key and CA bundle, the auth file — as txlogd does on SIGHUP. The files
+// are also re-read when they change; Reload is for an operator who wants it
+// now. A part whose files do not load keeps what it had and says why in its
+// own log line; Reload logs the outcome and returns the parts' errors joined.
+func (n *Node) Reload() error {
+	err := errors.Join(n.reloadClientTLS(), n.reloadAuth())
+	if err != nil {
+		n.log.Error("reload kept old material", "err", err)
+	} else {
+		n.log.Info("reloaded")
+	}
+	return err
+}
