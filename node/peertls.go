@@ -3,18 +3,17 @@ package node
 import (
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/txlog/txlog/peerlink"
+	"github.com/txlog/txlog/tlsfiles"
 )
 
 // peerSecurity is the peer link's TLS material (--peer-tls-*) and shared
@@ -26,8 +25,8 @@ type peerSecurity struct {
 	secrets *secretFile // nil without a secret file
 }
 
-// peerCerts is what the peer link takes of the certificate files (package
-// tlsfiles): a config per handshake from the material current then.
+// peerCerts is what the peer link takes of the certificate files (a
+// *tlsfiles.Files): a config per handshake from the material current then.
 type peerCerts interface {
 	ServerConfig() *tls.Config
 	ClientConfig(serverName string) *tls.Config
@@ -259,52 +258,24 @@ func (s *secretFile) close() {
 	s.wg.Wait()
 }
 
-// staticCerts is the peer certificate files read once.
-// TODO(merge): replaced by tlsfiles.Open once tlsfiles is on main.
-type staticCerts struct {
-	cert    tls.Certificate
-	pool    *x509.CertPool
-	allowed []string
-}
-
+// openPeerCerts opens the peer certificate, key and CA bundle (package
+// tlsfiles): polled and re-read when they change, each handshake taking the
+// material current then; the CA signs every peer's certificate, both ways,
+// and PeerCertAllowedCN pins the names a peer may present.
 func openPeerCerts(cfg Config) (peerCerts, error) {
-	cert, err := tls.LoadX509KeyPair(cfg.PeerTLSCertFile, cfg.PeerTLSKeyFile)
+	f, err := tlsfiles.Open(tlsfiles.Config{
+		CertFile:  cfg.PeerTLSCertFile,
+		KeyFile:   cfg.PeerTLSKeyFile,
+		CAFile:    cfg.PeerTLSCAFile,
+		AllowedCN: cfg.PeerCertAllowedCN,
+		Name:      "peer",
+		Logger:    cfg.Logger,
+		Metrics:   cfg.Metrics,
+	})
 	if err != nil {
 		return nil, err
 	}
-	ca, err := os.ReadFile(cfg.PeerTLSCAFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(ca) {
-		return nil, fmt.Errorf("%s: no certificate", cfg.PeerTLSCAFile)
-	}
-	return &staticCerts{cert: cert, pool: pool, allowed: cfg.PeerCertAllowedCN}, nil
+	return f, nil
 }
 
-func (c *staticCerts) checkCN(cs tls.ConnectionState) error {
-	if len(c.allowed) == 0 {
-		return nil
-	}
-	if len(cs.VerifiedChains) == 0 {
-		return errors.New("no verified peer certificate")
-	}
-	if cn := cs.VerifiedChains[0][0].Subject.CommonName; !slices.Contains(c.allowed, cn) {
-		return fmt.Errorf("peer certificate CN %q is not allowed", cn)
-	}
-	return nil
-}
-
-func (c *staticCerts) ServerConfig() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{c.cert},
-		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: c.pool, VerifyConnection: c.checkCN}
-}
-
-func (c *staticCerts) ClientConfig(serverName string) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName, RootCAs: c.pool, VerifyConnection: c.checkCN,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c.cert, nil }}
-}
-
-func (c *staticCerts) Reload() error { return nil }
-func (c *staticCerts) Close() error  { return nil }
+var _ peerCerts = (*tlsfiles.Files)(nil)
