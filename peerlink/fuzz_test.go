@@ -209,3 +209,51 @@ func FuzzDialAnswer(f *testing.F) {
 		client.Close()
 	})
 }
+
+// FuzzMuxTLS feeds an acceptor in TLS mode any first bytes: a first byte
+// other than a TLS handshake record gets status 6 (TLS required) and
+// nothing else; one that is goes to the TLS handshake, which these bytes
+// never complete: no answer of the link follows. Never a panic.
+func FuzzMuxTLS(f *testing.F) {
+	headerSeeds(f)
+	f.Add([]byte{tlsRecordHandshake})
+	f.Add([]byte{tlsRecordHandshake, 3, 1, 0, 5, 1, 0, 0, 1, 0})
+	f.Add([]byte{tlsRecordHandshake, 3, 3, 0xff, 0xff})
+	p := newPKI(f, "fuzz", "n1")
+	l := New(&idleListener{done: make(chan struct{})}, p.tlsConfig(f, Config{
+		NodeID:        "n1",
+		ClusterID:     func() ClusterID { return ClusterID{1} },
+		HeaderTimeout: 100 * time.Millisecond,
+	}, TLSOn, "n1", nil))
+	defer l.Close()
+	l.Listener(KindRaft)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		client, server := net.Pipe()
+		defer client.Close()
+		go func() {
+			client.SetDeadline(time.Now().Add(2 * time.Second))
+			client.Write(b)
+		}()
+		done := make(chan struct{})
+		go func() { l.serve(server); close(done) }()
+		client.SetReadDeadline(time.Now().Add(2 * time.Second))
+		answer, _ := io.ReadAll(client)
+		client.Close()
+		<-done
+		switch {
+		case len(b) == 0:
+			if len(answer) != 0 {
+				t.Fatalf("answer to nothing = %x, want none", answer)
+			}
+		case b[0] != tlsRecordHandshake:
+			if want := appendAnswer(nil, StatusTLSRequired, ClusterID{}); !bytes.Equal(answer, want) {
+				t.Fatalf("answer to plain %x = %x, want %x", b, answer, want)
+			}
+		default:
+			// TLS records only (an alert at most), never the link's answer.
+			if len(answer) > 0 && answer[0] != 0x15 && answer[0] != 0x16 {
+				t.Fatalf("answer to a TLS start %x = %x, want TLS records or none", b, answer)
+			}
+		}
+	})
+}
