@@ -3,9 +3,11 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/tlsfiles"
@@ -54,7 +56,35 @@ func (n *Node) listenClientTLS(ln net.Listener) (net.Listener, error) {
 	}
 	n.clientTLS = f
 	n.log.Info("client port serves tls", "cert_file", n.cfg.TLSCertFile, "mutual", n.cfg.TLSClientCAFile != "")
-	return tls.NewListener(ln, f.ServerConfig()), nil
+	return &tlsListener{Listener: ln, cfg: f.ServerConfig()}, nil
+}
+
+// tlsListener is tls.NewListener's listener that also passes SetDeadline to
+// the TCP listener under it: the waiting server of a node that waits for its
+// peers (waiting.go) interrupts its Accept with an accept deadline when it
+// hands the listener over.
+type tlsListener struct {
+	net.Listener // a *net.TCPListener
+	cfg          *tls.Config
+}
+
+// Accept returns the next connection as a *tls.Conn whose handshake has not
+// started: its server runs it, in the connection's goroutine.
+func (l *tlsListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return tls.Server(c, l.cfg), nil
+}
+
+// SetDeadline sets the TCP listener's accept deadline.
+func (l *tlsListener) SetDeadline(t time.Time) error {
+	d, ok := l.Listener.(interface{ SetDeadline(time.Time) error })
+	if !ok {
+		return errors.New("client tls: listener has no deadline")
+	}
+	return d.SetDeadline(t)
 }
 
 // serveClientTLS makes srv, the client port's server, set r.TLS on the

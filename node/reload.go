@@ -6,11 +6,12 @@ import "errors"
 // port's certificate, key and CA bundle, the auth file — as txlogd does on SIGHUP. The files
 // are also re-read when they change; Reload is for an operator who wants it
 // now. A part whose files do not load keeps what it had and says why in its
-// own log line; Reload logs the outcome and returns the parts' errors joined.
+// own log line, at error level; Reload logs the outcome (a warning when a
+// part kept its old material) and returns the parts' errors joined.
 func (n *Node) Reload() error {
 	err := errors.Join(n.reloadClientTLS(), n.reloadAuth())
 	if err != nil {
-		n.log.Error("reload kept old material", "err", err)
+		n.log.Warn("reload incomplete", "err", err)
 	} else {
 		n.log.Info("reloaded")
 	}

@@ -103,37 +103,37 @@ func (p *peerPKI) dialAs(ctx context.Context, t *testing.T, trust *peerPKI, addr
 	return err
 }
 
-// tlsNode is one txlogd of a tlsCluster, restarted with other flags by
+// peerNode is one txlogd of a peerCluster, restarted with other flags by
 // replacing its Process.
-type tlsNode struct {
+type peerNode struct {
 	id, httpAddr, raftAddr, dataDir string
 	base                            []string // the flags of every run
 	p                               *launcher.Process
 }
 
-func (n *tlsNode) url() string { return "http://" + n.httpAddr }
+func (n *peerNode) url() string { return "http://" + n.httpAddr }
 
-// tlsCluster is a cluster of txlogd processes on fixed loopback ports whose
+// peerCluster is a cluster of txlogd processes on fixed loopback ports whose
 // nodes restart with new flags (the rolling move).
-type tlsCluster struct {
+type peerCluster struct {
 	t      *testing.T
 	logDir string
-	nodes  []*tlsNode
+	nodes  []*peerNode
 }
 
-// startTLSCluster starts a cluster of the nodes ids, each with base flags
+// startPeerCluster starts a cluster of the nodes ids, each with base flags
 // and extra(id), and waits until a leader takes writes.
-func startTLSCluster(ctx context.Context, t *testing.T, ids []string, extra func(id string) []string) *tlsCluster {
+func startPeerCluster(ctx context.Context, t *testing.T, ids []string, extra func(id string) []string) *peerCluster {
 	t.Helper()
 	dir := t.TempDir()
 	ports, err := launcher.FreePorts("127.0.0.1", 2*len(ids))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := &tlsCluster{t: t, logDir: dir}
+	tc := &peerCluster{t: t, logDir: dir}
 	var members []string
 	for i, id := range ids {
-		n := &tlsNode{id: id, dataDir: filepath.Join(dir, id),
+		n := &peerNode{id: id, dataDir: filepath.Join(dir, id),
 			httpAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i])),
 			raftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[2*i+1]))}
 		tc.nodes = append(tc.nodes, n)
@@ -167,7 +167,7 @@ func startTLSCluster(ctx context.Context, t *testing.T, ids []string, extra func
 }
 
 // start starts n with its base flags and extra.
-func (tc *tlsCluster) start(n *tlsNode, extra []string) {
+func (tc *peerCluster) start(n *peerNode, extra []string) {
 	tc.t.Helper()
 	p, err := launcher.NewProcess(launcher.ProcessConfig{ID: n.id, Bin: txlogdBin, Args: append(append([]string(nil), n.base...), extra...),
 		DataDir: n.dataDir, LogDir: tc.logDir})
@@ -182,7 +182,7 @@ func (tc *tlsCluster) start(n *tlsNode, extra []string) {
 
 // restart stops n gracefully and starts it with extra, and waits until it
 // serves HTTP.
-func (tc *tlsCluster) restart(ctx context.Context, n *tlsNode, extra []string) {
+func (tc *peerCluster) restart(ctx context.Context, n *peerNode, extra []string) {
 	tc.t.Helper()
 	if err := n.p.Stop(ctx); err != nil {
 		tc.t.Fatalf("stop %s: %v", n.id, err)
@@ -193,7 +193,7 @@ func (tc *tlsCluster) restart(ctx context.Context, n *tlsNode, extra []string) {
 	}
 }
 
-func (tc *tlsCluster) urls() []string {
+func (tc *peerCluster) urls() []string {
 	var out []string
 	for _, n := range tc.nodes {
 		out = append(out, n.url())
@@ -202,7 +202,7 @@ func (tc *tlsCluster) urls() []string {
 }
 
 // logs returns the logs of every node (all their runs).
-func (tc *tlsCluster) logs() map[string]string {
+func (tc *peerCluster) logs() map[string]string {
 	out := map[string]string{}
 	for _, n := range tc.nodes {
 		b, _ := os.ReadFile(n.p.LogPath())
@@ -212,7 +212,7 @@ func (tc *tlsCluster) logs() map[string]string {
 }
 
 // waitWrites waits until a write through any node commits.
-func (tc *tlsCluster) waitWrites(ctx context.Context) {
+func (tc *peerCluster) waitWrites(ctx context.Context) {
 	tc.t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: tc.urls(), Timeout: 5 * time.Second})
 	waitUntil(ctx, tc.t, "a write commits", func() bool {
@@ -222,7 +222,7 @@ func (tc *tlsCluster) waitWrites(ctx context.Context) {
 }
 
 // caughtUp waits until node n's stale read of key gives want.
-func caughtUp(ctx context.Context, t *testing.T, n *tlsNode, key, want string) {
+func caughtUp(ctx context.Context, t *testing.T, n *peerNode, key, want string) {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Timeout: 2 * time.Second})
 	waitUntil(ctx, t, n.id+" has "+key, func() bool {
@@ -249,7 +249,7 @@ func putOne(ctx context.Context, t *testing.T, urls []string, key, value string)
 }
 
 // clusterID returns the cluster's ID as GET /v1/cluster tells it.
-func (tc *tlsCluster) clusterID(ctx context.Context) string {
+func (tc *peerCluster) clusterID(ctx context.Context) string {
 	tc.t.Helper()
 	st, err := client.NewClient(client.ClientConfig{}).ClusterFrom(ctx, tc.nodes[0].url())
 	if err != nil {
@@ -268,7 +268,7 @@ func TestPeerTLS(t *testing.T) {
 	dir := t.TempDir()
 	ids := []string{"n1", "n2", "n3"}
 	pki := newPeerPKI(t, dir, "peers", ids...)
-	tc := startTLSCluster(ctx, t, ids, func(id string) []string { return pki.args(id, "tls") })
+	tc := startPeerCluster(ctx, t, ids, func(id string) []string { return pki.args(id, "tls") })
 	for i := range 20 {
 		putOne(ctx, t, tc.urls(), "tls/"+strconv.Itoa(i), strconv.Itoa(i))
 	}
@@ -317,7 +317,7 @@ func TestPeerTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	n4dir := filepath.Join(dir, "n4")
-	n4 := &tlsNode{id: "n4", dataDir: n4dir, raftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
+	n4 := &peerNode{id: "n4", dataDir: n4dir, raftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
 	p4, err := launcher.NewProcess(launcher.ProcessConfig{ID: "n4", Bin: txlogdBin, DataDir: n4dir, LogDir: dir,
 		Args: append([]string{"--id=n4", "--data-dir=" + n4dir, "--http-addr=127.0.0.1:0", "--raft-addr=" + n4.raftAddr,
 			"--join=" + tc.nodes[0].url(), "--shutdown-timeout=3s"}, rogue.args("n4", "tls")...)})
@@ -425,7 +425,7 @@ func TestPeerTLSRollingMove(t *testing.T) {
 	dir := t.TempDir()
 	ids := []string{"n1", "n2", "n3"}
 	pki := newPeerPKI(t, dir, "peers", ids...)
-	tc := startTLSCluster(ctx, t, ids, func(string) []string { return nil })
+	tc := startPeerCluster(ctx, t, ids, func(string) []string { return nil })
 	load := startRollLoad(ctx, tc.urls(), 4)
 	load.waitMore(ctx, t, 50)
 	for _, mode := range []string{"both", "tls"} {
@@ -477,7 +477,7 @@ func TestPeerSecret(t *testing.T) {
 		return p
 	}
 	good := secretFile("good.secret", "the-cluster-secret-0123456789")
-	tc := startTLSCluster(ctx, t, []string{"n1", "n2", "n3"}, func(string) []string { return []string{"--peer-secret-file=" + good} })
+	tc := startPeerCluster(ctx, t, []string{"n1", "n2", "n3"}, func(string) []string { return []string{"--peer-secret-file=" + good} })
 	putOne(ctx, t, tc.urls(), "s/1", "1")
 	n3 := tc.nodes[2]
 	caughtUp(ctx, t, n3, "s/1", "1")
@@ -507,7 +507,7 @@ func TestPeerCertAllowedCN(t *testing.T) {
 	dir := t.TempDir()
 	ids := []string{"n1", "n2", "n3"}
 	pki := newPeerPKI(t, dir, "peers", append(ids, "intruder")...)
-	tc := startTLSCluster(ctx, t, ids, func(id string) []string {
+	tc := startPeerCluster(ctx, t, ids, func(id string) []string {
 		return append(pki.args(id, "tls"), "--peer-cert-allowed-cn=n1,n2,n3")
 	})
 	putOne(ctx, t, tc.urls(), "cn/1", "1")
@@ -531,19 +531,6 @@ func TestPeerCertAllowedCN(t *testing.T) {
 	})
 }
 
-// replaceFile writes b to path with a rename, as an operator's tool would:
-// a reader sees the old file or the new one, never half of it.
-func replaceFile(t *testing.T, path string, b []byte) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestPeerTLSRotation: under a write load, the peer CA is rotated without a
 // restart: the new CA is added to every node's bundle, every node's
 // certificate is replaced by one the new CA signed, and the old CA is
@@ -563,7 +550,7 @@ func TestPeerTLSRotation(t *testing.T) {
 		replaceFile(t, cur.files[id].Cert, old.leafs[id].CertPEM)
 		replaceFile(t, cur.files[id].Key, old.leafs[id].KeyPEM)
 	}
-	tc := startTLSCluster(ctx, t, ids, func(id string) []string { return cur.args(id, "tls") })
+	tc := startPeerCluster(ctx, t, ids, func(id string) []string { return cur.args(id, "tls") })
 	cid := tc.clusterID(ctx)
 	load := startRollLoad(ctx, tc.urls(), 4)
 	load.waitMore(ctx, t, 50)

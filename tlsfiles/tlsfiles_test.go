@@ -422,3 +422,22 @@ func TestSharedMetrics(t *testing.T) {
 		t.Fatalf("expiry series = %d, %v; want 2", n, err)
 	}
 }
+
+// TestExpiredClientRefused: a client certificate of the right CA whose
+// validity has ended is refused.
+func TestExpiredClientRefused(t *testing.T) {
+	ca := newCA(t, "ca")
+	f := open(t, files(t, t.TempDir(), issue(t, ca, "server"), ca))
+	addr, srv := serve(t, f.ServerConfig())
+	expired, err := ca.Issue(certgen.Options{CommonName: "old", Client: true,
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := mustCert(t, expired)
+	c := clientFor(ca, nil)
+	c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert, nil }
+	if _, s, _ := dial(t, addr, c, srv); s.err == nil || !strings.Contains(s.err.Error(), "expired") {
+		t.Fatalf("server error = %v, want the expired certificate refused", s.err)
+	}
+}

@@ -1,6 +1,7 @@
 // Command txlogd runs one txlog node. Every flag may also be given as an
 // environment variable: --http-addr as TXLOG_HTTP_ADDR, and so on. Run
-// `txlogd --help` for the flags.
+// `txlogd --help` for the flags. SIGTERM and SIGINT stop it gracefully;
+// SIGHUP re-reads its TLS files (docs/operations.md).
 package main
 
 import (
