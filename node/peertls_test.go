@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/internal/certgen"
+	"github.com/txlog/txlog/peerlink"
 )
 
 func TestParseSecrets(t *testing.T) {
@@ -109,4 +112,73 @@ func TestSecretFileReloads(t *testing.T) {
 	}
 	s.close()
 	s.close()
+}
+
+// TestPeerSecurity: the config's files reach the link's config, and
+// reloadPeer reports a file that does not load while the link keeps what it
+// had.
+func TestPeerSecurity(t *testing.T) {
+	dir := t.TempDir()
+	ca, err := certgen.NewCA("peers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue(certgen.Options{CommonName: "n1", Hosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := leaf.WriteFiles(dir, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, err := ca.WriteFile(dir, "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "peer.secret")
+	if err := os.WriteFile(secret, []byte("a-secret-of-enough-bytes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := openPeerSecurity(Config{}); ps != nil || err != nil {
+		t.Fatalf("openPeerSecurity(no files) = %v, %v; want nil, nil", ps, err)
+	}
+	if err := (*peerSecurity)(nil).reloadPeer(); err != nil {
+		t.Fatalf("nil reloadPeer() = %v", err)
+	}
+	ps, err := openPeerSecurity(Config{PeerTLSCertFile: files.Cert, PeerTLSKeyFile: files.Key, PeerTLSCAFile: caFile,
+		PeerTLSMode: PeerTLSBoth, PeerSecretFile: secret})
+	if err != nil {
+		t.Fatalf("openPeerSecurity() = %v", err)
+	}
+	defer ps.close()
+	var lc peerlink.Config
+	ps.linkConfig(&lc)
+	if lc.TLSMode != peerlink.TLSBoth || lc.ServerTLS == nil || lc.ClientTLS == nil || lc.Secrets == nil {
+		t.Fatalf("linkConfig() = %+v, want mode both, TLS and secrets", lc)
+	}
+	if got := lc.ClientTLS("127.0.0.1:7000").ServerName; got != "127.0.0.1" {
+		t.Fatalf("ClientTLS().ServerName = %q, want the host dialled", got)
+	}
+	if err := ps.reloadPeer(); err != nil {
+		t.Fatalf("reloadPeer() = %v", err)
+	}
+	if err := os.WriteFile(secret, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.reloadPeer(); err == nil {
+		t.Fatal("reloadPeer() with a broken secret file = nil, want an error")
+	}
+	if got := string(lc.Secrets()[0]); got != "a-secret-of-enough-bytes" {
+		t.Fatalf("Secrets()[0] after a broken reload = %q, want the old one", got)
+	}
+	if err := os.WriteFile(secret, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openPeerSecurity(Config{PeerSecretFile: secret}); err == nil {
+		t.Fatal("openPeerSecurity() with a short secret = nil, want an error: the node refuses to start")
+	}
+	if err := ps.close(); err != nil {
+		t.Fatalf("close() = %v", err)
+	}
+	ps.close()
 }
