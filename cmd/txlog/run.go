@@ -195,14 +195,24 @@ func (cmd *command) parseSplit(args []string) (pos, afterDash []string, err erro
 // has flags of those names (lease's token, submit's key: call targets after
 // defining them).
 func (cmd *command) targets() *string {
-	env := func(name string) string {
-		v, _ := cmd.cli.lookupEnv(name)
-		return strings.TrimSpace(v)
-	}
 	def := defaultTargets
-	if v := env(targetsEnv); v != "" {
+	if v := cmd.env(targetsEnv); v != "" {
 		def = v
 	}
+	cmd.credentialFlags()
+	return cmd.String("targets", def, "comma-separated base URLs of the nodes (env "+targetsEnv+")")
+}
+
+// env returns the value of the environment variable name, trimmed.
+func (cmd *command) env(name string) string {
+	v, _ := cmd.cli.lookupEnv(name)
+	return strings.TrimSpace(v)
+}
+
+// credentialFlags adds the credential flags of targets and returns where
+// their values go.
+func (cmd *command) credentialFlags() *credentials {
+	env := cmd.env
 	cmd.creds = &credentials{}
 	cmd.StringVar(&cmd.creds.token, "auth-token", env(tokenEnv), "bearer token of the nodes' --auth-file (env "+tokenEnv+", which keeps it out of ps); --token where the command has no --token of its own")
 	if cmd.Lookup("token") == nil { // lease renew|release: --token is the lease's
@@ -214,7 +224,7 @@ func (cmd *command) targets() *string {
 	if cmd.Lookup("key") == nil { // submit's --key is the key to write
 		cmd.StringVar(&cmd.creds.key, "key", env(keyEnv), "PEM file of the client certificate's key (env "+keyEnv+"), as --cert-key")
 	}
-	return cmd.String("targets", def, "comma-separated base URLs of the nodes (env "+targetsEnv+")")
+	return cmd.creds
 }
 
 // clientConfig returns the client configuration of the comma-separated
