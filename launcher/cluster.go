@@ -196,7 +196,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			return nil, fmt.Errorf("secure cluster: %w", err)
 		}
 		c.client.Transport.(*http.Transport).TLSClientConfig = c.security.TLSConfig()
-		c.scheme = "https"
+		if c.security.ClientTLS {
+			c.scheme = "https"
+		}
 	}
 	c.clusterView.c, c.nodeControl.c = c, c
 	members := make([]string, len(ids))

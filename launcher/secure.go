@@ -24,6 +24,12 @@ type SecureConfig struct {
 	// cluster's CA on its HTTP port (--tls-client-ca-file). Default false:
 	// clients verify the nodes, and the token authenticates them.
 	MutualTLS bool
+	// NoClientTLS leaves the HTTP ports plain: the auth file alone (tokens
+	// over plain HTTP; txlog bench measures what TLS adds to them). Default
+	// false.
+	NoClientTLS bool
+	// NoPeerTLS leaves the Raft ports plain. Default false.
+	NoPeerTLS bool
 }
 
 // Names of the files a secured cluster writes under <Dir>/tls.
@@ -55,6 +61,10 @@ type Security struct {
 	AdminToken string
 	// Mutual reports whether the nodes require a client certificate.
 	Mutual bool
+	// ClientTLS reports whether the HTTP ports speak TLS (https URLs).
+	ClientTLS bool
+	// PeerTLS reports whether the Raft ports speak mutual TLS.
+	PeerTLS bool
 
 	ca        *certgen.CA
 	nodeFiles map[string]certgen.Files
@@ -71,7 +81,8 @@ func newSecurity(dir string, ids, hosts []string, sc SecureConfig) (*Security, e
 	if err != nil {
 		return nil, err
 	}
-	s := &Security{Dir: dir, ca: ca, nodeFiles: make(map[string]certgen.Files, len(ids)), Mutual: sc.MutualTLS}
+	s := &Security{Dir: dir, ca: ca, nodeFiles: make(map[string]certgen.Files, len(ids)),
+		Mutual: sc.MutualTLS && !sc.NoClientTLS, ClientTLS: !sc.NoClientTLS, PeerTLS: !sc.NoPeerTLS}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -117,13 +128,12 @@ func newSecurity(dir string, ids, hosts []string, sc SecureConfig) (*Security, e
 // nodeArgs are the txlogd flags of node id in a secured cluster.
 func (s *Security) nodeArgs(id string) []string {
 	f := s.nodeFiles[id]
-	args := []string{
-		"--tls-cert-file=" + f.Cert,
-		"--tls-key-file=" + f.Key,
-		"--peer-tls-cert-file=" + f.Cert,
-		"--peer-tls-key-file=" + f.Key,
-		"--peer-tls-ca-file=" + s.CAFile,
-		"--auth-file=" + s.AuthFile,
+	args := []string{"--auth-file=" + s.AuthFile}
+	if s.ClientTLS {
+		args = append(args, "--tls-cert-file="+f.Cert, "--tls-key-file="+f.Key)
+	}
+	if s.PeerTLS {
+		args = append(args, "--peer-tls-cert-file="+f.Cert, "--peer-tls-key-file="+f.Key, "--peer-tls-ca-file="+s.CAFile)
 	}
 	if s.Mutual {
 		args = append(args, "--tls-client-ca-file="+s.CAFile)
