@@ -39,7 +39,8 @@ const (
 	secureClientName = "client"
 	secureAuthName   = "auth"
 	// AdminName is the name of the admin token's line in the auth file, and
-	// the CN of the client certificate (a cert: line with role admin).
+	// the CN of the client certificate, whose cert: line (role admin) is
+	// named AdminName+"-cert": every line of the file has a name of its own.
 	AdminName = "local-admin"
 )
 
@@ -118,7 +119,7 @@ func newSecurity(dir string, ids, hosts []string, sc SecureConfig) (*Security, e
 	s.AuthFile = filepath.Join(dir, secureAuthName)
 	content := "# written by the launcher; only hashes of tokens are stored\n" +
 		AuthLine(HashToken(s.AdminToken), "admin", AdminName) + "\n" +
-		"cert:" + AdminName + " admin " + AdminName + "\n"
+		"cert:" + AdminName + " admin " + AdminName + "-cert\n"
 	if err := writeFileAtomic(s.AuthFile, []byte(content)); err != nil {
 		return nil, fmt.Errorf("write auth file: %w", err)
 	}
@@ -184,14 +185,15 @@ func (s *Security) IssueClientCert(cn, name string) (certgen.Files, error) {
 	return leaf.WriteFiles(s.Dir, name)
 }
 
-// NewToken returns a new bearer token: 32 random bytes, base64url without
-// padding.
+// NewToken returns a new bearer token as auth.NewToken makes them: "txlog_"
+// and 32 random bytes, base64url without padding. (launcher does not import
+// auth, which brings the server's metrics with it.)
 func NewToken() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return "txlog_" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // HashToken returns the lowercase hex SHA-256 of the token's bytes, as the

@@ -116,8 +116,8 @@ func TestNewToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := NewToken()
-	if a == b || len(a) != 43 {
-		t.Errorf("NewToken() = %q, %q; want two different 43-character tokens", a, b)
+	if a == b || len(a) != 49 || !strings.HasPrefix(a, "txlog_") {
+		t.Errorf("NewToken() = %q, %q; want two different 49-character tokens starting txlog_", a, b)
 	}
 	// The SHA-256 of "abc".
 	if got, want := HashToken("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
