@@ -520,3 +520,41 @@ func TestProgressFraction(t *testing.T) {
 		t.Errorf("--n 200 with 201 claimed: %v, want 1", got)
 	}
 }
+
+// TestBenchLocalSecurity runs bench --local on secured clusters with both
+// HTTP clients: tokens over plain HTTP, and mutual TLS with a token and TLS
+// between the nodes; every transaction commits.
+func TestBenchLocalSecurity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts txlogd clusters")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	bin, err := launcher.BuildBinaries(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"token raw", []string{"--local-security", "token"}},
+		{"mtls+token peer tls raw", []string{"--local-security", "mtls+token", "--local-peer-tls"}},
+		{"mtls net/http", []string{"--local-security", "mtls", "--http-client", "net/http"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"bench", "--json", "--progress", "0", "--local", "--txlogd", bin, "--local-dir", t.TempDir(), "--n", "100", "--clients", "2"}, tc.args...)
+			r := runCLI(t, ctx, nil, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			var res benchResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("decode %s: %v", r.stdout, err)
+			}
+			if len(res.Errors) > 0 || res.Committed != res.Txs || res.Txs < 100 {
+				t.Fatalf("summary = %+v, want 100 committed transactions and no errors", res)
+			}
+		})
+	}
+}
