@@ -127,3 +127,38 @@ func TestNewToken(t *testing.T) {
 		t.Errorf("AuthLine() = %q, want %q", got, want)
 	}
 }
+
+func TestSecureNodeArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		cfg        SecureConfig
+		want, not  []string
+		wantScheme bool // https
+	}{
+		{"everything", SecureConfig{}, []string{"--auth-file=", "--tls-cert-file=", "--tls-key-file=", "--peer-tls-cert-file=", "--peer-tls-ca-file="}, []string{"--tls-client-ca-file="}, true},
+		{"mutual", SecureConfig{MutualTLS: true}, []string{"--tls-client-ca-file=", "--peer-tls-cert-file="}, nil, true},
+		{"tokens over plain HTTP", SecureConfig{NoClientTLS: true, NoPeerTLS: true, MutualTLS: true}, []string{"--auth-file="}, []string{"--tls-cert-file=", "--tls-client-ca-file=", "--peer-tls-cert-file="}, false},
+		{"no peer TLS", SecureConfig{NoPeerTLS: true}, []string{"--tls-cert-file="}, []string{"--peer-tls-cert-file="}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := newSecurity(t.TempDir(), []string{"n1"}, []string{"127.0.0.1"}, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := strings.Join(s.nodeArgs("n1"), " ")
+			for _, w := range tc.want {
+				if !strings.Contains(args, w) {
+					t.Errorf("nodeArgs() = %s, want %s", args, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(args, n) {
+					t.Errorf("nodeArgs() = %s, want no %s", args, n)
+				}
+			}
+			if s.ClientTLS != tc.wantScheme {
+				t.Errorf("ClientTLS = %v, want %v", s.ClientTLS, tc.wantScheme)
+			}
+		})
+	}
+}
