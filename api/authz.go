@@ -108,7 +108,8 @@ func (s *Server) guard(acc access, h http.Handler) http.Handler {
 func (s *Server) writeUnauthenticated(w http.ResponseWriter, r *http.Request, err error) {
 	msg := "no credential"
 	if err != nil {
-		msg = err.Error()
+		// The code says unauthenticated already: the message says why.
+		msg = strings.TrimPrefix(err.Error(), auth.ErrUnauthenticated.Error()+": ")
 	}
 	hdr := w.Header()
 	hdr.Add("WWW-Authenticate", realmBearer)
