@@ -108,7 +108,8 @@ func (s *Server) guard(acc access, h http.Handler) http.Handler {
 func (s *Server) writeUnauthenticated(w http.ResponseWriter, r *http.Request, err error) {
 	msg := "no credential"
 	if err != nil {
-		msg = err.Error()
+		// The code says unauthenticated already: the message says why.
+		msg = strings.TrimPrefix(err.Error(), auth.ErrUnauthenticated.Error()+": ")
 	}
 	hdr := w.Header()
 	hdr.Add("WWW-Authenticate", realmBearer)
@@ -175,15 +176,12 @@ func (s *Server) hostAllowed(hostport string) bool {
 }
 
 // originAllowed reports whether the Origin header values o (one, from a
-// browser) are the request's own origin or AllowedOrigins entries. A GET of
-// /v1/stats may come from any origin: the dashboard of one member reads every
-// member's (it answers Access-Control-Allow-Origin: *, and holds no key).
+// browser) are the request's own origin or AllowedOrigins entries. No route
+// is an exception: the dashboard reads its own node only (the other
+// members' stats through GET /v1/stats/members).
 func (s *Server) originAllowed(r *http.Request, o []string) bool {
 	if len(o) != 1 {
 		return false
-	}
-	if r.Method == http.MethodGet && r.URL.Path == "/v1/stats" {
-		return true
 	}
 	origin := strings.TrimSuffix(o[0], "/")
 	scheme := "http://"

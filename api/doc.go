@@ -38,8 +38,9 @@
 //   - stream.go: ProposeAnswer, which runs one request of a propose stream
 //     (node/peer's StreamServer serves the streams on the peer link) as
 //     POST /v1/internal/propose runs its body (handlers.go).
-//   - Config.Dashboard: GET /ui/, /v1/stats and /v1/events are routed to
-//     it (package ui's Handler, which node builds); api does not import ui.
+//   - Config.Dashboard: GET /ui/, /v1/stats, /v1/stats/members and
+//     /v1/events are routed to it (package ui's Handler, which node builds);
+//     api does not import ui.
 //   - authz.go: who may do what on the client port: the Host and Origin
 //     checks (Config.AllowedHosts, AdvertiseHost, AllowedOrigins), and with
 //     Config.Auth the credential and role each route asks for (its access,

@@ -458,6 +458,9 @@ func TestDashboardRoutes(t *testing.T) {
 	}{
 		{"stats", dash, "GET", "/v1/stats", 200, true},
 		{"events", dash, "GET", "/v1/events", 200, true},
+		{"members' stats", dash, "GET", "/v1/stats/members", 200, true},
+		{"members' stats unknown parameter", dash, "GET", "/v1/stats/members?id=n2", 400, false},
+		{"no dashboard members' stats", nil, "GET", "/v1/stats/members", 404, false},
 		{"page", dash, "GET", "/ui/", 200, true},
 		{"page file", dash, "GET", "/ui/index.html", 200, true},
 		{"stats POST", dash, "POST", "/v1/stats", 405, false},

@@ -62,8 +62,9 @@ type Config struct {
 	// past it gets 503 too_many_streams (streamcap.go). Default
 	// DefaultMaxStreams (1024).
 	MaxStreams int
-	// Dashboard serves GET /ui/ (and the files under it), /v1/stats and
-	// /v1/events (package ui's Handler). Default: none, and those answer 404.
+	// Dashboard serves GET /ui/ (and the files under it), /v1/stats,
+	// /v1/stats/members and /v1/events (package ui's Handler). Default:
+	// none, and those answer 404.
 	Dashboard http.Handler
 	// NotifyAllow is the --webhook-allow list: the hosts a transaction's
 	// notify url may name. Default: none, and a transaction with notify gets
@@ -308,6 +309,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 	if d := s.cfg.Dashboard; d != nil {
 		// The page and its files may be open (UIOpen); its data never is.
 		on("/v1/stats", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
+		on("/v1/stats/members", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
 		on("/v1/events", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
 		r.PathPrefix("/ui/").Handler(g(s.openIf(s.cfg.UIOpen), d)).Methods(http.MethodGet)
 	}

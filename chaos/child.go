@@ -84,8 +84,9 @@ type child struct {
 
 // startChild starts child id: cmd (the program and its leading arguments,
 // such as {"txlog", "chaos-contender"}) followed by args, its stdout and
-// stderr appended to logPath. It dies with the verifier (launcher.SysProcAttr).
-func startChild(id string, cmd, args []string, logPath string) (*child, error) {
+// stderr appended to logPath, env added to the verifier's environment. It dies
+// with the verifier (launcher.SysProcAttr).
+func startChild(id string, cmd, args, env []string, logPath string) (*child, error) {
 	if len(cmd) == 0 {
 		return nil, fmt.Errorf("chaos: no command for child %s", id)
 	}
@@ -97,6 +98,9 @@ func startChild(id string, cmd, args []string, logPath string) (*child, error) {
 	argv := append(append([]string(nil), cmd...), args...)
 	c := &child{id: id, cmd: exec.Command(argv[0], argv[1:]...), done: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	if env != nil {
+		c.cmd.Env = append(os.Environ(), env...)
+	}
 	c.cmd.SysProcAttr = launcher.SysProcAttr()
 	if err := c.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("chaos: start %s: %w", id, err)

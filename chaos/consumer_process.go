@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type ConsumerProcConfig struct {
 	// History is the file the process appends its batches to, as JSON
 	// lines (ConsumerBatchOp).
 	History string
+	// Creds are the process's credentials: the files as flags, the token in
+	// the environment (TokenEnv).
+	Creds Credentials
 }
 
 // ConsumerBatchOp is one batch a consumer process handed to its effects:
@@ -55,8 +59,8 @@ type ConsumerBatchOp struct {
 
 // Args returns cfg as the flags ConsumerProcMain parses.
 func (c ConsumerProcConfig) Args() []string {
-	return []string{"--targets=" + strings.Join(c.Targets, ","), "--group=" + c.Group, "--id=" + c.ID,
-		"--ttl=" + c.TTL.String(), "--source=" + strings.Join(c.Sources, ","), "--projection=" + c.Projection, "--history=" + c.History}
+	return append([]string{"--targets=" + strings.Join(c.Targets, ","), "--group=" + c.Group, "--id=" + c.ID,
+		"--ttl=" + c.TTL.String(), "--source=" + strings.Join(c.Sources, ","), "--projection=" + c.Projection, "--history=" + c.History}, c.Creds.args()...)
 }
 
 // ConsumerProcMain parses args (ConsumerProcConfig.Args) and runs the
@@ -73,7 +77,9 @@ func ConsumerProcMain(ctx context.Context, args []string, stderr io.Writer) erro
 		fs.Var((*commaList)(&c.Sources), "source", "the prefixes of the keys whose writes are projected, comma-separated")
 		fs.StringVar(&c.Projection, "projection", "", "the prefix of the projection's keys")
 		fs.StringVar(&c.History, "history", "", "file of the recorded batches")
+		c.Creds.define(fs)
 	}
+	c.Creds.Token = os.Getenv(TokenEnv)
 	return childMain(ctx, args, stderr, "chaos-consumer", "consumer", []string{"targets", "group", "id", "source", "projection", "history"}, define,
 		func(ctx context.Context, logger *slog.Logger) error { return RunConsumerProc(ctx, c, logger) })
 }
@@ -85,8 +91,11 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 		return err
 	}
 	defer out.Close()
-	cl := client.NewClient(client.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
-		MaxBackoff: 250 * time.Millisecond, LookupWait: time.Second})
+	if err := c.Creds.load(); err != nil {
+		return err
+	}
+	cl := client.NewClient(c.Creds.apply(client.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
+		MaxBackoff: 250 * time.Millisecond, LookupWait: time.Second}))
 	cons, err := consumer.New(consumer.Config{Client: cl, Group: c.Group, Lease: lease.Config{Holder: c.ID, TTL: c.TTL}, Logger: logger})
 	if err != nil {
 		return err

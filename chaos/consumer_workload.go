@@ -111,23 +111,23 @@ type consumerWorkload struct {
 // projecting the writes of keys under sources, logging to
 // dir/consumers/<id>.log and recording into dir/consumers/<id>.jsonl, and
 // the reader of the group's offset.
-func startConsumerWorkload(cfg ConsumerConfig, dir string, endpoints []string, runID string, sources []string, log *slog.Logger) (*consumerWorkload, error) {
+func startConsumerWorkload(cfg ConsumerConfig, dir string, endpoints []string, runID string, sources []string, creds Credentials, log *slog.Logger) (*consumerWorkload, error) {
 	cfg = cfg.withDefaults()
 	dir = filepath.Join(dir, "consumers")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	w := &consumerWorkload{cfg: cfg, group: runID + "/consumers", sources: sources, projection: runID + "/projection", log: log,
-		client: client.NewClient(client.ClientConfig{Endpoints: endpoints, Timeout: 5 * time.Second, MaxBackoff: 250 * time.Millisecond}),
+		client: client.NewClient(creds.apply(client.ClientConfig{Endpoints: endpoints, Timeout: 5 * time.Second, MaxBackoff: 250 * time.Millisecond})),
 		nodes:  map[string]*client.Client{}, readsDone: make(chan struct{})}
 	for _, e := range endpoints {
-		w.nodes[e] = client.NewClient(client.ClientConfig{Endpoints: []string{e}, Timeout: time.Second})
+		w.nodes[e] = client.NewClient(creds.apply(client.ClientConfig{Endpoints: []string{e}, Timeout: time.Second}))
 	}
 	for i := range cfg.Consumers {
 		id := "k" + strconv.Itoa(i+1)
 		pc := ConsumerProcConfig{Targets: endpoints, Group: w.group, ID: id, TTL: cfg.TTL, Sources: sources,
-			Projection: w.projection, History: filepath.Join(dir, id+".jsonl")}
-		p, err := startChild(id, cfg.Command, pc.Args(), filepath.Join(dir, id+".log"))
+			Projection: w.projection, History: filepath.Join(dir, id+".jsonl"), Creds: creds}
+		p, err := startChild(id, cfg.Command, pc.Args(), creds.env(), filepath.Join(dir, id+".log"))
 		if err != nil {
 			w.stop(context.Background())
 			return nil, err

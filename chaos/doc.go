@@ -22,6 +22,12 @@
 // result is a [Report], written as text, JSON and HTML. The powerloss fault serves
 // each local node's data dir through chaos/lazyfs (powerloss.go).
 //
+// A run against a secured cluster ([Config].TLS for a local one, launched with
+// launcher.SecureConfig; [Config].Credentials for a deployment) gives every
+// client of the run the same [Credentials] (creds.go): the workload, the
+// monitor, the checks' reads, and the contenders and consumers, which take
+// the TLS files as flags and the token from their environment ([TokenEnv]).
+//
 // The processes come from the launcher package (launcher.StartCluster,
 // launcher.StartRedis), which chaos uses as `txlog local` and the process-level
 // tests do. Everything that waits polls with a deadline taken from its ctx;

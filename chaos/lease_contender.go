@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -31,12 +32,15 @@ type ContenderConfig struct {
 	// Key/ID/seq.
 	Key     string
 	History string
+	// Creds are the contender's credentials: the files as flags, the token
+	// in the environment (TokenEnv).
+	Creds Credentials
 }
 
 // Args returns cfg as the flags ContenderMain parses.
 func (c ContenderConfig) Args() []string {
-	return []string{"--targets=" + strings.Join(c.Targets, ","), "--lease=" + c.Lease, "--id=" + c.ID,
-		"--ttl=" + c.TTL.String(), "--write-every=" + c.WriteEvery.String(), "--key=" + c.Key, "--history=" + c.History}
+	return append([]string{"--targets=" + strings.Join(c.Targets, ","), "--lease=" + c.Lease, "--id=" + c.ID,
+		"--ttl=" + c.TTL.String(), "--write-every=" + c.WriteEvery.String(), "--key=" + c.Key, "--history=" + c.History}, c.Creds.args()...)
 }
 
 // ContenderMain parses args (ContenderConfig.Args) and runs the contender
@@ -53,21 +57,26 @@ func ContenderMain(ctx context.Context, args []string, stderr io.Writer) error {
 		fs.DurationVar(&c.WriteEvery, "write-every", DefaultLeaseWriteEvery, "time between two fenced writes")
 		fs.StringVar(&c.Key, "key", "", "the key of the fenced writes")
 		fs.StringVar(&c.History, "history", "", "file of the recorded operations")
+		c.Creds.define(fs)
 	}
+	c.Creds.Token = os.Getenv(TokenEnv)
 	return childMain(ctx, args, stderr, "chaos-contender", "contender", []string{"targets", "lease", "id", "key", "history"}, define,
 		func(ctx context.Context, logger *slog.Logger) error { return RunContender(ctx, c, logger) })
 }
 
 // RunContender runs the contender c until ctx ends.
 func RunContender(ctx context.Context, c ContenderConfig, logger *slog.Logger) error {
+	if err := c.Creds.load(); err != nil {
+		return err
+	}
 	out, err := openJSONLines(c.History)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
 	rc := &recordingClient{
-		Client: client.NewClient(client.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
-			MaxBackoff: 250 * time.Millisecond, LookupWait: time.Second}),
+		Client: client.NewClient(c.Creds.apply(client.ClientConfig{Endpoints: c.Targets, AttemptTimeout: 2 * time.Second,
+			MaxBackoff: 250 * time.Millisecond, LookupWait: time.Second})),
 		c: c, out: out,
 	}
 	el, err := lease.New(lease.Config{Client: rc, Name: c.Lease, Holder: c.ID, TTL: c.TTL, Logger: logger})

@@ -108,14 +108,14 @@ type leaseWorkload struct {
 
 // startLeaseWorkload starts the contenders, logging to dir/leases/<id>.log
 // and recording into dir/leases/<id>.jsonl.
-func startLeaseWorkload(cfg LeaseConfig, dir string, endpoints []string, runID string, log *slog.Logger) (*leaseWorkload, error) {
+func startLeaseWorkload(cfg LeaseConfig, dir string, endpoints []string, runID string, creds Credentials, log *slog.Logger) (*leaseWorkload, error) {
 	cfg = cfg.withDefaults()
 	dir = filepath.Join(dir, "leases")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	w := &leaseWorkload{cfg: cfg, log: log,
-		client: client.NewClient(client.ClientConfig{Endpoints: endpoints, Timeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond})}
+		client: client.NewClient(creds.apply(client.ClientConfig{Endpoints: endpoints, Timeout: 2 * time.Second, MaxBackoff: 250 * time.Millisecond}))}
 	for i := range cfg.Leases {
 		w.names = append(w.names, runID+"/lease/"+strconv.Itoa(i))
 	}
@@ -123,8 +123,8 @@ func startLeaseWorkload(cfg LeaseConfig, dir string, endpoints []string, runID s
 		id := "c" + strconv.Itoa(i+1)
 		name := w.names[i%cfg.Leases]
 		cc := ContenderConfig{Targets: endpoints, Lease: name, ID: id, TTL: cfg.TTL, WriteEvery: cfg.WriteEvery,
-			Key: name + "/writes", History: filepath.Join(dir, id+".jsonl")}
-		p, err := startChild(id, cfg.Command, cc.Args(), filepath.Join(dir, id+".log"))
+			Key: name + "/writes", History: filepath.Join(dir, id+".jsonl"), Creds: creds}
+		p, err := startChild(id, cfg.Command, cc.Args(), creds.env(), filepath.Join(dir, id+".log"))
 		if err != nil {
 			w.stop(context.Background())
 			return nil, err

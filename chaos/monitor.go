@@ -44,6 +44,7 @@ type LeaderChange struct {
 // deployment alike.
 type monitor struct {
 	client *client.Client
+	creds  Credentials       // of client, and of the clients it makes
 	urls   map[string]string // node ID → base URL; immutable
 	ids    []string          // sorted; immutable
 
@@ -51,9 +52,10 @@ type monitor struct {
 	timeline []LeaderChange
 }
 
-func newMonitor(urls map[string]string) *monitor {
+func newMonitor(urls map[string]string, creds Credentials) *monitor {
 	return &monitor{
-		client: client.NewClient(client.ClientConfig{AttemptTimeout: requestTimeout}),
+		client: client.NewClient(creds.apply(client.ClientConfig{AttemptTimeout: requestTimeout})),
+		creds:  creds,
 		urls:   urls,
 		ids:    slices.Sorted(maps.Keys(urls)),
 	}
@@ -250,7 +252,7 @@ func (m *monitor) readLog(ctx context.Context, id string, upTo uint64) ([]wire.L
 	if err := launcher.CheckNode(id, st); err != nil {
 		return nil, fmt.Errorf("read log: %w", err)
 	}
-	c := client.NewClient(client.ClientConfig{Endpoints: []string{m.urls[id]}, Timeout: 30 * time.Second})
+	c := client.NewClient(m.creds.apply(client.ClientConfig{Endpoints: []string{m.urls[id]}, Timeout: 30 * time.Second}))
 	var out []wire.LogEntry
 	from := uint64(1)
 	for from <= upTo {

@@ -81,7 +81,7 @@ func TestMonitorWaitHealthyChecksNodeID(t *testing.T) {
 				"n1": tc.atN1,
 				"n2": memNodeServer(t, s, "n2"),
 				"n3": memNodeServer(t, s, "n3"),
-			}))
+			}), Credentials{})
 			ctx := testCtx(t, 2*time.Second)
 			err := m.waitHealthy(ctx)
 			if tc.wantGot == nil {
@@ -113,7 +113,7 @@ func TestMonitorLeavesOutWrongNode(t *testing.T) {
 		"n1": memNodeServer(t, s, "n2"),
 		"n2": memNodeServer(t, s, "n2"),
 		"n3": memNodeServer(t, s, "n3"),
-	}))
+	}), Credentials{})
 	ctx := testCtx(t, 5*time.Second)
 	views, err := m.views(ctx, requestTimeout)
 	if _, ok := views["n1"]; ok || len(views) != 2 {

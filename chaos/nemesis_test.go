@@ -58,7 +58,7 @@ func TestNemesisRetriesStart(t *testing.T) {
 				cfg:    NemesisConfig{RecoverTimeout: tc.recover}.withDefaults(),
 				target: target,
 				sched:  NewSchedule(1, []FaultWeight{{Fault: FaultKillLeader, Weight: 1}}),
-				mon:    newMonitor(urls),
+				mon:    newMonitor(urls, Credentials{}),
 				log:    slog.New(slog.DiscardHandler),
 			}
 			ev := n.inject(ctx, FaultKillLeader)

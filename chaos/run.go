@@ -61,6 +61,13 @@ type Config struct {
 	Progress io.Writer
 	// Logger receives the run's records; nil discards them.
 	Logger *slog.Logger
+	// TLS runs the local cluster secured (launcher.SecureConfig with mutual
+	// TLS: https, peer TLS, an auth file), and every client of the run with
+	// its CA, client certificate and admin token. Only with Bin.
+	TLS bool
+	// Credentials are those of every client of the run against Targets (a
+	// secured deployment). With TLS they come from the launcher.
+	Credentials Credentials
 }
 
 // Defaults of Config.
@@ -99,6 +106,12 @@ func (c Config) Validate() error {
 	}
 	if c.Dir == "" {
 		errs = append(errs, errors.New("Dir is required"))
+	}
+	if c.TLS && c.Bin == "" {
+		errs = append(errs, errors.New("TLS secures a local cluster (Bin); give an existing one's Credentials instead"))
+	}
+	if c.TLS && c.Credentials != (Credentials{}) {
+		errs = append(errs, errors.New("TLS makes its own Credentials: give one or the other"))
 	}
 	for i, t := range c.Targets {
 		if err := (client.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
@@ -163,6 +176,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer lt.close(context.WithoutCancel(ctx))
 		target, rep.Mode = lt, "local"
+		if sec := lt.c.Security(); sec != nil {
+			cfg.Credentials = Credentials{Token: sec.AdminToken, CAFile: sec.CAFile, CertFile: sec.ClientCertFile, KeyFile: sec.ClientKeyFile}
+			rep.Mode = "local, TLS and auth"
+		}
 		urls = map[string]string{}
 		for _, p := range lt.c.Nodes() {
 			urls[p.ID()] = lt.c.URL(p.ID())
@@ -170,9 +187,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if lt.redis != nil {
 			rep.Redis = lt.redis.Addr()
 		}
-	} else {
+	}
+	creds := cfg.Credentials
+	if err := creds.load(); err != nil {
+		return nil, fmt.Errorf("chaos: credentials: %w", err)
+	}
+	if cfg.Bin == "" {
 		target, rep.Mode, rep.Redis = &cmdTarget{cmds: cfg.Commands}, "targets", "as deployed"
-		if urls, err = discover(ctx, cfg.Targets); err != nil {
+		if urls, err = discover(ctx, cfg.Targets, creds); err != nil {
 			return nil, err
 		}
 	}
@@ -197,7 +219,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, errors.New("chaos: the target supports none of the faults asked for")
 	}
 
-	mon := newMonitor(urls)
+	mon := newMonitor(urls, creds)
 	wctx, cancel := context.WithTimeout(ctx, cfg.Nemesis.RecoverTimeout)
 	err = mon.waitHealthy(wctx)
 	cancel()
@@ -213,15 +235,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Started = start
 	runID := "chaos-" + strconv.FormatInt(start.UnixMilli(), 36)
 	wl := newWorkload(cfg.Workload, endpoints, cfg.Seed, runID)
+	wl.creds = creds
 	nem := &nemesis{cfg: cfg.Nemesis, target: target, sched: NewSchedule(cfg.Seed, weights), mon: mon, log: log}
 	if cfg.Leases.on() {
-		if nem.leases, err = startLeaseWorkload(cfg.Leases, dir, endpoints, runID, log); err != nil {
+		if nem.leases, err = startLeaseWorkload(cfg.Leases, dir, endpoints, runID, creds, log); err != nil {
 			return nil, err
 		}
 		defer nem.leases.stop(context.WithoutCancel(ctx)) // on an early return; stopping twice is harmless
 	}
 	if cfg.Consumers.on() {
-		if nem.consumers, err = startConsumerWorkload(cfg.Consumers, dir, endpoints, runID, wl.keyPrefixes(), log); err != nil {
+		if nem.consumers, err = startConsumerWorkload(cfg.Consumers, dir, endpoints, runID, wl.keyPrefixes(), creds, log); err != nil {
 			return nil, err
 		}
 		defer nem.consumers.stop(context.WithoutCancel(ctx)) // on an early return; stopping twice is harmless
@@ -359,7 +382,7 @@ func finalResolve(ctx context.Context, wl *workload, d time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	c := client.NewClient(client.ClientConfig{Endpoints: wl.endpoints, Timeout: resolveWait + 5*time.Second})
+	c := client.NewClient(wl.creds.apply(client.ClientConfig{Endpoints: wl.endpoints, Timeout: resolveWait + 5*time.Second}))
 	work := make(chan *Op)
 	var wg sync.WaitGroup
 	for range 8 {
@@ -377,8 +400,8 @@ func finalResolve(ctx context.Context, wl *workload, d time.Duration) {
 }
 
 // discover maps each target to the ID of the node that serves it.
-func discover(ctx context.Context, targets []string) (map[string]string, error) {
-	c := client.NewClient(client.ClientConfig{})
+func discover(ctx context.Context, targets []string, creds Credentials) (map[string]string, error) {
+	c := client.NewClient(creds.apply(client.ClientConfig{}))
 	urls := map[string]string{}
 	for _, t := range targets {
 		t = strings.TrimRight(t, "/")
@@ -426,7 +449,12 @@ func startLocal(ctx context.Context, cfg Config) (*localTarget, error) {
 	if lt.redis != nil {
 		extra = append(extra, "--redis-addr="+lt.redis.Addr())
 	}
+	var secure *launcher.SecureConfig
+	if cfg.TLS {
+		secure = &launcher.SecureConfig{MutualTLS: true}
+	}
 	lt.c, err = launcher.StartCluster(ctx, launcher.ClusterConfig{
+		Secure:       secure,
 		Bin:          cfg.Bin,
 		Dir:          filepath.Join(cfg.Dir, "cluster"),
 		Host:         host,

@@ -183,7 +183,8 @@ type workload struct {
 	cfg       WorkloadConfig
 	endpoints []string
 	seed      uint64
-	runID     string // prefixes keys and idempotency keys, so runs never meet
+	runID     string      // prefixes keys and idempotency keys, so runs never meet
+	creds     Credentials // of every client
 	hist      *History
 	pending   chan *Op // 202 answers to resolve; closed by run
 
@@ -227,13 +228,13 @@ func (w *workload) run(issue, drain, resolve context.Context) {
 func (w *workload) newClient(i int) *client.Client {
 	n := len(w.endpoints)
 	eps := append(append([]string(nil), w.endpoints[i%n:]...), w.endpoints[:i%n]...)
-	return client.NewClient(client.ClientConfig{
+	return client.NewClient(w.creds.apply(client.ClientConfig{
 		Endpoints:      eps,
 		Timeout:        w.cfg.SubmitTimeout,
 		AttemptTimeout: 3 * time.Second,
 		MaxBackoff:     250 * time.Millisecond,
 		LookupWait:     time.Second,
-	})
+	}))
 }
 
 // client issues operations at its share of the rate until issue ends.
@@ -446,7 +447,7 @@ func resultOf(op *Op, res wire.TxResult) OpResult {
 
 // resolveLoop resolves 202 answers by txid until resolve ends.
 func (w *workload) resolveLoop(ctx context.Context) {
-	c := client.NewClient(client.ClientConfig{Endpoints: w.endpoints, Timeout: resolveWait + 5*time.Second, MaxBackoff: 250 * time.Millisecond})
+	c := client.NewClient(w.creds.apply(client.ClientConfig{Endpoints: w.endpoints, Timeout: resolveWait + 5*time.Second, MaxBackoff: 250 * time.Millisecond}))
 	for op := range w.pending {
 		w.resolve(ctx, c, op)
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,9 +23,19 @@ type ClientConfig struct {
 	// baseURL (GetFrom, the …Via methods, Ready, Health) do not.
 	Endpoints []string
 	// HTTPClient sends the requests. Default: a client whose transport keeps up
-	// to 64 idle connections per host. Leave its Timeout zero: the Client sets
-	// a deadline on each attempt itself.
+	// to 64 idle connections per host and uses TLS. Leave its Timeout zero: the
+	// Client sets a deadline on each attempt itself.
 	HTTPClient *http.Client
+	// TLS is the TLS configuration of the default HTTPClient's transport, for
+	// https:// endpoints: the roots the nodes' certificates are verified
+	// against and, for mutual TLS, the client's certificate (see TLSConfig).
+	// Ignored when HTTPClient is set. Default nil: the system's roots, no
+	// client certificate.
+	TLS *tls.Config
+	// Token is sent with every request as "Authorization: Bearer <token>"
+	// (the node's --auth-file). Default "": no credential besides a client
+	// certificate.
+	Token string
 	// Timeout bounds one method call, retries included, unless the request
 	// itself asks the server for longer. ctx may end it earlier. Default 30s.
 	Timeout time.Duration
@@ -65,6 +76,9 @@ func (c ClientConfig) Validate() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s, want >= 0", d.name, d.v))
 		}
+	}
+	if strings.ContainsAny(c.Token, " \t\r\n") {
+		errs = append(errs, errors.New("Token: contains white space"))
 	}
 	return errors.Join(errs...)
 }
@@ -149,6 +163,9 @@ func NewClient(cfg ClientConfig) *Client {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns = 512
 		t.MaxIdleConnsPerHost = 64
+		if cfg.TLS != nil {
+			t.TLSClientConfig = cfg.TLS.Clone()
+		}
 		hc = &http.Client{Transport: t}
 	}
 	c := &conn{cfg: cfg, hc: hc}

@@ -15,7 +15,11 @@
 //     node.
 //   - exchange.go: conn's exchanges: one HTTP exchange, its classification
 //     through wire's code table, and failover with backoff between
-//     endpoints; TransportError for a request that got no answer.
+//     endpoints; TransportError for a request that got no answer,
+//     HandshakeError for a TLS handshake that failed (never retried); the
+//     token of ClientConfig on every request.
+//   - tls.go: TLSConfig, the ClientConfig.TLS of a CA file and a client
+//     certificate and key (mutual TLS).
 //   - submit.go: Submit and SubmitBatch, retried writes made safe with
 //     idempotency keys and lookups of open outcomes.
 //   - cluster.go: the membership calls, Ready and Health.

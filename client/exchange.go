@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,9 +77,10 @@ func (c *conn) roundTrip(ctx context.Context, base string, req request) (answer,
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "application/json")
+	c.authorize(hr)
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return answer{}, &TransportError{endpoint: base, err: err, sent: !dialFailed(err)}
+		return answer{}, transportError(base, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
@@ -90,6 +93,48 @@ func (c *conn) roundTrip(ctx context.Context, base string, req request) (answer,
 	return answer{status: resp.StatusCode, body: b}, nil
 }
 
+// authorize adds the Client's token, if any, to hr.
+func (c *conn) authorize(hr *http.Request) {
+	if c.cfg.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
+}
+
+// HandshakeError is a TLS handshake with a node that failed: the node's
+// certificate is not trusted, or the node refused the Client's (or its lack of
+// one). The request was not carried out, and retrying does not help: the
+// Client returns it at once.
+type HandshakeError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *HandshakeError) Error() string {
+	return e.Endpoint + ": TLS handshake: " + e.Err.Error()
+}
+
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// transportError classifies err, the failure of an exchange with base that got
+// no answer: a *HandshakeError or a *TransportError.
+func transportError(base string, err error) error {
+	var (
+		verify    *tls.CertificateVerificationError
+		alert     tls.AlertError
+		authority x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+	)
+	// crypto/tls reports an alert from the node (bad_certificate,
+	// certificate_required, unknown_ca, ...) as a *net.OpError "remote error".
+	oe, remote := errors.AsType[*net.OpError](err)
+	remote = remote && oe.Op == "remote error"
+	if remote || errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &authority) || errors.As(err, &hostname) || errors.As(err, &invalid) {
+		return &HandshakeError{Endpoint: base, Err: err}
+	}
+	return &TransportError{endpoint: base, err: err, sent: !dialFailed(err)}
+}
+
 // dialFailed reports whether err happened before a connection was made.
 func dialFailed(err error) bool {
 	oe, ok := errors.AsType[*net.OpError](err)
@@ -97,7 +142,8 @@ func dialFailed(err error) bool {
 }
 
 // classify turns a non-2xx answer into its wire code and error. An answer
-// without an error object (from a proxy, say) gets the code "http_<status>".
+// without an error object (from a proxy, say) gets the code "http_<status>",
+// but unauthenticated for a 401 and forbidden for a 403.
 func classify(a answer) (string, error) {
 	var body struct {
 		Error *wire.ErrorBody `json:"error"`
@@ -112,6 +158,12 @@ func classify(a answer) (string, error) {
 		return body.Error.Code, body.Error.Err()
 	}
 	code := "http_" + strconv.Itoa(a.status)
+	switch a.status {
+	case http.StatusUnauthorized: // from a proxy or a handler without the table
+		code = wire.CodeUnauthenticated
+	case http.StatusForbidden:
+		code = wire.CodeForbidden
+	}
 	msg := strings.TrimSpace(string(a.body))
 	if len(msg) > 200 {
 		msg = msg[:200] + "…"

@@ -138,12 +138,17 @@ func (f *follow) stream(ctx context.Context, base string) error {
 		return &streamError{fmt.Errorf("GET %s: %w", u, err)}
 	}
 	hr.Header.Set("Accept", "text/event-stream")
+	f.c.authorize(hr)
 	if f.last > 0 {
 		hr.Header.Set(wire.HeaderLastEventID, strconv.FormatUint(f.last, 10))
 	}
 	resp, err := f.c.hc.Do(hr)
 	if err != nil {
-		return &TransportError{endpoint: base, err: err, sent: !dialFailed(err)}
+		err = transportError(base, err)
+		if _, ok := errors.AsType[*HandshakeError](err); ok {
+			return &streamError{err}
+		}
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

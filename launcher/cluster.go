@@ -70,6 +70,11 @@ type ClusterConfig struct {
 	StopTimeout time.Duration
 	// Logger receives the launcher's records; nil discards them.
 	Logger *slog.Logger
+	// Secure, when set, runs the cluster with TLS and auth everywhere
+	// (secure.go): https URLs, and the launcher's own requests carry the CA,
+	// the client certificate and the admin token. See Cluster.Security.
+	// Default nil: plain HTTP and Raft, no auth.
+	Secure *SecureConfig
 }
 
 func (c ClusterConfig) withDefaults() ClusterConfig {
@@ -130,6 +135,8 @@ type Cluster struct {
 	cfg       ClusterConfig // defaults filled in, Dir absolute; immutable
 	log       *slog.Logger
 	client    *http.Client
+	security  *Security         // nil unless cfg.Secure; immutable
+	scheme    string            // of the nodes' URLs: "http" or "https"
 	nodes     []*Process        // in ID order n1..nN; immutable
 	raftAddrs map[string]string // immutable
 
@@ -178,6 +185,20 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		client:    &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
 		raftAddrs: make(map[string]string, len(ids)),
 		urls:      make(map[string]string, len(ids)),
+		scheme:    "http",
+	}
+	if cfg.Secure != nil {
+		hosts := []string{loopback, "localhost"}
+		if cfg.Host != loopback {
+			hosts = append(hosts, cfg.Host)
+		}
+		if c.security, err = newSecurity(filepath.Join(dir, SecureDirName), ids, hosts, *cfg.Secure); err != nil {
+			return nil, fmt.Errorf("secure cluster: %w", err)
+		}
+		c.client.Transport.(*http.Transport).TLSClientConfig = c.security.TLSConfig()
+		if c.security.ClientTLS {
+			c.scheme = "https"
+		}
 	}
 	c.clusterView.c, c.nodeControl.c = c, c
 	members := make([]string, len(ids))
@@ -197,6 +218,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			"--http-addr=" + net.JoinHostPort(cfg.Host, strconv.Itoa(httpPort)),
 			"--raft-addr=" + c.raftAddrs[id],
 			"--cluster=" + strings.Join(members, ","),
+		}
+		if c.security != nil {
+			args = append(args, c.security.nodeArgs(id)...)
 		}
 		args = append(args, cfg.ExtraArgs...)
 		if cfg.NodeArgs != nil {
@@ -242,8 +266,12 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 func (c *Cluster) setURL(id, hostPort string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.urls[id] = "http://" + hostPort
+	c.urls[id] = c.scheme + "://" + hostPort
 }
+
+// Security returns what a client of a secured cluster needs (ClusterConfig.Secure),
+// nil for a plain cluster.
+func (c *Cluster) Security() *Security { return c.security }
 
 // Dir returns the absolute directory that holds the nodes' data dirs and logs.
 func (c *Cluster) Dir() string { return c.cfg.Dir }
@@ -271,7 +299,7 @@ func (c *Cluster) Nodes() []*Process { return append([]*Process(nil), c.nodes...
 // RaftAddr returns the Raft host:port of node id ("" for an unknown id).
 func (c *Cluster) RaftAddr(id string) string { return c.raftAddrs[id] }
 
-// URL returns the base URL (http://host:port) of node id's HTTP API in its current
+// URL returns the base URL (http://host:port, https:// when secured) of node id's HTTP API in its current
 // or last run ("" for an unknown id).
 func (c *Cluster) URL(id string) string {
 	c.mu.Lock()

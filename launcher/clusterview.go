@@ -128,6 +128,9 @@ func (v *clusterView) get(ctx context.Context, id, path string) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)
 	}
+	if c.security != nil {
+		req.Header.Set("Authorization", "Bearer "+c.security.AdminToken)
+	}
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", id, err)

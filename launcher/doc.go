@@ -35,6 +35,13 @@
 // Restart and Close; clusterView (clusterview.go) has Leader, WaitReady and the
 // status polls they make.
 //
+// A secured cluster (ClusterConfig.Secure, secure.go) gets a throwaway CA and
+// a certificate per node (IP SANs of its loopback host) under <Dir>/tls,
+// client TLS on the HTTP ports (mutual when asked), mutual peer TLS on the
+// Raft ports and an auth file with an admin token; [Cluster.Security] gives a
+// test the CA, a client certificate, the token and a way to add lines to the
+// auth file.
+//
 // Everything that waits polls with a deadline taken from its ctx ([Poll]);
 // nothing sleeps for a fixed time.
 //
@@ -57,8 +64,8 @@
 //
 // # Imports
 //
-// launcher imports only api/wire (the answer of GET /v1/cluster) and txid from
-// txlog. It never imports the server (api, api/fastpath), the client, node,
+// launcher imports only api/wire (the answer of GET /v1/cluster), txid and
+// internal/certgen (the throwaway CA of a secured cluster) from txlog. It never imports the server (api, api/fastpath), the client, node,
 // replication, store or wal: it runs txlogd as a process and sees it only
 // through signals, files and HTTP.
 //

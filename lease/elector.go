@@ -169,14 +169,19 @@ func (e *Elector) Campaign(ctx context.Context) (uint64, error) {
 }
 
 // isPermanent reports whether err will not go away by trying again: bad
-// input, refused by every node alike.
+// input, a credential refused, or a failed TLS handshake, refused by every
+// node alike.
 func isPermanent(err error) bool {
+	if _, ok := errors.AsType[*client.HandshakeError](err); ok {
+		return true
+	}
 	ae, ok := errors.AsType[*wire.Error](err)
 	if !ok {
 		return false
 	}
 	switch ae.Code {
-	case wire.CodeBadRequest, wire.CodeInvalidParam, wire.CodeInvalidUTF8, wire.CodeInvalidJSON, wire.CodePayloadTooLarge, wire.CodeMethodNotAllowed:
+	case wire.CodeBadRequest, wire.CodeInvalidParam, wire.CodeInvalidUTF8, wire.CodeInvalidJSON, wire.CodePayloadTooLarge, wire.CodeMethodNotAllowed,
+		wire.CodeUnauthenticated, wire.CodeForbidden:
 		return true
 	}
 	return false

@@ -179,6 +179,9 @@ func (n *Node) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 func (n *Node) Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error) {
 	var res wire.JoinResult
 	err := n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
+		if err := n.checkJoiner(ctx, req); err != nil { // link.go
+			return err
+		}
 		var err error
 		res, err = n.mem.joinLocal(ctx, req)
 		n.checks.invalidate()

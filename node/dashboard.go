@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,12 +18,15 @@ import (
 // calls stats.Observe) and the events of /v1/events, which its loop derives
 // from what this node observes: leader changes from replication's feed, joins
 // and removals from the membership it reads every ui.SampleInterval. Every
-// node records them, so any node's page shows them.
+// node records them, so any node's page shows them. It also reads the other
+// members' /v1/stats over the peer link for /v1/stats/members (peerStats), so
+// that the page reads its own node only.
 type dashboard struct {
 	stats  *ui.Stats
 	events ui.Events
 	raft   *replication.Raft // nil on a node that refused to start Raft
 	log    *slog.Logger
+	peers  *peers // nil in tests that need no other member's stats
 	// members reads the membership: raft.Members; nil without Raft.
 	members func(context.Context) ([]replication.Member, error)
 
@@ -32,20 +36,27 @@ type dashboard struct {
 	known      map[string]string // member ID → Raft address; nil until first read
 }
 
-func newDashboard(raft *replication.Raft, log *slog.Logger) *dashboard {
-	d := &dashboard{stats: ui.NewStats(time.Now()), raft: raft, log: log}
+func newDashboard(raft *replication.Raft, peers *peers, log *slog.Logger) *dashboard {
+	d := &dashboard{stats: ui.NewStats(time.Now()), raft: raft, peers: peers, log: log}
 	if raft != nil {
 		d.members = raft.Members
 	}
 	return d
 }
 
-// handler returns the ui.Handler of GET /ui/, /v1/stats and /v1/events.
+// handler returns the ui.Handler of GET /ui/, /v1/stats, /v1/stats/members
+// and /v1/events.
 //
 // Alerts: the alert package's events reach /v1/events through
 // ui.Config.ExtraEvents, each as a ui.Event of kind ui.EventAlert.
 func (d *dashboard) handler(id string, alerts *alert.Manager) *ui.Handler {
 	cfg := ui.Config{ID: id, Stats: d.stats, Events: &d.events, Status: d.status}
+	if d.members != nil {
+		cfg.Members = d.memberIDs
+	}
+	if d.peers != nil {
+		cfg.PeerStats = d.peerStats
+	}
 	if alerts != nil {
 		cfg.ExtraEvents = func() []ui.Event { return alertEvents(alerts.Events()) }
 	}
@@ -59,6 +70,34 @@ func alertEvents(evs []alert.Event) []ui.Event {
 		out[i] = ui.Event{At: e.Since, Kind: ui.EventAlert, Node: e.Node, Message: fmt.Sprintf("[%s] %s (%s): %s", e.Status, e.Alert, e.Severity, e.Summary)}
 	}
 	return out
+}
+
+// memberIDs returns the IDs of the members of this node's Raft configuration.
+func (d *dashboard) memberIDs(ctx context.Context) ([]string, error) {
+	ms, err := d.members(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	return ids, nil
+}
+
+// errNoPeerAddr is peerStats' error for a member without a peer address.
+var errNoPeerAddr = errors.New("not in this node's Raft configuration")
+
+// peerStats reads member id's GET /v1/stats over the peer link (KindHTTP, at
+// the peer address its Raft configuration gives it): a request the other
+// node's internal router answers, which asks for no credential, so a page
+// that could read this node's stats reads every member's through it.
+func (d *dashboard) peerStats(ctx context.Context, id string) (ui.StatsAnswer, error) {
+	addr, ok := d.peers.addr(id)
+	if !ok {
+		return ui.StatsAnswer{}, fmt.Errorf("member %s: %w", id, errNoPeerAddr)
+	}
+	return d.peers.client.Stats(ctx, addr)
 }
 
 func (d *dashboard) status() ui.NodeStatus {

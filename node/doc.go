@@ -18,7 +18,8 @@
 // is what api.NewServer serves; callbacks, the deliverer on the leader
 // (notify.go); peers, the one place that finds other nodes' peer addresses
 // and holds the clients of the peer link (peers.go); the peer link itself, the
-// internal router and the propose streams served on it (link.go); identity,
+// internal router and the propose streams served on it (link.go), with its
+// TLS material and shared secrets (peertls.go); identity,
 // the cluster ID, the peer link's hooks and the wait for the --cluster peers
 // (or the --join member) before Raft first starts (identity.go), during which
 // the client port answers 503 (waiting.go); membership, the txid node number,

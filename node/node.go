@@ -57,6 +57,9 @@ type Node struct {
 	api  *api.Server
 	link *peerlink.Link // the peer link on the Raft address (link.go)
 
+	// peerSec is the link's TLS material and secrets (peertls.go); nil: none.
+	peerSec *peerSecurity
+
 	ln net.Listener
 	// peerSrv serves the internal router on the peer link (KindHTTP);
 	// streamSrv the propose streams (KindStream). link.go.
@@ -208,7 +211,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	// The peer link listens on the Raft address and carries Raft, the
 	// propose streams and the node-to-node requests (link.go); it answers
 	// bootstrap probes from here on, before this node asks its own peers.
-	if n.link, err = openLink(cfg, n.ident); err != nil {
+	if n.link, n.peerSec, err = openLink(cfg, n.ident); err != nil {
 		return nil, err
 	}
 	rcfg.Stream = n.link.Raft()
@@ -282,7 +285,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	if n.refused != nil {
 		backend = newRefusedBackend(n.refused)
 	}
-	n.dash = newDashboard(n.raft, n.log)
+	n.dash = newDashboard(n.raft, n.peers, n.log)
 	if n.authFile, err = openAuth(cfg, cfg.Metrics, cfg.Logger); err != nil {
 		return nil, err
 	}
@@ -581,6 +584,9 @@ func (n *Node) closeParts() error {
 		if err := n.link.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 			errs = append(errs, fmt.Errorf("close peer link: %w", err))
 		}
+	}
+	if err := n.peerSec.close(); err != nil {
+		errs = append(errs, fmt.Errorf("close peer TLS: %w", err))
 	}
 	if n.db != nil {
 		if err := n.db.Close(); err != nil {

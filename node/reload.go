@@ -9,7 +9,7 @@ import "errors"
 // own log line, at error level; Reload logs the outcome (a warning when a
 // part kept its old material) and returns the parts' errors joined.
 func (n *Node) Reload() error {
-	err := errors.Join(n.reloadClientTLS(), n.reloadAuth())
+	err := errors.Join(n.reloadClientTLS(), n.reloadAuth(), n.peerSec.reloadPeer())
 	if err != nil {
 		n.log.Warn("reload incomplete", "err", err)
 	} else {

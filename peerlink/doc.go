@@ -23,6 +23,8 @@
 //   - raft.go: RaftLayer, KindRaft as replication's StreamLayer; its dialled
 //     connections are dialled again when quiet for half the idle timeout.
 //   - http.go: the HTTP client whose connections are KindHTTP.
+//   - tls.go: TLS on the link (Config.TLSMode, ServerTLS, ClientTLS).
+//   - secret.go: the shared-secret challenge-response (Config.Secrets).
 //
 // # Cluster IDs
 //
@@ -31,6 +33,46 @@
 // cluster" at Error with both IDs. Past that, Config.Accept decides; the
 // default (DefaultAccept) serves a bootstrap probe whatever the IDs and
 // every other kind only when both IDs are set. node fills the hooks.
+//
+// # TLS
+//
+// With Config.TLSMode "tls" every connection is TLS, both ways, and mutual:
+// ServerTLS must require and verify a client certificate (a connection
+// without a verified chain is refused), ClientTLS verifies the acceptor's
+// and names the host of the address dialled as the server. The acceptor
+// reads a connection's first byte under the header deadline: 0x16 (a TLS
+// handshake record) is served TLS, the handshake running in the
+// connection's own goroutine under the same deadline and counted in
+// Config.MaxPending; anything else is refused (status 6, "TLS required").
+// A handshake that fails (a certificate another CA signed, a CN not
+// allowed, none at all) is logged at Warn, "peer TLS handshake refused",
+// with the remote address and the reason. The header and everything after
+// it then run inside TLS, for every kind.
+//
+// "both" is for the rolling move from plain to TLS alone: the acceptor
+// serves a first byte 0x16 as TLS and any other as plain (where a bad
+// header is refused as always); the dialer dials TLS and, only when the
+// answer is not a TLS record (a plain acceptor refusing the handshake's
+// bytes as a bad header), dials again plain. While it lasts, whoever can
+// answer in the peer's place can make a connection plain: once every node
+// runs "both", each moves to "tls" (docs/security.md has the steps).
+//
+// # Shared secrets
+//
+// With Config.Secrets, the acceptor challenges every dialer after its
+// header, before the cluster-ID check and the policy, so a dialer that
+// does not prove the secret learns nothing, not even the cluster ID:
+// status 4 with a 32-byte nonce; the dialer sends its own nonce and
+// HMAC-SHA256(secret, "txlp-dial" | header | both nonces); the acceptor
+// tries each of its secrets (constant-time compares) and answers as usual,
+// followed by HMAC-SHA256(secret, "txlp-accept" | header | both nonces |
+// its answer), or status 5 when none matched. The dialer refuses an
+// acceptor that does not challenge or whose HMAC is wrong, and one without
+// a secret fails with ErrSecretRequired. header.go draws the bytes. Secret
+// and TLS combine; the exchange then runs inside TLS.
+// Without TLS the secret authenticates the start of a connection, not
+// its later bytes, which travel in the clear: where someone can rewrite
+// traffic on the network, use TLS.
 //
 // # What it must not import
 //

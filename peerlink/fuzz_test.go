@@ -2,6 +2,7 @@ package peerlink
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -124,3 +125,135 @@ func (l *idleListener) Close() error {
 	return nil
 }
 func (l *idleListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// fuzzSecret is the shared secret of the fuzz tests' links.
+var fuzzSecret = []byte("fuzz-secret-0123456789")
+
+// FuzzChallenge feeds an acceptor with a shared secret a valid header and
+// then any bytes as the answer to its challenge: it never panics, never
+// answers OK (no bytes prove the secret without it), and either closes or
+// answers status 5 with no cluster ID.
+func FuzzChallenge(f *testing.F) {
+	f.Add([]byte{})
+	f.Add(make([]byte, 10))
+	f.Add(make([]byte, NonceBytes+macBytes))
+	f.Add(bytes.Repeat([]byte{0xff}, 2*(NonceBytes+macBytes)))
+	l := New(&idleListener{done: make(chan struct{})}, Config{
+		NodeID:        "n1",
+		ClusterID:     func() ClusterID { return ClusterID{1} },
+		Secrets:       func() [][]byte { return [][]byte{fuzzSecret} },
+		HeaderTimeout: 100 * time.Millisecond,
+	})
+	defer l.Close()
+	l.Listener(KindRaft)
+	header := Header{Kind: KindRaft, Cluster: ClusterID{1}, Node: "n2"}.Append(nil)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		client, server := net.Pipe()
+		defer client.Close()
+		go func() {
+			client.SetDeadline(time.Now().Add(2 * time.Second))
+			client.Write(append(append([]byte(nil), header...), b...))
+		}()
+		done := make(chan struct{})
+		go func() { l.serve(server); close(done) }()
+		client.SetReadDeadline(time.Now().Add(2 * time.Second))
+		answer, _ := io.ReadAll(client)
+		client.Close()
+		<-done
+		if len(answer) < 1+NonceBytes || answer[0] != StatusChallenge {
+			t.Fatalf("first answer %x, want a challenge", answer)
+		}
+		rest := answer[1+NonceBytes:]
+		want := appendAnswer(nil, StatusUnauthenticated, ClusterID{})
+		if len(rest) != 0 && !bytes.Equal(rest, want) {
+			t.Fatalf("answer to the proof %x = %x, want none or %x", b, rest, want)
+		}
+		if len(b) >= NonceBytes+macBytes && len(rest) == 0 {
+			t.Fatalf("answer to a whole proof %x: none, want %x", b, want)
+		}
+	})
+}
+
+// FuzzDialAnswer feeds a dialer with a shared secret any answer from its
+// peer: it never panics, and never takes the connection (no bytes prove
+// the secret without it).
+func FuzzDialAnswer(f *testing.F) {
+	ok := appendAnswer(nil, StatusOK, ClusterID{1})
+	f.Add(ok)
+	f.Add(append(append([]byte{StatusChallenge}, make([]byte, NonceBytes)...), ok...))
+	f.Add(append(append(append([]byte{StatusChallenge}, make([]byte, NonceBytes)...), ok...), make([]byte, macBytes)...))
+	f.Add([]byte{StatusChallenge, 1, 2})
+	f.Add(appendAnswer(nil, StatusUnauthenticated, ClusterID{}))
+	f.Add(appendAnswer(nil, StatusTLSRequired, ClusterID{}))
+	f.Add([]byte{0x15, 3, 3, 0, 2, 2, 40}) // a TLS alert
+	l := New(&idleListener{done: make(chan struct{})}, Config{
+		NodeID:        "n2",
+		ClusterID:     func() ClusterID { return ClusterID{1} },
+		Secrets:       func() [][]byte { return [][]byte{fuzzSecret} },
+		HeaderTimeout: 100 * time.Millisecond,
+	})
+	defer l.Close()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		client, server := net.Pipe()
+		defer server.Close()
+		go func() {
+			server.SetDeadline(time.Now().Add(2 * time.Second))
+			go io.Copy(io.Discard, server)
+			server.Write(b)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := l.handshake(ctx, client, "fuzz", KindRaft); err == nil {
+			t.Fatalf("handshake() with the answer %x = nil, want an error", b)
+		}
+		client.Close()
+	})
+}
+
+// FuzzMuxTLS feeds an acceptor in TLS mode any first bytes: a first byte
+// other than a TLS handshake record gets status 6 (TLS required) and
+// nothing else; one that is goes to the TLS handshake, which these bytes
+// never complete: no answer of the link follows. Never a panic.
+func FuzzMuxTLS(f *testing.F) {
+	headerSeeds(f)
+	f.Add([]byte{tlsRecordHandshake})
+	f.Add([]byte{tlsRecordHandshake, 3, 1, 0, 5, 1, 0, 0, 1, 0})
+	f.Add([]byte{tlsRecordHandshake, 3, 3, 0xff, 0xff})
+	p := newPKI(f, "fuzz", "n1")
+	l := New(&idleListener{done: make(chan struct{})}, p.tlsConfig(f, Config{
+		NodeID:        "n1",
+		ClusterID:     func() ClusterID { return ClusterID{1} },
+		HeaderTimeout: 100 * time.Millisecond,
+	}, TLSOn, "n1", nil))
+	defer l.Close()
+	l.Listener(KindRaft)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		client, server := net.Pipe()
+		defer client.Close()
+		go func() {
+			client.SetDeadline(time.Now().Add(2 * time.Second))
+			client.Write(b)
+		}()
+		done := make(chan struct{})
+		go func() { l.serve(server); close(done) }()
+		client.SetReadDeadline(time.Now().Add(2 * time.Second))
+		answer, _ := io.ReadAll(client)
+		client.Close()
+		<-done
+		switch {
+		case len(b) == 0:
+			if len(answer) != 0 {
+				t.Fatalf("answer to nothing = %x, want none", answer)
+			}
+		case b[0] != tlsRecordHandshake:
+			if want := appendAnswer(nil, StatusTLSRequired, ClusterID{}); !bytes.Equal(answer, want) {
+				t.Fatalf("answer to plain %x = %x, want %x", b, answer, want)
+			}
+		default:
+			// TLS records only (an alert at most), never the link's answer.
+			if len(answer) > 0 && answer[0] != 0x15 && answer[0] != 0x16 {
+				t.Fatalf("answer to a TLS start %x = %x, want TLS records or none", b, answer)
+			}
+		}
+	})
+}

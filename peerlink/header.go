@@ -29,6 +29,15 @@ const (
 	StatusOtherCluster byte = 1
 	StatusBadHeader    byte = 2
 	StatusRefused      byte = 3
+	// StatusChallenge opens the shared-secret exchange (secret.go): a nonce
+	// of NonceBytes follows instead of a cluster ID.
+	StatusChallenge byte = 4
+	// StatusUnauthenticated: the dialer's proof of the shared secret was
+	// missing, cut short or matched none of the acceptor's secrets.
+	StatusUnauthenticated byte = 5
+	// StatusTLSRequired: a plain connection to an acceptor that takes TLS
+	// alone (Config.TLSMode "tls").
+	StatusTLSRequired byte = 6
 )
 
 const (
@@ -74,6 +83,33 @@ type ClusterID = [16]byte
 //	+------------+-----------------+
 //	| status (1) | cluster ID (16) |
 //	+------------+-----------------+
+//
+// With shared secrets (Config.Secrets non-empty on the acceptor), the
+// acceptor first challenges, and the answer above comes only after the
+// dialer proved the secret, followed by the acceptor's own proof:
+//
+//	acceptor: +-------+---------------+
+//	          | 4 (1) | nonce A (32)  |
+//	          +-------+---------------+
+//	dialer:   +---------------+-----------------------------------------+
+//	          | nonce D (32)  | HMAC-SHA256(secret, "txlp-dial" | header |
+//	          |               |             nonce A | nonce D)  (32)     |
+//	          +---------------+-----------------------------------------+
+//	acceptor: +------------+-----------------+------------------------------+
+//	          | status (1) | cluster ID (16) | HMAC-SHA256(secret,          |
+//	          |            |                 |  "txlp-accept" | header |    |
+//	          |            |                 |  nonce A | nonce D |         |
+//	          |            |                 |  status | cluster ID) (32)   |
+//	          +------------+-----------------+------------------------------+
+//
+// where header is the header's bytes as sent and secret is the first of
+// the dialer's secrets, which the acceptor finds among its own (any of them
+// is accepted). When none matches, the answer is status 5 with a zero
+// cluster ID and no HMAC. Every part has a fixed length and is read under
+// the header deadline. The dialer refuses an acceptor whose HMAC is wrong
+// or that answers without challenging, and the acceptor without secrets
+// never challenges. With TLS (Config.TLSMode), all of this runs inside the
+// TLS connection, after its handshake.
 type Header struct {
 	Kind    byte
 	Cluster ClusterID
@@ -177,12 +213,23 @@ func appendAnswer(b []byte, status byte, cluster ClusterID) []byte {
 	return append(b, cluster[:]...)
 }
 
-// readAnswer reads the acceptor's answer.
-func readAnswer(r io.Reader) (status byte, cluster ClusterID, err error) {
-	var a [answerBytes]byte
-	if _, err := io.ReadFull(r, a[:]); err != nil {
-		return 0, cluster, err
+// readAnswer reads the acceptor's answer. A challenge (StatusChallenge) is
+// returned with its nonce: its status byte is followed by NonceBytes, not a
+// cluster ID.
+func readAnswer(r io.Reader) (status byte, cluster ClusterID, nonce []byte, err error) {
+	var s [1]byte
+	if _, err := io.ReadFull(r, s[:]); err != nil {
+		return 0, cluster, nil, err
 	}
-	copy(cluster[:], a[1:])
-	return a[0], cluster, nil
+	if s[0] == StatusChallenge {
+		nonce = make([]byte, NonceBytes)
+		if _, err := io.ReadFull(r, nonce); err != nil {
+			return 0, cluster, nil, err
+		}
+		return s[0], cluster, nonce, nil
+	}
+	if _, err := io.ReadFull(r, cluster[:]); err != nil {
+		return 0, cluster, nil, err
+	}
+	return s[0], cluster, nil, nil
 }

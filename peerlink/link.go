@@ -2,6 +2,7 @@ package peerlink
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -79,6 +80,25 @@ type Config struct {
 	// (each for at most HeaderTimeout): one more is closed at once, unread.
 	// Default DefaultMaxPending (1024).
 	MaxPending int
+	// TLSMode is how the link uses TLS (tls.go): TLSOff (the default, "")
+	// plain alone; TLSOn TLS alone, both ways: a plain connection is
+	// refused; TLSBoth accepts either and dials TLS first, plain when the
+	// peer does not speak TLS: for the rolling move from plain to TLS only.
+	TLSMode string
+	// ServerTLS returns the TLS config of one accepted connection, called
+	// for each (from its own goroutine): it must require and verify a
+	// client certificate, or the connection is refused. Required with
+	// TLSMode TLSOn or TLSBoth.
+	ServerTLS func() *tls.Config
+	// ClientTLS returns the TLS config of one dial to addr (the peer
+	// address dialled), called for each: it names the server and presents
+	// this node's certificate. Required with TLSMode TLSOn or TLSBoth.
+	ClientTLS func(addr string) *tls.Config
+	// Secrets returns the shared secrets (secret.go), called on every
+	// connection: the first is the one this node proves when it dials, any
+	// is accepted from a dialer. Nil or empty: none; an acceptor then never
+	// challenges, and a dialer fails against one that does.
+	Secrets func() [][]byte
 	// Logger receives the link's logs. Default: discard.
 	Logger *slog.Logger
 }
@@ -108,6 +128,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.TLSMode == "" {
+		c.TLSMode = TLSOff
+	}
 	return c
 }
 
@@ -118,6 +141,15 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("NodeID: %d bytes, want at most %d", len(c.NodeID), MaxNodeIDBytes))
 	} else if !validNodeID([]byte(c.NodeID)) {
 		errs = append(errs, fmt.Errorf("NodeID %q: want printable UTF-8 without spaces", c.NodeID))
+	}
+	switch c.TLSMode {
+	case "", TLSOff:
+	case TLSOn, TLSBoth:
+		if c.ServerTLS == nil || c.ClientTLS == nil {
+			errs = append(errs, fmt.Errorf("TLSMode %s: needs ServerTLS and ClientTLS", c.TLSMode))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("TLSMode %q: want %s, %s or %s", c.TLSMode, TLSOff, TLSOn, TLSBoth))
 	}
 	return errors.Join(errs...)
 }
@@ -278,59 +310,90 @@ func (l *Link) accept() {
 	}
 }
 
-// serve reads c's header, answers it, and hands c to its kind.
+// serve reads c's header, answers it, and hands c to its kind. With
+// TLSMode set it first sorts c by its first byte and runs the TLS handshake
+// (tls.go); with secrets, the challenge (secret.go). All of it runs under
+// the header deadline, in this connection's goroutine, counted in pending.
 func (l *Link) serve(c net.Conn) {
 	handed := false
+	conn := c // c, or the TLS connection over it
 	defer func() {
 		l.mu.Lock()
 		delete(l.pending, c)
 		l.mu.Unlock()
 		if !handed {
-			c.Close()
+			conn.Close()
 		}
 	}()
 	_ = c.SetDeadline(time.Now().Add(l.cfg.HeaderTimeout))
-	h, err := ReadHeader(c)
+	remote := c.RemoteAddr().String()
+	if l.cfg.TLSMode != TLSOff {
+		tc, err := l.acceptTLS(c)
+		if err != nil {
+			return
+		}
+		conn = tc
+	}
+	secrets := l.secrets()
 	own := l.cfg.ClusterID()
+	h, err := ReadHeader(conn)
 	if err != nil {
 		if errors.Is(err, ErrBadHeader) {
-			refuse(c, StatusBadHeader, own)
+			told := own
+			if len(secrets) > 0 { // a stranger learns nothing of the cluster
+				told = ClusterID{}
+			}
+			refuse(conn, appendAnswer(nil, StatusBadHeader, told))
 		}
-		l.refusals.add(slog.LevelWarn, "peer header refused", "remote", c.RemoteAddr().String(), "err", err)
+		l.refusals.add(slog.LevelWarn, "peer header refused", "remote", remote, "err", err)
 		return
 	}
+	answer := func(status byte, cluster ClusterID) []byte { return appendAnswer(nil, status, cluster) }
+	if len(secrets) > 0 {
+		x, key, err := challenge(conn, h, secrets)
+		if err != nil {
+			l.refusals.add(slog.LevelWarn, "peer shared secret refused", "remote", remote, "peer", h.Node, "kind", string(h.Kind), "err", err)
+			if errors.Is(err, ErrUnauthenticated) {
+				refuse(conn, appendAnswer(nil, StatusUnauthenticated, ClusterID{}))
+			}
+			return
+		}
+		answer = func(status byte, cluster ClusterID) []byte {
+			return append(appendAnswer(nil, status, cluster), x.acceptMAC(key, status, cluster)...)
+		}
+	}
 	if conflict(own, h.Cluster) {
-		l.refusals.add(slog.LevelError, "peer of another cluster", "remote", c.RemoteAddr().String(), "peer", h.Node,
+		l.refusals.add(slog.LevelError, "peer of another cluster", "remote", remote, "peer", h.Node,
 			"cluster_id", hex.EncodeToString(own[:]), "peer_cluster_id", hex.EncodeToString(h.Cluster[:]), "kind", string(h.Kind))
-		refuse(c, StatusOtherCluster, own)
+		refuse(conn, answer(StatusOtherCluster, own))
 		return
 	}
 	if err := l.cfg.Accept(h.Kind, h.Cluster, h.Node); err != nil {
-		l.refusals.add(slog.LevelWarn, "peer connection refused", "remote", c.RemoteAddr().String(), "peer", h.Node, "kind", string(h.Kind), "err", err)
-		refuse(c, StatusRefused, own)
+		l.refusals.add(slog.LevelWarn, "peer connection refused", "remote", remote, "peer", h.Node, "kind", string(h.Kind), "err", err)
+		refuse(conn, answer(StatusRefused, own))
 		return
 	}
 	if h.Kind == KindBootstrap {
-		l.answerProbe(c, h, own)
+		l.answerProbe(conn, h, answer(StatusOK, own), answer(StatusRefused, own))
 		return
 	}
 	l.mu.Lock()
 	kl := l.kinds[h.Kind]
 	l.mu.Unlock()
 	if kl == nil || kl.isClosed() {
-		l.log.Debug("peer connection of a kind not served", "remote", c.RemoteAddr().String(), "peer", h.Node, "kind", string(h.Kind))
-		refuse(c, StatusRefused, own)
+		l.log.Debug("peer connection of a kind not served", "remote", remote, "peer", h.Node, "kind", string(h.Kind))
+		refuse(conn, answer(StatusRefused, own))
 		return
 	}
-	if _, err := c.Write(appendAnswer(nil, StatusOK, own)); err != nil {
+	if _, err := conn.Write(answer(StatusOK, own)); err != nil {
 		return
 	}
-	_ = c.SetDeadline(time.Time{})
+	_ = conn.SetDeadline(time.Time{})
 	idle := l.cfg.IdleTimeout
 	if h.Kind == KindHTTP {
 		idle = l.cfg.HTTPIdleTimeout
 	}
-	pc := &Conn{Conn: c, remote: h, idle: idle}
+	pc := &Conn{Conn: conn, remote: h, idle: idle}
 	select {
 	case kl.conns <- pc:
 		handed = true
@@ -339,29 +402,30 @@ func (l *Link) serve(c net.Conn) {
 	}
 }
 
-// answerProbe answers a bootstrap probe and closes.
-func (l *Link) answerProbe(c net.Conn, h Header, own ClusterID) {
+// answerProbe answers a bootstrap probe (ok, then the body; or refused)
+// and closes.
+func (l *Link) answerProbe(c net.Conn, h Header, ok, refused []byte) {
 	if l.cfg.Bootstrap == nil {
-		_, _ = c.Write(appendAnswer(nil, StatusRefused, own))
+		_, _ = c.Write(refused)
 		return
 	}
 	body := l.cfg.Bootstrap(h.Node)
 	if len(body) > MaxProbeBytes {
 		l.log.Error("bootstrap answer too long, not sent", "bytes", len(body), "max", MaxProbeBytes)
-		_, _ = c.Write(appendAnswer(nil, StatusRefused, own))
+		_, _ = c.Write(refused)
 		return
 	}
-	_, _ = c.Write(append(appendAnswer(nil, StatusOK, own), body...))
+	_, _ = c.Write(append(ok, body...))
 }
 
 // refuseDrainBytes bounds what refuse reads after its answer.
 const refuseDrainBytes = 64 << 10
 
-// refuse answers status and ends c's writing; it reads (and drops) what else
+// refuse writes answer and ends c's writing; it reads (and drops) what else
 // the dialer sent, at most refuseDrainBytes until c's header deadline, so
 // that closing does not reset the connection before the answer is read.
-func refuse(c net.Conn, status byte, own ClusterID) {
-	if _, err := c.Write(appendAnswer(nil, status, own)); err != nil {
+func refuse(c net.Conn, answer []byte) {
+	if _, err := c.Write(answer); err != nil {
 		return
 	}
 	if tc, ok := c.(interface{ CloseWrite() error }); ok {
@@ -377,7 +441,11 @@ func conflict(a, b ClusterID) bool {
 
 // Dial opens a connection of kind to the peer link at addr, writes the header
 // and reads the answer, within ctx and Config.DialTimeout. The connection it
-// returns carries kind's bytes from then on and has no deadline set.
+// returns carries kind's bytes from then on and has no deadline set. With
+// TLSMode TLSOn it is a TLS connection; with TLSBoth too, unless the peer
+// answered the TLS handshake with something that is not TLS (a plain
+// acceptor's refusal of the bytes it could not read as a header): then it
+// is dialled again, plain.
 func (l *Link) Dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
 	select {
 	case <-l.done:
@@ -386,10 +454,29 @@ func (l *Link) Dial(ctx context.Context, addr string, kind byte) (net.Conn, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.DialTimeout)
 	defer cancel()
+	useTLS := l.cfg.TLSMode != TLSOff
+	c, err := l.dial(ctx, addr, kind, useTLS)
+	if err != nil && l.cfg.TLSMode == TLSBoth && errors.Is(err, ErrPeerNotTLS) {
+		l.log.Debug("peer does not speak TLS; dialling plain", "addr", addr, "kind", string(kind))
+		c, err = l.dial(ctx, addr, kind, false)
+	}
+	return c, err
+}
+
+// dial is one attempt of Dial, TLS or plain.
+func (l *Link) dial(ctx context.Context, addr string, kind byte, useTLS bool) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if useTLS {
+		tc, err := l.dialTLS(ctx, c, addr)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
 	}
 	if err := l.handshake(ctx, c, addr, kind); err != nil {
 		c.Close()
@@ -398,7 +485,8 @@ func (l *Link) Dial(ctx context.Context, addr string, kind byte) (net.Conn, erro
 	return c, nil
 }
 
-// handshake writes the header of kind on c and reads the answer.
+// handshake writes the header of kind on c and reads the answer, proving
+// the shared secret when the peer challenges (secret.go).
 func (l *Link) handshake(ctx context.Context, c net.Conn, addr string, kind byte) error {
 	dl, _ := ctx.Deadline()
 	if hdl := time.Now().Add(l.cfg.HeaderTimeout); dl.IsZero() || hdl.Before(dl) {
@@ -408,12 +496,37 @@ func (l *Link) handshake(ctx context.Context, c net.Conn, addr string, kind byte
 	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	own := l.cfg.ClusterID()
-	if _, err := c.Write(Header{Kind: kind, Cluster: own, Node: l.cfg.NodeID}.Append(nil)); err != nil {
+	secrets := l.secrets()
+	header := Header{Kind: kind, Cluster: own, Node: l.cfg.NodeID}.Append(nil)
+	if _, err := c.Write(header); err != nil {
 		return fmt.Errorf("peer link to %s: write header: %w", addr, err)
 	}
-	status, theirs, err := readAnswer(c)
+	status, theirs, nonce, err := readAnswer(c)
 	if err != nil {
 		return fmt.Errorf("peer link to %s: read answer: %w", addr, err)
+	}
+	if status == StatusChallenge {
+		if len(secrets) == 0 {
+			return fmt.Errorf("peer link to %s: %w", addr, ErrSecretRequired)
+		}
+		x, err := respond(c, header, nonce, secrets[0])
+		if err != nil {
+			return fmt.Errorf("peer link to %s: %w", addr, err)
+		}
+		if status, theirs, _, err = readAnswer(c); err != nil {
+			return fmt.Errorf("peer link to %s: read answer: %w", addr, err)
+		}
+		if status == StatusUnauthenticated {
+			return fmt.Errorf("peer link to %s: %w", addr, ErrUnauthenticated)
+		}
+		if status == StatusChallenge { // a second challenge: not an answer
+			return fmt.Errorf("peer link to %s: %w: challenged twice", addr, ErrPeerUnproven)
+		}
+		if err := checkAccept(c, x, secrets[0], status, theirs); err != nil {
+			return fmt.Errorf("peer link to %s: %w", addr, err)
+		}
+	} else if len(secrets) > 0 && status == StatusOK {
+		return fmt.Errorf("peer link to %s: %w: it did not challenge", addr, ErrPeerUnproven)
 	}
 	if status == StatusOtherCluster || (status == StatusOK && conflict(own, theirs)) {
 		l.refusals.add(slog.LevelError, "peer of another cluster", "addr", addr, "cluster_id", hex.EncodeToString(own[:]), "peer_cluster_id", hex.EncodeToString(theirs[:]), "kind", string(kind))
@@ -425,6 +538,10 @@ func (l *Link) handshake(ctx context.Context, c net.Conn, addr string, kind byte
 		return fmt.Errorf("peer link to %s: %w", addr, ErrPeerBadHeader)
 	case StatusRefused:
 		return fmt.Errorf("peer link to %s: %w", addr, ErrRefused)
+	case StatusUnauthenticated:
+		return fmt.Errorf("peer link to %s: %w", addr, ErrUnauthenticated)
+	case StatusTLSRequired:
+		return fmt.Errorf("peer link to %s: %w", addr, ErrTLSRequired)
 	default:
 		return fmt.Errorf("peer link to %s: %w: status %d", addr, ErrPeerBadHeader, status)
 	}

@@ -17,6 +17,12 @@
 #   OLD_ENV, NEW_ENV environment settings (VAR=value ...) for the runs of one
 #                    build: the load generator and the nodes it starts (a
 #                    runtime setting measured with OLD and NEW the same build)
+#   OLD_FLAGS, NEW_FLAGS
+#                    extra txlog bench flags for the runs of one build, after
+#                    the workload's: what security costs, on one build, is
+#                    OLD_FLAGS= NEW_FLAGS="--local-security tls" scripts/ab.sh . .
+#                    (tls, mtls, token or mtls+token; --local-peer-tls adds
+#                    TLS between the nodes)
 #   DURATION=10s     measured time of a run, after WARMUP=2s
 #   WORK=<temp dir>  builds and cluster data (removed at the end unless given)
 #   OUT=<temp dir>   each run's full output, and summary.txt (kept)
@@ -76,6 +82,7 @@ echo "$built" | tee "$OUT/summary.txt"
 build "$new" new
 echo "$built" | tee -a "$OUT/summary.txt"
 if [ -n "${OLD_ENV:-}${NEW_ENV:-}" ]; then echo "environment: old ${OLD_ENV:-(none)}, new ${NEW_ENV:-(none)}" | tee -a "$OUT/summary.txt"; fi
+if [ -n "${OLD_FLAGS:-}${NEW_FLAGS:-}" ]; then echo "bench flags: old ${OLD_FLAGS:-(none)}, new ${NEW_FLAGS:-(none)}" | tee -a "$OUT/summary.txt"; fi
 echo "workload: txlog bench --local ${flags[*]} --duration $DURATION --warmup $WARMUP; $PAIRS pairs" | tee -a "$OUT/summary.txt"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/summary.txt"
 
@@ -85,10 +92,16 @@ run() {
 	local name=$1 pair=$2 data out
 	data=$(mktemp -d "$WORK/run-XXXXXX")
 	out="$OUT/pair$pair-$name.txt"
-	local -a envs=()
-	if [ "$name" = old ]; then read -ra envs <<<"${OLD_ENV:-}"; else read -ra envs <<<"${NEW_ENV:-}"; fi
+	local -a envs=() extra=()
+	if [ "$name" = old ]; then
+		read -ra envs <<<"${OLD_ENV:-}"
+		read -ra extra <<<"${OLD_FLAGS:-}"
+	else
+		read -ra envs <<<"${NEW_ENV:-}"
+		read -ra extra <<<"${NEW_FLAGS:-}"
+	fi
 	env "${envs[@]}" "$WORK/bin/txlog" bench --local --local-dir "$data" --txlogd "$WORK/bin/$name" \
-		"${flags[@]}" --duration "$DURATION" --warmup "$WARMUP" --progress 0 >"$out" 2>&1 || {
+		"${flags[@]}" "${extra[@]}" --duration "$DURATION" --warmup "$WARMUP" --progress 0 >"$out" 2>&1 || {
 		echo "run $name of pair $pair failed; see $out" >&2
 		exit 1
 	}

@@ -1,7 +1,7 @@
 // Package ui is the node's dashboard: the page served at GET /ui/ (plain HTML,
 // CSS and JavaScript embedded in the binary with go:embed; no front-end build),
-// the per-node ring of write samples behind GET /v1/stats, and the ring of node
-// events behind GET /v1/events. docs/api.md describes both JSON answers and
+// the per-node ring of write samples behind GET /v1/stats (and every member's,
+// GET /v1/stats/members), and the ring of node events behind GET /v1/events. docs/api.md describes both JSON answers and
 // docs/operations.md the page.
 //
 // # What it owns
@@ -13,12 +13,20 @@
 //     their histograms for the 5-minute quantiles (Window).
 //   - events.go: Events, a small ring of what a node saw happen: leader
 //     changes, joins, removals and, through Config.ExtraEvents, alerts.
-//   - handler.go: Handler, the http.Handler of /ui/, /v1/stats and /v1/events.
-//     /v1/stats answers with Access-Control-Allow-Origin: * so that a page
-//     served by one node can read every member's stats from the browser.
-//   - assets/: the page. It polls /v1/cluster, /v1/events, /v1/leases,
-//     /v1/consumers (hidden when it answers 404) and each member's /v1/stats
-//     every 2 s.
+//   - handler.go: Handler, the http.Handler of /ui/, /v1/stats,
+//     /v1/stats/members and /v1/events.
+//   - members.go: GET /v1/stats/members, every member's /v1/stats as this
+//     node reads them (Config.PeerStats: over the peer link), all at once,
+//     each within Config.PeerTimeout; a member that does not answer by then
+//     gets an entry saying so. Requests that come together or within
+//     MembersMaxAge share one answer (membersShare), so the page's readers
+//     never multiply the node's requests to the others. The page reads its own node only, so that a
+//     browser's credentials for that node (Basic, a client certificate) apply
+//     to every request it makes; /v1/stats has no CORS header.
+//   - assets/: the page. It polls /v1/cluster, /v1/stats/members,
+//     /v1/events, /v1/leases and /v1/consumers (hidden when it answers 404)
+//     every 2 s, all of its own origin, and says in words when an answer is
+//     401 (sign in) or 403 (the credential cannot read that part).
 //
 // # What it must not import
 //

@@ -1,11 +1,13 @@
 package ui
 
 import (
+	"context"
 	"embed"
 	"encoding/json"
 	"io/fs"
 	"net/http"
 	"slices"
+	"time"
 )
 
 //go:embed assets
@@ -46,13 +48,23 @@ type Config struct {
 	// ExtraEvents returns events kept elsewhere (the alerts), merged into
 	// /v1/events by time. Default: none.
 	ExtraEvents func() []Event
+	// Members returns the IDs of the cluster's members, for GET
+	// /v1/stats/members; this node is always added. Default: this node only.
+	Members func(ctx context.Context) ([]string, error)
+	// PeerStats reads member id's GET /v1/stats (over the peer link), within
+	// ctx. Default: none, and the other members' entries say so.
+	PeerStats func(ctx context.Context, id string) (StatsAnswer, error)
+	// PeerTimeout bounds the wait for one member's stats and for Members.
+	// Default DefaultPeerTimeout.
+	PeerTimeout time.Duration
 }
 
-// Handler serves GET /ui/ (and the page's files under it), /v1/stats and
-// /v1/events. Anything else is the caller's: route only those paths here.
+// Handler serves GET /ui/ (and the page's files under it), /v1/stats,
+// /v1/stats/members and /v1/events. Anything else is the caller's: route only those paths here.
 type Handler struct {
 	cfg    Config
 	static http.Handler
+	share  membersShare // GET /v1/stats/members' answer
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -61,6 +73,9 @@ var _ http.Handler = (*Handler)(nil)
 func NewHandler(cfg Config) *Handler {
 	if cfg.Status == nil {
 		cfg.Status = func() NodeStatus { return NodeStatus{} }
+	}
+	if cfg.PeerTimeout <= 0 {
+		cfg.PeerTimeout = DefaultPeerTimeout
 	}
 	sub, err := fs.Sub(assets, "assets")
 	if err != nil {
@@ -73,10 +88,13 @@ func NewHandler(cfg Config) *Handler {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/stats":
-		// Read-only numbers without credentials: any page may read them, so
-		// that a dashboard served by one node reads every member's directly.
-		w.Header().Set("Access-Control-Allow-Origin", "*")
-		writeJSON(w, StatsAnswer{ID: h.cfg.ID, Interval: SampleInterval.String(), Node: h.cfg.Status(), Window: h.cfg.Stats.Window(), Samples: h.cfg.Stats.Samples()})
+		// No Access-Control-Allow-Origin: the page reads the other members'
+		// stats through its own node (/v1/stats/members), so that no page
+		// needs another origin's answers, and a browser's credentials for
+		// this node apply.
+		writeJSON(w, h.stats())
+	case "/v1/stats/members":
+		h.serveMembers(w, r)
 	case "/v1/events":
 		evs := h.cfg.Events.List()
 		if h.cfg.ExtraEvents != nil {

@@ -408,9 +408,9 @@ func (l *FastListener) serve(fc *fastConn) {
 		if !l.call(w, req) {
 			return
 		}
+		l.served.Add(1) // before the answer leaves, so that whoever reads it sees the count
 		w.writeTo(bw)
 		err = bw.Flush()
-		l.served.Add(1)
 		if err != nil || w.closeAfter {
 			return
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +45,12 @@ or the transport's: conn_refused, client_timeout, ...) and its client pauses
 With --local, bench first starts a fresh cluster of three txlogd in a new
 directory under --local-dir, runs against it and removes it (flags after "--"
 go to every txlogd); the summary then also gives the nodes' CPU use.
+--local-security secures that cluster's HTTP ports to measure what security
+costs: token (an auth file, a bearer token over plain HTTP), tls (https and a
+token), mtls (mutual TLS, the client certificate alone authenticates) or
+mtls+token; --local-peer-tls adds mutual TLS between the nodes. Against
+--targets, --token, --cacert, --cert and --key give the credentials; both
+HTTP clients speak https.
 
 The load generator shares the machine's CPUs with the nodes it drives: the
 summary gives its own CPU use (client_cpu_cores) so you can tell.`
@@ -77,6 +84,40 @@ type benchConfig struct {
 	localDir   string   // --local: parent of the cluster's directory
 	txlogd     string   // --local: txlogd binary
 	txlogdArgs []string // --local: flags for every txlogd
+	security   string   // --local: one of benchSecurity
+	peerTLS    bool     // --local: mutual TLS between the nodes
+	token      string   // bearer token of every request; "" for none
+	tls        *tls.Config
+}
+
+// benchSecurity are the values of --local-security.
+var benchSecurity = []string{"off", "token", "tls", "mtls", "mtls+token"}
+
+// secureConfig is the launcher's setting of --local-security, nil for off.
+func (b benchConfig) secureConfig() *launcher.SecureConfig {
+	if b.security == "off" && !b.peerTLS {
+		return nil
+	}
+	return &launcher.SecureConfig{
+		NoClientTLS: b.security == "off" || b.security == "token",
+		MutualTLS:   strings.HasPrefix(b.security, "mtls"),
+		NoPeerTLS:   !b.peerTLS,
+	}
+}
+
+// useSecurity takes the credentials of a --local cluster: its CA and client
+// certificate, and its admin token unless the client certificate alone
+// authenticates (mtls).
+func (b *benchConfig) useSecurity(sec *launcher.Security) {
+	if sec == nil {
+		return
+	}
+	if sec.ClientTLS {
+		b.tls = sec.TLSConfig()
+	}
+	if b.security != "mtls" {
+		b.token = sec.AdminToken
+	}
 }
 
 // parseBench parses the command line of bench. Every problem is a *usageError.
@@ -101,6 +142,8 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	cmd.BoolVar(&b.local, "local", false, "start a fresh three-node cluster for the run and remove it after")
 	cmd.StringVar(&b.localDir, "local-dir", "", "--local: where the cluster's directory goes (default: the system's temporary directory)")
 	cmd.StringVar(&b.txlogd, "txlogd", "", "--local: txlogd binary (default: next to txlog, else on PATH, else built)")
+	cmd.StringVar(&b.security, "local-security", "off", "--local: off, token (auth file, token over plain HTTP), tls (https and token), mtls (client certificate) or mtls+token")
+	cmd.BoolVar(&b.peerTLS, "local-peer-tls", false, "--local: mutual TLS between the nodes")
 	pos, extra, err := cmd.parseSplit(args)
 	if err != nil {
 		return b, err
@@ -116,9 +159,13 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 		return b, usagef("txlogd flags after -- need --local")
 	}
 	if !b.local {
-		if b.targets, err = splitTargets(*targets); err != nil {
+		if b.targets, err = splitTargets(*targets, cmd.creds.scheme()); err != nil {
 			return b, err
 		}
+		if b.tls, err = cmd.creds.tls(); err != nil {
+			return b, err
+		}
+		b.token = cmd.creds.token
 	}
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -155,14 +202,20 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	if b.progress < 0 {
 		bad("--progress %v: must not be negative", b.progress)
 	}
+	if !slices.Contains(benchSecurity, b.security) {
+		bad("--local-security %q: want one of %s", b.security, strings.Join(benchSecurity, ", "))
+	}
+	if !b.local && (b.security != "off" || b.peerTLS) {
+		bad("--local-security and --local-peer-tls need --local")
+	}
+	if b.local && (cmd.creds.token != "" || cmd.creds.caCert != "" || cmd.creds.cert != "") {
+		bad("--local makes its own credentials (--local-security): leave out --token, --cacert and --cert")
+	}
+	if strings.ContainsAny(b.token, " \t\r\n") {
+		bad("--token: contains white space")
+	}
 	switch b.httpClient {
-	case benchHTTPRaw:
-		for _, t := range b.targets {
-			if !strings.HasPrefix(t, "http://") {
-				bad("--targets %s: --http-client=raw speaks plain http; use --http-client=net/http", t)
-			}
-		}
-	case benchHTTPStd:
+	case benchHTTPRaw, benchHTTPStd:
 	default:
 		bad("--http-client %q: want raw or net/http", b.httpClient)
 	}
@@ -173,8 +226,8 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 }
 
 // splitTargets returns the base URLs in the comma-separated list s. A target
-// without a scheme gets http://.
-func splitTargets(s string) ([]string, error) {
+// without a scheme gets scheme ("http://" or "https://").
+func splitTargets(s, scheme string) ([]string, error) {
 	var out []string
 	for _, t := range strings.Split(s, ",") {
 		t = strings.TrimSpace(t)
@@ -182,7 +235,7 @@ func splitTargets(s string) ([]string, error) {
 			continue
 		}
 		if !strings.Contains(t, "://") {
-			t = "http://" + t
+			t = scheme + t
 		}
 		if err := (client.ClientConfig{Endpoints: []string{t}}).Validate(); err != nil {
 			return nil, usagef("--targets: %v", err)
@@ -215,6 +268,7 @@ func (c *cli) bench(ctx context.Context, args []string) error {
 			os.RemoveAll(dir)
 		}()
 		cfg.targets = cl.HTTPAddrs()
+		cfg.useSecurity(cl.Security())
 		nodePIDs = func() []int {
 			var pids []int
 			for _, p := range cl.Nodes() {
@@ -258,6 +312,7 @@ func (c *cli) benchCluster(ctx context.Context, cfg benchConfig) (*launcher.Clus
 		Dir:         filepath.Join(dir, "cluster"),
 		ExtraArgs:   cfg.txlogdArgs,
 		StopTimeout: benchStopTimeout,
+		Secure:      cfg.secureConfig(),
 	})
 	if err != nil {
 		os.RemoveAll(dir)
@@ -393,6 +448,7 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 		tr.MaxIdleConnsPerHost = cfg.clients
 		tr.MaxIdleConns = cfg.clients * len(cfg.targets)
 		tr.DisableCompression = true
+		tr.TLSClientConfig = cfg.tls
 		r.hc = &http.Client{Transport: tr}
 		defer tr.CloseIdleConnections()
 	}
@@ -461,7 +517,7 @@ func (r *benchRun) client(ctx context.Context, i int, w *workload, st *clientSta
 	var rc *rawClient
 	if r.hc == nil {
 		var err error
-		if rc, err = newRawClient(r.urls, r.cfg.timeout+benchTimeoutMargin); err != nil {
+		if rc, err = newRawClient(r.urls, r.cfg.timeout+benchTimeoutMargin, r.cfg.tls, r.cfg.token); err != nil {
 			st.errors["request"]++ // parseBench checked the targets
 			return
 		}
@@ -557,6 +613,9 @@ func (r *benchRun) exchangeStd(ctx context.Context, url string, body []byte, res
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if r.cfg.token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.cfg.token)
+	}
 	res, err := r.hc.Do(req)
 	if err != nil {
 		return 0, err

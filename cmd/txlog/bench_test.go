@@ -277,6 +277,53 @@ func TestBenchAgainstFake(t *testing.T) {
 	}
 }
 
+// TestBenchOverTLS runs bench with both HTTP clients against a node that
+// wants mutual TLS and a token: every request carries the token over TLS.
+func TestBenchOverTLS(t *testing.T) {
+	f := newTLSFiles(t)
+	var good, bad atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.TLS == nil || r.Header.Get("Authorization") != "Bearer good" {
+			bad.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"code":"unauthenticated","message":"x"}}`))
+			return
+		}
+		good.Add(1)
+		w.Write([]byte(`{"txid":"0AP81P6ZW0800","status":"committed"}`))
+	}))
+	srv.TLS = f.server
+	srv.StartTLS()
+	defer srv.Close()
+	for _, hc := range []string{benchHTTPRaw, benchHTTPStd} {
+		for _, tc := range []struct {
+			token   string
+			wantErr string
+		}{{"good", ""}, {"wrong", "unauthenticated"}} {
+			t.Run(hc+"/"+tc.token, func(t *testing.T) {
+				good.Store(0)
+				bad.Store(0)
+				r := runCLI(t, testCtx(t), map[string]string{tokenEnv: tc.token}, "bench", "--targets", strings.TrimPrefix(srv.URL, "https://"),
+					"--cacert", f.ca, "--cert", f.cert, "--key", f.key, "--clients", "2", "--n", "20", "--json", "--progress", "0", "--http-client", hc)
+				if r.code != 0 {
+					t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+				}
+				var res benchResult
+				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+					t.Fatalf("decode %s: %v", r.stdout, err)
+				}
+				if tc.wantErr == "" && (res.Committed != 20 || bad.Load() != 0) {
+					t.Fatalf("summary = %+v, %d refused; want 20 committed, none refused", res, bad.Load())
+				}
+				if tc.wantErr != "" && (res.Errors[tc.wantErr] != 20 || good.Load() != 0) {
+					t.Fatalf("summary = %+v; want 20 %s errors", res, tc.wantErr)
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkBenchClient measures the load generator's own cost per request,
 // against a server that answers at once: the CPU it takes from the nodes
 // it drives on the same machine. The server's cost is in it too.
@@ -298,7 +345,7 @@ func BenchmarkBenchClient(b *testing.B) {
 				r.hc = &http.Client{Transport: tr}
 			} else {
 				var err error
-				if rc, err = newRawClient(urls, 3*time.Second); err != nil {
+				if rc, err = newRawClient(urls, 3*time.Second, nil, ""); err != nil {
 					b.Fatal(err)
 				}
 				defer rc.close()
@@ -471,5 +518,43 @@ func TestProgressFraction(t *testing.T) {
 	n.claimed.Store(201) // the claims of the clients that stop
 	if got := n.progressFraction(time.Now()); got != 1 {
 		t.Errorf("--n 200 with 201 claimed: %v, want 1", got)
+	}
+}
+
+// TestBenchLocalSecurity runs bench --local on secured clusters with both
+// HTTP clients: tokens over plain HTTP, and mutual TLS with a token and TLS
+// between the nodes; every transaction commits.
+func TestBenchLocalSecurity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts txlogd clusters")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	bin, err := launcher.BuildBinaries(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"token raw", []string{"--local-security", "token"}},
+		{"mtls+token peer tls raw", []string{"--local-security", "mtls+token", "--local-peer-tls"}},
+		{"mtls net/http", []string{"--local-security", "mtls", "--http-client", "net/http"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"bench", "--json", "--progress", "0", "--local", "--txlogd", bin, "--local-dir", t.TempDir(), "--n", "100", "--clients", "2"}, tc.args...)
+			r := runCLI(t, ctx, nil, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+			}
+			var res benchResult
+			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+				t.Fatalf("decode %s: %v", r.stdout, err)
+			}
+			if len(res.Errors) > 0 || res.Committed != res.Txs || res.Txs < 100 {
+				t.Fatalf("summary = %+v, want 100 committed transactions and no errors", res)
+			}
+		})
 	}
 }

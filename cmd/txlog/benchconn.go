@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -25,6 +26,9 @@ const (
 // per connection and hands every request and answer between them and the
 // caller. The bytes on the wire are the same requests; answers are parsed by
 // http.ReadResponse (any framing the server chooses, chunked included).
+//
+// An https target's connection is wrapped with tls.Client (handshaken on
+// dial), so that the cost of TLS shows in the same loop.
 type rawClient struct {
 	targets []rawTarget
 	conns   []*rawConn // by target; nil until dialed, and after a failure
@@ -37,6 +41,7 @@ type rawClient struct {
 type rawTarget struct {
 	addr string
 	head []byte
+	tls  *tls.Config // nil for http://
 }
 
 // rawConn is an open connection and its read buffer.
@@ -47,24 +52,42 @@ type rawConn struct {
 	stop func() bool // ends the watch that closes nc when the run's ctx ends
 }
 
-// newRawClient prepares connections to each of urls (http:// only), whose
-// exchanges may take up to timeout each.
-func newRawClient(urls []string, timeout time.Duration) (*rawClient, error) {
+// newRawClient prepares connections to each of urls, whose exchanges may take
+// up to timeout each: https:// ones with TLS (tlsCfg, nil for the system's
+// roots), every request with the bearer token unless it is "".
+func newRawClient(urls []string, timeout time.Duration, tlsCfg *tls.Config, token string) (*rawClient, error) {
 	c := &rawClient{timeout: timeout, conns: make([]*rawConn, len(urls))}
 	for _, s := range urls {
 		u, err := url.Parse(s)
 		if err != nil {
 			return nil, err
 		}
-		if u.Scheme != "http" {
-			return nil, fmt.Errorf("--http-client=%s: %s: want an http:// target", benchHTTPRaw, s)
+		t := rawTarget{addr: u.Host}
+		port := "80"
+		switch u.Scheme {
+		case "http":
+		case "https":
+			port = "443"
+			t.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+			if tlsCfg != nil {
+				t.tls = tlsCfg.Clone()
+			}
+			if t.tls.ServerName == "" {
+				t.tls.ServerName = u.Hostname()
+			}
+			t.tls.NextProtos = []string{"http/1.1"}
+		default:
+			return nil, fmt.Errorf("--http-client=%s: %s: want an http:// or https:// target", benchHTTPRaw, s)
 		}
-		addr := u.Host
 		if u.Port() == "" {
-			addr = net.JoinHostPort(u.Hostname(), "80")
+			t.addr = net.JoinHostPort(u.Hostname(), port)
 		}
-		head := fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: ", u.RequestURI(), u.Host)
-		c.targets = append(c.targets, rawTarget{addr: addr, head: head})
+		auth := ""
+		if token != "" {
+			auth = "Authorization: Bearer " + token + "\r\n"
+		}
+		t.head = fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Type: application/json\r\nContent-Length: ", u.RequestURI(), u.Host, auth)
+		c.targets = append(c.targets, t)
 	}
 	return c, nil
 }
@@ -76,6 +99,13 @@ func (c *rawClient) exchange(ctx context.Context, i int, body []byte, resp *byte
 	if conn == nil {
 		dctx, cancel := context.WithTimeout(ctx, c.timeout)
 		nc, err := c.dialer.DialContext(dctx, "tcp", c.targets[i].addr)
+		if err == nil && c.targets[i].tls != nil {
+			tc := tls.Client(nc, c.targets[i].tls)
+			if err = tc.HandshakeContext(dctx); err != nil {
+				nc.Close()
+			}
+			nc = tc
+		}
 		cancel()
 		if err != nil {
 			return 0, err

@@ -47,7 +47,7 @@ func TestRawClientFraming(t *testing.T) {
 	}
 	srv.Start()
 	defer srv.Close()
-	c, err := newRawClient([]string{srv.URL + "/v1/tx?ack=quorum&timeout=1s"}, 5*time.Second)
+	c, err := newRawClient([]string{srv.URL + "/v1/tx?ack=quorum&timeout=1s"}, 5*time.Second, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestRawClientFailures(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	c, err := newRawClient([]string{srv.URL + "/v1/tx", srv.URL + "/v1/tx?hang=1"}, 300*time.Millisecond)
+	c, err := newRawClient([]string{srv.URL + "/v1/tx", srv.URL + "/v1/tx?hang=1"}, 300*time.Millisecond, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,15 +129,17 @@ func TestRawClientFailures(t *testing.T) {
 	}
 }
 
-// TestBenchHTTPClientFlag checks --http-client's values, and that raw refuses
-// an https target.
+// TestBenchHTTPClientFlag checks --http-client's and --local-security's
+// values.
 func TestBenchHTTPClientFlag(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--http-client", "curl"}, `--http-client "curl": want raw or net/http`},
-		{[]string{"--targets", "https://127.0.0.1:1"}, "--http-client=raw speaks plain http"},
+		{[]string{"--local", "--local-security", "ssl"}, `--local-security "ssl": want one of off, token, tls, mtls, mtls+token`},
+		{[]string{"--local-security", "tls"}, "--local-security and --local-peer-tls need --local"},
+		{[]string{"--local", "--token", "x"}, "--local makes its own credentials"},
 	} {
 		r := runCLI(t, testCtx(t), nil, append([]string{"bench"}, tc.args...)...)
 		if r.code != 2 || !strings.Contains(r.stderr, tc.want) {

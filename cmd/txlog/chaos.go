@@ -51,7 +51,15 @@ workload: two consumer processes of one group (this txlog, run as a hidden
 exactly-once helper, and the pause-consumer fault SIGSTOPs the one that holds
 the group's lease past its TTL (--lease-ttl). The consumer checker holds the
 projection and the group's offset to the applied log: every committed write
-projected exactly once, the offset never back, no fenced-out write applied.`
+projected exactly once, the offset never back, no fenced-out write applied.
+
+--tls runs the local cluster secured, as 'txlog local --mtls' does: https
+with client certificates, mutual TLS between the nodes, an auth file; every
+client of the run (the workload, the checks' reads, the contenders, the
+consumers) uses the cluster's CA, client certificate and admin token. Against
+--targets, --token, --cacert, --cert and --key (TXLOG_TOKEN, TXLOG_CACERT,
+TXLOG_CERT, TXLOG_KEY) are the clients' credentials; the token needs role
+write.`
 
 func (c *cli) chaos(ctx context.Context, args []string) error {
 	cmd := c.command("chaos", chaosSynopsis)
@@ -78,6 +86,8 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	consumers := cmd.Bool("consumers", true, "run the consumer workload (and pause-consumer): two consumers of one group project the writes exactly once")
 	reportJSON := cmd.String("report-json", "", "write the report as JSON to this file")
 	reportHTML := cmd.String("report-html", "", "write the report as a self-contained HTML page to this file")
+	secure := cmd.Bool("tls", false, "run the local cluster with TLS (mutual) and auth everywhere, and every client with its credentials")
+	creds := cmd.credentialFlags()
 	var cmds chaos.Commands
 	cmd.StringVar(&cmds.Kill, "kill-cmd", "", "with --targets: SIGKILL node {id}")
 	cmd.StringVar(&cmds.Start, "start-cmd", "", "with --targets: start node {id}")
@@ -122,6 +132,10 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 		Progress:      c.stderr,
 		Leases:        chaos.LeaseConfig{Off: *leases == 0, Leases: *leases, Contenders: *contenders, TTL: *leaseTTL},
 		Consumers:     chaos.ConsumerConfig{Off: !*consumers, TTL: *leaseTTL},
+		TLS:           *secure,
+	}
+	if !*secure { // --tls makes its own
+		cfg.Credentials = chaos.Credentials{Token: creds.token, CAFile: creds.caCert, CertFile: creds.cert, KeyFile: creds.key}
 	}
 	if !cfg.Leases.Off {
 		exe, err := os.Executable()
@@ -140,7 +154,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	for _, t := range strings.Split(*targets, ",") {
 		if t = strings.TrimSpace(t); t != "" {
 			if !strings.Contains(t, "://") {
-				t = "http://" + t
+				t = creds.scheme() + t
 			}
 			cfg.Targets = append(cfg.Targets, t)
 		}

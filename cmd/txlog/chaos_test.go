@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/txid"
 )
@@ -96,10 +99,16 @@ func (f *kvFake) backend(id string) *fakeBackend {
 // follower kills whose command only logs the node's ID, and the flags extra.
 func chaosAgainstFake(t *testing.T, f *kvFake, extra ...string) (result, string) {
 	t.Helper()
+	return chaosAgainst(t, f, func(b api.Backend) string { return serve(t, b) }, extra...)
+}
+
+// chaosAgainst is chaosAgainstFake with the nodes served by serve.
+func chaosAgainst(t *testing.T, f *kvFake, serve func(api.Backend) string, extra ...string) (result, string) {
+	t.Helper()
 	f.kv, f.keys, f.acks = map[string]wire.KV{}, map[string]int{}, map[string]int{}
 	var urls []string
 	for _, id := range []string{"n1", "n2", "n3"} {
-		urls = append(urls, serve(t, f.backend(id)))
+		urls = append(urls, serve(f.backend(id)))
 	}
 	dir := t.TempDir()
 	killed := filepath.Join(dir, "killed")
@@ -138,6 +147,48 @@ func TestChaosAgainstTargets(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "r.html")); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Fatalf("report HTML: %v", err)
+	}
+}
+
+// TestChaosAgainstSecuredTargets runs txlog chaos against nodes that want
+// mutual TLS and a token: with the credentials every check passes, with a
+// wrong token the run stops at once, naming the refusal.
+func TestChaosAgainstSecuredTargets(t *testing.T) {
+	f := newTLSFiles(t)
+	var mu sync.Mutex
+	tokens := map[string]int{}
+	serveTLS := func(b api.Backend) string {
+		inner := api.NewServer(api.Config{}, b)
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			tokens[r.Header.Get("Authorization")]++
+			mu.Unlock()
+			if r.Header.Get("Authorization") != "Bearer good" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				w.Write([]byte(`{"error":{"code":"unauthenticated","message":"no valid credential"}}`))
+				return
+			}
+			inner.ServeHTTP(w, r)
+		}))
+		srv.TLS = f.server
+		srv.StartTLS()
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	creds := []string{"--cacert", f.ca, "--cert", f.cert, "--key", f.key}
+	r, _ := chaosAgainst(t, &kvFake{}, serveTLS, append(creds, "--token", "good")...)
+	if r.code != 0 || strings.Count(r.stdout, "PASS") != 7 {
+		t.Fatalf("exit %d, want 0 and 7 PASS\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	mu.Lock()
+	if len(tokens) != 1 || tokens["Bearer good"] == 0 {
+		t.Errorf("Authorization headers seen %v, want only the token", tokens)
+	}
+	mu.Unlock()
+	r, _ = chaosAgainst(t, &kvFake{}, serveTLS, append(creds, "--token", "bad")...)
+	if r.code != 1 || !strings.Contains(r.stderr, "unauthenticated") {
+		t.Fatalf("with a wrong token: exit %d, want 1 naming unauthenticated\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
 

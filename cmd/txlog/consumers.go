@@ -18,7 +18,7 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 	if len(pos) > 1 {
 		return usagef("consumers takes at most one GROUP, got %d arguments", len(pos))
 	}
-	cl, err := newClient(*targets)
+	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}

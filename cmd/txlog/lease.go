@@ -47,7 +47,6 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 	}
 	sub, rest := args[0], args[1:]
 	cmd := c.command("lease "+sub, "[flags] NAME")
-	targets := cmd.targets()
 	var holder *string
 	var ttl, wait *time.Duration
 	var token, after *uint64
@@ -70,6 +69,7 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 	default:
 		return usagef("lease: unknown subcommand %q", sub)
 	}
+	targets := cmd.targets() // after --token: the bearer token is then --auth-token
 	pos, err := cmd.parse(rest)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 	case ttl != nil && (*ttl < wire.MinLeaseTTL || *ttl > wire.MaxLeaseTTL):
 		return usagef("--ttl %v: want %v to %v", *ttl, wire.MinLeaseTTL, wire.MaxLeaseTTL)
 	}
-	cl, err := newClient(*targets)
+	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (c *cli) exclusive(ctx context.Context, args []string) error {
 	case *name == "":
 		return usagef("exclusive: --lease is required")
 	}
-	cl, err := newClient(*targets)
+	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,13 @@ same cluster (with the same ports). Flags after "--" go to every txlogd.
 
 txlogd is the --txlogd binary, else the one next to txlog, else the one on PATH,
 else txlog builds it into DIR/bin (this needs the txlog source tree as the
-working directory, as with 'go run ./cmd/txlog local').`
+working directory, as with 'go run ./cmd/txlog local').
+
+With --tls the cluster runs with TLS and auth everywhere: a throwaway CA and
+certificates in DIR/tls (made anew at every start), https on the HTTP ports,
+mutual TLS between the nodes, and an auth file (DIR/tls/auth) with an admin
+token that is printed once, with the commands to use it; --mtls also makes
+the nodes require the client certificate in DIR/tls.`
 
 // Timeouts of txlog local.
 const (
@@ -41,6 +47,8 @@ func (c *cli) local(ctx context.Context, args []string) error {
 	raftBase := cmd.Int("raft-base-port", 7101, "Raft port of n1, n2 gets the next one, and so on; 0 picks free ports (such a cluster cannot be resumed)")
 	txlogd := cmd.String("txlogd", "", "txlogd binary (default: next to txlog, else on PATH, else built)")
 	noRedis := cmd.Bool("no-redis", false, "do not start a local redis-server even when one is on PATH")
+	secure := cmd.Bool("tls", false, "TLS and auth everywhere: a throwaway CA in DIR/tls, https, peer TLS, an admin token printed once")
+	mutual := cmd.Bool("mtls", false, "with --tls (implied): the nodes also require a client certificate signed by the CA")
 	pos, extra, err := cmd.parseSplit(args)
 	if err != nil {
 		return err
@@ -56,6 +64,9 @@ func (c *cli) local(ctx context.Context, args []string) error {
 		ExtraArgs:    extra,
 		StopTimeout:  localStopTimeout,
 		Logger:       slog.New(slog.NewJSONHandler(c.stderr, nil)).With("cmd", "txlog local"),
+	}
+	if *secure || *mutual {
+		cfg.Secure = &launcher.SecureConfig{MutualTLS: *mutual}
 	}
 	if *nodes < 1 {
 		return usagef("--nodes %d: want at least 1", *nodes)
@@ -207,6 +218,9 @@ func printLocal(w io.Writer, cl *launcher.Cluster, leader string) error {
 	urls := cl.HTTPAddrs()
 	u := cl.URL(leader)
 	targets := strings.Join(urls, ",")
+	if sec := cl.Security(); sec != nil {
+		return printSecureLocal(w, sec, u, targets)
+	}
 	txlogCmd := "txlog"
 	if targets != defaultTargets {
 		txlogCmd = "TXLOG_TARGETS=" + targets + " txlog"
@@ -219,6 +233,40 @@ Try:
 
 Ctrl-C stops the cluster.
 `, u, txlogCmd)
+	return err
+}
+
+// printSecureLocal tells how to reach a secured cluster, whose leader is at
+// u: the admin token, once (only its hash is on disk), and the files.
+func printSecureLocal(w io.Writer, sec *launcher.Security, u, targets string) error {
+	env := fmt.Sprintf("export %s=%s %s=%s %s=%s", targetsEnv, targets, caCertEnv, sec.CAFile, tokenEnv, sec.AdminToken)
+	curlCert := ""
+	if sec.Mutual {
+		env += fmt.Sprintf(" %s=%s %s=%s", certEnv, sec.ClientCertFile, keyEnv, sec.ClientKeyFile)
+		curlCert = fmt.Sprintf(" --cert %s --key %s", sec.ClientCertFile, sec.ClientKeyFile)
+	}
+	mode := "TLS"
+	if sec.Mutual {
+		mode = "mutual TLS (client certificate required)"
+	}
+	_, err := fmt.Fprintf(w, `
+Secured: %[1]s on the HTTP ports, mutual TLS between the nodes, auth on.
+  CA certificate:      %[2]s
+  client certificate:  %[3]s (key %[4]s)
+  auth file:           %[5]s (add lines with: txlog token create --role read)
+  admin token:         %[6]s
+The admin token is shown only this once: only its hash is on disk. A new start
+on this directory makes a new CA, new certificates and a new token.
+
+Try:
+  %[7]s
+  txlog submit greeting '"hello"'
+  txlog get greeting
+  txlog status
+  curl -s --cacert %[2]s%[8]s -H "Authorization: Bearer $%[9]s" %[10]s/v1/kv/greeting
+
+Ctrl-C stops the cluster.
+`, mode, sec.CAFile, sec.ClientCertFile, sec.ClientKeyFile, sec.AuthFile, sec.AdminToken, env, curlCert, tokenEnv, u)
 	return err
 }
 

@@ -137,3 +137,69 @@ func TestLocal(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalTLS runs `txlog local --mtls` on fake nodes that serve HTTPS,
+// require the client certificate and check tokens: the admin token is printed
+// once and written nowhere, and the printed export line is all `txlog status`
+// needs.
+func TestLocalTLS(t *testing.T) {
+	ctx := testCtx(t)
+	dir := t.TempDir()
+	localCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var stdout, stderr syncBuffer
+	c := &cli{stdout: &stdout, stderr: &stderr, lookupEnv: func(string) (string, bool) { return "", false }}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.run(localCtx, []string{"local", "--mtls", "--dir", dir, "--http-base-port", "0", "--raft-base-port", "0", "--txlogd", fakeTxlogd, "--no-redis"})
+	}()
+	tick := time.NewTicker(10 * time.Millisecond)
+	for !strings.Contains(stdout.String(), "Ctrl-C stops the cluster") {
+		select {
+		case err := <-done:
+			t.Fatalf("local returned early: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		case <-ctx.Done():
+			t.Fatalf("no ready message; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		case <-tick.C:
+		}
+	}
+	tick.Stop()
+	out := stdout.String()
+	env := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "export "); ok {
+			for _, kv := range strings.Fields(rest) {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+		}
+	}
+	token := env[tokenEnv]
+	if token == "" || !strings.HasPrefix(env[targetsEnv], "https://127.0.0.1:") || env[caCertEnv] == "" || env[certEnv] == "" || env[keyEnv] == "" {
+		t.Fatalf("stdout:\n%s\nwant an export line with https targets, the CA, the client certificate and the token", out)
+	}
+	if n := strings.Count(out, token); n != 2 { // the token line and the export line
+		t.Errorf("the token is printed %d times, want on the token line and the export line:\n%s", n, out)
+	}
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, _ := os.ReadFile(path); strings.Contains(string(b), token) {
+				t.Errorf("%s holds the admin token", path)
+			}
+		}
+		return nil
+	})
+
+	r := runCLI(t, ctx, env, "status")
+	if r.code != 0 || !strings.Contains(r.stdout, "n1") {
+		t.Errorf("status with the printed environment: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	env[tokenEnv] = "wrong"
+	if r := runCLI(t, ctx, env, "status"); r.code == 0 {
+		t.Errorf("status with a wrong token: exit 0, want a failure\nstdout:\n%s", r.stdout)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("local after Ctrl-C = %v; stderr:\n%s", err, stderr.String())
+	}
+}

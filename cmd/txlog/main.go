@@ -11,7 +11,9 @@
 //
 // submit, get, status, log, lease and exclusive talk to the nodes in --targets (default the
 // TXLOG_TARGETS environment variable, else the three nodes of `txlog local`)
-// through client.Client, which moves on to another node when one is down.
+// through client.Client, which moves on to another node when one is down. Against a
+// secured cluster (`txlog local --tls`) they take --token, --cacert, --cert and --key
+// (TXLOG_TOKEN, TXLOG_CACERT, TXLOG_CERT, TXLOG_KEY; run.go, credentialFlags).
 //
 // Exit status: 0 on success, 1 on an error, 2 on a bad command line.
 // `txlog help` and `txlog CMD -h` describe each command.

@@ -34,7 +34,7 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	if !slices.Contains(consistencies, *consistency) {
 		return usagef("--consistency %q: want linearizable, leader or stale", *consistency)
 	}
-	cl, err := newClient(*targets)
+	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}
@@ -66,11 +66,13 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("status takes no arguments, got %q", pos)
 	}
-	cl, err := newClient(*targets)
+	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}
-	views := askNodes(ctx, cl, cl.Endpoints())
+	eps := cl.Endpoints()
+	scheme, _, _ := strings.Cut(eps[0], "://")
+	views := askNodes(ctx, cl, eps)
 	// Members the targets do not list but the nodes know an address of.
 	var more []string
 	for _, v := range views {
@@ -78,7 +80,7 @@ func (c *cli) status(ctx context.Context, args []string) error {
 			continue
 		}
 		for _, m := range v.Status.Members {
-			if u := memberURL(m.HTTPAddr); u != "" && !slices.ContainsFunc(views, func(v nodeView) bool { return v.URL == u }) && !slices.Contains(more, u) {
+			if u := memberURL(scheme, m.HTTPAddr); u != "" && !slices.ContainsFunc(views, func(v nodeView) bool { return v.URL == u }) && !slices.Contains(more, u) {
 				more = append(more, u)
 			}
 		}
@@ -111,15 +113,16 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	return nil
 }
 
-// memberURL makes a base URL of a member's HTTP address ("" when it has none).
-func memberURL(addr string) string {
+// memberURL makes a base URL of a member's HTTP address ("" when it has none),
+// with scheme (that of the targets) when the address has none.
+func memberURL(scheme, addr string) string {
 	switch {
 	case addr == "":
 		return ""
 	case strings.Contains(addr, "://"):
 		return strings.TrimRight(addr, "/")
 	default:
-		return "http://" + addr
+		return scheme + "://" + addr
 	}
 }
 
@@ -223,7 +226,7 @@ func (c *cli) log(ctx context.Context, args []string) error {
 	if *from == 0 {
 		return usagef("--from 0: indexes start at 1")
 	}
-	cl, err := newClient(*targets)
+	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}

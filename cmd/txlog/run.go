@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -20,6 +21,14 @@ const defaultTargets = "http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0
 // targetsEnv overrides defaultTargets.
 const targetsEnv = "TXLOG_TARGETS"
 
+// Environment variables of the credential flags (see command.targets).
+const (
+	tokenEnv  = "TXLOG_TOKEN"
+	caCertEnv = "TXLOG_CACERT"
+	certEnv   = "TXLOG_CERT"
+	keyEnv    = "TXLOG_KEY"
+)
+
 const usageText = `usage: txlog COMMAND [flags] [args]
 
 Commands:
@@ -35,8 +44,11 @@ Commands:
            txlog exclusive --lease NAME --ttl 5s -- CMD ARGS...
   help     print this text
 
-submit, get, status, log, lease, consumers and exclusive take --targets URL,URL,... (default $TXLOG_TARGETS,
-else ` + defaultTargets + `).
+submit, get, status, log, lease, consumers, exclusive and bench take --targets URL,URL,... (default $TXLOG_TARGETS,
+else ` + defaultTargets + `), and for a secured cluster (txlog local --tls) --token (env TXLOG_TOKEN),
+--cacert (env TXLOG_CACERT), --cert and --key (or --cert-key; env TXLOG_CERT, TXLOG_KEY) with https://
+targets. Where a command has a --token or --key of its own (lease renew|release, submit), they are
+--auth-token and --cert-key.
 Run 'txlog COMMAND -h' for a command's flags.
 `
 
@@ -105,6 +117,31 @@ type command struct {
 	*flag.FlagSet
 	cli      *cli
 	synopsis string
+	creds    *credentials // set by targets
+}
+
+// credentials are the values of the credential flags of a command that talks
+// to nodes.
+type credentials struct {
+	token, caCert, cert, key string
+}
+
+// tls returns the client's TLS configuration of c's files, nil without any.
+func (c *credentials) tls() (*tls.Config, error) {
+	cfg, err := client.TLSConfig(c.caCert, c.cert, c.key)
+	if err != nil {
+		return nil, usagef("--cacert/--cert/--key: %v", err)
+	}
+	return cfg, nil
+}
+
+// scheme is the scheme of a target given without one: https with a CA or a
+// client certificate, else http.
+func (c *credentials) scheme() string {
+	if c.caCert != "" || c.cert != "" {
+		return "https://"
+	}
+	return "http://"
 }
 
 func (c *cli) command(name, synopsis string) *command {
@@ -152,18 +189,52 @@ func (cmd *command) parseSplit(args []string) (pos, afterDash []string, err erro
 	}
 }
 
-// targets adds the --targets flag.
+// targets adds the --targets flag and the credential flags: --auth-token,
+// --cacert, --cert and --cert-key, each with its TXLOG_* environment
+// variable, and --token and --key as their short names unless the command
+// has flags of those names (lease's token, submit's key: call targets after
+// defining them).
 func (cmd *command) targets() *string {
 	def := defaultTargets
-	if v, ok := cmd.cli.lookupEnv(targetsEnv); ok && strings.TrimSpace(v) != "" {
+	if v := cmd.env(targetsEnv); v != "" {
 		def = v
 	}
+	cmd.credentialFlags()
 	return cmd.String("targets", def, "comma-separated base URLs of the nodes (env "+targetsEnv+")")
 }
 
-// newClient returns a client.Client for the comma-separated targets. A target
-// without a scheme gets http://.
-func newClient(targets string) (*client.Client, error) {
+// env returns the value of the environment variable name, trimmed.
+func (cmd *command) env(name string) string {
+	v, _ := cmd.cli.lookupEnv(name)
+	return strings.TrimSpace(v)
+}
+
+// credentialFlags adds the credential flags of targets and returns where
+// their values go.
+func (cmd *command) credentialFlags() *credentials {
+	env := cmd.env
+	cmd.creds = &credentials{}
+	cmd.StringVar(&cmd.creds.token, "auth-token", env(tokenEnv), "bearer token of the nodes' --auth-file (env "+tokenEnv+", which keeps it out of ps); --token where the command has no --token of its own")
+	if cmd.Lookup("token") == nil { // lease renew|release: --token is the lease's
+		cmd.StringVar(&cmd.creds.token, "token", env(tokenEnv), "bearer token of the nodes' --auth-file (env "+tokenEnv+", which keeps it out of ps), as --auth-token")
+	}
+	cmd.StringVar(&cmd.creds.caCert, "cacert", env(caCertEnv), "PEM file of the CA that signed the nodes' certificates, for https:// targets (env "+caCertEnv+")")
+	cmd.StringVar(&cmd.creds.cert, "cert", env(certEnv), "PEM file of the client certificate, for mutual TLS (env "+certEnv+")")
+	cmd.StringVar(&cmd.creds.key, "cert-key", env(keyEnv), "PEM file of the client certificate's key (env "+keyEnv+"); --key where the command has no --key of its own")
+	if cmd.Lookup("key") == nil { // submit's --key is the key to write
+		cmd.StringVar(&cmd.creds.key, "key", env(keyEnv), "PEM file of the client certificate's key (env "+keyEnv+"), as --cert-key")
+	}
+	return cmd.creds
+}
+
+// clientConfig returns the client configuration of the comma-separated
+// targets and the credential flags. A target without a scheme gets https://
+// when --cacert or --cert is set, else http://.
+func (cmd *command) clientConfig(targets string) (client.ClientConfig, error) {
+	creds := cmd.creds
+	if creds == nil {
+		creds = &credentials{}
+	}
 	var eps []string
 	for _, t := range strings.Split(targets, ",") {
 		t = strings.TrimSpace(t)
@@ -171,16 +242,30 @@ func newClient(targets string) (*client.Client, error) {
 			continue
 		}
 		if !strings.Contains(t, "://") {
-			t = "http://" + t
+			t = creds.scheme() + t
 		}
 		eps = append(eps, t)
 	}
 	if len(eps) == 0 {
-		return nil, usagef("--targets: no URLs")
+		return client.ClientConfig{}, usagef("--targets: no URLs")
 	}
-	cfg := client.ClientConfig{Endpoints: eps}
+	tlsCfg, err := creds.tls()
+	if err != nil {
+		return client.ClientConfig{}, err
+	}
+	cfg := client.ClientConfig{Endpoints: eps, Token: creds.token, TLS: tlsCfg}
 	if err := cfg.Validate(); err != nil {
-		return nil, usagef("--targets: %v", err)
+		return client.ClientConfig{}, usagef("--targets/--token: %v", err)
+	}
+	return cfg, nil
+}
+
+// newClient returns a client.Client for the comma-separated targets and the
+// credential flags (see clientConfig).
+func (cmd *command) newClient(targets string) (*client.Client, error) {
+	cfg, err := cmd.clientConfig(targets)
+	if err != nil {
+		return nil, err
 	}
 	return client.NewClient(cfg), nil
 }

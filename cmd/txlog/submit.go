@@ -124,10 +124,10 @@ var acks = []string{wire.AckQuorum, wire.AckAll, wire.AckAccepted}
 
 func (c *cli) submit(ctx context.Context, args []string) error {
 	cmd := c.command("submit", submitSynopsis)
-	targets := cmd.targets()
 	var a submitArgs
 	var ifVersion versionFlag
 	cmd.StringVar(&a.key, "key", "", "the key to write, instead of the KEY argument")
+	targets := cmd.targets() // after --key: the client certificate's key is --cert-key
 	cmd.StringVar(&a.idempotencyKey, "idempotency-key", "", "idempotency key (default: a random one, the same for every retry)")
 	cmd.Var(&ifVersion, "if-version", "commit only if the key's version is `N` (0: only if the key does not exist)")
 	cmd.BoolVar(&a.del, "delete", false, "delete the key")
@@ -150,7 +150,7 @@ func (c *cli) submit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, err := newClient(*targets)
+	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}

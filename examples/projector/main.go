@@ -26,6 +26,11 @@
 //	projector --targets http://127.0.0.1:8080,http://127.0.0.1:8081 \
 //	    --group projector --ttl 5s --id proj-1
 //
+// Against a secured cluster (txlog local --tls), the environment txlog local
+// prints (TXLOG_TARGETS, TXLOG_CACERT, TXLOG_TOKEN, and TXLOG_CERT and
+// TXLOG_KEY with --mtls) is all it needs; or give --targets https://...,
+// --cacert, --token, --cert and --key.
+//
 // --work pauses between computing a batch and committing it (a stand-in for
 // slow work; the process tests kill it there). It logs JSON records to
 // stderr: "consuming" when it holds the lease, "batch" per batch computed,
@@ -79,19 +84,29 @@ type config struct {
 	batch   int
 	work    time.Duration
 	id      string
+	// Credentials of a secured cluster (txlog local --tls).
+	token, caCert, cert, key string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("projector", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	targets := fs.String("targets", "http://127.0.0.1:8080", "comma-separated base URLs of the txlog nodes")
+	defTargets := "http://127.0.0.1:8080"
+	if v := os.Getenv("TXLOG_TARGETS"); v != "" {
+		defTargets = v
+	}
+	targets := fs.String("targets", defTargets, "comma-separated base URLs of the txlog nodes (env TXLOG_TARGETS)")
 	fs.StringVar(&c.group, "group", "projector", "the consumer group")
 	fs.DurationVar(&c.ttl, "ttl", 5*time.Second, "the group lease's time to live")
 	fs.IntVar(&c.batch, "batch", consumer.DefaultBatch, "the most log entries per batch")
 	fs.DurationVar(&c.work, "work", 0, "a pause between computing a batch and committing it")
 	host, _ := os.Hostname()
 	fs.StringVar(&c.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this instance's name, the lease's holder")
+	fs.StringVar(&c.token, "token", os.Getenv("TXLOG_TOKEN"), "bearer token of a secured cluster (env TXLOG_TOKEN)")
+	fs.StringVar(&c.caCert, "cacert", os.Getenv("TXLOG_CACERT"), "PEM CA of the nodes' certificates, for https targets (env TXLOG_CACERT)")
+	fs.StringVar(&c.cert, "cert", os.Getenv("TXLOG_CERT"), "PEM client certificate, for mutual TLS (env TXLOG_CERT)")
+	fs.StringVar(&c.key, "key", os.Getenv("TXLOG_KEY"), "PEM key of the client certificate (env TXLOG_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -118,7 +133,14 @@ func run(args []string, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("node", cfg.id)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	cl := client.NewClient(client.ClientConfig{Endpoints: cfg.targets})
+	tlsCfg, err := client.TLSConfig(cfg.caCert, cfg.cert, cfg.key)
+	if err != nil {
+		fmt.Fprintln(stderr, "projector:", err)
+		return 2
+	}
+	ccfg := client.ClientConfig{Endpoints: cfg.targets}
+	ccfg.Token, ccfg.TLS = cfg.token, tlsCfg
+	cl := client.NewClient(ccfg)
 	c, err := consumer.New(consumer.Config{Client: cl, Group: cfg.group, Lease: lease.Config{Holder: cfg.id, TTL: cfg.ttl}, Batch: cfg.batch, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "projector:", err)

@@ -32,6 +32,11 @@
 //	scheduler --targets http://127.0.0.1:8080,http://127.0.0.1:8081 \
 //	    --lease jobs/settlement --ttl 5s --period 2s --id sched-1
 //
+// Against a secured cluster (txlog local --tls), the environment txlog local
+// prints (TXLOG_TARGETS, TXLOG_CACERT, TXLOG_TOKEN, and TXLOG_CERT and
+// TXLOG_KEY with --mtls) is all it needs; or give --targets https://...,
+// --cacert, --token, --cert and --key.
+//
 // It logs JSON records to stderr: "lease gained", "lease lost", "run started",
 // "run committed", "run duplicate", "run rejected" and "run failed", and at
 // the end "stopped" with the counts. SIGTERM or SIGINT stops it; while it
@@ -70,6 +75,8 @@ type config struct {
 	period  time.Duration
 	work    time.Duration
 	id      string
+	// Credentials of a secured cluster (txlog local --tls).
+	token, caCert, cert, key string
 }
 
 // parseFlags reads the command line.
@@ -77,13 +84,21 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	targets := fs.String("targets", "http://127.0.0.1:8080", "comma-separated base URLs of the txlog nodes")
+	defTargets := "http://127.0.0.1:8080"
+	if v := os.Getenv("TXLOG_TARGETS"); v != "" {
+		defTargets = v
+	}
+	targets := fs.String("targets", defTargets, "comma-separated base URLs of the txlog nodes (env TXLOG_TARGETS)")
 	fs.StringVar(&c.lease, "lease", "jobs/settlement", "the lease's name")
 	fs.DurationVar(&c.ttl, "ttl", lease.DefaultTTL, "the lease's time to live")
 	fs.DurationVar(&c.period, "period", 2*time.Second, "the time between two runs of the job")
 	fs.DurationVar(&c.work, "work", 100*time.Millisecond, "how long one run works before it writes its result")
 	host, _ := os.Hostname()
 	fs.StringVar(&c.id, "id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this instance's name, the lease's holder")
+	fs.StringVar(&c.token, "token", os.Getenv("TXLOG_TOKEN"), "bearer token of a secured cluster (env TXLOG_TOKEN)")
+	fs.StringVar(&c.caCert, "cacert", os.Getenv("TXLOG_CACERT"), "PEM CA of the nodes' certificates, for https targets (env TXLOG_CACERT)")
+	fs.StringVar(&c.cert, "cert", os.Getenv("TXLOG_CERT"), "PEM client certificate, for mutual TLS (env TXLOG_CERT)")
+	fs.StringVar(&c.key, "key", os.Getenv("TXLOG_KEY"), "PEM key of the client certificate (env TXLOG_KEY)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -119,7 +134,14 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	cl := client.NewClient(client.ClientConfig{Endpoints: cfg.targets, Timeout: cfg.ttl})
+	tlsCfg, err := client.TLSConfig(cfg.caCert, cfg.cert, cfg.key)
+	if err != nil {
+		fmt.Fprintln(stderr, "scheduler:", err)
+		return 2
+	}
+	ccfg := client.ClientConfig{Endpoints: cfg.targets, Timeout: cfg.ttl}
+	ccfg.Token, ccfg.TLS = cfg.token, tlsCfg
+	cl := client.NewClient(ccfg)
 	el, err := lease.New(lease.Config{Client: cl, Name: cfg.lease, Holder: cfg.id, TTL: cfg.ttl, Logger: log})
 	if err != nil {
 		fmt.Fprintln(stderr, "scheduler:", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/peerlink"
 	"github.com/txlog/txlog/txid"
+	"github.com/txlog/txlog/ui"
 )
 
 // Dialer opens connections of a kind on the peer link: *peerlink.Link.
@@ -292,6 +293,14 @@ func (c *Client) Get(ctx context.Context, addr, key string, opts wire.ReadOption
 func (c *Client) Cluster(ctx context.Context, addr string) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
 	err := c.do(ctx, addr, request{method: http.MethodGet, path: "/v1/cluster"}, &st)
+	return st, err
+}
+
+// Stats reads the dashboard's numbers of the node at addr (GET /v1/stats),
+// for a page served by this node.
+func (c *Client) Stats(ctx context.Context, addr string) (ui.StatsAnswer, error) {
+	var st ui.StatsAnswer
+	err := c.do(ctx, addr, request{method: http.MethodGet, path: "/v1/stats"}, &st)
 	return st, err
 }
 

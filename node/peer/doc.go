@@ -19,7 +19,8 @@
 //   - client.go: Client, the requests a node sends another's internal router
 //     over the link's KindHTTP connections (POST /v1/internal/propose,
 //     forwarded reads, lease and membership calls, lookups, GET
-//     /v1/cluster), at the other node's peer address; AnswerError reads an
+//     /v1/cluster, GET /v1/stats for the dashboard), at the other node's
+//     peer address; AnswerError reads an
 //     error answer through wire's code table, as the public client does.
 //   - forward.go: Forwarder, the grouping of a follower's concurrent proposals
 //     per leader address: the queue, the four exchanges in flight per leader,
@@ -32,7 +33,8 @@
 //
 // # What it must not import
 //
-// peer imports wire (the formats) and peerlink (the kinds, the remote node).
+// peer imports wire (the formats), peerlink (the kinds, the remote node) and
+// ui (the answer of GET /v1/stats, which the dashboard's page shows).
 // It must not import node, which calls it, nor the server packages api and
 // api/fastpath: node hands the StreamServer api's answer function, so that
 // peer needs none of the server's code; nor the public client, which is for

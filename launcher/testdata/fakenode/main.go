@@ -7,6 +7,12 @@
 // the number of times it started on its data dir, which shows that a restart kept
 // the dir.
 //
+// With --tls-cert-file and --tls-key-file it serves HTTPS (requiring a client
+// certificate signed by --tls-client-ca-file when given); with --auth-file,
+// GET /v1/cluster wants "Authorization: Bearer <token>" whose SHA-256 is on a
+// "sha256:" line of the file (401 otherwise). The peer TLS flags are taken and
+// ignored.
+//
 // Environment switches for tests:
 //
 //	FAKENODE_EXIT=N           log a line and exit with status N at once
@@ -15,6 +21,10 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -45,6 +55,14 @@ func main() {
 	fs.String("log-level", "info", "ignored")
 	fs.String("raft-dial", "", "ignored")
 	fs.String("redis-addr", "", "ignored")
+	var sec security
+	fs.StringVar(&sec.certFile, "tls-cert-file", "", "HTTPS certificate")
+	fs.StringVar(&sec.keyFile, "tls-key-file", "", "HTTPS key")
+	fs.StringVar(&sec.clientCAFile, "tls-client-ca-file", "", "CA of the client certificates")
+	fs.StringVar(&sec.authFile, "auth-file", "", "auth file")
+	for _, name := range []string{"peer-tls-cert-file", "peer-tls-key-file", "peer-tls-ca-file"} {
+		fs.String(name, "", "ignored")
+	}
 	fs.Parse(os.Args[1:])
 
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil)).With("node", *id)
@@ -53,13 +71,59 @@ func main() {
 		log.Error("exiting on request", "code", code)
 		os.Exit(code)
 	}
-	if err := run(log, *id, *dataDir, *httpAddr, *raftAddr, *cluster); err != nil {
+	if err := run(log, *id, *dataDir, *httpAddr, *raftAddr, *cluster, sec); err != nil {
 		log.Error("fatal", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger, id, dataDir, httpAddr, raftAddr, cluster string) error {
+// security are the client TLS and auth flags.
+type security struct {
+	certFile, keyFile, clientCAFile, authFile string
+}
+
+// authorized reports whether r's bearer token is in the auth file.
+func (s security) authorized(r *http.Request) bool {
+	if s.authFile == "" {
+		return true
+	}
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	b, err := os.ReadFile(s.authFile)
+	if !ok || err != nil {
+		return false
+	}
+	sum := sha256.Sum256([]byte(tok))
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "sha256:"+hex.EncodeToString(sum[:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// tlsConfig is the HTTPS configuration, nil for plain HTTP.
+func (s security) tlsConfig() (*tls.Config, error) {
+	if s.certFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(s.certFile, s.keyFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}}
+	if s.clientCAFile != "" {
+		b, err := os.ReadFile(s.clientCAFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(b)
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+func run(log *slog.Logger, id, dataDir, httpAddr, raftAddr, cluster string, sec security) error {
 	if id == "" || dataDir == "" {
 		return errors.New("--id and --data-dir are required")
 	}
@@ -97,6 +161,13 @@ func run(log *slog.Logger, id, dataDir, httpAddr, raftAddr, cluster string) erro
 	if err != nil {
 		return fmt.Errorf("http listen: %w", err)
 	}
+	tlsCfg, err := sec.tlsConfig()
+	if err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	if tlsCfg != nil {
+		hl = tls.NewListener(hl, tlsCfg)
+	}
 	addr := hl.Addr().String()
 	tmp := filepath.Join(dataDir, "http.addr.tmp")
 	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
@@ -111,6 +182,10 @@ func run(log *slog.Logger, id, dataDir, httpAddr, raftAddr, cluster string) erro
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("GET /v1/cluster", func(w http.ResponseWriter, r *http.Request) {
+		if !sec.authorized(r) {
+			http.Error(w, `{"error":{"code":"unauthenticated","message":"no valid token"}}`, http.StatusUnauthorized)
+			return
+		}
 		s := wire.ClusterStatus{ID: id, State: "follower", Term: starts}
 		for _, m := range members {
 			if s.LeaderID == "" && (m.id == id || reachable(m.raftAddr)) {
