@@ -27,8 +27,8 @@ import (
 	"github.com/txlog/txlog/launcher"
 )
 
-// secCluster is a cluster secured as the issue asks: client ports serving
-// mutual TLS, an auth file with a token per role (and scoped ones), and
+// secCluster is a cluster secured as the issue asks: client ports and the
+// peer link serving mutual TLS, an auth file with a token per role (and scoped ones), and
 // client certificates, some named in the file and one not.
 type secCluster struct {
 	c     *launcher.Cluster
@@ -69,8 +69,8 @@ type cred struct {
 
 func (sc *secCluster) tok(name string) cred { return cred{token: sc.tokens[name]} }
 
-// startSecureCluster starts nodes txlogd processes with client mutual TLS
-// and the auth file of the constants above, plus args, and waits until each
+// startSecureCluster starts nodes txlogd processes with client mutual TLS,
+// peer mutual TLS and the auth file of the constants above, plus args, and waits until each
 // answers /readyz and has a leader.
 func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	t.Helper()
@@ -112,9 +112,15 @@ func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+	peerArgs := map[string][]string{}
+	for i := range nodes {
+		id := "n" + strconv.Itoa(i+1)
+		peerArgs[id] = sc.peerArgs(t, id)
+	}
 	cfg := launcher.ClusterConfig{
 		Bin: txlogdBin, Dir: t.TempDir(), Nodes: nodes, Host: sc.host, HTTPBasePort: base,
 		ExtraArgs: append(sc.secureArgs(), args...),
+		NodeArgs:  func(id string, _ map[string]string) ([]string, error) { return peerArgs[id], nil },
 	}
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
 		cfg.Dir = d
@@ -149,10 +155,26 @@ func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	return sc
 }
 
-// secureArgs are the flags of a secured node (peer TLS aside).
+// secureArgs are the flags of a secured node's client port (peerArgs has
+// those of its peer link).
 func (sc *secCluster) secureArgs() []string {
 	return []string{"--tls-cert-file=" + sc.certFile, "--tls-key-file=" + sc.keyFile,
 		"--tls-client-ca-file=" + sc.caFile, "--auth-file=" + sc.authFile}
+}
+
+// peerArgs issues node id's peer certificate (CN the ID, signed by the
+// cluster's one CA, which the client ports trust too: a joining node
+// presents it there) and returns its peer TLS flags: mutual TLS on the peer
+// link, only the CNs of the nodes the tests start.
+func (sc *secCluster) peerArgs(t *testing.T, id string) []string {
+	t.Helper()
+	leaf := issueLeaf(t, sc.ca, certgen.Options{CommonName: id, Hosts: []string{sc.host}})
+	f, err := leaf.WriteFiles(sc.dir, "peer-"+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--peer-tls-cert-file=" + f.Cert, "--peer-tls-key-file=" + f.Key, "--peer-tls-ca-file=" + sc.caFile,
+		"--peer-tls-mode=tls", "--peer-cert-allowed-cn=n1,n2,n3,n4,n5"}
 }
 
 // writeAuthFile writes the auth file of sc.authLines, sorted, as a new file
@@ -371,6 +393,7 @@ func (sc *secCluster) startJoiner(t *testing.T, id string, via int, tokenFile st
 		"--raft-addr=" + net.JoinHostPort(sc.host, strconv.Itoa(ports[0])),
 		"--join=https://" + sc.addrs[via], "--join-token-file=" + tokenFile,
 		"--join-ca-file=" + sc.caFile, "--shutdown-timeout=2s"}, sc.secureArgs()...)
+	args = append(args, sc.peerArgs(t, id)...)
 	p, err := launcher.NewProcess(launcher.ProcessConfig{ID: id, Bin: txlogdBin, Args: args,
 		DataDir: filepath.Join(dir, id), LogDir: dir})
 	if err != nil {

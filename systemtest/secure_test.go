@@ -33,6 +33,12 @@ func TestSecuredRoles(t *testing.T) {
 	stranger := cred{} // a certificate of the cluster's CA that no line names
 	unknown := cred{token: "txlog_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}
 
+	// The peer link serves TLS from the peer certificates.
+	for i := range sc.addrs {
+		if v := sc.metric(t, i, `txlog_tls_cert_expiry_seconds{name="peer"}`); v < float64(time.Now().Unix()) {
+			t.Fatalf("node %d: peer certificate expiry %v: want peer TLS on, a time to come", i+1, v)
+		}
+	}
 	// Something to read.
 	res := sc.submit(t, 0, writer, putBody("roles-seed", "r/k", "r/k2"))
 	sc.submit(t, 0, writer, putBody("", "a/k")) // for the scoped reader's stream
@@ -63,6 +69,7 @@ func TestSecuredRoles(t *testing.T) {
 		{"cluster", req{method: http.MethodGet, path: "/v1/cluster"}, "read"},
 		{"stats", req{method: http.MethodGet, path: "/v1/stats"}, "read"},
 		{"events", req{method: http.MethodGet, path: "/v1/events"}, "read"},
+		{"stats of the members", req{method: http.MethodGet, path: "/v1/stats/members"}, "read"},
 		{"metrics", req{method: http.MethodGet, path: "/metrics"}, "read"},
 		{"tx", req{method: http.MethodPost, path: "/v1/tx", body: putBody("", "r/w")}, "write"},
 		{"batch", req{method: http.MethodPost, path: "/v1/tx/batch", body: `{"txs":[` + putBody("", "r/b1") + `,` + putBody("", "r/b2") + `]}`}, "write"},
@@ -734,12 +741,11 @@ func TestBrowserCSRFAndHost(t *testing.T) {
 			}
 			present(t, key)
 		}
-		// A cross-site read is refused too; the dashboard's stats are not.
-		if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/kv/csrf/allowed/0", header: map[string]string{"Origin": "https://evil.example"}}); a.status != http.StatusForbidden {
-			t.Errorf("cross-site GET /v1/kv: %s, want 403", a)
-		}
-		if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: "/v1/stats", header: map[string]string{"Origin": "https://evil.example"}}); a.status != http.StatusOK {
-			t.Errorf("cross-site GET /v1/stats: %s, want 200", a)
+		// A cross-site read is refused too, the dashboard's data included.
+		for _, p := range []string{"/v1/kv/csrf/allowed/0", "/v1/stats", "/v1/stats/members", "/v1/log/stream"} {
+			if a := sc.do(t, 0, admin, req{method: http.MethodGet, path: p, header: map[string]string{"Origin": "https://evil.example"}}); a.status != http.StatusForbidden {
+				t.Errorf("cross-site GET %s: %s, want 403", p, a)
+			}
 		}
 	})
 	t.Run("Host", func(t *testing.T) {
