@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 
@@ -29,27 +28,25 @@ import (
 // joinClient returns the client --join uses toward cfg.Join, with the
 // credentials above; an error names the file it could not use.
 func joinClient(cfg Config) (*client.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	cc := client.ClientConfig{Endpoints: []string{cfg.Join}}
 	if strings.HasPrefix(cfg.Join, "https://") {
 		tc, err := joinTLS(cfg)
 		if err != nil {
 			return nil, err
 		}
-		tr.TLSClientConfig = tc
+		cc.TLS = tc
 	}
-	var rt http.RoundTripper = tr
 	if cfg.JoinTokenFile != "" {
 		b, err := os.ReadFile(cfg.JoinTokenFile)
 		if err != nil {
 			return nil, fmt.Errorf("join-token-file: %w", err)
 		}
 		token, _, _ := strings.Cut(string(b), "\n")
-		if token = strings.TrimSpace(token); token == "" {
+		if cc.Token = strings.TrimSpace(token); cc.Token == "" {
 			return nil, fmt.Errorf("join-token-file %s: empty", cfg.JoinTokenFile)
 		}
-		rt = bearer{token: token, next: tr}
 	}
-	return client.NewClient(client.ClientConfig{Endpoints: []string{cfg.Join}, HTTPClient: &http.Client{Transport: rt}}), nil
+	return client.NewClient(cc), nil
 }
 
 // joinTLS is the TLS config of a join through an https:// member.
@@ -87,16 +84,4 @@ func joinTLS(cfg Config) (*tls.Config, error) {
 		}
 	}
 	return tc, nil
-}
-
-// bearer adds the join token to each request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
