@@ -371,8 +371,12 @@ func TestSecuredScopes(t *testing.T) {
 			got := sc.scopedAnswers(t, c, &fx)
 			for what, body := range got {
 				if l := leaks(body, fx.forbidden); len(l) > 0 {
-					t.Errorf("%s as %s shows %q: %s", what, name, l, body)
+					t.Errorf("%s as %s shows %q: %s", what, name, l, around(body, l[0]))
 				}
+			}
+			// /metrics answers for every scope: refused.
+			if !bytes.Contains(got["metrics"], []byte("key prefixes")) {
+				t.Errorf("/metrics as %s: %.300s, want 403 forbidden", name, got["metrics"])
 			}
 			// And it does see its own scope.
 			for _, what := range []string{"log page", "stream", "log pages of one"} {
@@ -406,6 +410,15 @@ func TestSecuredScopes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// around returns the part of body around the first s in it.
+func around(body []byte, s string) string {
+	i := bytes.Index(body, []byte(s))
+	if i < 0 {
+		return fmt.Sprintf("%.300s", body)
+	}
+	return fmt.Sprintf("…%s…", body[max(0, i-150):min(len(body), i+150)])
 }
 
 // outOfScopeRefused asks, as c, for things outside its scope by name: each
@@ -491,9 +504,8 @@ func (sc *secCluster) scopedAnswers(t *testing.T, c cred, fx *scopeFixture) map[
 	get("cluster", 0, "/v1/cluster")
 	get("stats", 1, "/v1/stats")
 	get("events", 2, "/v1/events")
-	if a := get("stats members", 0, "/v1/stats/members"); a.status == http.StatusNotFound {
-		delete(got, "stats members")
-	}
+	get("stats members", 0, "/v1/stats/members")
+	get("metrics", 1, "/metrics") // its series carry consumer groups' names
 	// The whole stream, up to a/end.
 	end := fx.inScope[len(fx.inScope)-1]
 	got["stream"] = sc.stream(t, 2, c, 1, func(data []byte) bool { return bytes.Contains(data, []byte(end)) })
