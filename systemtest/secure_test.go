@@ -364,6 +364,15 @@ func TestSecuredScopes(t *testing.T) {
 		t.Errorf("b/group after a refused commit: %s, want offset 3", a)
 	}
 
+	// A scoped writer reusing the idempotency key of a transaction outside
+	// its scope learns that the key is taken, not which transaction has it.
+	if a := sc.do(t, 2, aWriter, req{method: http.MethodPost, path: "/v1/tx", body: putBody("mixed-key", "a/reuse")}); a.status != http.StatusUnprocessableEntity || len(leaks(a.body, fx.outTxIDs)) > 0 {
+		t.Errorf("reused idempotency key as a-writer: %s, want 422 without the txid", a)
+	}
+	if a := sc.do(t, 2, aWriter, req{method: http.MethodPost, path: "/v1/tx/batch", body: `{"txs":[` + putBody("b-key", "a/reuse") + `]}`}); len(leaks(a.body, fx.outTxIDs)) > 0 {
+		t.Errorf("reused idempotency key in a batch as a-writer: %s, want no txid", a)
+	}
+
 	for _, name := range []string{credAReader, credAWriter} {
 		t.Run(name, func(t *testing.T) {
 			c := sc.tok(name)
@@ -435,6 +444,9 @@ func (sc *secCluster) outOfScopeRefused(t *testing.T, c cred, fx *scopeFixture) 
 		{"/v1/consumers/b/group", http.StatusForbidden},
 		{"/v1/consumers/b/g2", http.StatusForbidden},
 		{"/v1/kv/_txlog/audit/x", http.StatusForbidden},
+		{"/v1/kv/b/y?consistency=stale", http.StatusForbidden},
+		{"/v1/leases/b/lease?wait=1s&after_token=1", http.StatusForbidden},
+		{"/v1/tx/" + fx.outTxIDs[0] + "?wait=1s", http.StatusNotFound},
 		{"/v1/tx?idempotency_key=mixed-key", http.StatusNotFound},
 		{"/v1/tx?idempotency_key=b-key", http.StatusNotFound},
 		{"/v1/tx?idempotency_key=mixed-group-key", http.StatusNotFound},
@@ -452,7 +464,8 @@ func (sc *secCluster) outOfScopeRefused(t *testing.T, c cred, fx *scopeFixture) 
 			t.Errorf("GET %s: %s, want %d", p.path, a, p.status)
 		}
 		// The answer may repeat the name asked for, nothing more.
-		asked, _ := url.QueryUnescape(strings.TrimPrefix(strings.TrimPrefix(p.path, "/v1/tx?idempotency_key="), "/v1/tx/"))
+		asked, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(p.path, "/v1/tx?idempotency_key="), "/v1/tx/"), "?")
+		asked, _ = url.QueryUnescape(asked)
 		for _, l := range leaks(a.body, append([]string{"committed", `"value"`, `"versions"`}, fx.forbidden...)) {
 			if !strings.Contains(asked, strings.Trim(l, `"`)) {
 				t.Errorf("GET %s: %s names %q", p.path, a, l)
@@ -586,7 +599,8 @@ func TestAuthFileEditedUnderLoad(t *testing.T) {
 	var stopOnce sync.Once
 	stopLoad := func() { stopOnce.Do(func() { close(stop) }); wg.Wait() }
 	defer stopLoad()
-	load := func(token string) []*worker {
+	load := func(name string) []*worker {
+		token := sc.tokens[name]
 		var ws []*worker
 		for node := range sc.addrs {
 			w := &worker{node: node}
@@ -598,7 +612,7 @@ func TestAuthFileEditedUnderLoad(t *testing.T) {
 						return
 					default:
 					}
-					a, err := sc.try(t, w.node, cred{token: token}, req{method: http.MethodPost, path: "/v1/tx", body: putBody("", fmt.Sprintf("load/%s/%d/%d", token[len(token)-6:], w.node, i))})
+					a, err := sc.try(t, w.node, cred{token: token}, req{method: http.MethodPost, path: "/v1/tx", body: putBody("", fmt.Sprintf("load/%s/%d/%d", name, w.node, i))})
 					switch {
 					case err == nil && a.status == http.StatusOK:
 						w.ok.Add(1)
@@ -623,7 +637,7 @@ func TestAuthFileEditedUnderLoad(t *testing.T) {
 		}
 		return ws
 	}
-	kept, revoked := load(sc.tokens[credWriter]), load(sc.tokens[credWriter2])
+	kept, revoked := load(credWriter), load(credWriter2)
 	total := func(ws []*worker) (n int64) {
 		for _, w := range ws {
 			n += w.ok.Load()
