@@ -581,8 +581,9 @@ func (sc *secCluster) stream(t *testing.T, i int, c cred, from uint64, until fun
 // then edits the auth file as an operator would (a new file renamed over
 // it): first a broken edit, which every node refuses whole (both tokens keep
 // working), then one without the second token. The removed token is refused
-// (401) on every node within a second of the rename and never let in again;
-// the other never fails a request.
+// (401) on every node within a second of the rename and never let in again,
+// and a log stream it opened before ends as soon; the other token never fails
+// a request.
 func TestAuthFileEditedUnderLoad(t *testing.T) {
 	sc := startSecureCluster(t, 3)
 	type worker struct {
@@ -662,6 +663,22 @@ func TestAuthFileEditedUnderLoad(t *testing.T) {
 	n := total(revoked)
 	waitTLS(t, 10*time.Second, "writer2 writing after the broken edit", func() bool { return total(revoked) > n+30 })
 
+	// A stream writer2 opened before the edit, reading the load's entries.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hr, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s/v1/log/stream?from=1", sc.addrs[0]), nil)
+	hr.Header.Set("Authorization", "Bearer "+sc.tokens[credWriter2])
+	resp, err := sc.client(t, "").Do(hr)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream as writer2: %v %v", resp, err)
+	}
+	streamEnded := make(chan time.Time, 1)
+	go func() {
+		readSSE(resp.Body, func([]byte) bool { return false })
+		streamEnded <- time.Now()
+		resp.Body.Close()
+	}()
+
 	// The edit proper.
 	delete(sc.authLines, "zz-broken")
 	sc.writeAuthFile(t)
@@ -672,6 +689,14 @@ func TestAuthFileEditedUnderLoad(t *testing.T) {
 	n = total(kept)
 	waitTLS(t, 10*time.Second, "writer writing after the edit", func() bool { return total(kept) > n+100 })
 	stopLoad()
+	var streamTook time.Duration
+	select {
+	case at := <-streamEnded:
+		streamTook = at.Sub(time.Unix(0, revokedAt.Load()))
+		t.Logf("writer2's open stream ended %v after the rename", streamTook.Round(time.Millisecond))
+	case <-ctx.Done():
+		t.Errorf("writer2's stream, opened before its removal, still delivers")
+	}
 
 	var worst time.Duration
 	for _, w := range revoked {
@@ -692,6 +717,9 @@ func TestAuthFileEditedUnderLoad(t *testing.T) {
 		}
 	}
 	t.Logf("revocation: the removed token refused on every node within %v of the rename", worst.Round(time.Millisecond))
+	if streamTook > time.Second {
+		t.Errorf("writer2's stream ended %v after the rename, want within 1s", streamTook)
+	}
 	if worst > time.Second {
 		t.Errorf("the removed token was refused %v after the rename, want within 1s", worst)
 	}
