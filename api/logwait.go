@@ -234,6 +234,9 @@ func (h *logHandlers) handleLog(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), rd.wait+h.cfg.DefaultTimeout)
 	defer cancel()
 	page, err := h.readLog(ctx, rd)
+	if err == nil && rd.wait > 0 && !h.credentialHolds(r) {
+		err = errCredentialGone()
+	}
 	if err != nil {
 		h.writeLogError(w, err)
 		return

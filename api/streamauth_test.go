@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -8,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/auth"
+	"github.com/txlog/txlog/txid"
 )
 
 // swapAuth is a fakeAuth whose credentials a test changes, as a re-read
@@ -85,5 +88,73 @@ func TestLogStreamCredentialGone(t *testing.T) {
 	}
 	if resp, _ := openStream(t, srv, "/v1/log/stream?from=1", bearer("gone")); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("reconnect of a removed token: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestWaitingReadCredentialGone: a long poll of the log and a waiting tx
+// lookup whose token is removed while they wait answer 401, not what they
+// waited for; one whose token holds answers it.
+func TestWaitingReadCredentialGone(t *testing.T) {
+	m := newMemLog()
+	m.append(1, "acct/a")
+	release := make(chan struct{})
+	m.TxFunc = func(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+		select {
+		case <-release:
+			return wire.TxResult{TxID: id, Status: wire.StatusPending}, nil
+		case <-ctx.Done():
+			return wire.TxResult{}, ctx.Err()
+		}
+	}
+	sa := &swapAuth{m: fakeAuth{}}
+	for _, tok := range []string{"gone", "kept"} {
+		sa.set(tok, &auth.Principal{Name: tok, Role: auth.RoleRead, Via: "token"})
+	}
+	cfg := testConfig
+	cfg.Auth = sa
+	s := NewServer(cfg, m)
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	type result struct {
+		target, tok string
+		status      int
+	}
+	results := make(chan result, 4)
+	var started sync.WaitGroup
+	for _, target := range []string{"/v1/log?from=2&wait=30s", "/v1/tx/" + txid.ID(7).String() + "?wait=30s"} {
+		for _, tok := range []string{"gone", "kept"} {
+			started.Add(1)
+			go func() {
+				req, _ := http.NewRequest("GET", srv.URL+target, nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				started.Done()
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					results <- result{target, tok, 0}
+					return
+				}
+				resp.Body.Close()
+				results <- result{target, tok, resp.StatusCode}
+			}()
+		}
+	}
+	started.Wait()
+	// The reads are waiting once each took a slot; then the token goes.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.streams.inUse() < 4 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	sa.set("gone", nil)
+	m.append(2, "acct/b")
+	close(release)
+	for range 4 {
+		r := <-results
+		want := http.StatusOK
+		if r.tok == "gone" {
+			want = http.StatusUnauthorized
+		}
+		if r.status != want {
+			t.Errorf("GET %s as %s: %d, want %d", r.target, r.tok, r.status, want)
+		}
 	}
 }
