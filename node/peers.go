@@ -29,6 +29,8 @@ type peers struct {
 
 	client  *peer.Client
 	streams *peer.Streams
+	// joinCfg is the --join client's settings (joinclient.go).
+	joinCfg client.ClientConfig
 
 	mu      sync.Mutex // guards the fields below
 	nodes   map[string]store.NodeInfo
@@ -103,7 +105,9 @@ func (p *peers) leaderAddr(id string) (string, bool) {
 // (--join), which follows its redirects to the leader: a node that is not a
 // member yet joins as any client would, on the client port.
 func (p *peers) joinClient(url string) *client.Client {
-	return client.NewClient(client.ClientConfig{Endpoints: []string{url}})
+	cc := p.joinCfg
+	cc.Endpoints = []string{url}
+	return client.NewClient(cc)
 }
 
 // lookup returns the registered info of node id.
