@@ -23,8 +23,7 @@
 // the cluster ID, the peer link's hooks and the wait for the --cluster peers
 // (or the --join member) before Raft first starts (identity.go), during which
 // the client port answers 503 (waiting.go); membership, the txid node number,
-// registry entry and join (number.go, register.go; the credentials a join
-// presents to a secured member, join.go), with removal
+// registry entry and join (number.go, register.go), with removal
 // (removed.go); the side listeners (sideServers, debug.go); and the alert
 // sampler, which feeds package alert a
 // snapshot of the node once a second (alerts.go). Node's own methods are the

@@ -17,6 +17,7 @@ import (
 	"github.com/txlog/txlog/api"
 	"github.com/txlog/txlog/api/fastpath"
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/dirsync"
 	"github.com/txlog/txlog/node/parking"
 	"github.com/txlog/txlog/node/peer"
@@ -68,6 +69,7 @@ type Node struct {
 	fast      *fastpath.FastListener // nil with Config.NoHTTPFastPath
 	clientTLS *tlsfiles.Files        // nil without Config.TLSCertFile (clienttls.go)
 	authFile  *auth.File             // nil without Config.AuthFile (auth.go)
+	joinCfg   client.ClientConfig    // the --join client's settings (joinclient.go)
 	srv       *http.Server
 	httpAddr  string      // advertised HTTP address, host:port
 	side      sideServers // debug.go
@@ -227,6 +229,11 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 			return nil, err
 		}
 	}
+	if cfg.Join != "" {
+		if n.joinCfg, err = joinClientConfig(cfg); err != nil {
+			return nil, err
+		}
+	}
 	if fresh && cfg.Join != "" && n.ident.clusterID() == [16]byte{} {
 		if err := n.awaitJoinID(ctx); err != nil {
 			return nil, err
@@ -254,6 +261,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		return nil, err
 	}
 	n.peers = newPeers(cfg.ID, n.db, n.raft, n.link)
+	n.peers.joinCfg = n.joinCfg
 
 	n.httpAddr = n.ln.Addr().String()
 	if cfg.AdvertiseHTTPAddr != "" {
@@ -356,10 +364,7 @@ func (n *Node) awaitJoinID(ctx context.Context) error {
 	why := "waiting for the cluster behind --join " + n.cfg.Join + " to answer GET /v1/cluster with its cluster id"
 	ws := serveWaiting(n.ln, func() string { return why })
 	defer ws.handOff()
-	c, err := joinClient(n.cfg) // join.go: the token and TLS of --join
-	if err != nil {
-		return err
-	}
+	c := client.NewClient(n.joinCfg) // as peers.joinClient; peers opens after Raft
 	started := time.Now()
 	lastLog := started
 	for {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/node/peer"
 	"github.com/txlog/txlog/replication"
 	"github.com/txlog/txlog/store"
@@ -28,6 +29,8 @@ type peers struct {
 
 	client  *peer.Client
 	streams *peer.Streams
+	// joinCfg is the --join client's settings (joinclient.go).
+	joinCfg client.ClientConfig
 
 	mu      sync.Mutex // guards the fields below
 	nodes   map[string]store.NodeInfo
@@ -96,6 +99,15 @@ func (p *peers) leaderAddr(id string) (string, bool) {
 		return addr, true
 	}
 	return p.addr(id)
+}
+
+// joinClient returns a client of the public API of the cluster behind url
+// (--join), which follows its redirects to the leader: a node that is not a
+// member yet joins as any client would, on the client port.
+func (p *peers) joinClient(url string) *client.Client {
+	cc := p.joinCfg
+	cc.Endpoints = []string{url}
+	return client.NewClient(cc)
 }
 
 // lookup returns the registered info of node id.

@@ -114,11 +114,7 @@ func (m *membership) checkClash() {
 // node without one persists before it takes a write. A refusal of the number
 // (node_number_taken) stops the node: asking again cannot succeed.
 func (m *membership) joinLoop() {
-	c, err := joinClient(m.cfg) // join.go: the token and TLS of --join
-	if err != nil {
-		m.stopWith(err)
-		return
-	}
+	c := m.peers.joinClient(m.cfg.Join)
 	backoff := 100 * time.Millisecond
 	for {
 		if m.removedWhileAway() {
