@@ -70,16 +70,16 @@ type cred struct {
 func (sc *secCluster) tok(name string) cred { return cred{token: sc.tokens[name]} }
 
 // startSecureCluster starts nodes txlogd processes with client mutual TLS,
-// peer mutual TLS and the auth file of the constants above, plus args, and waits until each
-// answers /readyz and has a leader.
+// peer mutual TLS and the auth file of the constants above, plus args, and
+// waits until each answers /readyz and has a leader.
 func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	t.Helper()
 	sc := &secCluster{host: launcher.PrivateLoopback(), dir: t.TempDir(), authLines: map[string]string{},
 		tokens: map[string]string{}, clients: map[string]*http.Client{}}
 	sc.ca = newTestCA(t, "secure-ca")
-	// Server and client usage: a node joining presents it to the member
-	// it joins through.
-	server := issueLeaf(t, sc.ca, certgen.Options{CommonName: "txlogd", Hosts: []string{sc.host}})
+	// The client ports' certificate; each node's peer certificate is
+	// peerArgs'.
+	server := issueLeaf(t, sc.ca, certgen.Options{CommonName: "txlogd", Hosts: []string{sc.host}, Server: true})
 	sc.certFile, sc.keyFile = filepath.Join(sc.dir, "cert.pem"), filepath.Join(sc.dir, "key.pem")
 	sc.caFile, sc.authFile = filepath.Join(sc.dir, "ca.pem"), filepath.Join(sc.dir, "auth")
 	replaceFile(t, sc.certFile, server.CertPEM)
@@ -317,16 +317,20 @@ func readSSE(r io.Reader, until func(data []byte) bool) []byte {
 func (sc *secCluster) waitReady(t *testing.T, i int) {
 	t.Helper()
 	var last string
-	waitTLS(t, 45*time.Second, sc.addrs[i]+" ready", func() bool {
+	deadline := time.Now().Add(45 * time.Second)
+	for {
 		a, err := sc.try(t, i, cred{}, req{method: http.MethodGet, path: "/readyz"})
-		if err != nil {
-			last = err.Error()
-			return false
+		if err == nil && a.status == http.StatusOK {
+			return
 		}
-		last = a.String()
-		return a.status == http.StatusOK
-	})
-	_ = last
+		if last = a.String(); err != nil {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready after 45s: %s", sc.addrs[i], last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // leader returns the index of the node all running nodes agree leads.

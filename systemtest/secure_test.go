@@ -458,6 +458,26 @@ func (sc *secCluster) outOfScopeRefused(t *testing.T, c cred, fx *scopeFixture) 
 			status int
 		}{"/v1/tx/" + id, http.StatusNotFound})
 	}
+	// An out-of-scope transaction is answered as one never heard of, word
+	// for word (but its name): no oracle of what exists outside the scope.
+	never := map[string]answer{
+		"key":  sc.do(t, 0, c, req{method: http.MethodGet, path: "/v1/tx?idempotency_key=never-used"}),
+		"txid": sc.do(t, 0, c, req{method: http.MethodGet, path: "/v1/tx/0000000000001"}),
+	}
+	same := func(a answer, asked, kind, nothing string) {
+		t.Helper()
+		got := strings.ReplaceAll(string(a.body), asked, "X")
+		want := strings.ReplaceAll(string(never[kind].body), nothing, "X")
+		if a.status != never[kind].status || got != want {
+			t.Errorf("out-of-scope %s %s: %s; a %s never used: %s; want the same answer", kind, asked, a, kind, never[kind])
+		}
+	}
+	for _, k := range []string{"mixed-key", "b-key", "mixed-group-key", "fenced-key"} {
+		same(sc.do(t, 1, c, req{method: http.MethodGet, path: "/v1/tx?idempotency_key=" + k}), k, "key", "never-used")
+	}
+	for _, id := range fx.outTxIDs {
+		same(sc.do(t, 2, c, req{method: http.MethodGet, path: "/v1/tx/" + id}), id, "txid", "0000000000001")
+	}
 	for i, p := range probes {
 		a := sc.do(t, i%3, c, req{method: http.MethodGet, path: p.path})
 		if a.status != p.status {
