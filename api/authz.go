@@ -103,6 +103,20 @@ func (s *Server) guard(acc access, h http.Handler) http.Handler {
 	})
 }
 
+// unscoped returns h behind a refusal of credentials with key prefixes
+// (403): h answers for every scope at once. GET /metrics is such a route:
+// its txlog_consumer_lag series carry every consumer group's name. Without
+// a credential in the context (auth off, or the route open) h answers.
+func (s *Server) unscoped(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := auth.FromContext(r.Context()); p.Scoped() {
+			s.writeError(w, &wire.Error{Code: wire.CodeForbidden, Message: fmt.Sprintf("%s %s names consumer groups of every key scope; credential %q has key prefixes", r.Method, r.URL.EscapedPath(), p.Name)})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // writeUnauthenticated answers 401 unauthenticated with err's message and
 // the challenges.
 func (s *Server) writeUnauthenticated(w http.ResponseWriter, r *http.Request, err error) {

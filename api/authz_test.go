@@ -303,3 +303,25 @@ func FuzzHostOrigin(f *testing.F) {
 		}
 	})
 }
+
+// TestScopedMetrics: GET /metrics answers for every scope at once (its
+// txlog_consumer_lag series name every consumer group), so a credential
+// with key prefixes is refused it; one without reads it, and so does anyone
+// when --metrics-open opens it.
+func TestScopedMetrics(t *testing.T) {
+	srv := NewServer(worldConfig(true, nil), newWorld())
+	for tok, want := range map[string]int{"read": 200, "admin": 200, "ral": 403, "wal": 403, "admal": 403, "wal-bo": 403} {
+		rec := ask(t, srv, "GET", "/metrics", "", tok)
+		if rec.Code != want {
+			t.Errorf("GET /metrics as %s = %d %s, want %d", tok, rec.Code, rec.Body, want)
+		}
+		if want == 403 && (errorOf(t, rec).Code != wire.CodeForbidden || !strings.Contains(rec.Body.String(), "key prefixes")) {
+			t.Errorf("GET /metrics as %s = %s, want forbidden saying why", tok, rec.Body)
+		}
+	}
+	cfg := worldConfig(true, nil)
+	cfg.MetricsOpen = true
+	if rec := ask(t, NewServer(cfg, newWorld()), "GET", "/metrics", "", "ral"); rec.Code != 200 {
+		t.Errorf("GET /metrics open, as a scoped reader = %d %s, want 200", rec.Code, rec.Body)
+	}
+}

@@ -234,6 +234,9 @@ func (h *logHandlers) handleLog(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), rd.wait+h.cfg.DefaultTimeout)
 	defer cancel()
 	page, err := h.readLog(ctx, rd)
+	if err == nil && rd.wait > 0 && !h.credentialHolds(r) {
+		err = errCredentialGone()
+	}
 	if err != nil {
 		h.writeLogError(w, err)
 		return
@@ -264,7 +267,10 @@ func (h *logHandlers) writeLogError(w http.ResponseWriter, err error) {
 // no more than a page; one that takes longer than logStreamWriteTimeout for
 // a page is cut off. A comment line goes out every Config.logHeartbeat while
 // idle. Once the events started, an error ends the stream; the reader
-// reconnects with Last-Event-ID and gets the error as an answer.
+// reconnects with Last-Event-ID and gets the error as an answer. So does a
+// credential that no longer holds (credentialHolds, asked before each page
+// and each heartbeat): a token removed from the auth file reads nothing
+// more, and its reconnect gets 401.
 func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 	q, err := parseQuery(r, "from", "prefix")
 	if err != nil {
@@ -315,6 +321,9 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-changed:
 			case <-beat.C:
+				if !h.credentialHolds(r) {
+					return
+				}
 				buf = append(buf, ": heartbeat\n\n"...)
 				continue
 			case <-h.done:
@@ -322,6 +331,9 @@ func (h *logHandlers) handleLogStream(w http.ResponseWriter, r *http.Request) {
 			case <-ctx.Done():
 				return
 			}
+		}
+		if !h.credentialHolds(r) {
+			return
 		}
 		rd.from = next
 		changed = h.applied()

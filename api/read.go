@@ -31,6 +31,9 @@ func serveRead[A, R any](a *answers, w http.ResponseWriter, r *http.Request, par
 	ctx, cancel := context.WithTimeout(r.Context(), wait+a.cfg.DefaultTimeout)
 	defer cancel()
 	res, err := call(ctx, x)
+	if err == nil && wait > 0 && !a.credentialHolds(r) {
+		err = errCredentialGone()
+	}
 	if err != nil {
 		a.writeError(w, err)
 		return

@@ -303,7 +303,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 		on("/v1/internal/propose", accessOpen, tx.handlePropose).Methods(http.MethodPost)
 	}
 	if m := s.cfg.MetricsHandler; m != nil {
-		on("/metrics", s.openIf(s.cfg.MetricsOpen), m.ServeHTTP).Methods(http.MethodGet)
+		on("/metrics", s.openIf(s.cfg.MetricsOpen), s.unscoped(m).ServeHTTP).Methods(http.MethodGet)
 	}
 
 	if d := s.cfg.Dashboard; d != nil {
