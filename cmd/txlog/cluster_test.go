@@ -53,6 +53,27 @@ func TestCommandsAgainstCluster(t *testing.T) {
 	}
 	run(exitPending, "submit", "--ack", "accepted", "later", "1")
 
+	// watch prints the changes of a key as they commit, from now on.
+	wctx, wcancel := context.WithCancel(ctx)
+	var wout syncBuffer
+	wc := &cli{stdout: &wout, stderr: &syncBuffer{}, lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	wdone := make(chan error, 1)
+	go func() { wdone <- wc.run(wctx, []string{"watch", "--print-value-only", "watched"}) }()
+	if err := launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
+		run(exitOK, "submit", "watched/not", "0") // under the key as a prefix: not printed
+		run(exitOK, "submit", "watched", "1")
+		if !strings.Contains(wout.String(), "1\n") {
+			return fmt.Errorf("watch printed %q", wout.String())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wcancel()
+	if err := <-wdone; err != nil || strings.Contains(wout.String(), "0") {
+		t.Fatalf("watch = %v, printed %q; want only the values of key watched", err, wout.String())
+	}
+
 	// Status, members, health.
 	run(exitOK, "status")
 	run(exitOK, "endpoint", "health")
