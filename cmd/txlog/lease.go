@@ -415,18 +415,24 @@ func (c *cli) runExclusive(ctx context.Context, argv []string, name string, toke
 		return childExit(argv[0], err)
 	case <-ctx.Done():
 	}
-	if errors.Is(context.Cause(ctx), lease.ErrLost) {
+	lost := errors.Is(context.Cause(ctx), lease.ErrLost)
+	if lost {
 		grace = min(grace, margin/2)
 		fmt.Fprintf(c.stderr, "txlog: lease %q lost; stopping %s\n", name, argv[0])
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
+	var werr error
 	select {
-	case <-exited:
+	case werr = <-exited:
 	case <-t.C:
 		cmd.Process.Kill()
-		<-exited
+		werr = <-exited
 	}
-	return context.Cause(ctx)
+	if lost || werr == nil {
+		return context.Cause(ctx)
+	}
+	// Stopped because txlog was (Ctrl-C, SIGTERM): exit as the command did.
+	return childExit(argv[0], werr)
 }

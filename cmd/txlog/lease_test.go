@@ -226,6 +226,33 @@ func TestExclusive(t *testing.T) {
 	}
 }
 
+// TestExclusiveInterrupted: a Ctrl-C reaches the command as SIGTERM, and
+// txlog exits with the status the command exits with then.
+func TestExclusiveInterrupted(t *testing.T) {
+	f := newFakeLeases()
+	env := map[string]string{targetsEnv: serveLeases(t, f)}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	var stdout, stderr syncBuffer
+	c := &cli{stdout: &stdout, stderr: &stderr, lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	done := make(chan int, 1)
+	go func() {
+		done <- report(c.run(ctx, []string{"exclusive", "--lease", "jobs/i", "--", "sh", "-c", `trap 'exit 9' TERM; echo started; while :; do sleep 0.05; done`}), &stderr)
+	}()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(stdout.String(), "started") {
+		select {
+		case <-deadline:
+			t.Fatalf("the command did not start; stderr %q", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel() // Ctrl-C
+	if code := <-done; code != 9 {
+		t.Fatalf("exit %d after Ctrl-C, want 9, the command's; stderr %q", code, stderr.String())
+	}
+}
+
 // TestExclusiveStopsOnLoss: a fenced renewal stops the command (SIGTERM)
 // long before it would have ended, and txlog exits with the loss.
 func TestExclusiveStopsOnLoss(t *testing.T) {
