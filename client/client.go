@@ -50,6 +50,10 @@ type ClientConfig struct {
 	// LookupWait is how long the server may wait for a transaction to resolve
 	// when Submit looks up one whose outcome is unknown. Default 1s.
 	LookupWait time.Duration
+	// FollowTimeout, when set, ends a Follow that no node has answered for
+	// this long: no stream opened since it started or since its last stream
+	// broke. Default 0: Follow tries again until ctx ends.
+	FollowTimeout time.Duration
 }
 
 // Defaults of ClientConfig.
@@ -72,7 +76,7 @@ func (c ClientConfig) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"Timeout", c.Timeout}, {"AttemptTimeout", c.AttemptTimeout}, {"MinBackoff", c.MinBackoff}, {"MaxBackoff", c.MaxBackoff}, {"LookupWait", c.LookupWait}} {
+	}{{"Timeout", c.Timeout}, {"AttemptTimeout", c.AttemptTimeout}, {"MinBackoff", c.MinBackoff}, {"MaxBackoff", c.MaxBackoff}, {"LookupWait", c.LookupWait}, {"FollowTimeout", c.FollowTimeout}} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s, want >= 0", d.name, d.v))
 		}
@@ -134,6 +138,11 @@ type conn struct {
 	// Invariant: preferred < len(endpoints) or endpoints is empty.
 	endpoints []string
 	preferred int
+	// down holds the endpoints whose last exchange got no answer; next
+	// passes over them while another endpoint is not down.
+	down map[string]bool
+	// answered holds the endpoints that answered at least once.
+	answered map[string]bool
 }
 
 // NewClient returns a Client. It fills in the defaults of cfg on its own copy;
@@ -193,22 +202,85 @@ func (c *Client) Endpoints() []string {
 	return out
 }
 
-// first returns the endpoint to try first.
+// first returns the endpoint to try first: the preferred one unless it is
+// down and another is not.
 func (c *conn) first() (string, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if len(c.endpoints) == 0 {
+		c.mu.Unlock()
 		return "", errors.New("api client: no endpoints")
 	}
-	return c.endpoints[c.preferred], nil
+	p := c.endpoints[c.preferred]
+	c.mu.Unlock()
+	if c.isDown(p) {
+		return c.next(p), nil
+	}
+	return p, nil
 }
 
-// next returns the endpoint after base.
+// isDown reports whether base's last exchange got no answer.
+func (c *conn) isDown(base string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.down[base]
+}
+
+// next returns the endpoint after base that is not down, or the one after
+// base when every other is down.
 func (c *conn) next(base string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i := slices.Index(c.endpoints, base)
-	return c.endpoints[(i+1)%len(c.endpoints)] // i == -1 gives the first
+	i := slices.Index(c.endpoints, base) // -1 starts at the first
+	n := len(c.endpoints)
+	for k := 1; k <= n; k++ {
+		if e := c.endpoints[(i+k+n)%n]; e != base && !c.down[e] {
+			return e
+		}
+	}
+	return c.endpoints[(i+1)%n]
+}
+
+// setDown records whether base's last exchange got no answer.
+func (c *conn) setDown(base string, down bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.down == nil {
+		c.down = map[string]bool{}
+	}
+	if down {
+		c.down[base] = true
+		return
+	}
+	delete(c.down, base)
+	if c.answered == nil {
+		c.answered = map[string]bool{}
+	}
+	c.answered[base] = true
+}
+
+// Answered reports whether the endpoint base answered this Client at least
+// once.
+func (c *Client) Answered(base string) bool {
+	cn := c.conn
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.answered[base]
+}
+
+// Down returns the endpoints whose last exchange with this Client got no
+// answer (a refused or broken connection, or none within the time), so that
+// a tool can try them last the next time.
+func (c *Client) Down() []string {
+	cn := c.conn
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	var out []string
+	for _, e := range cn.endpoints {
+		if cn.down[e] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // prefer makes base the endpoint to try first, adding it when it is new.

@@ -15,7 +15,9 @@
 //     node.
 //   - exchange.go: conn's exchanges: one HTTP exchange, its classification
 //     through wire's code table, and failover with backoff between
-//     endpoints; TransportError for a request that got no answer,
+//     endpoints, passing over the endpoints whose last exchange got no
+//     answer while another has not failed (Client.Down tells a tool which,
+//     so that it can try them last next time); TransportError for a request that got no answer,
 //     HandshakeError for a TLS handshake that failed (never retried); the
 //     token of ClientConfig on every request.
 //   - tls.go: TLSConfig, the ClientConfig.TLS of a CA file and a client
@@ -27,7 +29,9 @@
 //   - consumers.go: the consumer-group calls: CommitOffset, ResetOffset,
 //     Consumer, Consumers (docs/api.md, Consumers).
 //   - follow.go: Log, LogWait, and Follow, a reader of GET /v1/log/stream
-//     that resumes with Last-Event-ID on any node (docs/consuming.md).
+//     that resumes with Last-Event-ID on any node (docs/consuming.md), and
+//     ends with ErrNoAnswer once no node has answered for
+//     ClientConfig.FollowTimeout, when that is set.
 //
 // # What it must not import
 //

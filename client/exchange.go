@@ -56,6 +56,7 @@ func (e *TransportError) Unwrap() error { return e.err }
 
 // roundTrip sends req to base once and reads the whole answer.
 func (c *conn) roundTrip(ctx context.Context, base string, req request) (answer, error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout+req.serverTime)
 	defer cancel()
 	u := base + req.path
@@ -80,13 +81,21 @@ func (c *conn) roundTrip(ctx context.Context, base string, req request) (answer,
 	c.authorize(hr)
 	resp, err := c.hc.Do(hr)
 	if err != nil {
-		return answer{}, transportError(base, err)
+		err = transportError(base, err)
+		if _, ok := errors.AsType[*TransportError](err); ok && parent.Err() == nil {
+			c.setDown(base, true) // not when the caller gave up first
+		}
+		return answer{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes+1))
 	if err != nil {
+		if parent.Err() == nil {
+			c.setDown(base, true)
+		}
 		return answer{}, &TransportError{endpoint: base, err: fmt.Errorf("read answer: %w", err), sent: true}
 	}
+	c.setDown(base, false)
 	if len(b) > MaxAnswerBytes {
 		return answer{}, &TransportError{endpoint: base, err: fmt.Errorf("answer longer than %d bytes", MaxAnswerBytes), sent: true}
 	}

@@ -84,13 +84,18 @@ func (c *logs) Follow(ctx context.Context, from uint64, prefix string, fn func(w
 	}
 	f := follow{c: c.conn, prefix: prefix, fn: fn, last: max(from, 1) - 1}
 	var lastErr error
+	f.since = time.Now()
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			if err := c.pause(ctx, attempt); err != nil {
+			if err := f.pause(ctx, attempt); err != nil {
+				if ctx.Err() == nil {
+					return f.noAnswer(lastErr)
+				}
 				return giveUp(lastErr, err)
 			}
 		}
 		before := f.last
+		f.connected = false
 		err := f.stream(ctx, base)
 		var se *streamError
 		switch {
@@ -98,6 +103,11 @@ func (c *logs) Follow(ctx context.Context, from uint64, prefix string, fn func(w
 			return ctx.Err()
 		case errors.As(err, &se):
 			return se.err
+		}
+		if f.connected {
+			f.since = time.Now() // a node answered: the time without one starts again
+		} else if f.expired() {
+			return f.noAnswer(err)
 		}
 		if f.last > before {
 			attempt = 0 // it made progress: retry soon, on the same node
@@ -108,12 +118,45 @@ func (c *logs) Follow(ctx context.Context, from uint64, prefix string, fn func(w
 	}
 }
 
+// ErrNoAnswer ends a Follow that no node answered for ClientConfig's
+// FollowTimeout.
+var ErrNoAnswer = errors.New("no node answered")
+
+// noAnswer is the error of a Follow that no node answered in time.
+func (f *follow) noAnswer(last error) error {
+	if last == nil {
+		return fmt.Errorf("%w for %v", ErrNoAnswer, f.c.cfg.FollowTimeout)
+	}
+	return fmt.Errorf("%w for %v: %w", ErrNoAnswer, f.c.cfg.FollowTimeout, last)
+}
+
+// expired reports whether no node has answered for FollowTimeout.
+func (f *follow) expired() bool {
+	return f.c.cfg.FollowTimeout > 0 && time.Since(f.since) >= f.c.cfg.FollowTimeout
+}
+
+// pause is conn.pause, cut short (with an error) when FollowTimeout runs out
+// first.
+func (f *follow) pause(ctx context.Context, attempt int) error {
+	if f.c.cfg.FollowTimeout <= 0 {
+		return f.c.pause(ctx, attempt)
+	}
+	pctx, cancel := context.WithDeadline(ctx, f.since.Add(f.c.cfg.FollowTimeout))
+	defer cancel()
+	return f.c.pause(pctx, attempt)
+}
+
 // follow is one Follow: where it is, and what it calls.
 type follow struct {
 	c      *conn
 	prefix string
 	fn     func(wire.LogEntry) error
 	last   uint64 // the index of the last entry fn got; 0 for none
+	// since is when the time without an answer started: Follow's start, or
+	// the end of the last stream a node opened. connected is true once the
+	// current stream was opened.
+	since     time.Time
+	connected bool
 }
 
 // streamError ends a Follow: an error of fn, of the server's that retrying
@@ -126,7 +169,11 @@ func (e *streamError) Error() string { return e.err.Error() }
 func (f *follow) stream(ctx context.Context, base string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	idle := time.AfterFunc(f.c.cfg.AttemptTimeout+FollowIdleTimeout, cancel)
+	open := f.c.cfg.AttemptTimeout + FollowIdleTimeout
+	if ft := f.c.cfg.FollowTimeout; ft > 0 {
+		open = min(open, max(time.Until(f.since.Add(ft)), time.Millisecond))
+	}
+	idle := time.AfterFunc(open, cancel)
 	defer idle.Stop()
 	q := url.Values{"from": {strconv.FormatUint(f.last+1, 10)}}
 	if f.prefix != "" {
@@ -148,9 +195,11 @@ func (f *follow) stream(ctx context.Context, base string) error {
 		if _, ok := errors.AsType[*HandshakeError](err); ok {
 			return &streamError{err}
 		}
+		f.c.setDown(base, true)
 		return err
 	}
 	defer resp.Body.Close()
+	f.c.setDown(base, false)
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
 		code, aerr := classify(answer{status: resp.StatusCode, body: b})
@@ -159,6 +208,7 @@ func (f *follow) stream(ctx context.Context, base string) error {
 		}
 		return &streamError{aerr}
 	}
+	f.connected = true
 	idle.Reset(FollowIdleTimeout)
 	err = readEvents(resp.Body, func() { idle.Reset(FollowIdleTimeout) }, f.event)
 	if err == nil {

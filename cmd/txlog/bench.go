@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -135,7 +136,6 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	cmd.StringVar(&b.ack, "ack", wire.AckQuorum, "acknowledgement level: quorum, all or accepted")
 	cmd.IntVar(&b.batch, "batch", 0, "transactions per POST /v1/tx/batch request; 0 or 1 sends each alone to POST /v1/tx")
 	cmd.IntVar(&b.keys, "keys", benchDefaultKeys, "number of distinct keys; few keys make contention")
-	cmd.DurationVar(&b.timeout, "timeout", wire.DefaultTimeout, "the server's timeout of each request")
 	cmd.StringVar(&b.httpClient, "http-client", benchHTTPRaw, "how the load generator speaks HTTP: raw (one keep-alive connection per client and target, read and written on the client's goroutine; http:// targets) or net/http (Go's http.Client)")
 	cmd.DurationVar(&b.progress, "progress", time.Second, "interval of progress lines on stderr (on a terminal: the longest between redraws of the progress bar); 0 turns them off")
 	cmd.BoolVar(&b.json, "json", false, "print the summary as one JSON object")
@@ -151,7 +151,7 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	if len(pos) > 0 {
 		return b, usagef("bench takes no arguments, got %q (txlogd flags go after --)", pos)
 	}
-	b.n, b.txlogdArgs = n, extra
+	b.n, b.txlogdArgs, b.timeout = n, extra, *cmd.timeout
 	if b.batch == 0 {
 		b.batch = 1
 	}
@@ -286,9 +286,32 @@ func (c *cli) bench(ctx context.Context, args []string) error {
 		return err
 	}
 	if cfg.json {
-		return printJSON(c.stdout, res)
+		err = printJSON(c.stdout, res)
+	} else {
+		err = res.print(c.stdout)
 	}
-	return res.print(c.stdout)
+	if err != nil {
+		return err
+	}
+	return res.failure()
+}
+
+// failure is the error of a run in which requests or transactions failed, or
+// none succeeded: bench then exits 1.
+func (res *benchResult) failure() error {
+	var n int64
+	var kinds []string
+	for _, k := range slices.Sorted(maps.Keys(res.Errors)) {
+		n += res.Errors[k]
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, res.Errors[k]))
+	}
+	switch {
+	case n > 0:
+		return fmt.Errorf("bench: %d failed (%s), %d transactions succeeded", n, strings.Join(kinds, ", "), res.Txs)
+	case res.Txs == 0:
+		return errors.New("bench: no transaction succeeded")
+	}
+	return nil
 }
 
 // benchCluster starts a fresh cluster for --local in a new directory and waits

@@ -259,8 +259,9 @@ func TestBenchAgainstFake(t *testing.T) {
 		t.Run(hc, func(t *testing.T) {
 			r := runCLI(t, testCtx(t), nil, "bench", "--targets", url+","+url, "--clients", "2", "--n", "40",
 				"--ack", "all", "--json", "--progress", "0", "--http-client", hc)
-			if r.code != 0 {
-				t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+			// Requests failed (no_leader): the summary is printed and bench exits 1.
+			if r.code != exitFailed || !strings.Contains(r.stderr, "no_leader") {
+				t.Fatalf("exit %d; stderr:\n%s\nwant 1 and the failures", r.code, r.stderr)
 			}
 			var res benchResult
 			if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -306,8 +307,8 @@ func TestBenchOverTLS(t *testing.T) {
 				bad.Store(0)
 				r := runCLI(t, testCtx(t), map[string]string{tokenEnv: tc.token}, "bench", "--targets", strings.TrimPrefix(srv.URL, "https://"),
 					"--cacert", f.ca, "--cert", f.cert, "--key", f.key, "--clients", "2", "--n", "20", "--json", "--progress", "0", "--http-client", hc)
-				if r.code != 0 {
-					t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+				if want := map[bool]int{true: exitOK, false: exitFailed}[tc.wantErr == ""]; r.code != want {
+					t.Fatalf("exit %d, want %d; stderr:\n%s", r.code, want, r.stderr)
 				}
 				var res benchResult
 				if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {

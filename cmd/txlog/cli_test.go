@@ -233,8 +233,9 @@ func TestSubmit(t *testing.T) {
 	if gotTx.IdempotencyKey == "" {
 		t.Error("server got no idempotency key; the client should make one")
 	}
-	if gotOpts.Ack != wire.AckAll || gotOpts.Timeout != 2*time.Second {
-		t.Errorf("server got options %+v, want ack all, timeout 2s", gotOpts)
+	// --timeout bounds the whole call: the server's timeout fits inside it.
+	if gotOpts.Ack != wire.AckAll || gotOpts.Timeout > 2*time.Second || gotOpts.Timeout < time.Second {
+		t.Errorf("server got options %+v, want ack all, a timeout within --timeout 2s", gotOpts)
 	}
 	var res wire.TxResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
@@ -245,13 +246,44 @@ func TestSubmit(t *testing.T) {
 	}
 }
 
-func TestSubmitRejectedIsNotAnError(t *testing.T) {
-	url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
-		return wire.TxResult{TxID: 1, Status: wire.StatusRejected, Conflict: &wire.Conflict{Key: "k", Expected: 2, Actual: 3}}, nil
-	}})
-	r := runCLI(t, testCtx(t), map[string]string{targetsEnv: url}, "submit", "--if-version", "2", "k", "v")
-	if r.code != 0 || !strings.Contains(r.stdout, `"status": "rejected"`) {
-		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit 0 and the rejection", r.code, r.stdout, r.stderr)
+// TestSubmitExitStatus: the exit status tells the result: rejected 3,
+// pending 4, unknown outcome 5; the result is printed for each.
+func TestSubmitExitStatus(t *testing.T) {
+	tests := []struct {
+		name     string
+		submit   func() (wire.TxResult, error)
+		args     []string
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{"rejected", func() (wire.TxResult, error) {
+			return wire.TxResult{TxID: 1, Status: wire.StatusRejected, Conflict: &wire.Conflict{Key: "k", Expected: 2, Actual: 3}}, nil
+		}, []string{"--if-version", "2"}, exitRejected, `"status": "rejected"`, `key "k": expected 2, found 3`},
+		{"pending", func() (wire.TxResult, error) {
+			return wire.TxResult{TxID: 1, Status: wire.StatusPending}, nil
+		}, []string{"--ack", "accepted"}, exitPending, `"status": "pending"`, "pending"},
+		{"unknown outcome", func() (wire.TxResult, error) {
+			return wire.TxResult{}, wire.ErrUnknownOutcome
+		}, []string{"--timeout", "1s"}, exitUnknown, `"status": "unknown"`, "outcome unknown"},
+		{"committed", func() (wire.TxResult, error) {
+			return wire.TxResult{TxID: 1, Status: wire.StatusCommitted, Index: 3}, nil
+		}, nil, exitOK, `"status": "committed"`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := serve(t, &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+				return tt.submit()
+			}})
+			args := append([]string{"submit", "k", "v"}, tt.args...)
+			r := runCLI(t, testCtx(t), map[string]string{targetsEnv: url}, args...)
+			if r.code != tt.wantCode || !strings.Contains(r.stdout, tt.wantOut) || !strings.Contains(r.stderr, tt.wantErr) {
+				t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s\nwant exit %d, %q and %q", r.code, r.stdout, r.stderr, tt.wantCode, tt.wantOut, tt.wantErr)
+			}
+			if strings.Count(r.stderr, "\n") > 1 {
+				t.Errorf("stderr %q: want at most one line", r.stderr)
+			}
+		})
 	}
 }
 
@@ -314,8 +346,8 @@ func TestStatus(t *testing.T) {
 	dead := deadURL(t)
 
 	r := runCLI(t, ctx, nil, "status", "--targets", strings.Join([]string{dead, n2, n1}, ","))
-	if r.code != 0 {
-		t.Fatalf("exit %d; stderr:\n%s", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, "unreachable: "+dead) || strings.Contains(r.stderr, "no leader") {
+		t.Fatalf("exit %d; stderr:\n%s\nwant exit 1 naming the unreachable target", r.code, r.stderr)
 	}
 	lines := strings.Split(r.stdout, "\n")
 	for i, want := range []string{"NODE", "n1  ", "n2  ", "n3  ", "?  "} {
@@ -330,9 +362,18 @@ func TestStatus(t *testing.T) {
 	}
 
 	r = runCLI(t, ctx, nil, "status", "--json", "--targets", n1)
+	if r.code != 0 {
+		t.Fatalf("status of a healthy cluster: exit %d; stderr:\n%s", r.code, r.stderr)
+	}
 	var views []nodeView
 	if err := json.Unmarshal([]byte(r.stdout), &views); err != nil || len(views) != 2 || views[0].Status.ID != "n1" {
 		t.Fatalf("--json printed %s (%v), want n1 and the discovered n3", r.stdout, err)
+	}
+
+	// A cluster without a leader.
+	lone := serve(t, &fakeBackend{ClusterFunc: clusterStatus("n1", "candidate", "")})
+	if r = runCLI(t, ctx, nil, "status", "--targets", lone); r.code != 1 || !strings.Contains(r.stderr, "no leader known") {
+		t.Fatalf("status without a leader: exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 
 	r = runCLI(t, ctx, nil, "status", "--targets", dead)

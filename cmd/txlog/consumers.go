@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"strconv"
+	"time"
 
 	"github.com/txlog/txlog/api/wire"
 )
@@ -11,12 +14,16 @@ import (
 func (c *cli) consumers(ctx context.Context, args []string) error {
 	cmd := c.command("consumers", "[flags] [GROUP]")
 	targets := cmd.targets()
+	out := cmd.output(outputJSON)
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 1 {
 		return usagef("consumers takes at most one GROUP, got %d arguments", len(pos))
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
 	}
 	cl, err := cmd.newClient(*targets)
 	if err != nil {
@@ -27,6 +34,9 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("consumer group %q: %w", pos[0], err)
 		}
+		if *out == outputTable {
+			return printGroups(c.stdout, []wire.ConsumerGroup{g})
+		}
 		return printJSON(c.stdout, g)
 	}
 	gs, err := cl.Consumers(ctx)
@@ -36,5 +46,16 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 	if gs == nil {
 		gs = []wire.ConsumerGroup{}
 	}
+	if *out == outputTable {
+		return printGroups(c.stdout, gs)
+	}
 	return printJSON(c.stdout, wire.ConsumerList{Consumers: gs})
+}
+
+// printGroups writes consumer groups as a table.
+func printGroups(w io.Writer, gs []wire.ConsumerGroup) error {
+	return printTable(w, []string{"GROUP", "OFFSET", "LAG", "UPDATED"}, len(gs), func(i int) []string {
+		g := gs[i]
+		return []string{g.Group, strconv.FormatUint(g.Offset, 10), strconv.FormatUint(g.Lag, 10), g.UpdatedAt.Format(time.RFC3339)}
+	})
 }

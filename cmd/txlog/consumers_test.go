@@ -48,6 +48,12 @@ func TestConsumersCommand(t *testing.T) {
 	if r = runCLI(t, ctx, env, "consumers", "nobody"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
 		t.Fatalf("consumers nobody: exit %d; stderr %s", r.code, r.stderr)
 	}
+	if r = runCLI(t, ctx, env, "consumers", "-o", "table"); r.code != 0 || !strings.HasPrefix(r.stdout, "GROUP") || strings.Count(r.stdout, "\n") != 3 {
+		t.Fatalf("consumers -o table: exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+	if r = runCLI(t, ctx, env, "consumers", "-o", "yaml"); r.code != 2 || !strings.Contains(r.stderr, `-o "yaml"`) {
+		t.Fatalf("consumers -o yaml: exit %d; stderr %s", r.code, r.stderr)
+	}
 	if r = runCLI(t, ctx, env, "consumers", "a", "b"); r.code != 2 || !strings.Contains(r.stderr, "at most one GROUP") {
 		t.Fatalf("consumers a b: exit %d; stderr %s", r.code, r.stderr)
 	}

@@ -160,7 +160,7 @@ func TestLeaseCommands(t *testing.T) {
 		t.Fatalf("acquire: exit %d %+v; stderr %s", r.code, res, r.stderr)
 	}
 	r = runCLI(t, ctx, env, "lease", "acquire", "--holder", "b", "jobs/settle")
-	if l := decodeOut[wire.Lease](t, r); r.code != 1 || l.Holder != "a" || !strings.Contains(r.stderr, "lease_held") {
+	if l := decodeOut[wire.Lease](t, r); r.code != exitRejected || l.Holder != "a" || !strings.Contains(r.stderr, "lease_held") {
 		t.Fatalf("acquire by b: exit %d %+v; stderr %s", r.code, l, r.stderr)
 	}
 	if r = runCLI(t, ctx, env, "lease", "renew", "--holder", "a", "--token", "11", "jobs/settle"); r.code != 0 {
@@ -172,8 +172,12 @@ func TestLeaseCommands(t *testing.T) {
 	if r = runCLI(t, ctx, env, "lease", "list"); r.code != 0 || len(decodeOut[wire.LeaseList](t, r).Leases) != 1 {
 		t.Fatalf("list: exit %d %s; stderr %s", r.code, r.stdout, r.stderr)
 	}
-	if r = runCLI(t, ctx, env, "lease", "release", "--holder", "a", "--token", "10", "jobs/settle"); r.code != 1 || !strings.Contains(r.stderr, "fenced") {
+	if r = runCLI(t, ctx, env, "lease", "release", "--holder", "a", "--token", "10", "jobs/settle"); r.code != exitRejected || !strings.Contains(r.stderr, "fenced") ||
+		!strings.Contains(r.stderr, "the token does not match") {
 		t.Fatalf("stale release: exit %d; stderr %s", r.code, r.stderr)
+	}
+	if r = runCLI(t, ctx, env, "lease", "renew", "--holder", "z", "--token", "11", "jobs/settle"); r.code != exitRejected || !strings.Contains(r.stderr, "the holder does not match") {
+		t.Fatalf("renew by another holder: exit %d; stderr %s", r.code, r.stderr)
 	}
 	if r = runCLI(t, ctx, env, "lease", "release", "--holder", "a", "--token", "11", "jobs/settle"); r.code != 0 {
 		t.Fatalf("release: exit %d; stderr %s", r.code, r.stderr)
@@ -206,9 +210,46 @@ func TestExclusive(t *testing.T) {
 	if n, _ := f.state(); n != 0 {
 		t.Fatalf("%d leases after the command ended, want it released", n)
 	}
-	r = runCLI(t, testCtx(t), env, "exclusive", "--lease", "jobs/cron", "--", "sh", "-c", "exit 3")
-	if n, _ := f.state(); r.code != 1 || !strings.Contains(r.stderr, "exit status 3") || n != 0 {
+	r = runCLI(t, testCtx(t), env, "exclusive", "--lease", "jobs/cron", "--", "sh", "-c", "exit 7")
+	if n, _ := f.state(); r.code != 7 || !strings.Contains(r.stderr, "exit status 7") || n != 0 {
 		t.Fatalf("failing command: exit %d, stderr %q, %d leases", r.code, r.stderr, n)
+	}
+	r = runCLI(t, testCtx(t), env, "exclusive", "--lease", "jobs/cron", "--", "sh", "-c", "kill -KILL $$")
+	if n, _ := f.state(); r.code != 128+9 || n != 0 {
+		t.Fatalf("killed command: exit %d, stderr %q, %d leases; want 137", r.code, r.stderr, n)
+	}
+	granted := func() uint64 { f.mu.Lock(); defer f.mu.Unlock(); return f.next }
+	before := granted()
+	r = runCLI(t, testCtx(t), env, "exclusive", "--lease", "jobs/cron", "--", "no-such-command-txlog")
+	if r.code != exitNotFound || !strings.Contains(r.stderr, "no-such-command-txlog") || granted() != before {
+		t.Fatalf("missing command: exit %d, stderr %q, tokens granted %d -> %d; want 127 before any acquire", r.code, r.stderr, before, granted())
+	}
+}
+
+// TestExclusiveInterrupted: a Ctrl-C reaches the command as SIGTERM, and
+// txlog exits with the status the command exits with then.
+func TestExclusiveInterrupted(t *testing.T) {
+	f := newFakeLeases()
+	env := map[string]string{targetsEnv: serveLeases(t, f)}
+	ctx, cancel := context.WithCancel(testCtx(t))
+	defer cancel()
+	var stdout, stderr syncBuffer
+	c := &cli{stdout: &stdout, stderr: &stderr, lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	done := make(chan int, 1)
+	go func() {
+		done <- report(c.run(ctx, []string{"exclusive", "--lease", "jobs/i", "--", "sh", "-c", `trap 'exit 9' TERM; echo started; while :; do sleep 0.05; done`}), &stderr)
+	}()
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(stdout.String(), "started") {
+		select {
+		case <-deadline:
+			t.Fatalf("the command did not start; stderr %q", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel() // Ctrl-C
+	if code := <-done; code != 9 {
+		t.Fatalf("exit %d after Ctrl-C, want 9, the command's; stderr %q", code, stderr.String())
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -24,6 +25,7 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	cmd := c.command("get", "[flags] KEY")
 	targets := cmd.targets()
 	consistency := cmd.String("consistency", wire.ConsistencyLinearizable, "linearizable, leader or stale")
+	valueOnly := cmd.Bool("print-value-only", false, "print the value alone, as JSON")
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
@@ -42,11 +44,23 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("get %q: %w", pos[0], err)
 	}
+	if *valueOnly {
+		return printValue(c.stdout, kv.Value)
+	}
 	return printJSON(c.stdout, kv)
 }
 
-// statusTimeout bounds how long status waits for one node.
-const statusTimeout = 3 * time.Second
+// printValue writes a JSON value on one line, compacted.
+func printValue(w io.Writer, v json.RawMessage) error {
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		b.Reset()
+		b.Write(v)
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}
 
 // nodeView is one node's answer to GET /v1/cluster, or why there is none.
 type nodeView struct {
@@ -56,9 +70,10 @@ type nodeView struct {
 }
 
 func (c *cli) status(ctx context.Context, args []string) error {
-	cmd := c.command("status", "[flags]")
+	cmd := c.command("status", "[flags]\n\nExits 1, naming them, when no node knows a leader or a member or target did not answer.")
 	targets := cmd.targets()
-	asJSON := cmd.Bool("json", false, "print each node's answer as JSON")
+	asJSON := cmd.Bool("json", false, "same as -o json")
+	out := cmd.output(outputTable)
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
@@ -66,13 +81,22 @@ func (c *cli) status(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("status takes no arguments, got %q", pos)
 	}
+	if *asJSON {
+		*out = outputJSON
+	}
+	if err := checkOutput(*out); err != nil {
+		return err
+	}
 	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}
+	// One deadline for both rounds: the targets, then the members they name.
+	ctx, cancel := context.WithTimeout(ctx, *cmd.timeout)
+	defer cancel()
 	eps := cl.Endpoints()
 	scheme, _, _ := strings.Cut(eps[0], "://")
-	views := askNodes(ctx, cl, eps)
+	views := askNodes(ctx, cl, eps, *cmd.timeout)
 	// Members the targets do not list but the nodes know an address of.
 	var more []string
 	for _, v := range views {
@@ -85,7 +109,7 @@ func (c *cli) status(ctx context.Context, args []string) error {
 			}
 		}
 	}
-	views = append(views, askNodes(ctx, cl, more)...)
+	views = append(views, askNodes(ctx, cl, more, *cmd.timeout)...)
 	slices.SortStableFunc(views, func(a, b nodeView) int {
 		// Nodes that answered first, by ID; then the rest by URL.
 		if (a.Status == nil) != (b.Status == nil) {
@@ -100,17 +124,49 @@ func (c *cli) status(ctx context.Context, args []string) error {
 		return cmp.Compare(a.URL, b.URL)
 	})
 
-	if *asJSON {
+	if *out == outputJSON {
 		if err := printJSON(c.stdout, views); err != nil {
 			return err
 		}
 	} else if err := printStatus(c.stdout, views); err != nil {
 		return err
 	}
+	return statusProblems(views)
+}
+
+// statusProblems returns the error of a status with a problem, nil without:
+// no node answered, no node knows a leader, or a target or a member with an
+// HTTP address (as the nodes that answered list them) did not answer.
+func statusProblems(views []nodeView) error {
 	if len(views) == 0 || views[0].Status == nil {
 		return errors.New("status: no node answered")
 	}
-	return nil
+	var problems []string
+	leader := ""
+	for _, v := range views {
+		if v.Status == nil {
+			continue
+		}
+		if leader == "" && v.Status.LeaderID != "" {
+			leader = v.Status.LeaderID
+		}
+	}
+	if leader == "" {
+		problems = append(problems, "no leader known")
+	}
+	var down []string
+	for _, v := range views {
+		if v.Status == nil {
+			down = append(down, fmt.Sprintf("%s (%s)", v.URL, v.Err))
+		}
+	}
+	if len(down) > 0 {
+		problems = append(problems, "unreachable: "+strings.Join(down, ", "))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return errors.New("status: " + strings.Join(problems, "; "))
 }
 
 // memberURL makes a base URL of a member's HTTP address ("" when it has none),
@@ -127,12 +183,12 @@ func memberURL(scheme, addr string) string {
 }
 
 // askNodes asks every node in urls, in parallel, for its view of the cluster.
-func askNodes(ctx context.Context, cl *client.Client, urls []string) []nodeView {
+func askNodes(ctx context.Context, cl *client.Client, urls []string, timeout time.Duration) []nodeView {
 	views := make([]nodeView, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, statusTimeout)
+			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			views[i].URL = u
 			st, err := cl.ClusterFrom(ctx, u)
@@ -211,7 +267,7 @@ func (c *cli) log(ctx context.Context, args []string) error {
 	targets := cmd.targets()
 	from := cmd.Uint64("from", 1, "first Raft index to print")
 	limit := cmd.Int("limit", 100, "entries per request; without --follow, txlog prints one request's worth")
-	follow := cmd.Bool("follow", false, "keep printing entries as they commit, until Ctrl-C (GET /v1/log/stream)")
+	follow := cmd.Bool("follow", false, "keep printing entries as they commit, until Ctrl-C (GET /v1/log/stream); fails once no node has answered for --timeout")
 	prefix := cmd.String("prefix", "", "only entries that touch a key with this prefix")
 	pos, err := cmd.parse(args)
 	if err != nil {

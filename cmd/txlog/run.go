@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/txlog/txlog/chaos"
 	"github.com/txlog/txlog/client"
@@ -29,29 +31,6 @@ const (
 	keyEnv    = "TXLOG_KEY"
 )
 
-const usageText = `usage: txlog COMMAND [flags] [args]
-
-Commands:
-  local    run a cluster of txlogd processes on this machine until Ctrl-C
-  chaos    inject faults under load and check that nothing was lost
-  submit   run a transaction and print its result
-  get      read a key
-  status   show each node's view of the cluster
-  log      print committed transactions
-  lease    acquire, renew, release, get, list or watch a lease
-  consumers  list the consumer groups' committed offsets, or show one: txlog consumers [GROUP]
-  exclusive  run a command only while holding a lease:
-           txlog exclusive --lease NAME --ttl 5s -- CMD ARGS...
-  help     print this text
-
-submit, get, status, log, lease, consumers, exclusive and bench take --targets URL,URL,... (default $TXLOG_TARGETS,
-else ` + defaultTargets + `), and for a secured cluster (txlog local --tls) --token (env TXLOG_TOKEN),
---cacert (env TXLOG_CACERT), --cert and --key (or --cert-key; env TXLOG_CERT, TXLOG_KEY) with https://
-targets. Where a command has a --token or --key of its own (lease renew|release, submit), they are
---auth-token and --cert-key.
-Run 'txlog COMMAND -h' for a command's flags.
-`
-
 // usageError is a command line txlog cannot run; it exits with status 2.
 type usageError struct{ msg string }
 
@@ -65,6 +44,7 @@ func usagef(format string, args ...any) error {
 type cli struct {
 	stdout, stderr io.Writer
 	lookupEnv      func(string) (string, bool)
+	clients        []*client.Client // made by newClient; their endpoints' state is saved at the end (endpoints.go)
 }
 
 // run runs the command line args (without the program name).
@@ -75,49 +55,120 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func (c *cli) run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(c.stderr, usageText)
+		c.printHelp(c.stderr)
 		return usagef("no command given")
 	}
 	name, rest := args[0], args[1:]
 	switch name {
-	case "local":
-		return c.local(ctx, rest)
-	case "chaos":
-		return c.chaos(ctx, rest)
-	case "submit":
-		return c.submit(ctx, rest)
-	case "get":
-		return c.get(ctx, rest)
-	case "status":
-		return c.status(ctx, rest)
-	case "log":
-		return c.log(ctx, rest)
-	case "bench":
-		return c.bench(ctx, rest)
-	case "lease":
-		return c.lease(ctx, rest)
-	case "consumers":
-		return c.consumers(ctx, rest)
-	case "exclusive":
-		return c.exclusive(ctx, rest)
-	case "chaos-contender": // hidden: a lease contender that `txlog chaos` starts
-		return chaos.ContenderMain(ctx, rest, c.stderr)
-	case "chaos-consumer": // hidden: a consumer of the chaos consumer workload
-		return chaos.ConsumerProcMain(ctx, rest, c.stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(c.stdout, usageText)
+		c.printHelp(c.stdout)
 		return nil
-	default:
-		return usagef("unknown command %q", name)
+	case "version", "--version", "-version":
+		return c.version(rest)
+	}
+	if e := findCommand(name); e != nil {
+		err := e.run(c, ctx, rest)
+		c.saveDown()
+		return err
+	}
+	return usagef("unknown command %q", name)
+}
+
+// entry is one command of txlog: its name, its synopsis as `txlog help`
+// shows it (the words after "txlog NAME"; a command's -h starts with the
+// same), a line saying what it does, and the function that runs it.
+type entry struct {
+	name     string
+	synopsis string
+	summary  string
+	run      func(c *cli, ctx context.Context, args []string) error
+	subs     []string // its subcommands, for completion
+	hidden   bool     // run by txlog itself, not listed
+}
+
+// commands is txlog's command table: help, completion and the dispatch of
+// run come from it. One line per command. It is filled in by init, as help
+// and completion read it.
+var commands []entry
+
+func init() {
+	commands = []entry{
+		{name: "local", synopsis: "[flags] [-- TXLOGD-FLAGS...]", summary: "run a cluster of txlogd processes on this machine until Ctrl-C", run: (*cli).local},
+		{name: "submit", synopsis: "[flags] KEY VALUE | --delete KEY | --tx JSON", summary: "run a transaction and print its result", run: (*cli).submit},
+		{name: "get", synopsis: "[flags] KEY", summary: "read a key", run: (*cli).get},
+		{name: "watch", synopsis: "[flags] KEY | --prefix P", summary: "print each committed change of a key, or of the keys under a prefix", run: (*cli).watch},
+		{name: "status", synopsis: "[flags]", summary: "show each node's view of the cluster; exit 1 without a leader or with a member down", run: (*cli).status},
+		{name: "log", synopsis: "[flags]", summary: "print committed transactions, with --follow as they commit", run: (*cli).log},
+		{name: "member", synopsis: "list | add ID RAFT-ADDR | remove ID | replace ID RAFT-ADDR [flags]", summary: "list and change the cluster's members", run: (*cli).member, subs: []string{"list", "add", "remove", "replace"}},
+		{name: "leader", synopsis: "transfer [ID] [flags]", summary: "hand leadership to ID, or to a member Raft chooses", run: (*cli).leader, subs: []string{"transfer"}},
+		{name: "endpoint", synopsis: "health [flags]", summary: "ask every node whether it is healthy and ready; exit 1 if one is not", run: (*cli).endpoint, subs: []string{"health"}},
+		{name: "lease", synopsis: "acquire|renew|release|get|list|watch [flags] [NAME]", summary: "take, renew, give back, show or watch a lease", run: (*cli).lease, subs: []string{"acquire", "renew", "release", "get", "list", "watch"}},
+		{name: "exclusive", synopsis: "--lease NAME [flags] -- CMD [ARGS...]", summary: "run a command only while holding a lease; exit with its status", run: (*cli).exclusive},
+		{name: "consumers", synopsis: "[flags] [GROUP]", summary: "list the consumer groups' committed offsets, or show one", run: (*cli).consumers},
+		{name: "token", synopsis: "create --role read|write|admin [--name NAME] [--prefix P]...", summary: "make a bearer token and its line for --auth-file", run: (*cli).token, subs: []string{"create"}},
+		{name: "bench", synopsis: "[flags] [-- TXLOGD-FLAGS...]", summary: "measure throughput and latency under a closed-loop load", run: (*cli).bench},
+		{name: "chaos", synopsis: "[flags] [-- TXLOGD-FLAGS...]", summary: "inject faults under load and check that nothing was lost", run: (*cli).chaos},
+		{name: "completion", synopsis: "bash|zsh|fish", summary: "print a shell completion script", run: (*cli).completion, subs: []string{"bash", "zsh", "fish"}},
+		{name: "version", synopsis: "", summary: "print the module version and VCS revision (also --version)", run: func(c *cli, _ context.Context, args []string) error { return c.version(args) }},
+		{name: "help", synopsis: "", summary: "print this text", run: func(c *cli, _ context.Context, _ []string) error { c.printHelp(c.stdout); return nil }},
+		{name: "__complete", hidden: true, run: (*cli).complete},
+		{name: "chaos-contender", hidden: true, run: func(c *cli, ctx context.Context, args []string) error {
+			return chaos.ContenderMain(ctx, args, c.stderr)
+		}},
+		{name: "chaos-consumer", hidden: true, run: func(c *cli, ctx context.Context, args []string) error {
+			return chaos.ConsumerProcMain(ctx, args, c.stderr)
+		}},
 	}
 }
+
+// findCommand returns the entry of the command name, nil for none.
+func findCommand(name string) *entry {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
+	}
+	return nil
+}
+
+// printHelp writes `txlog help`: every command of the table with its synopsis.
+func (c *cli) printHelp(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("usage: txlog COMMAND [flags] [args]\n\nCommands:\n")
+	for _, e := range commands {
+		if e.hidden {
+			continue
+		}
+		fmt.Fprintf(&b, "  txlog %s %s\n        %s\n", e.name, e.synopsis, e.summary)
+	}
+	b.WriteString(helpFooter)
+	fmt.Fprint(w, strings.ReplaceAll(b.String(), " \n", "\n"))
+}
+
+const helpFooter = `
+Commands that talk to nodes take --targets URL,URL,... (default $TXLOG_TARGETS,
+else ` + defaultTargets + `), --timeout (default 5s: how long
+one request may take, retries and failover included; a follow or watch fails once
+no node has answered for that long) and, for a secured cluster (txlog local --tls),
+--token (env TXLOG_TOKEN), --cacert (env TXLOG_CACERT), --cert and --key (or
+--cert-key; env TXLOG_CERT, TXLOG_KEY) with https:// targets. Where a command has
+a --token or --key of its own (lease renew|release, submit), they are --auth-token
+and --cert-key. Tabular output takes -o table|json.
+
+Exit status: 0 done (a transaction committed), 1 failed, 2 bad command line,
+3 rejected (a conflict: --if-version, a lease held or fenced), 4 pending (accepted,
+not yet committed), 5 unknown outcome (look the transaction up by its idempotency
+key). txlog exclusive exits with its command's status (128+N for signal N).
+Run 'txlog COMMAND -h' for a command's flags.
+`
 
 // command is the flag set of one subcommand and its synopsis.
 type command struct {
 	*flag.FlagSet
 	cli      *cli
 	synopsis string
-	creds    *credentials // set by targets
+	creds    *credentials   // set by targets
+	timeout  *time.Duration // --timeout; set by targets
 }
 
 // credentials are the values of the credential flags of a command that talks
@@ -200,8 +251,46 @@ func (cmd *command) targets() *string {
 		def = v
 	}
 	cmd.credentialFlags()
+	cmd.timeout = cmd.Duration("timeout", defaultTimeout, "how long one request may take, retries on other nodes included; a follow or watch fails once no node has answered for this long")
 	return cmd.String("targets", def, "comma-separated base URLs of the nodes (env "+targetsEnv+")")
 }
+
+// defaultTimeout is the default of --timeout.
+const defaultTimeout = 5 * time.Second
+
+// minAttemptTimeout is the least time one exchange with one node gets.
+const minAttemptTimeout = 500 * time.Millisecond
+
+// attemptTimeout is how long one exchange with one node may take (besides
+// the time it asks the server for): the --timeout shared among the
+// endpoints, so that nodes that accept connections and never answer (a
+// stopped process, a black-holed address) cannot take all of it and the
+// last endpoint still gets a turn.
+func attemptTimeout(timeout time.Duration, endpoints int) time.Duration {
+	return min(timeout, max(timeout/time.Duration(max(endpoints, 1)), minAttemptTimeout))
+}
+
+// output adds -o (and --output): how tabular output is printed, table or
+// json, def unless given.
+func (cmd *command) output(def string) *string {
+	o := cmd.String("o", def, "output format: table or json")
+	cmd.StringVar(o, "output", def, "same as -o")
+	return o
+}
+
+// checkOutput checks the value of -o.
+func checkOutput(o string) error {
+	if o != outputTable && o != outputJSON {
+		return usagef("-o %q: want table or json", o)
+	}
+	return nil
+}
+
+// Values of -o.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
 
 // env returns the value of the environment variable name, trimmed.
 func (cmd *command) env(name string) string {
@@ -254,6 +343,15 @@ func (cmd *command) clientConfig(targets string) (client.ClientConfig, error) {
 		return client.ClientConfig{}, err
 	}
 	cfg := client.ClientConfig{Endpoints: eps, Token: creds.token, TLS: tlsCfg}
+	if cmd.timeout != nil {
+		if *cmd.timeout <= 0 {
+			return client.ClientConfig{}, usagef("--timeout %v: want more than 0", *cmd.timeout)
+		}
+		cfg.Timeout = *cmd.timeout
+		cfg.AttemptTimeout = attemptTimeout(*cmd.timeout, len(eps))
+		cfg.FollowTimeout = *cmd.timeout
+		cfg.Endpoints = cmd.cli.orderEndpoints(eps)
+	}
 	if err := cfg.Validate(); err != nil {
 		return client.ClientConfig{}, usagef("--targets/--token: %v", err)
 	}
@@ -267,7 +365,9 @@ func (cmd *command) newClient(targets string) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.NewClient(cfg), nil
+	cl := client.NewClient(cfg)
+	cmd.cli.track(cl)
+	return cl, nil
 }
 
 // printJSON writes v as indented JSON, with <, > and & as they are.
@@ -276,4 +376,19 @@ func printJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printTable writes a table with header and n rows, row(i) giving the cells
+// of row i; an empty cell is shown as "-".
+func printTable(w io.Writer, header []string, n int, row func(i int) []string) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for i := range n {
+		cells := row(i)
+		for j, c := range cells {
+			cells[j] = dash(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
 }

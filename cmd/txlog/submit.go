@@ -19,8 +19,11 @@ const submitSynopsis = `[flags] KEY VALUE
 
 VALUE is JSON; text that does not parse as JSON is sent as a JSON string, so
 'txlog submit k hello' writes "hello" and 'txlog submit k 42' writes 42. Put
-"--" before a VALUE that starts with "-". The result is printed as JSON; a
-transaction refused by --if-version is a result (status "rejected"), not an error.`
+"--" before a VALUE that starts with "-". The result is printed as JSON, also
+when the transaction was rejected (exit status 3: --if-version failed), is
+pending (4: accepted, not yet committed) or its outcome is unknown (5: look it
+up by the idempotency key printed). --timeout bounds the whole call: the
+cluster's commit timeout is fitted inside it.`
 
 // submitArgs is what the command line of submit says about the transaction.
 type submitArgs struct {
@@ -134,7 +137,7 @@ func (c *cli) submit(ctx context.Context, args []string) error {
 	cmd.StringVar(&a.tx, "tx", "", "a whole transaction as `JSON`, {\"ops\":[...]}")
 	cmd.StringVar(&a.tx, "json", "", "same as --tx")
 	ack := cmd.String("ack", wire.AckQuorum, "acknowledgement level: quorum, all or accepted")
-	timeout := cmd.Duration("timeout", wire.DefaultTimeout, "how long the cluster may take to commit")
+	timeout := cmd.timeout
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
@@ -143,8 +146,8 @@ func (c *cli) submit(ctx context.Context, args []string) error {
 	if !slices.Contains(acks, *ack) {
 		return usagef("--ack %q: want quorum, all or accepted", *ack)
 	}
-	if *timeout < 0 {
-		return usagef("--timeout %v: must not be negative", *timeout)
+	if *timeout <= 0 {
+		return usagef("--timeout %v: want more than 0", *timeout)
 	}
 	tx, err := a.request()
 	if err != nil {
@@ -154,6 +157,8 @@ func (c *cli) submit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
 	res, err := cl.Submit(ctx, tx, wire.SubmitOptions{Timeout: *timeout, Ack: *ack})
 	if err != nil && res.Status == "" {
 		return fmt.Errorf("submit: %w", err)
@@ -165,5 +170,32 @@ func (c *cli) submit(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
 	}
-	return nil
+	return txOutcome(res)
+}
+
+// txOutcome is the exit of a transaction's result: nil when committed, else
+// an error with the exit status of its status.
+func txOutcome(res wire.TxResult) error {
+	switch res.Status {
+	case wire.StatusCommitted:
+		return nil
+	case wire.StatusRejected:
+		why := "a condition failed"
+		if cf := res.Conflict; cf != nil {
+			what := "key " + strconv.Quote(cf.Key)
+			switch {
+			case cf.Fence != "":
+				what = "fence " + strconv.Quote(cf.Fence)
+			case cf.Group != "":
+				what = "consumer group " + strconv.Quote(cf.Group)
+			}
+			why = fmt.Sprintf("%s: expected %d, found %d", what, cf.Expected, cf.Actual)
+		}
+		return exitWith(exitRejected, fmt.Errorf("submit: transaction %v rejected: %s", res.TxID, why))
+	case wire.StatusPending:
+		return exitWith(exitPending, fmt.Errorf("submit: transaction %v pending: accepted, not yet committed (look it up: GET /v1/tx/%v)", res.TxID, res.TxID))
+	case wire.StatusUnknown:
+		return exitWith(exitUnknown, fmt.Errorf("submit: outcome unknown: idempotency key %q", res.IdempotencyKey))
+	}
+	return fmt.Errorf("submit: transaction %v: status %q", res.TxID, res.Status)
 }
