@@ -15,13 +15,15 @@ import (
 func TestRecover(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
-		snapshot bool // the survivor snapshots before the stop
+		snapshot bool   // the survivor snapshots before the stop
+		logStore string // Config.LogStore
 	}{
-		{"log only", false},
-		{"snapshot and log", true},
+		{"log only", false, ""},
+		{"snapshot and log", true, ""},
+		{"snapshot and log, raft-boltdb", true, LogStoreBolt},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			nodes := newCluster(t, 3, nil)
+			nodes := newCluster(t, 3, func(c *Config) { c.LogStore = tt.logStore })
 			l := leader(t, nodes)
 			var want []string
 			var index uint64
