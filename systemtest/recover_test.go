@@ -17,7 +17,8 @@ import (
 // all three stop, and two lose their data directories. The survivor (the
 // leader, whose log is the most complete) is started with --recover: it
 // rewrites its Raft configuration to itself alone, under a new cluster ID,
-// elects itself and commits. Two fresh nodes join it with --join. Then the
+// elects itself and commits. Two fresh nodes join it with --join, one under
+// a new ID and one under the other lost member's ID. Then the
 // hostile case: one of the lost members comes back with its old data
 // directory (saved before the wipe) and its old flags. It still holds the old
 // cluster ID and the old configuration, in which the survivor is one voter of
@@ -118,9 +119,11 @@ func TestRecoverLostMajority(t *testing.T) {
 	})
 	waitReady(ctx, t, base)
 
-	// Two fresh nodes join it.
+	// Two fresh nodes join it: one under a new ID, one under the ID of the
+	// lost member that is not coming back.
+	joined := []string{"n4", lost[1]}
 	bases := []string{base}
-	for _, id := range []string{"n4", "n5"} {
+	for _, id := range joined {
 		p := newNode(t, dir, id, "--raft-addr="+freeAddr(t), "--join="+base)
 		b := startNode(ctx, t, p)
 		waitUntil(ctx, t, id+" is a voter", func() bool {
@@ -188,13 +191,13 @@ func TestRecoverLostMajority(t *testing.T) {
 	upTo := now.CommitIndex
 	logs := map[string][]wire.LogEntry{}
 	for i, b := range bases {
-		logs[[]string{survivor, "n4", "n5"}[i]] = readLog(ctx, t, b, upTo)
+		logs[append([]string{survivor}, joined...)[i]] = readLog(ctx, t, b, upTo)
 	}
 	if err := checkCluster(results, logs); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s recovered alone (cluster %s, was %s); n4 and n5 joined; old %s refused; %d writes once in every log",
-		survivor, after.ClusterID, before.ClusterID, lost[0], len(results))
+	t.Logf("%s recovered alone (cluster %s, was %s); %v joined; old %s refused; %d writes once in every log",
+		survivor, after.ClusterID, before.ClusterID, joined, lost[0], len(results))
 }
 
 // ownProcess makes a txlogd process with id, dataDir and args, logging into
