@@ -72,7 +72,7 @@ type Config struct {
 	RaftDial map[string]string
 	// Join is the HTTP base URL of a member to join through. Mutually exclusive with Cluster.
 	Join string
-	// Recover (issue 42, losing a majority: recover.go) makes this node, which
+	// Recover (losing a majority: recover.go) makes this node, which
 	// holds Raft state, a one-node cluster before Raft starts (--recover);
 	// once per data directory. Default false.
 	Recover bool
