@@ -72,6 +72,10 @@ type Config struct {
 	RaftDial map[string]string
 	// Join is the HTTP base URL of a member to join through. Mutually exclusive with Cluster.
 	Join string
+	// Recover (losing a majority: recover.go) makes this node, which
+	// holds Raft state, a one-node cluster before Raft starts (--recover);
+	// once per data directory. Default false.
+	Recover bool
 	// RedisAddr is the host:port of the Redis that parks transactions while there
 	// is no leader. Empty: parking uses the intake WAL alone.
 	RedisAddr string
@@ -589,6 +593,8 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr[@nodenumber],... (the same list on every initial member)")
 	fs.StringVar(&raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
+	// Losing a majority (recover.go).
+	fs.BoolVar(&c.Recover, "recover", false, "after losing a majority: make this node, with its raft state, a one-node cluster that new members --join (once; the lost members must never come back with their old data: docs/operations.md)")
 	fs.StringVar(&c.RedisAddr, "redis-addr", "", "Redis host:port for parking during failover (empty: WAL-only parking)")
 	fs.StringVar(&c.IntakeWAL, "intake-wal", IntakeParallel, "when ack=quorum|all writes enter the intake WAL: parallel, sync or off (see docs/durability.md)")
 	fs.Int64Var(&c.IntakeWALSegmentBytes, "intake-wal-segment-bytes", wal.DefaultSegmentBytes, "size of the intake WAL's segment files; at least max-body-bytes + 1024")

@@ -42,6 +42,8 @@
 // listener and ServeMux of their own, never the API's (debug.go), and with
 // Config.MetricsAddr GET /metrics alone, the same way. The node's metrics, and
 // what it hands its parts, are in metrics.go.
+// txlogd --recover, which makes a survivor of a lost majority a one-node
+// cluster under a new cluster ID, once (cluster.recovered), is in recover.go.
 // The client port's TLS, from package tlsfiles, is in clienttls.go, and
 // Reload, what SIGHUP runs, in reload.go.
 //

@@ -210,6 +210,10 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 			return nil, err
 		}
 	}
+	finishRecover, err := n.beginRecover(hadState, &rcfg) // --recover (recover.go)
+	if err != nil {
+		return nil, err
+	}
 	// The peer link listens on the Raft address and carries Raft, the
 	// propose streams and the node-to-node requests (link.go); it answers
 	// bootstrap probes from here on, before this node asks its own peers.
@@ -240,6 +244,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		}
 	}
 	n.raft, err = replication.Open(rcfg, n.db)
+	err = finishRecover(err)
 	if ae, ok := errors.AsType[*replication.AmnesiaError](err); ok {
 		n.raft, n.refused = nil, ae
 		n.log.Error("raft state lost: not starting raft; this node answers 503 raft_state_lost until it is recovered",

@@ -78,7 +78,9 @@ func (e *AmnesiaError) Error() string {
 		"a server that forgot its log or its vote must not vote. "+
 		"Recover: remove %q from the cluster (DELETE /v1/cluster/nodes/%s on another member), "+
 		"delete %s and the store (state.db, state.db.meta) from its data directory, keeping wal/ "+
-		"(the writes it accepted and may still replay), and start it again with --join instead of --cluster",
+		"(the writes it accepted and may still replay), and start it again with --join instead of --cluster; "+
+		"if the members left are too few to elect a leader, first start the one with the most complete log with --recover "+
+		"(docs/operations.md, Losing a majority)",
 		ErrAmnesia, e.Missing, e.Dir, e.AppliedIndex, e.AppliedTerm, what, e.ID, e.ID, e.Dir)
 }
 

@@ -145,6 +145,15 @@ type Config struct {
 	// AdvertiseAddr is empty. Default nil: listen on BindAddr.
 	Stream StreamLayer
 
+	// Recover rewrites the Raft configuration in Dir to this server alone
+	// before raft starts, keeping the log's history in the state machine
+	// (raft.RecoverCluster; recover.go), so that a server left without a
+	// majority runs as a one-node cluster that new members join. Open fails
+	// with ErrNoState when Dir holds no Raft state, and with an
+	// *AmnesiaError when it lost some. Use it once, on the server with the
+	// most complete log. Default false.
+	Recover bool
+
 	// syncDir fsyncs a directory after an entry in it was created, renamed or
 	// removed (dirsync.go). Default: syncDir. Tests record the calls.
 	syncDir func(dir string) error

@@ -54,6 +54,11 @@
 // be removed from the cluster and join again with an empty directory
 // (amnesia.go).
 //
+// With Config.Recover, Open first rewrites the Raft configuration to this
+// server alone (raft.RecoverCluster: recover.go), after the loss of a
+// majority; it returns an error wrapping ErrNoState when the Dir holds no
+// Raft state, and the *AmnesiaError when it lost some.
+//
 // Apply also returns ctx's own error, not wrapped in ErrTimeout, when ctx was
 // done before the entry reached Raft: then nothing was proposed.
 // OutcomeUnknown tells the unknown outcomes apart. An entry with an unknown

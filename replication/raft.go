@@ -120,6 +120,12 @@ func open(cfg Config, sm machine) (*Raft, error) {
 		logs.Close()
 		return nil, err
 	}
+	if c.Recover {
+		// Before anything reads the configuration (recover.go).
+		if err := recoverCluster(c, rc, sm, logs, snaps, trans, logger); err != nil {
+			return fail(err)
+		}
+	}
 	restore, err := snaps.restoreOnStart(sm.AppliedIndex())
 	if err != nil {
 		return fail(err)
