@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -223,11 +224,20 @@ func runIP(args ...string) error {
 	return nil
 }
 
-// newHostNet creates the namespaces of p's hosts, named <prefix>-<host>, and
-// removes them in t.Cleanup (register it before anything that runs inside
-// them, so that it runs after those stopped).
-func newHostNet(t *testing.T, prefix string, p hostPlan) *hostNet {
+// netnsPrefix starts the names of the three-host test's namespaces:
+// <netnsPrefix>-<pid>-<host>.
+const netnsPrefix = "txlog3h"
+
+// newHostNet creates the namespaces of p's hosts, named
+// <netnsPrefix>-<pid>-<host>, and removes them in t.Cleanup (register it before
+// anything that runs inside them, so that it runs after those stopped). It
+// first removes the namespaces of earlier runs whose process is gone: a test
+// binary killed before its cleanups ran (go test -timeout) leaves them, though
+// not their processes (launcher's children die with it).
+func newHostNet(t *testing.T, p hostPlan) *hostNet {
 	t.Helper()
+	sweepHostNets(t)
+	prefix := fmt.Sprintf("%s-%d", netnsPrefix, os.Getpid())
 	h := &hostNet{bridge: prefix + "-bridge", hosts: map[string]string{}}
 	var created []string
 	t.Cleanup(func() {
@@ -276,6 +286,30 @@ func newHostNet(t *testing.T, prefix string, p hostPlan) *hostNet {
 		must("-n", ns, "link", "set", "eth0", "up")
 	}
 	return h
+}
+
+// sweepHostNets removes the namespaces newHostNet made in a run whose process
+// is gone.
+func sweepHostNets(t *testing.T) {
+	t.Helper()
+	entries, err := os.ReadDir(netnsDir)
+	if err != nil {
+		return // none made yet
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), netnsPrefix+"-")
+		pid, _, _ := strings.Cut(rest, "-")
+		if n, err := strconv.Atoi(pid); !ok || err != nil || n == os.Getpid() {
+			continue
+		} else if _, err := os.Stat(fmt.Sprintf("/proc/%d", n)); err == nil {
+			continue // its run goes on
+		}
+		if err := runIP("netns", "delete", e.Name()); err != nil {
+			t.Errorf("remove a namespace an earlier run left: %v", err)
+			continue
+		}
+		t.Logf("removed namespace %s, left by an earlier run", e.Name())
+	}
 }
 
 // setLink takes host's only link to the network up or down: down is a

@@ -59,7 +59,7 @@ func TestThreeHosts(t *testing.T) {
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
 		dir = d
 	}
-	hn := newHostNet(t, fmt.Sprintf("txlog3h-%d", os.Getpid()), plan)
+	hn := newHostNet(t, plan)
 	lap("namespaces and bridge up")
 
 	// Redis on its own host, with the compose command's settings.
@@ -134,6 +134,13 @@ func TestThreeHosts(t *testing.T) {
 			hn.setLink(cut, true)
 		}
 	})
+	// The partition is real: nothing on the network reaches the cut-off node.
+	dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	if c, err := hostDial(dctx, "tcp", strings.TrimPrefix(urls[cut], "http://")); err == nil {
+		c.Close()
+		t.Fatalf("%s still reachable over the network with its link down", cut)
+	}
+	dcancel()
 	// The cut-off node is reached from inside its own host, on loopback (it
 	// listens on every address of its namespace; its network address went
 	// with the link).
