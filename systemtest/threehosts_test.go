@@ -32,8 +32,8 @@ var composePath = filepath.Join("..", "deploy", "compose.yaml")
 // --data-dir moves to a temporary directory). It writes through every node,
 // cuts the leader's link (a real partition: its packets go nowhere), checks
 // that the other two elect a leader and keep committing while the cut-off
-// node parks its writes (202), brings the link back, and checks every
-// acknowledged write once in every node's log.
+// node parks its writes (202), brings the link back, does the same to a
+// follower, and checks every acknowledged write once in every node's log.
 //
 // It needs Linux, root, ip (iproute2) and redis-server; without them it skips,
 // or fails when CI is set.
@@ -122,110 +122,120 @@ func TestThreeHosts(t *testing.T) {
 	writeThrough("before", ids, 10)
 	lap("30 writes through every node committed")
 
-	// The partition: the leader's link goes down.
-	cut := leader
-	others := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == cut })
-	if err := hn.setLink(cut, false); err != nil {
-		t.Fatal(err)
-	}
-	linkUp := false
-	t.Cleanup(func() {
-		if !linkUp {
-			hn.setLink(cut, true)
-		}
-	})
-	// The partition is real: nothing on the network reaches the cut-off node.
-	dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	if c, err := hostDial(dctx, "tcp", strings.TrimPrefix(urls[cut], "http://")); err == nil {
-		c.Close()
-		t.Fatalf("%s still reachable over the network with its link down", cut)
-	}
-	dcancel()
-	// The cut-off node is reached from inside its own host, on loopback (it
-	// listens on every address of its namespace; its network address went
-	// with the link).
-	cutHTTP := nsHTTPClient(hn.hosts[cut], func(addr string) string {
-		_, port, _ := net.SplitHostPort(addr)
-		return net.JoinHostPort("127.0.0.1", port)
-	})
-	cutClient := nodeClient(cut, cutHTTP, 5*time.Second)
-	var parked []txid.ID
-	parkOnCut := func(tag string, n int) {
-		t.Helper()
-		for i := range n {
-			key := fmt.Sprintf("%s-%s-%d", tag, cut, i)
-			res, err := cutClient.Submit(ctx, tx(key), wire.SubmitOptions{Timeout: 500 * time.Millisecond})
-			a := ack{key: key, res: res, err: err}
-			switch {
-			case a.err != nil:
-				// A refusal: the client's time ran out on answers that did nothing
-				// (503), or on no answer. Its outcome stays unknown to the checks.
-				t.Logf("%s: write %d through the cut-off %s refused: %v", tag, i, cut, a.err)
-			case a.res.Status == wire.StatusPending:
-				parked = append(parked, a.res.TxID)
-			default:
-				t.Fatalf("%s: write %d through the cut-off %s = %+v; a node without a quorum cannot commit", tag, i, cut, a.res)
-			}
-			acks = append(acks, a)
-		}
-	}
-	parkOnCut("cut-early", 3) // while it may still think it leads
-	newLeader := waitAgreedLeader(ctx, t, hostHTTP, urls, others, "the partition")
-	if newLeader == cut {
-		t.Fatalf("%s leads the majority side while cut off", cut)
-	}
-	lap(fmt.Sprintf("link of %s down: %s leads the other two", cut, newLeader))
-	writeThrough("partition", others, 10)
-	lap("20 writes through the majority committed")
-	if err := launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
-		st, err := cutClient.ClusterFrom(ctx, urls[cut])
-		if err == nil && st.State == "leader" {
-			err = fmt.Errorf("%s still says it leads (term %d)", cut, st.Term)
-		}
-		return err
-	}); err != nil {
-		t.Fatalf("the cut-off %s did not step down: %v", cut, err)
-	}
-	parkOnCut("cut-late", 3)
-	if len(parked) == 0 {
-		t.Fatalf("the cut-off %s parked none of 6 writes", cut)
-	}
-	lap(fmt.Sprintf("%s stepped down, parked %d of 6 writes", cut, len(parked)))
-
-	// The link comes back: one cluster again, the parked writes commit.
-	if err := hn.setLink(cut, true); err != nil {
-		t.Fatal(err)
-	}
-	linkUp = true
-	waitAgreedLeader(ctx, t, hostHTTP, urls, ids, "the link came back")
-	lap("link back: all three agree on a leader")
 	var endpoints []string
 	for _, id := range ids {
 		endpoints = append(endpoints, urls[id])
 	}
 	all := client.NewClient(client.ClientConfig{Endpoints: endpoints, HTTPClient: hostHTTP,
 		Timeout: 5 * time.Second, MaxBackoff: 200 * time.Millisecond})
-	resolved := map[txid.ID]wire.TxResult{}
-	for _, id := range parked {
-		err := launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
-			res, err := all.Tx(ctx, id, 2*time.Second)
-			if err == nil && !final(res.Status) {
-				err = fmt.Errorf("still %s", res.Status)
+
+	// cutOff takes node cut's link down (a partition), checks that the other
+	// two have a leader and commit while cut parks its writes, brings the link
+	// back and waits until every write cut parked is resolved.
+	cutOff := func(cut, role string) {
+		t.Helper()
+		others := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == cut })
+		if err := hn.setLink(cut, false); err != nil {
+			t.Fatal(err)
+		}
+		linkUp := false
+		t.Cleanup(func() {
+			if !linkUp {
+				hn.setLink(cut, true)
 			}
-			resolved[id] = res
-			return err
 		})
-		if err != nil {
-			t.Fatalf("parked %s not resolved: %v", id, err)
+		// The partition is real: nothing on the network reaches the cut-off node.
+		dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		if c, err := hostDial(dctx, "tcp", strings.TrimPrefix(urls[cut], "http://")); err == nil {
+			c.Close()
+			t.Fatalf("%s still reachable over the network with its link down", cut)
 		}
-	}
-	for i, a := range acks {
-		if a.err == nil && a.res.Status == wire.StatusPending {
-			acks[i].res = resolved[a.res.TxID]
+		dcancel()
+		// The cut-off node is reached from inside its own host, on loopback (it
+		// listens on every address of its namespace; its network address went
+		// with the link).
+		cutHTTP := nsHTTPClient(hn.hosts[cut], func(addr string) string {
+			_, port, _ := net.SplitHostPort(addr)
+			return net.JoinHostPort("127.0.0.1", port)
+		})
+		cutClient := nodeClient(cut, cutHTTP, 5*time.Second)
+		var parked []txid.ID
+		parkOnCut := func(tag string, n int) {
+			t.Helper()
+			for i := range n {
+				key := fmt.Sprintf("%s-%s-%d", tag, cut, i)
+				res, err := cutClient.Submit(ctx, tx(key), wire.SubmitOptions{Timeout: 500 * time.Millisecond})
+				a := ack{key: key, res: res, err: err}
+				switch {
+				case a.err != nil:
+					// A refusal: the client's time ran out on answers that did nothing
+					// (503), or on no answer. Its outcome stays unknown to the checks.
+					t.Logf("%s: write %d through the cut-off %s refused: %v", tag, i, cut, a.err)
+				case a.res.Status == wire.StatusPending:
+					parked = append(parked, a.res.TxID)
+				default:
+					t.Fatalf("%s: write %d through the cut-off %s = %+v; a node without a quorum cannot commit", tag, i, cut, a.res)
+				}
+				acks = append(acks, a)
+			}
 		}
+		parkOnCut(role+"-cut-early", 3) // while it may still think it leads or follows
+		newLeader := waitAgreedLeader(ctx, t, hostHTTP, urls, others, "the partition")
+		if newLeader == cut {
+			t.Fatalf("%s leads the majority side while cut off", cut)
+		}
+		lap(fmt.Sprintf("%s %s cut off: %s leads the other two", role, cut, newLeader))
+		writeThrough(role+"-partition", others, 10)
+		lap("20 writes through the majority committed")
+		if err := launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
+			st, err := cutClient.ClusterFrom(ctx, urls[cut])
+			if err == nil && (st.State == "leader" || st.LeaderID != "") {
+				err = fmt.Errorf("%s still says it is %s under %q (term %d)", cut, st.State, st.LeaderID, st.Term)
+			}
+			return err
+		}); err != nil {
+			t.Fatalf("the cut-off %s did not lose its leader: %v", cut, err)
+		}
+		parkOnCut(role+"-cut-late", 3)
+		if len(parked) == 0 {
+			t.Fatalf("the cut-off %s parked none of 6 writes", cut)
+		}
+		lap(fmt.Sprintf("%s knows no leader, parked %d of 6 writes", cut, len(parked)))
+
+		// The link comes back: one cluster again, the parked writes commit.
+		if err := hn.setLink(cut, true); err != nil {
+			t.Fatal(err)
+		}
+		linkUp = true
+		waitAgreedLeader(ctx, t, hostHTTP, urls, ids, "the link came back")
+		lap("link back: all three agree on a leader")
+		resolved := map[txid.ID]wire.TxResult{}
+		for _, id := range parked {
+			err := launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
+				res, err := all.Tx(ctx, id, 2*time.Second)
+				if err == nil && !final(res.Status) {
+					err = fmt.Errorf("still %s", res.Status)
+				}
+				resolved[id] = res
+				return err
+			})
+			if err != nil {
+				t.Fatalf("parked %s not resolved: %v", id, err)
+			}
+		}
+		for i, a := range acks {
+			if a.err == nil && a.res.Status == wire.StatusPending {
+				acks[i].res = resolved[a.res.TxID]
+			}
+		}
+		lap(fmt.Sprintf("%d parked writes resolved", len(parked)))
 	}
+	cutOff(leader, "leader")
+	writeThrough("between", ids, 3)
+	leader = waitAgreedLeader(ctx, t, hostHTTP, urls, ids, "the writes between")
+	cutOff(aFollowerOf(ids, leader), "follower")
 	writeThrough("after", ids, 3)
-	lap(fmt.Sprintf("%d parked writes resolved, 9 more committed", len(parked)))
+	lap("9 more writes through every node committed")
 
 	// Every acknowledged write once in every node's log.
 	logs := map[string][]wire.LogEntry{}
@@ -327,6 +337,16 @@ func waitAgreedLeader(ctx context.Context, t *testing.T, hc *http.Client, urls m
 		t.Fatalf("no leader agreed by %v after %s: %v", ids, after, err)
 	}
 	return leader
+}
+
+// aFollowerOf returns the first of ids that is not leader.
+func aFollowerOf(ids []string, leader string) string {
+	for _, id := range ids {
+		if id != leader {
+			return id
+		}
+	}
+	return ""
 }
 
 // readNodeLog pages through the log of the node at base, first waiting until
