@@ -32,8 +32,8 @@
 // the two cannot drift). It needs root, ip (iproute2) and redis-server; it
 // skips without them, or fails when CI is set. The host's own network is
 // never changed: the test's sockets are opened inside the namespaces, each
-// from a thread that enters one and dies with its goroutine, and the
-// namespaces are deleted when the test ends.
+// by a locked thread that enters one for the dial and goes back before it is
+// unlocked, and the namespaces are deleted when the test ends.
 //
 // Like chaos, the tests see txlog only from the outside: they import the
 // launcher, chaos's checkers, api/wire, the client, chromedp, lease (the Elector that
