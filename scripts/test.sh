@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. On a fresh machine with only Go installed it first
-# installs what the tests need (redis-server, fuse3 and chromium from Debian's
-# packages).
+# installs what the tests need (redis-server, fuse3, chromium and iproute2 from
+# Debian's packages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +11,8 @@ command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
 command -v fusermount3 >/dev/null 2>&1 || missing="$missing fuse3"
 # chromium for the dashboard's browser test (systemtest/dashboard_test.go).
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
+# iproute2 (ip) for the network namespaces of the three-host test (systemtest/threehosts_test.go).
+command -v ip >/dev/null 2>&1 || missing="$missing iproute2"
 if [ -n "$missing" ]; then
 	echo "== installing$missing"
 	if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi

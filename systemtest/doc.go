@@ -25,6 +25,16 @@
 // set, puts the clusters' data dirs and logs there instead of a temporary
 // directory, to look at them after a run.
 //
+// TestThreeHosts (Linux only) runs deploy/compose.yaml's three nodes and its
+// Redis each on a host of its own: a network namespace with the service's
+// address, joined to the others by a bridge in a namespace of its own, with
+// the command line the compose file gives (read with go.yaml.in/yaml/v3, so
+// the two cannot drift). It needs root, ip (iproute2) and redis-server; it
+// skips without them, or fails when CI is set. The host's own network is
+// never changed: the test's sockets are opened inside the namespaces, each
+// by a locked thread that enters one for the dial and goes back before it is
+// unlocked, and the namespaces are deleted when the test ends.
+//
 // Like chaos, the tests see txlog only from the outside: they import the
 // launcher, chaos's checkers, api/wire, the client, chromedp, lease (the Elector that
 // the lease tests' holder processes run), txid and alert (the webhook body
