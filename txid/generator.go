@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -162,6 +163,36 @@ func (g *Generator) Next() ID {
 	for {
 		last := g.last.Load()
 		next := max(last+1, now)
+		if next > maxState {
+			panic("txid: IDs exhausted: milliseconds past 42 bits")
+		}
+		r := g.res.Load()
+		if ms := next >> SeqBits; ms >= r.limit {
+			g.rsv.await(r, ms)
+			now = g.clock()
+			continue
+		}
+		if g.last.CompareAndSwap(last, next) {
+			if next>>SeqBits >= r.soft {
+				g.rsv.wake()
+			}
+			return g.id(next)
+		}
+	}
+}
+
+// NextUnpredictable returns an ID as Next does, but at least one and at most
+// MaxSeq sequence numbers past the one Next would give, picked at random: an
+// ID that another process may have taken in advance (sequence 0 of each
+// coming millisecond, the one a node that issues few IDs gives) is not the one
+// issued, and no process can take every ID it might be. IDs stay unique and
+// in order.
+func (g *Generator) NextUnpredictable() ID {
+	skip := 1 + rand.Uint64N(MaxSeq)
+	now := g.clock()
+	for {
+		last := g.last.Load()
+		next := max(last+1, now) + skip
 		if next > maxState {
 			panic("txid: IDs exhausted: milliseconds past 42 bits")
 		}

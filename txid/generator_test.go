@@ -318,3 +318,34 @@ func TestCloseNew(t *testing.T) {
 		t.Fatal("Next() after Close on a Generator from New = 0")
 	}
 }
+
+// TestNextUnpredictable: the ID NextUnpredictable gives is never the one Next
+// would have (sequence 0 of a fresh millisecond, the one a squatter takes in
+// advance), nor one a squatter could take by a rule: over many fresh
+// milliseconds its sequences differ; and IDs stay unique and in order.
+func TestNextUnpredictable(t *testing.T) {
+	for _, gen := range generators {
+		t.Run(gen.name, func(t *testing.T) {
+			clock := newFakeClock(start)
+			g := gen.open(t, clock.Config(3))
+			last := g.Next()
+			seqs := map[uint16]bool{}
+			for i := range 200 {
+				clock.Add(time.Millisecond)
+				predictable := mkID(startMs+int64(i)+1, 3, 0)
+				id := g.NextUnpredictable()
+				if id == predictable || id <= last {
+					t.Fatalf("NextUnpredictable() = %v after %v: want past %v and past the last", id, last, predictable)
+				}
+				seqs[id.Seq()] = true
+				if next := g.Next(); next <= id {
+					t.Fatalf("Next() = %v after NextUnpredictable() = %v", next, id)
+				}
+				last = g.Next()
+			}
+			if len(seqs) < 100 {
+				t.Fatalf("200 fresh milliseconds gave %d sequences: predictable", len(seqs))
+			}
+		})
+	}
+}
