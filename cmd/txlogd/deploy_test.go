@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -196,25 +197,21 @@ func dockerInstructions(text string) [][2]string {
 	return out
 }
 
-// TestDockerfile: the image's build stage runs scripts/release.sh for the
-// image's platform, as TestRelease runs it for the host's; its runtime stage
-// is scratch, runs as a non-root user with /data as a volume, sets only
-// txlogd's variables, and checks /healthz with txlogd --healthcheck.
-func TestDockerfile(t *testing.T) {
-	b, err := os.ReadFile(dockerfilePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	flags := flagEnvNames(t)
+// checkDockerfile reports what in a Dockerfile does not fit txlogd: its
+// build stage must run scripts/release.sh for the image's platform, as
+// TestRelease runs it for the host's; its runtime stage must be scratch, run
+// as a non-root user with /data as a volume and TXLOG_DATA_DIR, set only
+// txlogd's variables (flags holds them), and check /healthz with txlogd
+// --healthcheck.
+func checkDockerfile(text string, flags map[string]bool) []error {
+	var errs []error
 	var froms, runs []string
 	var user, volume, health string
 	env := map[string]string{}
-	stage := 0
-	for _, in := range dockerInstructions(string(b)) {
+	for _, in := range dockerInstructions(text) {
 		switch in[0] {
 		case "FROM":
 			froms = append(froms, in[1])
-			stage++
 		case "RUN":
 			runs = append(runs, in[1])
 		case "USER":
@@ -231,22 +228,22 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	if len(froms) < 2 || froms[len(froms)-1] != "scratch" {
-		t.Errorf("FROM %v: want a build stage, then scratch", froms)
+		errs = append(errs, fmt.Errorf("FROM %v: want a build stage, then scratch", froms))
 	}
 	if !slices.ContainsFunc(runs, func(r string) bool {
 		return strings.Contains(r, `TXLOG_RELEASE_PLATFORMS="${TARGETOS}/${TARGETARCH}"`) && strings.Contains(r, "scripts/release.sh ")
 	}) {
-		t.Errorf("no RUN of scripts/release.sh with TXLOG_RELEASE_PLATFORMS=\"${TARGETOS}/${TARGETARCH}\" (the build TestRelease tests): %q", runs)
+		errs = append(errs, fmt.Errorf("no RUN of scripts/release.sh with TXLOG_RELEASE_PLATFORMS=\"${TARGETOS}/${TARGETARCH}\" (the build TestRelease tests): %q", runs))
 	}
 	if u, _, _ := strings.Cut(user, ":"); u == "" || u == "0" || u == "root" {
-		t.Errorf("USER %q: want a non-root user", user)
+		errs = append(errs, fmt.Errorf("USER %q: want a non-root user", user))
 	}
 	if !strings.Contains(volume, `"/data"`) || env["TXLOG_DATA_DIR"] != "/data" {
-		t.Errorf("VOLUME %s, TXLOG_DATA_DIR=%q: want /data for both", volume, env["TXLOG_DATA_DIR"])
+		errs = append(errs, fmt.Errorf("VOLUME %s, TXLOG_DATA_DIR=%q: want /data for both", volume, env["TXLOG_DATA_DIR"]))
 	}
 	for k := range env {
 		if strings.HasPrefix(k, "TXLOG_") && !flags[k] {
-			t.Errorf("ENV %s: no flag of txlogd -h", k)
+			errs = append(errs, fmt.Errorf("ENV %s: no flag of txlogd -h", k))
 		}
 	}
 	_, cmd, _ := strings.Cut(health, "CMD ")
@@ -255,17 +252,93 @@ func TestDockerfile(t *testing.T) {
 		args = append(args, strings.Trim(strings.TrimSpace(a), `"`))
 	}
 	if len(args) < 2 || filepath.Base(args[0]) != "txlogd" {
-		t.Fatalf("HEALTHCHECK %q: want CMD [\"…/txlogd\", \"--healthcheck\", URL]", health)
+		return append(errs, fmt.Errorf("HEALTHCHECK %q: want CMD [\"…/txlogd\", \"--healthcheck\", URL]", health))
 	}
 	if u, ok, err := healthcheckURL(args[1:]); !ok || err != nil || !strings.HasSuffix(u, "/healthz") {
-		t.Errorf("HEALTHCHECK %q: txlogd would take it as %q, %v, %v; want --healthcheck of /healthz", health, u, ok, err)
+		errs = append(errs, fmt.Errorf("HEALTHCHECK %q: txlogd would take it as %q, %v, %v; want --healthcheck of /healthz", health, u, ok, err))
+	}
+	return errs
+}
+
+// TestDockerfile: the Dockerfile passes checkDockerfile, and the check
+// finds each thing broken.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile(dockerfilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	flags := flagEnvNames(t)
+	if err := errors.Join(checkDockerfile(text, flags)...); err != nil {
+		t.Fatalf("%s: %v", dockerfilePath, err)
+	}
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"distro runtime", "FROM scratch", "FROM debian", "FROM"},
+		{"root", "USER 65532:65532", "USER root", "USER"},
+		{"other build", "scripts/release.sh \"${VERSION}\"", "go build ./cmd/txlogd", "no RUN of scripts/release.sh"},
+		{"readyz", "8080/healthz", "8080/readyz", "HEALTHCHECK"},
+		{"curl", `CMD ["/usr/local/bin/txlogd", "--healthcheck",`, `CMD ["curl", "-f",`, "HEALTHCHECK"},
+		{"no volume", `VOLUME ["/data"]`, `VOLUME ["/var/lib/txlog"]`, "VOLUME"},
+		{"unknown variable", "ENV TXLOG_DATA_DIR=/data", "ENV TXLOG_DATADIR=/data TXLOG_DATA_DIR=/data", "TXLOG_DATADIR"},
+	} {
+		if !strings.Contains(text, tc.old) {
+			t.Fatalf("%s: the Dockerfile has no %q to change", tc.name, tc.old)
+		}
+		err := errors.Join(checkDockerfile(strings.Replace(text, tc.old, tc.new, 1), flags)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("checkDockerfile(%s) = %v, want an error naming %s", tc.name, err, tc.want)
+		}
 	}
 }
 
-// TestK8sManifests: the StatefulSet's TXLOG_* variables are txlogd's, and
-// with a pod's name and namespace put in they parse as a configuration
-// whose --raft-addr is its own --cluster entry, for each of the replicas;
-// liveness asks /healthz and readiness /readyz.
+// checkStatefulSet reports what in statefulset.yaml does not fit txlogd:
+// its TXLOG_* variables must be txlogd's (flags holds them) and, with a
+// pod's name and namespace put in, parse as a configuration whose ID is the
+// pod's name among the --cluster members, for each of the replicas; the pods
+// start in parallel; liveness and startup ask /healthz, readiness /readyz.
+func checkStatefulSet(text string, flags map[string]bool) []error {
+	var errs []error
+	env := map[string]string{}
+	for _, m := range regexp.MustCompile(`- name: (TXLOG_\w+)\n\s+value: (.*)`).FindAllStringSubmatch(text, -1) {
+		if !flags[m[1]] {
+			errs = append(errs, fmt.Errorf("%s: no flag of txlogd -h", m[1]))
+		}
+		env[m[1]] = strings.TrimSpace(m[2])
+	}
+	if !strings.Contains(text, "podManagementPolicy: Parallel") {
+		errs = append(errs, errors.New("podManagementPolicy: not Parallel (txlog-0 would wait for a readiness that needs txlog-1)"))
+	}
+	replicas := regexp.MustCompile(`(?m)^  replicas: (\d+)$`).FindStringSubmatch(text)
+	if replicas == nil {
+		return append(errs, errors.New("replicas: not found"))
+	}
+	n, _ := strconv.Atoi(replicas[1])
+	for i := range n {
+		pod := fmt.Sprintf("txlog-%d", i)
+		cfg, err := node.ParseConfig(nil, func(k string) (string, bool) {
+			v, ok := env[k]
+			return strings.NewReplacer("$(POD_NAME)", pod, "$(POD_NAMESPACE)", "default").Replace(v), ok
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pod %s: the variables do not parse: %w", pod, err))
+			continue
+		}
+		if cfg.ID != pod || len(cfg.Cluster) != n {
+			errs = append(errs, fmt.Errorf("pod %s: id %q, cluster %v: want its own name among %d members", pod, cfg.ID, cfg.Cluster, n))
+		}
+	}
+	for kind, want := range map[string]string{"livenessProbe": "/healthz", "startupProbe": "/healthz", "readinessProbe": "/readyz"} {
+		_, rest, _ := strings.Cut(text, kind+":")
+		m := regexp.MustCompile(`path: (\S+)`).FindStringSubmatch(rest)
+		if m == nil || m[1] != want {
+			errs = append(errs, fmt.Errorf("%s: path %v, want %s", kind, m, want))
+		}
+	}
+	return errs
+}
+
+// TestK8sManifests: statefulset.yaml passes checkStatefulSet, the check
+// finds each thing broken, and the Services and the budget are there.
 func TestK8sManifests(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(k8sDir, "statefulset.yaml"))
 	if err != nil {
@@ -273,45 +346,23 @@ func TestK8sManifests(t *testing.T) {
 	}
 	text := string(b)
 	flags := flagEnvNames(t)
-	env := map[string]string{}
-	for _, m := range regexp.MustCompile(`- name: (TXLOG_\w+)\n\s+value: (.*)`).FindAllStringSubmatch(text, -1) {
-		if !flags[m[1]] {
-			t.Errorf("statefulset.yaml sets %s: no flag of txlogd -h", m[1])
-		}
-		env[m[1]] = strings.TrimSpace(m[2])
+	if err := errors.Join(checkStatefulSet(text, flags)...); err != nil {
+		t.Fatalf("statefulset.yaml: %v", err)
 	}
-	replicas := regexp.MustCompile(`(?m)^  replicas: (\d+)$`).FindStringSubmatch(text)
-	if replicas == nil || !strings.Contains(text, "podManagementPolicy: Parallel") {
-		t.Fatalf("statefulset.yaml: want replicas and podManagementPolicy: Parallel")
-	}
-	var n int
-	fmt.Sscan(replicas[1], &n)
-	for i := range n {
-		pod := fmt.Sprintf("txlog-%d", i)
-		cfg, err := node.ParseConfig(nil, func(k string) (string, bool) {
-			v, ok := env[k]
-			v = strings.NewReplacer("$(POD_NAME)", pod, "$(POD_NAMESPACE)", "default").Replace(v)
-			return v, ok
-		})
-		if err != nil {
-			t.Errorf("pod %s: the StatefulSet's variables do not parse: %v", pod, err)
-			continue
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"ordered", "podManagementPolicy: Parallel", "podManagementPolicy: OrderedReady", "podManagementPolicy"},
+		{"readiness on healthz", "path: /readyz", "path: /healthz", "readinessProbe"},
+		{"liveness on readyz", "path: /healthz", "path: /readyz", "livenessProbe"},
+		{"four replicas", "replicas: 3", "replicas: 4", "txlog-3"},
+		{"raft address off its entry", "value: $(POD_NAME).txlog-peers:7101", "value: $(POD_NAME).txlog:7101", "does not match raft-addr"},
+		{"unknown variable", "name: TXLOG_DATA_DIR", "name: TXLOG_DATADIR", "TXLOG_DATADIR"},
+	} {
+		if !strings.Contains(text, tc.old) {
+			t.Fatalf("%s: statefulset.yaml has no %q to change", tc.name, tc.old)
 		}
-		if cfg.ID != pod || len(cfg.Cluster) != n {
-			t.Errorf("pod %s: id %q, cluster %v: want its own name among %d members", pod, cfg.ID, cfg.Cluster, n)
-		}
-	}
-	probe := func(kind string) string {
-		_, rest, _ := strings.Cut(text, kind+":")
-		m := regexp.MustCompile(`path: (\S+)`).FindStringSubmatch(rest)
-		if m == nil {
-			return ""
-		}
-		return m[1]
-	}
-	for kind, want := range map[string]string{"livenessProbe": "/healthz", "startupProbe": "/healthz", "readinessProbe": "/readyz"} {
-		if got := probe(kind); got != want {
-			t.Errorf("%s path %q, want %s", kind, got, want)
+		err := errors.Join(checkStatefulSet(strings.Replace(text, tc.old, tc.new, 1), flags)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("checkStatefulSet(%s) = %v, want an error naming %s", tc.name, err, tc.want)
 		}
 	}
 	for _, f := range []string{"service.yaml", "pdb.yaml"} {
