@@ -777,12 +777,13 @@ var testingFlags = map[string]bool{
 	"webhook-max-backoff":    true,
 }
 
-// usage lists the flags an operator sets: all but testingFlags.
+// usage lists the flags an operator sets, all but testingFlags, under the
+// headings of flagGroups (usage.go).
 func usage(fs *flag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString("usage: txlogd --id ID [flags]\n")
-	printDefaults(&b, fs, func(name string) bool { return !testingFlags[name] })
-	b.WriteString("every flag may also be set as TXLOG_<FLAG> (e.g. TXLOG_HTTP_ADDR)\n")
+	printGroups(&b, fs, func(name string) bool { return !testingFlags[name] })
+	b.WriteString("\nevery flag may also be set as TXLOG_<FLAG> (e.g. TXLOG_HTTP_ADDR)\n")
 	return b.String()
 }
 

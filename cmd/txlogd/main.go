@@ -1,28 +1,90 @@
 // Command txlogd runs one txlog node. Every flag may also be given as an
 // environment variable: --http-addr as TXLOG_HTTP_ADDR, and so on. Run
-// `txlogd --help` for the flags. SIGTERM and SIGINT stop it gracefully;
-// SIGHUP re-reads its TLS files (docs/operations.md).
+// `txlogd -h` for the flags, grouped (it exits 0). SIGTERM and SIGINT stop it
+// gracefully; SIGHUP re-reads its TLS files (docs/operations.md).
+//
+// Two modes run instead of a node:
+//
+//	txlogd --version          the version and VCS revision (version.go)
+//	txlogd --healthcheck URL  exit 0 if URL answers 200 (healthcheck.go)
+//
+// Under systemd with Type=notify (NOTIFY_SOCKET set) it sends READY=1 once
+// the node is open and STOPPING=1 when a signal stops it (sdnotify.go;
+// deploy/systemd/txlogd.service).
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/txlog/txlog/node"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "txlogd:", err)
-		os.Exit(1)
+	os.Exit(report(run(os.Args[1:]), os.Stdout, os.Stderr))
+}
+
+// report prints err and returns the exit status for it: 0 for nil and for a
+// help request (-h, -help-testing), whose listing it prints to stdout; 1 for
+// anything else, printed to stderr.
+func report(err error, stdout, stderr io.Writer) int {
+	if err == nil {
+		return 0
 	}
+	if errors.Is(err, flag.ErrHelp) {
+		_, listing, _ := strings.Cut(err.Error(), "\n") // below "parse flags: flag: help requested"
+		fmt.Fprint(stdout, listing+modesUsage)
+		return 0
+	}
+	fmt.Fprintln(stderr, "txlogd:", err)
+	return 1
+}
+
+// modesUsage ends the listing of -h: the modes that run instead of a node.
+const modesUsage = `
+instead of a node:
+  txlogd --version
+    	print the version, the VCS revision, the Go version and the platform
+  txlogd --healthcheck URL
+    	GET URL (e.g. http://127.0.0.1:8080/healthz); exit 0 if it answers 200 within 3s, else 1
+`
+
+// isVersionFlag reports whether a is --version, which makes txlogd print
+// versionLine and exit wherever it appears among the arguments.
+func isVersionFlag(a string) bool { return a == "-version" || a == "--version" }
+
+// healthcheckURL returns the URL of `txlogd --healthcheck URL` (or
+// --healthcheck=URL) when args start with that flag; ok is false when they
+// do not. It takes no other argument.
+func healthcheckURL(args []string) (u string, ok bool, err error) {
+	if len(args) == 0 {
+		return "", false, nil
+	}
+	name, _, _ := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+	if name != "healthcheck" || !strings.HasPrefix(args[0], "-") {
+		return "", false, nil
+	}
+	fs := flag.NewFlagSet("txlogd --healthcheck", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&u, "healthcheck", "", "URL")
+	if err := fs.Parse(args); err != nil {
+		return "", true, fmt.Errorf("healthcheck: %w (usage: txlogd --healthcheck URL)", err)
+	}
+	if fs.NArg() > 0 || u == "" {
+		return "", true, fmt.Errorf("healthcheck: usage: txlogd --healthcheck URL, and no other argument")
+	}
+	return u, true, nil
 }
 
 // gcPercent is the GC target txlogd runs with unless GOGC is set: its heap is
@@ -48,6 +110,16 @@ const (
 )
 
 func run(args []string) error {
+	if slices.ContainsFunc(args, isVersionFlag) {
+		fmt.Println(versionLine(debug.ReadBuildInfo()))
+		return nil
+	}
+	if u, ok, err := healthcheckURL(args); ok {
+		if err != nil {
+			return err
+		}
+		return healthcheck(context.Background(), u)
+	}
 	if _, ok := os.LookupEnv("GOGC"); !ok {
 		debug.SetGCPercent(gcPercent)
 	}
@@ -85,6 +157,16 @@ func run(args []string) error {
 		}
 		return err
 	}
+	// The node is open: its listeners are bound (a client that connects now
+	// is served as soon as Run starts serving) and Raft runs. Tell systemd.
+	socket := os.Getenv("NOTIFY_SOCKET")
+	notify := func(state string) {
+		if err := sdNotify(socket, state); err != nil {
+			cfg.Logger.Warn("sd_notify failed", "state", state, "err", err)
+		}
+	}
+	notify("READY=1")
+	context.AfterFunc(ctx, func() { notify("STOPPING=1") })
 	go reloadOnHUP(ctx, hup, n)
 	return n.Run(ctx)
 }
