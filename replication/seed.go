@@ -59,7 +59,11 @@ func Seed(cfg Config, index, term uint64) error {
 	}
 	snaps := checkpointStore{SnapshotStore: files, dir: snapDir, syncDir: c.syncDir}
 	conf := bootstrapConfiguration([]Server{{ID: c.ID, Addr: addr}})
-	sink, err := snaps.Create(raft.SnapshotVersionMax, index, term, conf, index, nil)
+	// The file store encodes the configuration for old readers through a
+	// transport; an in-memory one encodes an address as itself, as the TCP one.
+	_, trans := raft.NewInmemTransport(raft.ServerAddress(addr))
+	defer trans.Close()
+	sink, err := snaps.Create(raft.SnapshotVersionMax, index, term, conf, index, trans)
 	if err != nil {
 		return fmt.Errorf("seed %s: create snapshot: %w", c.Dir, err)
 	}
