@@ -42,6 +42,7 @@ Commands:
   consumers  list the consumer groups' committed offsets, or show one: txlog consumers [GROUP]
   exclusive  run a command only while holding a lease:
            txlog exclusive --lease NAME --ttl 5s -- CMD ARGS...
+  backup   save a verified backup of a node's state to FILE, or check one: txlog backup [--verify] FILE
   help     print this text
 
 submit, get, status, log, lease, consumers, exclusive and bench take --targets URL,URL,... (default $TXLOG_TARGETS,
@@ -100,6 +101,8 @@ func (c *cli) run(ctx context.Context, args []string) error {
 		return c.consumers(ctx, rest)
 	case "exclusive":
 		return c.exclusive(ctx, rest)
+	case "backup":
+		return c.backup(ctx, rest)
 	case "chaos-contender": // hidden: a lease contender that `txlog chaos` starts
 		return chaos.ContenderMain(ctx, rest, c.stderr)
 	case "chaos-consumer": // hidden: a consumer of the chaos consumer workload
