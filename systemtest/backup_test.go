@@ -114,8 +114,9 @@ func TestBackupRestore(t *testing.T) {
 	if err != nil || !lease.Acquired {
 		t.Fatalf("AcquireLease() = %+v, %v", lease, err)
 	}
-	if res, err := cl.CommitOffset(ctx, "backup-group", 42, nil); err != nil || res.Status != "committed" {
-		t.Fatalf("CommitOffset() = %+v, %v", res, err)
+	offset, err := cl.CommitOffset(ctx, "backup-group", 42, nil)
+	if err != nil || offset.Status != "committed" {
+		t.Fatalf("CommitOffset() = %+v, %v", offset, err)
 	}
 
 	// A write load through every node while the backup is taken.
@@ -140,20 +141,26 @@ func TestBackupRestore(t *testing.T) {
 	follower := aFollower(c, leader)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "txlog.backup")
-	before := loadN.Load()
-	fetchBackup(ctx, t, c.URL(follower), file)
-	during := loadN.Load() - before
+	// A follower's backup is its last bbolt commit, up to
+	// --store-commit-interval behind what it applied: take one until it
+	// holds everything written before the load.
+	var h store.BackupHeader
+	var during int64
+	waitUntil(ctx, t, "a backup that holds the writes before the load", func() bool {
+		before := loadN.Load()
+		fetchBackup(ctx, t, c.URL(follower), file)
+		during = loadN.Load() - before
+		if h, err = store.VerifyBackupFile(file, dir); err != nil {
+			t.Fatalf("VerifyBackupFile() = %v", err)
+		}
+		return h.Index >= offset.Index
+	})
 	stop.Store(true)
 	wg.Wait()
 	if p := loadErr.Load(); p != nil {
 		t.Fatalf("a write of the load failed: %v", *p)
 	}
 	t.Logf("%d writes committed while the backup was taken", during)
-
-	h, err := store.VerifyBackupFile(file, dir)
-	if err != nil {
-		t.Fatalf("VerifyBackupFile() = %v", err)
-	}
 	if h.NodeID != follower || h.Index == 0 || h.MaxTxID == 0 || len(h.Nodes) != 3 {
 		t.Fatalf("backup header = %+v, want from %s, an index, a max txid and 3 nodes", h, follower)
 	}
