@@ -298,6 +298,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 	on("/v1/cluster/join", accessAdmin, cl.handleJoin).Methods(http.MethodPost)
 	on("/v1/cluster/nodes/{id}", accessAdmin, cl.handleRemove).Methods(http.MethodDelete)
 	on("/v1/cluster/transfer-leadership", accessAdmin, cl.handleTransferLeadership).Methods(http.MethodPost)
+	on("/v1/backup", accessAdmin, s.handleBackup).Methods(http.MethodGet) // backup.go
 
 	if internal {
 		on("/v1/internal/propose", accessOpen, tx.handlePropose).Methods(http.MethodPost)

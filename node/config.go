@@ -240,6 +240,18 @@ type Config struct {
 	// the system's roots. With peer TLS, the join presents the peer
 	// certificate as its client certificate.
 	JoinCAFile string
+	// Backup and restore (restore.go, backup.go). Restore is a backup file
+	// (GET /v1/backup) to seed this node with, as the first node of a new
+	// cluster, before it starts (--restore); the data dir must be empty.
+	// Default "": none.
+	Restore string
+	// BackupDir, when set, is where the node writes a verified backup of
+	// its own state every BackupInterval (default 1h), keeping the newest
+	// BackupKeep (default 24) of its own (--backup-dir, --backup-interval,
+	// --backup-keep; backup.go).
+	BackupDir      string
+	BackupInterval time.Duration
+	BackupKeep     int
 	// Metrics is the registry the node and the packages it opens (api,
 	// replication, store, wal, node/parking: passed down in their Configs) register their
 	// metrics with (docs/operations.md, Metrics); nil: no metrics. When it is
@@ -661,6 +673,11 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	})
 	fs.StringVar(&c.JoinTokenFile, "join-token-file", "", "file holding the admin token --join presents")
 	fs.StringVar(&c.JoinCAFile, "join-ca-file", "", "CA bundle that verifies the HTTPS certificate of the member --join names (default: peer-tls-ca-file, else the system's)")
+	// Backup and restore (restore.go).
+	fs.StringVar(&c.Restore, "restore", "", "seed a new one-node cluster from this backup file (txlog backup): the data dir must be empty; leave out --cluster and --join, and start again without it")
+	fs.StringVar(&c.BackupDir, "backup-dir", "", "write a verified backup of this node's state into this directory every --backup-interval (empty: off)")
+	fs.DurationVar(&c.BackupInterval, "backup-interval", DefaultBackupInterval, "how often --backup-dir gets a backup")
+	fs.IntVar(&c.BackupKeep, "backup-keep", DefaultBackupKeep, "how many of its backups this node keeps in --backup-dir; older ones are removed")
 
 	var helpTesting bool
 	alert.RegisterFlags(fs, &c.Alert)

@@ -45,7 +45,9 @@
 // txlogd --recover, which makes a survivor of a lost majority a one-node
 // cluster under a new cluster ID, once (cluster.recovered), is in recover.go.
 // The client port's TLS, from package tlsfiles, is in clienttls.go, and
-// Reload, what SIGHUP runs, in reload.go.
+// Reload, what SIGHUP runs, in reload.go. GET /v1/backup's Backup is in
+// backup.go, and --restore, which seeds a new one-node cluster from a
+// backup before Open opens anything else, in restore.go.
 //
 // Must not import directly: github.com/hashicorp/raft, go.etcd.io/bbolt, github.com/redis/go-redis/...
 package node

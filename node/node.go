@@ -144,6 +144,11 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 	if err := dirsync.MkdirAll(cfg.DataDir, 0o755, syncDir); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", cfg.DataDir, err)
 	}
+	if cfg.Restore != "" { // restore.go
+		if err := restoreBackup(cfg, syncDir); err != nil {
+			return nil, err
+		}
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -496,6 +501,7 @@ func (n *Node) Run(ctx context.Context) error {
 			n.sample.close()
 		})
 		n.wg.Go(n.cbs.loop)
+		n.startScheduledBackups() // backup.go
 	}
 
 	var err error

@@ -67,6 +67,9 @@ type membership struct {
 
 	// ids issues this node's txids; set once, with number (setNumber).
 	ids *txid.Generator
+	// nextReissue, when set (tests), gives the txid of a reissued write
+	// instead of ids.NextUnpredictable (reissueID).
+	nextReissue func() txid.ID
 
 	number  atomic.Int32           // 0 until known; then fixed
 	clash   atomic.Pointer[string] // the member that holds our number too; nil: none
@@ -427,4 +430,15 @@ func clashWith(self string, num int, members []string, registry []store.NodeInfo
 		}
 	}
 	return ""
+}
+
+// reissueID returns the txid of a write proposed again because its txid was
+// taken (write.go, reissue): one a random number of sequences past the next
+// (txid.Generator.NextUnpredictable), so that a squatter who took this
+// node's coming txids in advance does not take its retries too.
+func (m *membership) reissueID() txid.ID {
+	if m.nextReissue != nil {
+		return m.nextReissue()
+	}
+	return m.ids.NextUnpredictable()
 }

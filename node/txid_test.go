@@ -40,6 +40,9 @@ func TestSquattedTxIDReissued(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.mem.ids = ids
+	// Reissued writes take the next txid too, so that the twin knows them
+	// ("unpredictable" below puts back the node's own choice).
+	n.mem.nextReissue = ids.Next
 
 	frame := func(id txid.ID, key string) []byte {
 		tx := store.Tx{ID: id, Ops: []store.Op{{Kind: store.OpPut, Key: key, Value: []byte(`"squatter"`)}}}
@@ -146,6 +149,22 @@ func TestSquattedTxIDReissued(t *testing.T) {
 		}
 		if _, err := n.lookups.get("own-2"); !errors.Is(err, wire.ErrNotFound) {
 			t.Fatalf("get(own-2) = %v, want not found", err)
+		}
+	})
+
+	t.Run("unpredictable", func(t *testing.T) {
+		// With the node's own choice of a reissued txid, a squatter of the
+		// next maxReissues+1 txids catches the first proposal only.
+		n.mem.nextReissue = nil
+		squatted := map[txid.ID]bool{}
+		for i := range maxReissues + 1 {
+			id := twin.Next()
+			squatted[id] = true
+			squat(id, fmt.Sprintf("squatted-u%d", i))
+		}
+		res, err := n.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "own-3", Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{Timeout: 5 * time.Second})
+		if err != nil || res.Status != wire.StatusCommitted || squatted[res.TxID] || res.Versions["own-3"] != 1 {
+			t.Fatalf("Submit() = %+v, %v; want committed under a txid the squatter did not take", res, err)
 		}
 	})
 }

@@ -181,7 +181,7 @@ func reissue(mem *membership, in *intake, met *nodeMetrics, log *slog.Logger, ps
 		if !p.st.isDone() || !errors.Is(p.st.err, wire.ErrTxIDConflict) {
 			continue
 		}
-		old, id := p.id, mem.ids.NextUnpredictable() // not the next one a squatter took in advance
+		old, id := p.id, mem.reissueID()
 		p.id, p.payload = id, store.WithTxID(p.payload, id)
 		p.st.reissue()
 		in.reissue(es[i], id, p.payload)

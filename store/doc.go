@@ -10,6 +10,11 @@
 //   - Apply: committed entries in, one Result per entry out, all of a batch in one
 //     bbolt transaction together with the applied index.
 //   - Snapshot and Restore of the whole database, for Raft snapshots.
+//   - Backups (backup.go): DB.Backup writes the committed state, from one
+//     bbolt read transaction, with a header (its applied index and term, the
+//     node registry, the largest txid) and a trailing SHA-256; ReadBackup,
+//     VerifyBackupFile and InstallBackup check one and put its body in place
+//     as a new store file.
 //   - The reads the API serves, on DB.Reads, a Reader (reads.go): transactions
 //     by txid or idempotency key, keys, the transaction log, the registered
 //     nodes, leases, consumer groups and pending callbacks.
