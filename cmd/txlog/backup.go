@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,11 +28,19 @@ func (c *cli) backup(ctx context.Context, args []string) error {
 	targets := cmd.targets()
 	verify := cmd.Bool("verify", false, "check FILE offline (its checksum and its store) instead of taking a backup")
 	node := cmd.String("node", "", "take it from the target with this base URL (default: a follower, else any node that answers)")
-	timeout := cmd.Duration("timeout", 10*time.Minute, "bound on the whole backup")
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
 	}
+	// One request, but one that reads the whole store: --timeout bounds it
+	// when given, else backupTimeout does.
+	timeout := new(time.Duration)
+	*timeout = backupTimeout
+	cmd.Visit(func(f *flag.Flag) {
+		if f.Name == "timeout" {
+			*timeout = *cmd.timeout
+		}
+	})
 	if len(pos) != 1 {
 		return usagef("backup takes one FILE, got %d arguments", len(pos))
 	}
@@ -61,6 +70,9 @@ func (c *cli) backup(ctx context.Context, args []string) error {
 	}
 	return printJSON(c.stdout, backupSummary(file, h))
 }
+
+// backupTimeout bounds a backup without --timeout.
+const backupTimeout = 10 * time.Minute
 
 // backupSummary is what backup prints.
 func backupSummary(file string, h store.BackupHeader) map[string]any {

@@ -147,19 +147,34 @@ func (c *cli) version(args []string) error {
 	return nil
 }
 
-// versionLine describes the build of the running binary: its module
-// version, VCS revision and time (with "+dirty" for uncommitted changes),
-// and the Go version.
+// version, revision and modified are stamped by scripts/release.sh with
+// -ldflags "-X main.version=..." (as in txlogd): the release's name, the
+// commit it was built from, and "true" for a tree with uncommitted changes.
+// A plain go build leaves them empty.
+var version, revision, modified string
+
+// versionLine describes the build of the running binary: its version (the
+// stamped one, else the module's), VCS revision and time (with "+dirty" for
+// uncommitted changes), and the Go version.
 func versionLine(prog string) string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
+		if version != "" {
+			return prog + " " + version + " revision " + revision
+		}
 		return prog + " (no build information)"
 	}
-	v := bi.Main.Version
+	v := version
+	if v == "" {
+		v = bi.Main.Version
+	}
 	if v == "" {
 		v = "(devel)"
 	}
-	var rev, at, dirty string
+	rev, at, dirty := revision, "", ""
+	if modified == "true" {
+		dirty = "+dirty"
+	}
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
