@@ -49,6 +49,7 @@ var allRoutes = []route{
 	{"POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"127.0.0.1:1"}`, "admin"},
 	{"DELETE", "/v1/cluster/nodes/n3", "", "admin"},
 	{"POST", "/v1/cluster/transfer-leadership", `{}`, "admin"},
+	{"GET", "/v1/openapi.json", "", "read"},
 	// No route: 404 and 405 only to a known credential.
 	{"GET", "/v1/nothing", "", "any"},
 	{"PATCH", "/v1/tx", "", "any"},
