@@ -50,6 +50,7 @@ var allRoutes = []route{
 	{"DELETE", "/v1/cluster/nodes/n3", "", "admin"},
 	{"POST", "/v1/cluster/transfer-leadership", `{}`, "admin"},
 	{"GET", "/v1/backup", "", "admin"},
+	{"GET", "/v1/openapi.json", "", "read"},
 	// No route: 404 and 405 only to a known credential.
 	{"GET", "/v1/nothing", "", "any"},
 	{"PATCH", "/v1/tx", "", "any"},

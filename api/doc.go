@@ -65,14 +65,20 @@
 //     page is read and encoded once for all of them.
 //   - streamcap.go: the slots of Config.MaxStreams that the streams and the
 //     waiting reads take (503 too_many_streams past them).
+//   - openapi.go: GET /v1/openapi.json, docs/openapi.yaml (embedded by
+//     package docs) converted to JSON once, at the first NewServer.
+//     openapi_test.go holds the document to the router's routes, the
+//     OpenAPI 3.1 specification, the roles and codes the server answers
+//     with, and the examples of docs/api.md.
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.
 //
 // # What it must not import
 //
 // api imports only the standard library, gorilla/mux, the Prometheus client
-// (its request metrics, metrics.go), wire, txid and auth (Principal and
-// Role, the scope every path applies). It must
+// (its request metrics, metrics.go), wire, txid, auth (Principal and
+// Role, the scope every path applies), docs (the embedded OpenAPI document)
+// and a YAML parser (openapi.go converts that document once). It must
 // not import client, node, replication, store or wal: those depend on api (or
 // stand beside it), not the other way round.
 //

@@ -243,6 +243,7 @@ func NewServer(cfg Config, b Backend) *Server {
 	s.consumers = &consumerHandlers{answers: a, tx: s.tx}
 	s.consumers.cb, _ = b.(ConsumerBackend)
 	s.cluster = &clusterHandlers{answers: a, b: b}
+	openAPIJSON() // converted once, at start; an error is the route's answer
 	s.router = s.routes(false)
 	s.peerRouter = s.routes(true)
 	s.submitH = s.met.instrument("/v1/tx", s.guard(accessWrite, http.HandlerFunc(s.tx.handleSubmit)))
@@ -299,6 +300,8 @@ func (s *Server) routes(internal bool) *mux.Router {
 	on("/v1/cluster/nodes/{id}", accessAdmin, cl.handleRemove).Methods(http.MethodDelete)
 	on("/v1/cluster/transfer-leadership", accessAdmin, cl.handleTransferLeadership).Methods(http.MethodPost)
 	on("/v1/backup", accessAdmin, s.handleBackup).Methods(http.MethodGet) // backup.go
+	// The routes themselves, to a reader as the 404 and 405 answers are.
+	on(OpenAPIPath, accessRead, s.handleOpenAPI).Methods(http.MethodGet)
 
 	if internal {
 		on("/v1/internal/propose", accessOpen, tx.handlePropose).Methods(http.MethodPost)
