@@ -592,7 +592,55 @@ func (c Config) Level() slog.Level {
 // os.LookupEnv; tests pass their own. The result is validated, with defaults filled.
 func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, error) {
 	var c Config
-	var cluster, raftDial string
+	var v flagVars
+	fs := newFlagSet(&c, &v)
+
+	if err := fs.Parse(args); err != nil {
+		return Config{}, fmt.Errorf("parse flags: %w\n%s", err, usage(fs))
+	}
+	if v.helpTesting {
+		return Config{}, fmt.Errorf("parse flags: %w\n%s", flag.ErrHelp, testingUsage(fs))
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), usage(fs))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || lookup == nil || f.Name == "help-testing" {
+			return
+		}
+		env := EnvName(f.Name)
+		if v, ok := lookup(env); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	if v.configFile != "" { // configfile.go: under the flags and TXLOG_* variables
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if err := applyConfigFile(fs, v.configFile, set); err != nil {
+			return Config{}, err
+		}
+	}
+	return finishConfig(c, v)
+}
+
+// flagVars are the flags that ParseConfig turns into Config fields itself,
+// after parsing.
+type flagVars struct {
+	cluster, raftDial string
+	configFile        string
+	helpTesting       bool
+}
+
+// newFlagSet defines txlogd's flags, writing into c and v.
+func newFlagSet(c *Config, v *flagVars) *flag.FlagSet {
+	cluster, raftDial := &v.cluster, &v.raftDial
 	fs := flag.NewFlagSet("txlogd", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.ID, "id", "", "node id (required)")
@@ -602,8 +650,8 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.StringVar(&c.RaftAddr, "raft-addr", DefaultRaftAddr, "peer address: the peer link (Raft, propose streams, node-to-node requests) listens on it and Raft advertises it")
 	fs.StringVar(&c.DebugAddr, "debug-addr", "", "serve net/http/pprof on this separate, unauthenticated listener; never expose it publicly (port 0: pick one; empty: off)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve GET /metrics on this separate listener (port 0: pick one; empty: only on the HTTP listener)")
-	fs.StringVar(&cluster, "cluster", "", "static bootstrap: id=raftaddr[@nodenumber],... (the same list on every initial member)")
-	fs.StringVar(&raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
+	fs.StringVar(cluster, "cluster", "", "static bootstrap: id=raftaddr[@nodenumber],... (the same list on every initial member)")
+	fs.StringVar(raftDial, "raft-dial", "", "dial these peers at other addresses: id=host:port,... (fault-injection proxies)")
 	fs.StringVar(&c.Join, "join", "", "HTTP base URL of a member to join through")
 	// Losing a majority (recover.go).
 	fs.BoolVar(&c.Recover, "recover", false, "after losing a majority: make this node, with its raft state, a one-node cluster that new members --join (once; the lost members must never come back with their old data: docs/operations.md)")
@@ -679,36 +727,16 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.DurationVar(&c.BackupInterval, "backup-interval", DefaultBackupInterval, "how often --backup-dir gets a backup")
 	fs.IntVar(&c.BackupKeep, "backup-keep", DefaultBackupKeep, "how many of its backups this node keeps in --backup-dir; older ones are removed")
 
-	var helpTesting bool
+	fs.StringVar(&v.configFile, "config", "", "YAML file of settings: each key a flag's name (http-addr: 127.0.0.1:8080); flags and TXLOG_* variables win over it (docs/deploy.md)")
 	alert.RegisterFlags(fs, &c.Alert)
-	fs.BoolVar(&helpTesting, "help-testing", false, "list the flags for tests and A/B measurements (not for production)")
+	fs.BoolVar(&v.helpTesting, "help-testing", false, "list the flags for tests and A/B measurements (not for production)")
+	return fs
+}
 
-	if err := fs.Parse(args); err != nil {
-		return Config{}, fmt.Errorf("parse flags: %w\n%s", err, usage(fs))
-	}
-	if helpTesting {
-		return Config{}, fmt.Errorf("parse flags: %w\n%s", flag.ErrHelp, testingUsage(fs))
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected arguments %q\n%s", fs.Args(), usage(fs))
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || lookup == nil || f.Name == "help-testing" {
-			return
-		}
-		env := EnvName(f.Name)
-		if v, ok := lookup(env); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", env, err))
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, err
-	}
+// finishConfig turns the parsed flags into the Config: the lists ParseConfig
+// parses itself, the defaults, Validate.
+func finishConfig(c Config, v flagVars) (Config, error) {
+	cluster, raftDial := v.cluster, v.raftDial
 	peers, err := ParseCluster(cluster)
 	if err != nil {
 		return Config{}, err
@@ -800,7 +828,7 @@ func usage(fs *flag.FlagSet) string {
 	var b strings.Builder
 	b.WriteString("usage: txlogd --id ID [flags]\n")
 	printGroups(&b, fs, func(name string) bool { return !testingFlags[name] })
-	b.WriteString("\nevery flag may also be set as TXLOG_<FLAG> (e.g. TXLOG_HTTP_ADDR)\n")
+	b.WriteString("\nevery flag may also be set as TXLOG_<FLAG> (e.g. TXLOG_HTTP_ADDR), or as a key of\n--config FILE (http-addr: 127.0.0.1:8080); a flag wins over its variable, both over the file\n")
 	return b.String()
 }
 

@@ -37,8 +37,9 @@
 // a cluster through its client port (--join): it reaches its peers over the
 // peer link, never through the public client. It does not import
 // hashicorp/raft, bbolt or the Redis client directly: replication, store and
-// node/parking own those. Nothing imports node but the daemon that runs it:
-// cmd/txlogd. With Config.DebugAddr a node also serves net/http/pprof, on a
+// node/parking own those. Nothing imports node but the daemon that runs it,
+// cmd/txlogd, and cmd/txlog for `txlog restore` alone (RestoreDataDir: it
+// seeds a data directory offline as --restore does). With Config.DebugAddr a node also serves net/http/pprof, on a
 // listener and ServeMux of their own, never the API's (debug.go), and with
 // Config.MetricsAddr GET /metrics alone, the same way. The node's metrics, and
 // what it hands its parts, are in metrics.go.

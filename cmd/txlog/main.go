@@ -12,6 +12,9 @@
 //	txlog lease   acquire|renew|release|get|list|watch a lease
 //	txlog exclusive --lease NAME --ttl 5s -- CMD ARGS...
 //	              run CMD only while holding the lease (lease.go)
+//	txlog restore FILE --data-dir DIR --id ID
+//	              seed an empty data dir from a backup offline, as txlogd
+//	              --restore does (restore.go; the one command that imports node)
 //
 // The commands that talk to nodes use the nodes in --targets (default the
 // TXLOG_TARGETS environment variable, else the three nodes of `txlog local`)

@@ -106,6 +106,7 @@ func init() {
 		{name: "exclusive", synopsis: "--lease NAME [flags] -- CMD [ARGS...]", summary: "run a command only while holding a lease; exit with its status", run: (*cli).exclusive},
 		{name: "consumers", synopsis: "[flags] [GROUP]", summary: "list the consumer groups' committed offsets, or show one", run: (*cli).consumers},
 		{name: "backup", synopsis: "[flags] [--verify] FILE", summary: "save a verified backup of a node's state to FILE (a follower by default), or check one offline", run: (*cli).backup},
+		{name: "restore", synopsis: "FILE --data-dir DIR --id ID [--raft-addr ADDR] [flags]", summary: "seed an empty data dir from a backup offline, as txlogd --restore: the first node of a new cluster", run: (*cli).restore},
 		{name: "token", synopsis: "create --role read|write|admin [--name NAME] [--prefix P]...", summary: "make a bearer token and its line for --auth-file", run: (*cli).token, subs: []string{"create"}},
 		{name: "bench", synopsis: "[flags] [-- TXLOGD-FLAGS...]", summary: "measure throughput and latency under a closed-loop load", run: (*cli).bench},
 		{name: "chaos", synopsis: "[flags] [-- TXLOGD-FLAGS...]", summary: "inject faults under load and check that nothing was lost", run: (*cli).chaos},

@@ -1,5 +1,8 @@
 // Command txlogd runs one txlog node. Every flag may also be given as an
-// environment variable: --http-addr as TXLOG_HTTP_ADDR, and so on. Run
+// environment variable: --http-addr as TXLOG_HTTP_ADDR, and so on, and a
+// key of the YAML file --config FILE (TXLOG_CONFIG) names: http-addr: ...
+// (node/configfile.go, docs/deploy.md); flags win over variables, both over
+// the file. Run
 // `txlogd -h` for the flags, grouped (it exits 0). SIGTERM and SIGINT stop it
 // gracefully; SIGHUP re-reads its TLS files (docs/operations.md).
 //

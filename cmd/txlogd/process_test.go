@@ -270,7 +270,7 @@ func TestHelpAndVersionExit(t *testing.T) {
 		noStdout bool
 	}{
 		{[]string{"-h"}, 0, []string{"usage: txlogd", "\ncluster:\n", "\nstorage:\n", "\nnetwork:\n", "\nsecurity:\n", "\ntuning:\n", "txlogd --version", "txlogd --healthcheck URL"}, "", false},
-		{[]string{"--help"}, 0, []string{"\ncluster:\n  -cluster"}, "", false},
+		{[]string{"--help"}, 0, []string{"\ncluster:\n  -cluster", "  -config string", "or as a key of\n--config FILE"}, "", false},
 		{[]string{"-help-testing"}, 0, []string{"testing only", "-raft-dial"}, "", false},
 		{[]string{"--version"}, 0, []string{"txlogd ", "revision "}, "", false},
 		{[]string{"--id", "n1", "--version"}, 0, []string{"txlogd "}, "", false},
