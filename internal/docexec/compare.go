@@ -159,7 +159,7 @@ func (c *comparer) shaped(path, field string, shape Shape, w, g any) {
 		c.miss(path, string(shape), text(g))
 		return
 	}
-	if shape == ShapeTxID || shape == ShapeClusterID || field == "token" {
+	if shape == ShapeTxID || shape == ShapeClusterID || field == "token" || field == "index" {
 		c.bound = append(c.bound, Binding{Field: field, Doc: text(w), Got: text(g)})
 	}
 }

@@ -7,8 +7,9 @@
 //
 // # What is executed
 //
-// Every ```sh block of a doc whose first word is `curl` is an example, and it
-// holds that one command (lines may end in `\`); its words are -s, -X METHOD,
+// Every ```sh block of a doc with a line that starts with `curl` is an
+// example, and it holds that one command and nothing else (lines may end in
+// `\`); its words are -s, -X METHOD,
 // -H 'Name: value', -d 'body', -o FILE and the URL, single- or double-quoted
 // or bare. Examples run in document order, each doc in a cluster of its own,
 // so a read after a write sees it. A host:port in the URL, the body or the
@@ -38,10 +39,12 @@
 // change from run to run, matched by shape (Shapes): txids, Raft indexes and
 // terms, lease tokens, times, durations and the cluster ID. In a string of
 // the doc, `…` stands for any text (a message that names an index). A txid,
-// cluster ID or lease token an answer gave is bound to the doc's value it
-// matched: later requests and answers of the same doc have the doc's value
-// replaced with the real one, so `GET /v1/tx/{txid}` asks for the txid the
-// write got. GET examples are asked again, for up to a deadline the caller
+// cluster ID, lease token or Raft index an answer gave is bound to the doc's
+// value it matched: later requests and answers of the same doc have the
+// doc's value replaced with the real one (a txid wherever it stands, a token
+// as "token":N and token=N, an index as "index":N and from=N), so
+// `GET /v1/tx/{txid}` asks for the txid the write got and a later answer
+// must show it. GET examples are asked again, for up to a deadline the caller
 // sets, until they match: a stale read on a follower catches up.
 //
 // docexec imports the standard library only; it is used by tests alone.

@@ -21,7 +21,7 @@ func TestCompare(t *testing.T) {
 		{"wrong value", committed, strings.Replace(committed, `"acct/alice":1`, `"acct/alice":2`, 1), `.versions.acct/alice: want 1, got 2`},
 		{"wrong status value", committed, strings.Replace(committed, "committed", "rejected", 1), `.status: want "committed", got "rejected"`},
 		{"missing field", committed, strings.Replace(committed, `,"durability":"quorum"`, "", 1), `.durability: want "quorum", got no such field`},
-		{"extra field", committed, strings.TrimSuffix(committed, `}`)+`,"duplicate":true}`, `.duplicate: want no such field (the doc does not show it), got true`},
+		{"extra field", committed, strings.TrimSuffix(committed, `}`) + `,"duplicate":true}`, `.duplicate: want no such field (the doc does not show it), got true`},
 		{"bad txid", committed, strings.Replace(committed, "0AP81P6ZW0800", "0AP81P6ZW08UU", 1), `.txid: want a txid, got "0AP81P6ZW08UU"`},
 		{"index not a number", committed, strings.Replace(committed, `"index":7`, `"index":"7"`, 1), `.index: want a non-negative integer, got "7"`},
 		{"doc index not a number", strings.Replace(committed, `"index":7`, `"index":-1`, 1), committed, `.index: want a non-negative integer in the doc`},
@@ -53,12 +53,13 @@ func TestCompare(t *testing.T) {
 // TestCompareBindings: a txid matched by shape is bound to the real one, and
 // Substitute puts the real one in a later request.
 func TestCompareBindings(t *testing.T) {
-	_, bs := Compare([]byte(`{"txid":"0AP81P6ZW0800","token":8123}`), []byte(`{"txid":"0AQ0000000801","token":17}`))
-	if len(bs) != 2 {
-		t.Fatalf("bindings %v, want the txid's and the token's", bs)
+	_, bs := Compare([]byte(`{"txid":"0AP81P6ZW0800","token":8123,"index":7}`), []byte(`{"txid":"0AQ0000000801","token":17,"index":9}`))
+	if len(bs) != 3 {
+		t.Fatalf("bindings %v, want the txid's, the token's and the index's", bs)
 	}
-	got := Substitute(`/v1/tx/0AP81P6ZW0800 {"holder":"h","token":8123} ?token=8123`, bs)
-	if want := `/v1/tx/0AQ0000000801 {"holder":"h","token":17} ?token=17`; got != want {
+	bs = append(bs, Binding{Field: "index", Doc: "9", Got: "12"}) // never applied to a value put in
+	got := Substitute(`/v1/tx/0AP81P6ZW0800 {"holder":"h","token":8123} ?token=8123&from=7 {"index":7,"next":7,"token":81234}`, bs)
+	if want := `/v1/tx/0AQ0000000801 {"holder":"h","token":17} ?token=17&from=9 {"index":9,"next":7,"token":81234}`; got != want {
 		t.Fatalf("Substitute = %s, want %s", got, want)
 	}
 }
@@ -109,6 +110,7 @@ func TestParseBad(t *testing.T) {
 		{"dangling skip", "text\n<!-- exec: skip: why -->\n", "d.md:2: exec: skip with no curl block"},
 		{"bad curl", "```sh\ncurl -s --fail localhost:8081/healthz\n```\n", `d.md:2: curl word "--fail" not understood`},
 		{"two commands", "```sh\ncurl -s localhost:8081/healthz | jq .\n```\n", `curl word "|" not understood`},
+		{"comment before curl", "```sh\n# read it\ncurl -s localhost:8081/healthz\n```\n", "not a curl command"},
 		{"no url", "```sh\ncurl -s -X POST\n```\n", "without a URL"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

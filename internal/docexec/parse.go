@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -83,7 +84,8 @@ func Parse(file string, md []byte) ([]Example, error) {
 		body := lines[i+1 : min(end, len(lines))]
 		start := i + 1
 		i = end
-		if lang != "sh" || len(body) == 0 || !strings.HasPrefix(strings.TrimSpace(body[0]), "curl ") {
+		hasCurl := slices.ContainsFunc(body, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "curl ") })
+		if lang != "sh" || !hasCurl {
 			if skip != "" && lang == "sh" {
 				skip = "" // a skipped sh block of other commands
 			}

@@ -33,14 +33,24 @@ func Rewrite(s string, to map[int]string) string {
 	})
 }
 
+// numberRef is where a bound number stands in a request or an answer: a
+// lease token in a body or answer and in a query, a Raft index in an answer
+// and as a log read's from.
+var numberRef = regexp.MustCompile(`("token":|\btoken=|"index":|\bfrom=)([0-9]+)\b`)
+
 // Substitute replaces in s each doc value of bs with the real one it was
-// bound to: a txid or cluster ID wherever it stands, a lease token as
-// "token":N in a body or answer and token=N in a query.
+// bound to, all in one pass (a value put in is never replaced again): a txid
+// or cluster ID wherever it stands, a lease token as "token":N and token=N,
+// a Raft index as "index":N and from=N. Of two bindings of one doc value, the
+// later one wins.
 func Substitute(s string, bs []Binding) string {
+	nums := map[string]string{} // "token 8123" -> "17"
+	var olds []string
+	strs := map[string]string{}
 	for _, b := range bs {
-		if b.Field == "token" {
-			s = strings.ReplaceAll(s, `"token":`+b.Doc, `"token":`+b.Got)
-			s = strings.ReplaceAll(s, "token="+b.Doc, "token="+b.Got)
+		switch b.Field {
+		case "token", "index":
+			nums[b.Field+" "+b.Doc] = b.Got
 			continue
 		}
 		doc, err1 := strconv.Unquote(b.Doc)
@@ -48,7 +58,31 @@ func Substitute(s string, bs []Binding) string {
 		if err1 != nil || err2 != nil || doc == "" {
 			continue
 		}
-		s = strings.ReplaceAll(s, doc, got)
+		if _, ok := strs[doc]; !ok {
+			olds = append(olds, regexp.QuoteMeta(doc))
+		}
+		strs[doc] = got
 	}
-	return s
+	pats := []string{numberRef.String()}
+	if len(olds) > 0 {
+		pats = append(pats, strings.Join(olds, "|"))
+	}
+	re := regexp.MustCompile(strings.Join(pats, "|"))
+	return re.ReplaceAllStringFunc(s, func(m string) string {
+		if got, ok := strs[m]; ok {
+			return got
+		}
+		sm := numberRef.FindStringSubmatch(m)
+		if sm == nil {
+			return m
+		}
+		field := "index"
+		if strings.Contains(sm[1], "token") {
+			field = "token"
+		}
+		if got, ok := nums[field+" "+sm[2]]; ok {
+			return sm[1] + got
+		}
+		return m
+	})
 }
