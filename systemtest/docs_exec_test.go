@@ -66,16 +66,23 @@ func TestDocsExecuted(t *testing.T) {
 		if !run {
 			continue
 		}
-		t.Run(name, func(t *testing.T) { runDocExamples(t, exs) })
+		t.Run(name, func(t *testing.T) {
+			c := startCluster(t)
+			for _, f := range runDocExamples(t, c, exs) {
+				t.Error(f)
+			}
+		})
 	}
 	if answered < 20 {
 		t.Errorf("%d executed examples with an answer in the docs, want 20 or more: the parser missed some", answered)
 	}
 }
 
-// runDocExamples runs exs in order in a new cluster.
-func runDocExamples(t *testing.T, exs []docexec.Example) {
-	c := startCluster(t)
+// runDocExamples runs exs in order in c, a new cluster, and returns a
+// message for each example that did not answer what its doc shows.
+func runDocExamples(t *testing.T, c *launcher.Cluster, exs []docexec.Example) []string {
+	t.Helper()
+	var failures []string
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	to := map[int]string{}
@@ -102,7 +109,7 @@ func runDocExamples(t *testing.T, exs []docexec.Example) {
 		bs := bindings()
 		host := docexec.Rewrite(e.Host, to)
 		if host == e.Host && !strings.Contains(e.Host, ":") {
-			t.Errorf("%s: host %s is none of txlog local's", e.Where(), e.Host)
+			failures = append(failures, fmt.Sprintf("%s: host %s is none of txlog local's", e.Where(), e.Host))
 			continue
 		}
 		target := docexec.Substitute(docexec.Rewrite(e.Target, to), bs)
@@ -174,7 +181,7 @@ func runDocExamples(t *testing.T, exs []docexec.Example) {
 		if e.Answer != nil {
 			where += fmt.Sprintf(": answer at %s:%d (%s)", e.File, e.Answer.Line, e.Answer.Tag)
 		}
-		t.Errorf("%s:\n    %s\n    got: %s", where, strings.Join(report, "\n    "), bytes.TrimSpace(got))
+		failures = append(failures, fmt.Sprintf("%s:\n    %s\n    got: %s", where, strings.Join(report, "\n    "), bytes.TrimSpace(got)))
 		if e.Answer != nil && len(got) > 0 {
 			// Bind what matched by shape anyway, so one mismatch does not
 			// fail every later example that names its txid.
@@ -185,6 +192,7 @@ func runDocExamples(t *testing.T, exs []docexec.Example) {
 			}
 		}
 	}
+	return failures
 }
 
 // leadN1 makes n1 the leader, as the docs' examples assume, and waits until
@@ -235,5 +243,62 @@ func leadN1(ctx context.Context, t *testing.T, c *launcher.Cluster) {
 		if err != nil {
 			t.Fatalf("%s: waiting for leader n1 and ready: %v", p.ID(), err)
 		}
+	}
+}
+
+// TestDocsExecutedBad: the run fails, naming the example's line, the field
+// and both values, on a doc whose answer has a wrong value, lacks a field the
+// node sends, has one it does not send, or has the wrong status; and passes
+// the same doc with the right answers. Each case writes a key of its own.
+func TestDocsExecutedBad(t *testing.T) {
+	const (
+		write     = "```sh\ncurl -s -X POST localhost:8082/v1/tx -d '{\"ops\":[{\"op\":\"put\",\"key\":\"KEY\",\"value\":1}]}'\n```\n\n"
+		read      = "```sh\ncurl -s localhost:8083/v1/kv/KEY\n```\n\n"
+		committed = `{"txid":"0AP81P6ZW0800","status":"committed","index":7,"term":2,"versions":{"KEY":1},"durability":"quorum"}`
+		kv        = `{"key":"KEY","value":1,"version":1,"index":7}`
+	)
+	doc := func(writeAnswer, readStatus, readAnswer string) string {
+		return write + "<!-- openapi: POST /v1/tx 200 -->\n```json\n" + writeAnswer + "\n```\n\n" +
+			read + "<!-- openapi: GET /v1/kv/{key} " + readStatus + " -->\n```json\n" + readAnswer + "\n```\n"
+	}
+	c := startCluster(t)
+	for i, tt := range []struct {
+		name, md string
+		want     []string // each in the one failure; none: it passes
+	}{
+		{"good", doc(committed, "200", kv), nil},
+		{"wrong value", doc(committed, "200", strings.Replace(kv, `"value":1`, `"value":2`, 1)),
+			[]string{"bad.md:11: GET /v1/kv/KEY: answer at bad.md:15 (GET /v1/kv/{key} 200)", ".value: want 2, got 1"}},
+		{"field missing from the doc", doc(strings.Replace(committed, `,"durability":"quorum"`, "", 1), "200", kv),
+			[]string{"bad.md:2: POST /v1/tx: answer at bad.md:6", `.durability: want no such field (the doc does not show it), got "quorum"`}},
+		{"field the node does not send", doc(strings.TrimSuffix(committed, "}")+`,"held_by":["wal"]}`, "200", kv),
+			[]string{"bad.md:2:", `.held_by: want ["wal"], got no such field`}},
+		{"wrong status", doc(committed, "404", kv),
+			[]string{"bad.md:11:", "status: want 404, got 200"}},
+		{"wrong shape", doc(committed, "200", strings.Replace(kv, `"index":7`, `"index":"7"`, 1)),
+			[]string{"bad.md:11:", `.index: want a non-negative integer in the doc, got the doc has "7"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprintf("docs-bad-%d", i)
+			exs, err := docexec.Parse("bad.md", []byte(strings.ReplaceAll(tt.md, "KEY", key)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			failures := runDocExamples(t, c, exs)
+			if len(tt.want) == 0 {
+				if len(failures) > 0 {
+					t.Fatalf("failures %q, want none", failures)
+				}
+				return
+			}
+			if len(failures) != 1 {
+				t.Fatalf("failures %q, want one", failures)
+			}
+			for _, w := range tt.want {
+				if w = strings.ReplaceAll(w, "KEY", key); !strings.Contains(failures[0], w) {
+					t.Errorf("failure %q\nwant it to contain %q", failures[0], w)
+				}
+			}
+		})
 	}
 }
