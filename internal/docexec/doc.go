@@ -36,8 +36,9 @@
 // The status must be the doc's. Every field of the doc's answer must be in
 // the real one and every field of the real one in the doc's; arrays have the
 // same length. Values are compared exactly, except those of the fields that
-// change from run to run, matched by shape (Shapes): txids, Raft indexes and
-// terms, lease tokens, times, durations and the cluster ID. In a string of
+// change from run to run, matched by shape (Shapes) when the doc's value has
+// that shape: txids, Raft indexes and terms, lease tokens, times, durations
+// and the cluster ID. In a string of
 // the doc, `…` stands for any text (a message that names an index). A txid,
 // cluster ID, lease token or Raft index an answer gave is bound to the doc's
 // value it matched: later requests and answers of the same doc have the

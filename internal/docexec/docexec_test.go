@@ -24,7 +24,8 @@ func TestCompare(t *testing.T) {
 		{"extra field", committed, strings.TrimSuffix(committed, `}`) + `,"duplicate":true}`, `.duplicate: want no such field (the doc does not show it), got true`},
 		{"bad txid", committed, strings.Replace(committed, "0AP81P6ZW0800", "0AP81P6ZW08UU", 1), `.txid: want a txid, got "0AP81P6ZW08UU"`},
 		{"index not a number", committed, strings.Replace(committed, `"index":7`, `"index":"7"`, 1), `.index: want a non-negative integer, got "7"`},
-		{"doc index not a number", strings.Replace(committed, `"index":7`, `"index":-1`, 1), committed, `.index: want a non-negative integer in the doc`},
+		{"doc index not a number", strings.Replace(committed, `"index":7`, `"index":-1`, 1), committed, `.index: want -1, got 7`},
+		{"empty txid exactly", `{"txid":""}`, `{"txid":"0AP81P6ZW0800"}`, `.txid: want "", got "0AP81P6ZW0800"`},
 		{"time", `{"at":"2026-12-02T12:40:45Z"}`, `{"at":"2026-12-03T15:01:02.123456789Z"}`, ""},
 		{"bad time", `{"at":"2026-12-02T12:40:45Z"}`, `{"at":"yesterday"}`, `.at: want an RFC 3339 time`},
 		{"short array", `{"held_by":["wal","redis"]}`, `{"held_by":["wal"]}`, `.held_by: want 2 elements, got 1`},
@@ -120,4 +121,22 @@ func TestParseBad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzCompare: Compare and Parse take any bytes, an answer from the network
+// or a doc, without a panic; a body compared with itself matches.
+func FuzzCompare(f *testing.F) {
+	f.Add([]byte(committed), []byte(committed))
+	f.Add([]byte(`{"a":[1,{"b":"x…y"}]}`), []byte(`{"a":[1,{"b":"xzy"}],"c":null}`))
+	f.Add([]byte(goodDoc), []byte(`not json`))
+	f.Fuzz(func(t *testing.T, want, got []byte) {
+		Compare(want, got)
+		if _, err := decode(got); err == nil {
+			if ms, _ := Compare(got, got); len(ms) > 0 {
+				t.Fatalf("Compare(x, x) = %v for %q", ms, got)
+			}
+		}
+		Parse("f.md", want)
+		Substitute(string(got), []Binding{{Field: "txid", Doc: `"` + string(want) + `"`, Got: `"x"`}, {Field: "index", Doc: "7", Got: "9"}})
+	})
 }
