@@ -22,6 +22,7 @@ package systemtest
 //	    status: want 200, got 409
 //	    .durability: want "quorum", got no such field
 //	    got: {...}
+//	    asked: POST http://127.0.0.1:PORT/v1/tx?timeout=2s {...}
 
 import (
 	"bytes"
@@ -209,7 +210,7 @@ func runDocExamples(t *testing.T, c *launcher.Cluster, exs []docexec.Example) []
 		if e.Answer != nil {
 			where += fmt.Sprintf(": answer at %s:%d (%s)", e.File, e.Answer.Line, e.Answer.Tag)
 		}
-		failures = append(failures, fmt.Sprintf("%s:\n    %s\n    got: %s", where, strings.Join(report, "\n    "), bytes.TrimSpace(got)))
+		failures = append(failures, fmt.Sprintf("%s:\n    %s\n    got: %s\n    asked: %s http://%s%s %s", where, strings.Join(report, "\n    "), bytes.TrimSpace(got), e.Method, host, target, body))
 		if e.Answer != nil && len(got) > 0 {
 			// Bind what matched by shape anyway, so one mismatch does not
 			// fail every later example that names its txid.
