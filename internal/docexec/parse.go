@@ -104,7 +104,7 @@ func Parse(file string, md []byte) ([]Example, error) {
 			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s:%d: %w", file, start+1, err))
+			errs = append(errs, fmt.Errorf("%s:%d: %w (an example that cannot run has <!-- exec: skip: REASON --> before its block)", file, start+1, err))
 			continue
 		}
 		// The answer: the next ```json block, with only blank lines and
