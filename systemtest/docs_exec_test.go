@@ -1,29 +1,5 @@
 package systemtest
 
-// TestDocsExecuted runs the examples of the docs against a real cluster: the
-// convention of what is executed and how answers are compared is in
-// internal/docexec's doc.go (and docs/README.md). In short: every ```sh
-// block that is one curl command runs, in document order, each doc in a
-// fresh three-node cluster whose leader is n1, as `txlog local` starts it
-// (without Redis), with 127.0.0.1:8081–8083 and 7101–7103 rewritten to the
-// real nodes' ports; the ```json block right after it, tagged
-// <!-- openapi: METHOD PATH STATUS -->, is its answer, compared field by
-// field; <!-- exec: skip: REASON --> before a block leaves it out.
-//
-// Before each example the runner waits until the leader is the one the doc
-// assumes (n1, or the one a transfer-leadership example made) and every node
-// is ready, asking for a transfer if an election on a loaded machine moved
-// it; a GET is asked again until it matches or docsGetDeadline passes, and a
-// write only after a 503 that promises nothing was done.
-//
-// A mismatch is reported as
-//
-//	docs/api.md:251: POST /v1/tx?timeout=2s: answer at docs/api.md:270 (POST /v1/tx 200):
-//	    status: want 200, got 409
-//	    .durability: want "quorum", got no such field
-//	    got: {...}
-//	    asked: POST http://127.0.0.1:PORT/v1/tx?timeout=2s {...}
-
 import (
 	"bytes"
 	"context"
@@ -46,8 +22,29 @@ import (
 // docsGetDeadline is how long a GET example is asked again until it matches.
 const docsGetDeadline = 10 * time.Second
 
-// TestDocsExecuted: every executed example of README.md and docs/*.md
-// answers what its doc shows.
+// TestDocsExecuted runs the examples of the docs against a real cluster: the
+// convention of what is executed and how answers are compared is in
+// internal/docexec's doc.go (and docs/style.md, "Examples that run"). In short: every ```sh
+// block that is one curl command runs, in document order, each doc in a
+// fresh three-node cluster whose leader is n1, as `txlog local` starts it
+// (without Redis), with 127.0.0.1:8081–8083 and 7101–7103 rewritten to the
+// real nodes' ports; the ```json block right after it, tagged
+// <!-- openapi: METHOD PATH STATUS -->, is its answer, compared field by
+// field; <!-- exec: skip: REASON --> before a block leaves it out.
+//
+// Before each example the runner waits until the leader is the one the doc
+// assumes (n1, or the one a transfer-leadership example made) and every node
+// is ready, asking for a transfer if an election on a loaded machine moved
+// it; a GET is asked again until it matches or docsGetDeadline passes, and a
+// write only after a 503 that promises nothing was done.
+//
+// A mismatch is reported as
+//
+//	docs/api.md:251: POST /v1/tx?timeout=2s: answer at docs/api.md:270 (POST /v1/tx 200):
+//	    status: want 200, got 409
+//	    .durability: want "quorum", got no such field
+//	    got: {...}
+//	    asked: POST http://127.0.0.1:PORT/v1/tx?timeout=2s {...}
 func TestDocsExecuted(t *testing.T) {
 	files, err := filepath.Glob("../docs/*.md")
 	if err != nil {
