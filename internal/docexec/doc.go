@@ -42,8 +42,8 @@
 // the doc, `…` stands for any text (a message that names an index). A txid,
 // cluster ID, lease token or Raft index an answer gave is bound to the doc's
 // value it matched: later requests and answers of the same doc have the
-// doc's value replaced with the real one (a txid wherever it stands, a token
-// as "token":N and token=N, an index as "index":N and from=N), so
+// doc's value replaced with the real one (a txid or a token wherever it
+// stands, a token as a whole number, an index as "index":N and from=N), so
 // `GET /v1/tx/{txid}` asks for the txid the write got and a later answer
 // must show it. GET examples are asked again, for up to a deadline the caller
 // sets, until they match: a stale read on a follower catches up.

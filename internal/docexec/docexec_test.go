@@ -59,8 +59,8 @@ func TestCompareBindings(t *testing.T) {
 		t.Fatalf("bindings %v, want the txid's, the token's and the index's", bs)
 	}
 	bs = append(bs, Binding{Field: "index", Doc: "9", Got: "12"}) // never applied to a value put in
-	got := Substitute(`/v1/tx/0AP81P6ZW0800 {"holder":"h","token":8123} ?token=8123&from=7 {"index":7,"next":7,"token":81234}`, bs)
-	if want := `/v1/tx/0AQ0000000801 {"holder":"h","token":17} ?token=17&from=9 {"index":9,"next":7,"token":81234}`; got != want {
+	got := Substitute(`/v1/tx/0AP81P6ZW0800 {"holder":"h","token":8123} ?token=8123&from=7 {"index":7,"next":7,"token":81234,"expected":8123}`, bs)
+	if want := `/v1/tx/0AQ0000000801 {"holder":"h","token":17} ?token=17&from=9 {"index":9,"next":7,"token":81234,"expected":17}`; got != want {
 		t.Fatalf("Substitute = %s, want %s", got, want)
 	}
 }

@@ -33,55 +33,49 @@ func Rewrite(s string, to map[int]string) string {
 	})
 }
 
-// numberRef is where a bound number stands in a request or an answer: a
-// lease token in a body or answer and in a query, a Raft index in an answer
-// and as a log read's from.
-var numberRef = regexp.MustCompile(`("token":|\btoken=|"index":|\bfrom=)([0-9]+)\b`)
+// indexRef is where a bound Raft index stands in a request or an answer:
+// "index":N in an answer, from=N in a log read's query.
+var indexRef = regexp.MustCompile(`("index":|\bfrom=)([0-9]+)\b`)
 
 // Substitute replaces in s each doc value of bs with the real one it was
-// bound to, all in one pass (a value put in is never replaced again): a txid
-// or cluster ID wherever it stands, a lease token as "token":N and token=N,
-// a Raft index as "index":N and from=N. Of two bindings of one doc value, the
-// later one wins.
+// bound to, all in one pass (a value put in is never replaced again): a txid,
+// cluster ID or lease token wherever it stands (a token as a whole number:
+// docs give tokens distinct values such as 8123), a Raft index as "index":N
+// and from=N. Of two bindings of one doc value, the later one wins.
 func Substitute(s string, bs []Binding) string {
-	nums := map[string]string{} // "token 8123" -> "17"
+	index := map[string]string{} // doc's index -> real one
+	whole := map[string]string{} // doc's txid, cluster ID or token -> real one
 	var olds []string
-	strs := map[string]string{}
 	for _, b := range bs {
+		doc, got := b.Doc, b.Got
 		switch b.Field {
-		case "token", "index":
-			nums[b.Field+" "+b.Doc] = b.Got
+		case "index":
+			index[doc] = got
 			continue
+		case "token":
+		default:
+			var err1, err2 error
+			doc, err1 = strconv.Unquote(b.Doc)
+			got, err2 = strconv.Unquote(b.Got)
+			if err1 != nil || err2 != nil || doc == "" {
+				continue
+			}
 		}
-		doc, err1 := strconv.Unquote(b.Doc)
-		got, err2 := strconv.Unquote(b.Got)
-		if err1 != nil || err2 != nil || doc == "" {
-			continue
+		if _, ok := whole[doc]; !ok {
+			olds = append(olds, `\b`+regexp.QuoteMeta(doc)+`\b`)
 		}
-		if _, ok := strs[doc]; !ok {
-			olds = append(olds, regexp.QuoteMeta(doc))
-		}
-		strs[doc] = got
+		whole[doc] = got
 	}
-	pats := []string{numberRef.String()}
-	if len(olds) > 0 {
-		pats = append(pats, strings.Join(olds, "|"))
-	}
+	pats := append([]string{indexRef.String()}, olds...)
 	re := regexp.MustCompile(strings.Join(pats, "|"))
 	return re.ReplaceAllStringFunc(s, func(m string) string {
-		if got, ok := strs[m]; ok {
+		if got, ok := whole[m]; ok {
 			return got
 		}
-		sm := numberRef.FindStringSubmatch(m)
-		if sm == nil {
-			return m
-		}
-		field := "index"
-		if strings.Contains(sm[1], "token") {
-			field = "token"
-		}
-		if got, ok := nums[field+" "+sm[2]]; ok {
-			return sm[1] + got
+		if sm := indexRef.FindStringSubmatch(m); sm != nil {
+			if got, ok := index[sm[2]]; ok {
+				return sm[1] + got
+			}
 		}
 		return m
 	})
