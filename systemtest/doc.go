@@ -35,10 +35,14 @@
 // by a locked thread that enters one for the dial and goes back before it is
 // unlocked, and the namespaces are deleted when the test ends.
 //
+// TestDocsExecuted runs every curl example of README.md and docs/*.md against
+// a real cluster and compares each answer with the doc's, field by field
+// (internal/docexec; the convention is in docs/style.md, "Examples that run").
+//
 // Like chaos, the tests see txlog only from the outside: they import the
 // launcher, chaos's checkers, api/wire, the client, chromedp, lease (the Elector that
 // the lease tests' holder processes run), txid and alert (the webhook body
-// the alert test's receiver decodes), and never the server (api,
+// the alert test's receiver decodes), internal/docexec, and never the server (api,
 // api/fastpath), node, replication, store or wal. This file imports nothing;
 // TestImports checks the tests' own dependencies.
 //

@@ -23,7 +23,7 @@
 //
 // Usage:
 //
-//	projector --targets http://127.0.0.1:8080,http://127.0.0.1:8081 \
+//	projector --targets http://127.0.0.1:8081,http://127.0.0.1:8082 \
 //	    --group projector --ttl 5s --id proj-1
 //
 // Against a secured cluster (txlog local --tls), the environment txlog local
@@ -92,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("projector", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	defTargets := "http://127.0.0.1:8080"
+	defTargets := "http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083" // what txlog local starts
 	if v := os.Getenv("TXLOG_TARGETS"); v != "" {
 		defTargets = v
 	}

@@ -29,7 +29,7 @@
 //
 // Usage:
 //
-//	scheduler --targets http://127.0.0.1:8080,http://127.0.0.1:8081 \
+//	scheduler --targets http://127.0.0.1:8081,http://127.0.0.1:8082 \
 //	    --lease jobs/settlement --ttl 5s --period 2s --id sched-1
 //
 // Against a secured cluster (txlog local --tls), the environment txlog local
@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("scheduler", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	defTargets := "http://127.0.0.1:8080"
+	defTargets := "http://127.0.0.1:8081,http://127.0.0.1:8082,http://127.0.0.1:8083" // what txlog local starts
 	if v := os.Getenv("TXLOG_TARGETS"); v != "" {
 		defTargets = v
 	}
