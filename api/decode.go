@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -588,9 +589,27 @@ func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 				return err
 			}
 		}
-		return nil
+		return checkPeerAddr(req.RaftAddr, "raft_addr")
 	}()
 	return req, asError(err, wire.CodeBadRequest)
+}
+
+// checkPeerAddr refuses an address other nodes cannot dial: anything but
+// host:port with a host that is not unspecified (0.0.0.0, ::) and a port in
+// 1..65535. A voter added at such an address could never be reached, and a
+// few of them would take the quorum away.
+func checkPeerAddr(addr, name string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fieldErr(name, "%q: want host:port", addr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fieldErr(name, "%q: want a host other nodes can dial, not an empty or unspecified one", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fieldErr(name, "%q: want a port in 1..65535", addr)
+	}
+	return nil
 }
 
 // decodeTransferBody decodes the optional body of POST

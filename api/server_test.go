@@ -170,6 +170,11 @@ func TestBadRequests(t *testing.T) {
 		// Cluster administration.
 		{"join missing id", "POST", "/v1/cluster/join", `{"raft_addr":"127.0.0.1:7000"}`, nil, 400, wire.CodeBadRequest, "id: missing"},
 		{"join missing raft_addr", "POST", "/v1/cluster/join", `{"id":"n2"}`, nil, 400, wire.CodeBadRequest, "raft_addr: missing"},
+		{"join raft_addr not host:port", "POST", "/v1/cluster/join", `{"id":"n4","raft_addr":"not an address"}`, nil, 400, wire.CodeBadRequest, `raft_addr: "not an address": want host:port`},
+		{"join raft_addr unspecified", "POST", "/v1/cluster/join", `{"id":"n4","raft_addr":"0.0.0.0:7000"}`, nil, 400, wire.CodeBadRequest, "raft_addr: \"0.0.0.0:7000\": want a host other nodes can dial"},
+		{"join raft_addr no host", "POST", "/v1/cluster/join", `{"id":"n4","raft_addr":":7000"}`, nil, 400, wire.CodeBadRequest, "want a host other nodes can dial"},
+		{"join raft_addr port 0", "POST", "/v1/cluster/join", `{"id":"n4","raft_addr":"10.0.0.4:0"}`, nil, 400, wire.CodeBadRequest, "want a port in 1..65535"},
+		{"join raft_addr port name", "POST", "/v1/cluster/join", `{"id":"n4","raft_addr":"10.0.0.4:raft"}`, nil, 400, wire.CodeBadRequest, "want a port in 1..65535"},
 		{"join unknown field", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","role":"x"}`, nil, 400, wire.CodeBadRequest, "role: unknown field"},
 		{"join voter not bool", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","voter":"yes"}`, nil, 400, wire.CodeBadRequest, "voter: want boolean"},
 		{"join replace not bool", "POST", "/v1/cluster/join", `{"id":"n2","raft_addr":"a:1","replace":1}`, nil, 400, wire.CodeBadRequest, "replace: want boolean"},
