@@ -73,8 +73,8 @@ type Config struct {
 	Thresholds Thresholds
 }
 
-// Handler serves GET /ui/ (and the page's files under it), /v1/stats,
-// /v1/stats/members and /v1/events. Anything else is the caller's: route only those paths here.
+// Handler serves GET /ui/ (and the page's files under it), / (a redirect to
+// /ui/), /v1/stats, /v1/stats/members and /v1/events. Anything else is the caller's: route only those paths here.
 type Handler struct {
 	cfg    Config
 	static http.Handler
@@ -112,6 +112,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, h.stats())
 	case "/v1/stats/members":
 		h.serveMembers(w, r)
+	case "/":
+		// A browser pointed at a node finds its page.
+		w.Header().Del("Content-Type")
+		http.Redirect(w, r, "/ui/", http.StatusFound)
 	case "/v1/events":
 		evs := h.cfg.Events.List()
 		if h.cfg.ExtraEvents != nil {

@@ -67,33 +67,40 @@ type Alert struct {
 	FiredAt *time.Time `json:"fired_at,omitempty"`
 }
 
-// lastSeen remembers when this node last read each member's stats, so
-// that a member that stops answering is shown with how long it has been
-// silent, not with "ok".
+// lastSeen remembers when this node last read each member's stats and the
+// applied index they gave, so that a member that stops answering is shown
+// with how long it has been silent (not with "ok") and how far behind it
+// was left at least.
 type lastSeen struct {
 	mu    sync.Mutex
-	start time.Time            // when the handler was made: the silence of a member never read
-	at    map[string]time.Time // member ID → its last answer
+	start time.Time         // when the handler was made: the silence of a member never read
+	at    map[string]answer // member ID → its last answer
 }
 
-// saw records that id answered at now.
-func (s *lastSeen) saw(id string, now time.Time) {
+// answer is when a member last answered and the applied index it gave.
+type answer struct {
+	at      time.Time
+	applied uint64
+}
+
+// saw records that id answered at now with applied index applied.
+func (s *lastSeen) saw(id string, now time.Time, applied uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.at == nil {
-		s.at = map[string]time.Time{}
+		s.at = map[string]answer{}
 	}
-	s.at[id] = now
+	s.at[id] = answer{now, applied}
 }
 
-// silent returns when id last answered (zero: never since start) and for
-// how long it has been silent at now.
-func (s *lastSeen) silent(id string, now time.Time) (time.Time, time.Duration) {
+// silent returns id's last answer (zero: never since start) and for how
+// long it has been silent at now.
+func (s *lastSeen) silent(id string, now time.Time) (answer, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	last := s.at[id]
-	if last.IsZero() {
-		return time.Time{}, now.Sub(s.start)
+	if last.at.IsZero() {
+		return answer{}, now.Sub(s.start)
 	}
-	return last, now.Sub(last)
+	return last, now.Sub(last.at)
 }

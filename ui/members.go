@@ -33,9 +33,12 @@ type MemberStats struct {
 	Error string       `json:"error,omitempty"`
 	// LastAnswer is when this node last read the member's stats, and
 	// SilentSeconds how long before this answer that was (since this node
-	// started, when it never did); both only with Error.
-	LastAnswer    *time.Time `json:"last_answer,omitempty"`
-	SilentSeconds float64    `json:"silent_seconds,omitempty"`
+	// started, when it never did); LastAppliedIndex the applied index that
+	// last answer gave, so that the page shows how far behind it was left
+	// at least. All three only with Error.
+	LastAnswer       *time.Time `json:"last_answer,omitempty"`
+	SilentSeconds    float64    `json:"silent_seconds,omitempty"`
+	LastAppliedIndex uint64     `json:"last_applied_index,omitempty"`
 }
 
 // MembersMaxAge is how long GET /v1/stats/members reuses an answer: however
@@ -72,18 +75,18 @@ func (h *Handler) stats() *StatsAnswer {
 	return a
 }
 
-// silence fills the LastAnswer and SilentSeconds of the members with Error
-// and records the answer of the others, at now.
+// silence fills the LastAnswer, SilentSeconds and LastAppliedIndex of the
+// members with Error and records the answer of the others, at now.
 func (h *Handler) silence(a *MembersAnswer, now time.Time) {
 	for i := range a.Members {
 		m := &a.Members[i]
 		if m.Error == "" {
-			h.seen.saw(m.ID, now)
+			h.seen.saw(m.ID, now, m.Stats.Node.AppliedIndex)
 			continue
 		}
 		last, d := h.seen.silent(m.ID, now)
-		if !last.IsZero() {
-			m.LastAnswer = &last
+		if !last.at.IsZero() {
+			m.LastAnswer, m.LastAppliedIndex = &last.at, last.applied
 		}
 		m.SilentSeconds = max(d.Seconds(), 0)
 	}
@@ -144,6 +147,9 @@ func (h *Handler) members(ctx context.Context) MembersAnswer {
 			case r.err != nil:
 				a.Members[r.i].Error = r.err.Error()
 			default:
+				if r.st.Alerts == nil { // a node of a version without alerts
+					r.st.Alerts = []Alert{}
+				}
 				a.Members[r.i].Stats = &r.st
 			}
 		case <-ctx.Done():

@@ -237,7 +237,7 @@ func TestMembersSilence(t *testing.T) {
 			Members: func(context.Context) ([]string, error) { return []string{"n1", "n2", "n3"}, nil },
 			PeerStats: func(ctx context.Context, id string) (StatsAnswer, error) {
 				if up[id] {
-					return StatsAnswer{ID: id}, nil
+					return StatsAnswer{ID: id, Node: NodeStatus{AppliedIndex: 42}}, nil
 				}
 				return StatsAnswer{}, errors.New("connection refused")
 			},
@@ -264,8 +264,8 @@ func TestMembersSilence(t *testing.T) {
 		up["n2"] = false
 		time.Sleep(5 * time.Second) // in the bubble: the fake clock
 		got = read()
-		if m := got["n2"]; m.Error == "" || m.LastAnswer == nil || !m.LastAnswer.Equal(first) || m.SilentSeconds != 5 {
-			t.Fatalf("n2 after 5 s silent: %+v, want an error, last answer %v, silent 5 s", m, first)
+		if m := got["n2"]; m.Error == "" || m.LastAnswer == nil || !m.LastAnswer.Equal(first) || m.SilentSeconds != 5 || m.LastAppliedIndex != 42 {
+			t.Fatalf("n2 after 5 s silent: %+v, want an error, last answer %v, silent 5 s, last applied index 42", m, first)
 		}
 		if m := got["n3"]; m.SilentSeconds != 5 {
 			t.Fatalf("n3 never answered: silent %v s, want 5 (since the node started)", m.SilentSeconds)
