@@ -309,7 +309,7 @@ func TestDashboardHealthCheckersFail(t *testing.T) {
 
 // TestDashboardHealth opens a follower's dashboard in a headless Chromium
 // while clients write, and checks what it shows in four states: healthy,
-// the leader SIGKILLed, one member SIGSTOPped, and Redis stopped. It saves a
+// the leader SIGKILLed, the (new) leader SIGSTOPped, and Redis stopped. It saves a
 // screenshot of each state in the test's artifact directory (go test
 // -artifacts keeps them; the log names the files).
 func TestDashboardHealth(t *testing.T) {
@@ -404,15 +404,19 @@ func TestDashboardHealth(t *testing.T) {
 	}
 	waitHealth(t, bctx, 40*time.Second, "restarted member back", checkLive(ids...))
 
-	// One member paused: not the one serving the page; the leader if it
-	// can be. Its lag grows past the bound while the others write.
-	now, err := c.Leader(ctx)
+	// The leader paused, seen from another member's page: reads that wait
+	// for a leader hold up no part of the page. Its lag grows past the
+	// bound while the others write.
+	paused, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	paused := now
 	if paused == served {
-		paused = leader // the restarted one, a follower now
+		served = leader // the restarted one, a follower now
+		if err := chromedp.Do(bctx, chromedp.Navigate(c.URL(served)+"/ui/")); err != nil {
+			t.Fatal(err)
+		}
+		waitHealth(t, bctx, 20*time.Second, "page of "+served, checkLive(ids...))
 	}
 	if err := c.Node(paused).Pause(); err != nil {
 		t.Fatal(err)
