@@ -76,3 +76,27 @@ func TestDashInfoRead(t *testing.T) {
 		t.Fatalf("version %q has spaces around it", got.Version)
 	}
 }
+
+// TestDashInfoThresholds: the page's bounds are the --alert-* flags' values
+// (their defaults included), not copies. --alert-disk-free-percent has no
+// flag default (alert fills 10 in where the page cannot see it), so the
+// page colours the disk only when it is given.
+func TestDashInfoThresholds(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		want     int
+		wantDisk float64
+	}{
+		{[]string{"--id", "n1"}, 1000, 0},
+		{[]string{"--id", "n1", "--alert-parked-max", "7", "--alert-disk-free-percent", "12.5"}, 7, 12.5},
+	} {
+		cfg, err := ParseConfig(tt.args, func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		th := newDashInfo(&Node{cfg: cfg}).thresholds
+		if th.ParkedMax != tt.want || th.UnreachableForSeconds != 10 || th.FsyncP99Ms != 50 || th.ParkedAgeSeconds != 60 || th.DiskFreePercent != tt.wantDisk {
+			t.Errorf("%q: thresholds %+v, want parked_max %d, disk %v%% and the flags' defaults", tt.args, th, tt.want, tt.wantDisk)
+		}
+	}
+}

@@ -63,8 +63,9 @@ type Alert struct {
 	Labels   map[string]string `json:"labels,omitempty"`
 	// Since is when its condition began, as its firing event says.
 	Since time.Time `json:"since"`
-	// FiredAt is when it was sent; nil when the event does not say.
-	FiredAt *time.Time `json:"fired_at,omitempty"`
+	// FiredAt is when it was sent; zero (omitted) when the event does not
+	// say.
+	FiredAt time.Time `json:"fired_at,omitzero"`
 }
 
 // lastSeen remembers when this node last read each member's stats and the
