@@ -17,17 +17,18 @@ import (
 )
 
 // dashInfo gathers this node's ui.NodeInfo for its /v1/stats, where each
-// number is kept: the intake's backlog, the data disk (statfs), the Raft
-// directory's files (replication.Usage) and the fsync p99 the alert sampler
-// measured last (keep), so that the page shows the value TxlogFsyncSlow
-// compares, not a second probe's.
+// number is kept: the data disk (statfs), the Raft directory's files
+// (replication.Usage), and the backlog and fsync p99 of the alert sampler's
+// last snapshot (keep), so that the page shows the values the rules compare
+// (and /v1/stats never walks the intake under its lock; only before the
+// first snapshot, or on a node without alerts, does it read the intake).
 type dashInfo struct {
 	version    string
 	started    time.Time
 	dataDir    string
 	intake     *intake
 	thresholds ui.Thresholds
-	fsyncP99   atomic.Int64 // ns; the alert sampler's last, 0 until its first
+	last       atomic.Pointer[alert.Snapshot] // the alert sampler's last; nil until its first
 }
 
 func newDashInfo(n *Node) *dashInfo {
@@ -47,12 +48,14 @@ func thresholds(t alert.Thresholds) ui.Thresholds {
 	}
 }
 
-// keep returns sample, which also records the fsync p99 of each snapshot
-// for the page. It runs on the alert manager's goroutine.
+// keep returns sample, which also keeps each snapshot for the page. It
+// runs on the alert manager's goroutine; the kept snapshot is never
+// changed.
 func (di *dashInfo) keep(sample alert.Sampler) alert.Sampler {
 	return func(now time.Time) alert.Snapshot {
 		s := sample(now)
-		di.fsyncP99.Store(int64(s.FsyncP99))
+		kept := s
+		di.last.Store(&kept)
 		return s
 	}
 }
@@ -66,14 +69,17 @@ func (di *dashInfo) read() ui.NodeInfo {
 		Version:       di.version,
 		StartedAt:     di.started.UTC(),
 		UptimeSeconds: now.Sub(di.started).Seconds(),
-		FsyncP99Ms:    float64(di.fsyncP99.Load()) / float64(time.Millisecond),
 	}
-	if di.intake != nil {
-		var oldest time.Time
+	var oldest time.Time
+	switch s := di.last.Load(); {
+	case s != nil:
+		info.Parked, oldest = s.Parked, s.ParkedOldest
+		info.FsyncP99Ms = float64(s.FsyncP99) / float64(time.Millisecond)
+	case di.intake != nil:
 		info.Parked, oldest = di.intake.oldest()
-		if !oldest.IsZero() {
-			info.ParkedOldestSeconds = max(now.Sub(oldest), 0).Seconds()
-		}
+	}
+	if !oldest.IsZero() {
+		info.ParkedOldestSeconds = max(now.Sub(oldest), 0).Seconds()
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(di.dataDir, &st); err == nil {

@@ -67,10 +67,15 @@ func TestThresholds(t *testing.T) {
 func TestDashInfoRead(t *testing.T) {
 	dir := t.TempDir()
 	di := &dashInfo{version: buildVersion(), started: time.Now().Add(-time.Minute), dataDir: dir}
-	di.fsyncP99.Store(int64(3 * time.Millisecond))
+	di.keep(func(now time.Time) alert.Snapshot {
+		return alert.Snapshot{Now: now, FsyncP99: 3 * time.Millisecond, Parked: 4, ParkedOldest: now.Add(-time.Hour)}
+	})(time.Now())
 	got := di.read()
 	if got.Version == "" || got.UptimeSeconds < 60 || got.FsyncP99Ms != 3 || got.DiskFreeBytes == 0 || got.DiskUsedBytes == 0 {
 		t.Fatalf("read() = %+v; want a version, uptime >= 60 s, fsync p99 3 ms and the disk's numbers", got)
+	}
+	if got.Parked != 4 || got.ParkedOldestSeconds < 3600 {
+		t.Fatalf("read() = %+v; want the alert snapshot's 4 parked, the oldest an hour old", got)
 	}
 	if strings.TrimSpace(got.Version) != got.Version {
 		t.Fatalf("version %q has spaces around it", got.Version)
