@@ -258,6 +258,9 @@ func TestMembersSilence(t *testing.T) {
 		if m := got["n2"]; m.Error != "" || m.LastAnswer != nil || m.SilentSeconds != 0 {
 			t.Fatalf("n2 answering: %+v, want no error, no last answer, no silence", m)
 		}
+		if m := got["n2"]; m.Stats == nil || m.Stats.Alerts == nil {
+			t.Fatalf("n2's stats without alerts (a node of an older version): %+v, want alerts [] (the schema's array), not null", m.Stats)
+		}
 		if m := got["n3"]; m.Error == "" || m.LastAnswer != nil {
 			t.Fatalf("n3 never answering: %+v, want an error and no last answer", m)
 		}
