@@ -32,7 +32,9 @@
 //     to every request it makes; /v1/stats has no CORS header.
 //   - assets/: the page. It polls /v1/cluster, /v1/stats/members,
 //     /v1/events, /v1/leases and /v1/consumers (hidden when it answers 404)
-//     every 2 s, all of its own origin and all at once, drawing each part as
+//     every 2 s (the cluster, leases and consumers at consistency=stale,
+//     this node's view, which needs no leader; plain where a node answers
+//     400 to it), all of its own origin and all at once, drawing each part as
 //     it answers (one slow answer holds up no other), and says in words
 //     when an answer is 401 (sign in) or 403 (the credential cannot read
 //     that part). The cluster's writes/s and p99 now and the alerts firing
