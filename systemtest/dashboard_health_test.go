@@ -199,10 +199,16 @@ func lagOf(cell string) (lag int, ok bool) {
 // warn above it, ok at or under it.
 func checkLagColours(max int) func(healthView) error {
 	return func(v healthView) error {
+		if len(v.Rows) == 0 {
+			return fmt.Errorf("no member rows")
+		}
 		for _, r := range v.Rows {
+			if r.Lag == "" {
+				return fmt.Errorf("row %s has no lag cell", r.ID)
+			}
 			lag, ok := lagOf(r.Lag)
 			if !ok {
-				continue
+				continue // "–": not known
 			}
 			want := "ok"
 			if lag > max {
@@ -295,6 +301,8 @@ func TestDashboardHealthCheckersFail(t *testing.T) {
 		{"lag colours", with(func(v *healthView) { v.Rows[1].LagClass = "ok" })},
 		{"lag colours", with(func(v *healthView) { v.Rows[0].Lag, v.Rows[0].LagClass = "17607", "" })}, // the old page's plain text
 		{"lag colours", with(func(v *healthView) { v.Rows[0].LagClass = "warn" })},
+		{"lag colours", with(func(v *healthView) { v.Rows[0].Lag = "" })},
+		{"lag colours", with(func(v *healthView) { v.Rows = nil })},
 		{"lag over", with(func(v *healthView) { v.Rows[1].Lag = "≥ 5" })},
 		{"lag over", with(func(v *healthView) { v.Rows[1].Lag = "–" })},
 		{"lag over", with(func(v *healthView) { v.Rows[1].LagClass = "bad" })},
@@ -476,4 +484,59 @@ func waitHealth(t *testing.T, bctx context.Context, d time.Duration, what string
 		t.Fatalf("%s within %v: %v (page shows %+v)", what, d, lastErr, last)
 	}
 	return last
+}
+
+// TestDashboardHealthReaderFails runs readHealth and the checkers in a real
+// Chromium over two hand-made pages: one marked as the dashboard marks a
+// stopped member (accepted), and one as the page before it did (the row
+// "unreachable" with "last contact: ok", the lag in plain text, no alert
+// rows): every checker must refuse that one.
+func TestDashboardHealthReaderFails(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bctx := newBrowser(t, ctx)
+	page := func(row, alerts string) string {
+		return `<span id="verdict">unreachable: n2</span><b id="rate">120</b><b id="p99">3.20 ms</b><span id="updated">updated now</span><span id="err"></span>
+<table><tbody id="alerts">` + alerts + `</tbody></table><table><tbody id="members">` + row + `</tbody></table>`
+	}
+	good := page(`<tr data-id="n2" data-reachable="no"><td data-col="state" class="bad">unreachable</td><td data-col="lag" class="warn">≥ 40</td><td data-col="contact" class="bad">silent, last answer 7 s ago</td></tr>`,
+		`<tr data-alert="TxlogMemberUnreachable" data-node="n1"><td data-col="since">4:06:11 PM (3 s ago)</td><td data-col="fired">–</td></tr>`)
+	old := page(`<tr data-id="n2"><td>n2</td><td class="bad">unreachable</td><td>voter</td><td>–</td><td>–</td><td class="bad">40</td><td>ok</td></tr>`, ``)
+	read := func(html string) healthView {
+		t.Helper()
+		if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chromedp.Run(bctx, chromedp.Evaluate[any](`document.body.innerHTML = `+strconv.Quote(html)+`; null`)); err != nil {
+			t.Fatal(err)
+		}
+		s, err := chromedp.Run(bctx, chromedp.Evaluate[string](readHealth))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v healthView
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	checks := map[string]func(healthView) error{
+		"down":        checkDown("n2"),
+		"alert":       checkAlert("TxlogMemberUnreachable", "n1"),
+		"lag over":    checkLagOver("n2", healthParkedMax),
+		"lag colours": checkLagColours(healthParkedMax),
+		"writing":     checkWriting,
+	}
+	g, o := read(good), read(old)
+	for name, check := range checks {
+		if err := check(g); err != nil {
+			t.Errorf("%s refuses the marked page: %v (read %+v)", name, err, g)
+		}
+		if name == "writing" {
+			continue // both pages show the same rates
+		}
+		if err := check(o); err == nil {
+			t.Errorf("%s accepts the unmarked page (read %+v)", name, o)
+		}
+	}
 }
