@@ -26,6 +26,7 @@ var allRoutes = []route{
 	{"GET", "/healthz", "", "open"},
 	{"GET", "/readyz", "", "open"},
 	{"GET", "/metrics", "", "read"},
+	{"GET", "/", "", "read"},
 	{"GET", "/ui/", "", "read"},
 	{"GET", "/ui/app.js", "", "read"},
 	{"GET", "/v1/stats", "", "read"},
@@ -133,7 +134,7 @@ func TestAuthOpenFlags(t *testing.T) {
 	cfg := worldConfig(true, nil)
 	cfg.MetricsOpen, cfg.UIOpen = true, true
 	srv := NewServer(cfg, newWorld())
-	for target, want := range map[string]int{"/metrics": 200, "/ui/": 200, "/ui/x.css": 200, "/v1/stats": 401, "/v1/stats/members": 401, "/v1/events": 401, "/v1/cluster": 401} {
+	for target, want := range map[string]int{"/metrics": 200, "/": 200, "/ui/": 200, "/ui/x.css": 200, "/v1/stats": 401, "/v1/stats/members": 401, "/v1/events": 401, "/v1/cluster": 401} {
 		if rec := ask(t, srv, "GET", target, "", ""); rec.Code != want {
 			t.Errorf("GET %s without a credential = %d %s, want %d", target, rec.Code, rec.Body, want)
 		}

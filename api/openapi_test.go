@@ -521,8 +521,8 @@ func checkSecurity(s *spec, key string, op map[string]any) error {
 		return fmt.Errorf("%s: security %v, want basicAuth, bearerAuth and mutualTLS", key, schemes)
 	case !get && !slices.Equal(schemes, []string{"bearerAuth", "mutualTLS"}):
 		return fmt.Errorf("%s: security %v, want bearerAuth and mutualTLS (Basic never authorizes a write)", key, schemes)
-	case optional && key != "GET /metrics" && key != "GET /ui/":
-		return fmt.Errorf("%s: security may be empty, but only /metrics and /ui/ may be opened", key)
+	case optional && key != "GET /metrics" && key != "GET /ui/" && key != "GET /":
+		return fmt.Errorf("%s: security may be empty, but only /metrics, /ui/ and / (its redirect) may be opened", key)
 	}
 	return nil
 }
@@ -931,7 +931,7 @@ func TestOpenAPILiveAnswers(t *testing.T) {
 	checked := 0
 	for _, rt := range allRoutes {
 		p, _, _ := strings.Cut(rt.target, "?")
-		if rt.need == "any" || p == "/metrics" || p == "/v1/backup" || strings.HasPrefix(p, "/ui/") || strings.HasPrefix(p, "/v1/stats") || p == "/v1/events" {
+		if rt.need == "any" || p == "/metrics" || p == "/v1/backup" || p == "/" || strings.HasPrefix(p, "/ui/") || strings.HasPrefix(p, "/v1/stats") || p == "/v1/events" {
 			continue
 		}
 		tpl, ok := s.matchPath(rt.method, p)

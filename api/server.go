@@ -316,6 +316,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 		on("/v1/stats/members", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
 		on("/v1/events", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
 		r.PathPrefix("/ui/").Handler(g(s.openIf(s.cfg.UIOpen), d)).Methods(http.MethodGet)
+		r.Handle("/", g(s.openIf(s.cfg.UIOpen), d)).Methods(http.MethodGet) // a redirect to /ui/
 	}
 	s.met.instrumentRoutes(r)
 	return r

@@ -29,6 +29,9 @@ type dashboard struct {
 	peers  *peers // nil in tests that need no other member's stats
 	// members reads the membership: raft.Members; nil without Raft.
 	members func(context.Context) ([]replication.Member, error)
+	// info gathers the node's health numbers (dashinfo.go); nil in tests
+	// that need none.
+	info *dashInfo
 
 	// Only loop's goroutine uses these.
 	lastLeader string
@@ -59,6 +62,10 @@ func (d *dashboard) handler(id string, alerts *alert.Manager) *ui.Handler {
 	}
 	if alerts != nil {
 		cfg.ExtraEvents = func() []ui.Event { return alertEvents(alerts.Events()) }
+		cfg.Alerts = func() []ui.Alert { return firing(alerts.Events()) }
+	}
+	if d.info != nil {
+		cfg.Info, cfg.Thresholds = d.info.read, d.info.thresholds
 	}
 	return ui.NewHandler(cfg)
 }

@@ -304,6 +304,7 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		backend = newRefusedBackend(n.refused)
 	}
 	n.dash = newDashboard(n.raft, n.peers, n.log)
+	n.dash.info = newDashInfo(n) // dashinfo.go
 	if n.authFile, err = openAuth(cfg, cfg.Metrics, cfg.Logger); err != nil {
 		return nil, err
 	}
@@ -497,7 +498,7 @@ func (n *Node) Run(ctx context.Context) error {
 		n.wg.Go(n.rm.loop)
 		n.wg.Go(func() { n.checks.watch(n.life, n.raft) })
 		n.wg.Go(func() {
-			n.alerts.Run(n.life, n.sample.sample)
+			n.alerts.Run(n.life, n.dash.info.keep(n.sample.sample))
 			n.sample.close()
 		})
 		n.wg.Go(n.cbs.loop)

@@ -59,6 +59,9 @@
 // majority; it returns an error wrapping ErrNoState when the Dir holds no
 // Raft state, and the *AmnesiaError when it lost some.
 //
+// Usage reports how many bytes the Raft log's files and the kept snapshots of
+// a Dir take, by stat alone, for the dashboard (disk.go).
+//
 // Apply also returns ctx's own error, not wrapped in ErrTimeout, when ctx was
 // done before the entry reached Raft: then nothing was proposed.
 // OutcomeUnknown tells the unknown outcomes apart. An entry with an unknown

@@ -66,7 +66,7 @@ type pageState struct {
 const readPageState = `JSON.stringify({
   self: document.getElementById("self").textContent,
   rows: [...document.querySelectorAll("#members tr")].map(r => ({
-    id: r.dataset.id, state: r.cells[1].textContent, commit: r.cells[3].textContent, title: r.title })),
+    id: r.dataset.id, state: r.cells[1].textContent, commit: r.querySelector("[data-col=commit]").textContent, title: r.title })),
   err: document.getElementById("err").textContent,
 })`
 

@@ -21,7 +21,9 @@
 // the go command on PATH (to build txlogd) and redis-server for the tests
 // with Redis, which skip without one unless CI is set, and Debian's chromium
 // for the dashboard test, which fails without it (scripts/test.sh installs
-// both). TXLOG_SCREENSHOT=file also saves that test's screenshot there. TXLOG_TEST_DIR, when
+// both). TXLOG_SCREENSHOT=file also saves that test's screenshot there;
+// TestDashboardHealth saves one per state in its artifact directory (go test
+// -artifacts -outputdir DIR keeps them; the log names them). TXLOG_TEST_DIR, when
 // set, puts the clusters' data dirs and logs there instead of a temporary
 // directory, to look at them after a run.
 //

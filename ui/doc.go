@@ -13,8 +13,15 @@
 //     their histograms for the 5-minute quantiles (Window).
 //   - events.go: Events, a small ring of what a node saw happen: leader
 //     changes, joins, removals and, through Config.ExtraEvents, alerts.
-//   - handler.go: Handler, the http.Handler of /ui/, /v1/stats,
-//     /v1/stats/members and /v1/events.
+//   - handler.go: Handler, the http.Handler of /ui/, / (a redirect to
+//     /ui/), /v1/stats, /v1/stats/members and /v1/events.
+//   - health.go: what /v1/stats says of a node's health besides its write
+//     samples, each from a Config function the node fills: NodeInfo
+//     (version, uptime, parked backlog, disk, fsync p99, Raft log and
+//     snapshot sizes), the Alerts firing on it and the Thresholds of its
+//     alert rules, which the page colours against; and lastSeen, when each
+//     member last answered, so that a silent member's entry says for how
+//     long.
 //   - members.go: GET /v1/stats/members, every member's /v1/stats as this
 //     node reads them (Config.PeerStats: over the peer link), all at once,
 //     each within Config.PeerTimeout; a member that does not answer by then
@@ -25,8 +32,13 @@
 //     to every request it makes; /v1/stats has no CORS header.
 //   - assets/: the page. It polls /v1/cluster, /v1/stats/members,
 //     /v1/events, /v1/leases and /v1/consumers (hidden when it answers 404)
-//     every 2 s, all of its own origin, and says in words when an answer is
-//     401 (sign in) or 403 (the credential cannot read that part).
+//     every 2 s (the cluster, leases and consumers at consistency=stale,
+//     this node's view, which needs no leader; plain where a node answers
+//     400 to it), all of its own origin and all at once, drawing each part as
+//     it answers (one slow answer holds up no other), and says in words
+//     when an answer is 401 (sign in) or 403 (the credential cannot read
+//     that part). The cluster's writes/s and p99 now and the alerts firing
+//     are summed from every member's stats.
 //
 // # What it must not import
 //

@@ -31,6 +31,13 @@ type StatsAnswer struct {
 	// requests together.
 	Window  Sample   `json:"window"`
 	Samples []Sample `json:"samples"` // oldest first, at most RingSamples
+	// Info is the node's version, uptime, backlog, disk and log sizes;
+	// omitted by a node that does not know them.
+	Info *NodeInfo `json:"info,omitempty"`
+	// Alerts are the node's alerts firing now, oldest first.
+	Alerts []Alert `json:"alerts"`
+	// Thresholds are the node's alert bounds the page colours against.
+	Thresholds Thresholds `json:"thresholds"`
 }
 
 // EventsAnswer is the answer of GET /v1/events.
@@ -57,14 +64,22 @@ type Config struct {
 	// PeerTimeout bounds the wait for one member's stats and for Members.
 	// Default DefaultPeerTimeout.
 	PeerTimeout time.Duration
+	// Info returns the node's NodeInfo, called once per /v1/stats. Default:
+	// none (the answer has no info).
+	Info func() NodeInfo
+	// Alerts returns the node's alerts firing now. Default: none.
+	Alerts func() []Alert
+	// Thresholds are the node's alert bounds. Default: none known.
+	Thresholds Thresholds
 }
 
-// Handler serves GET /ui/ (and the page's files under it), /v1/stats,
-// /v1/stats/members and /v1/events. Anything else is the caller's: route only those paths here.
+// Handler serves GET /ui/ (and the page's files under it), / (a redirect to
+// /ui/), /v1/stats, /v1/stats/members and /v1/events. Anything else is the caller's: route only those paths here.
 type Handler struct {
 	cfg    Config
 	static http.Handler
 	share  membersShare // GET /v1/stats/members' answer
+	seen   lastSeen     // when each member last answered
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -81,7 +96,9 @@ func NewHandler(cfg Config) *Handler {
 	if err != nil {
 		panic(err) // the embedded tree always has assets/
 	}
-	return &Handler{cfg: cfg, static: http.StripPrefix("/ui/", http.FileServerFS(sub))}
+	h := &Handler{cfg: cfg, static: http.StripPrefix("/ui/", http.FileServerFS(sub))}
+	h.seen.start = time.Now()
+	return h
 }
 
 // ServeHTTP implements http.Handler.
@@ -95,6 +112,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, h.stats())
 	case "/v1/stats/members":
 		h.serveMembers(w, r)
+	case "/":
+		// A browser pointed at a node finds its page.
+		w.Header().Del("Content-Type")
+		http.Redirect(w, r, "/ui/", http.StatusFound)
 	case "/v1/events":
 		evs := h.cfg.Events.List()
 		if h.cfg.ExtraEvents != nil {

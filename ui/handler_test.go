@@ -65,3 +65,14 @@ func TestHandler(t *testing.T) {
 		}
 	})
 }
+
+// TestHandlerRedirect: GET / sends a browser to /ui/ with a 302, not a JSON answer.
+func TestHandlerRedirect(t *testing.T) {
+	h := NewHandler(Config{ID: "n1", Stats: NewStats(time.Unix(0, 0)), Events: &Events{}})
+	w := httptest.NewRecorder()
+	w.Header().Set("Content-Type", "application/json") // as api.Server sets it first
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if w.Code != http.StatusFound || w.Header().Get("Location") != "/ui/" || w.Header().Get("Content-Type") == "application/json" {
+		t.Fatalf("GET / = %d, Location %q, Content-Type %q; want 302 to /ui/, not JSON", w.Code, w.Header().Get("Location"), w.Header().Get("Content-Type"))
+	}
+}

@@ -31,6 +31,14 @@ type MemberStats struct {
 	ID    string       `json:"id"`
 	Stats *StatsAnswer `json:"stats,omitempty"` // nil when Error is set
 	Error string       `json:"error,omitempty"`
+	// LastAnswer is when this node last read the member's stats, and
+	// SilentSeconds how long before this answer that was (since this node
+	// started, when it never did); LastAppliedIndex the applied index that
+	// last answer gave, so that the page shows how far behind it was left
+	// at least. All three only with Error.
+	LastAnswer       *time.Time `json:"last_answer,omitempty"`
+	SilentSeconds    float64    `json:"silent_seconds,omitempty"`
+	LastAppliedIndex uint64     `json:"last_applied_index,omitempty"`
 }
 
 // MembersMaxAge is how long GET /v1/stats/members reuses an answer: however
@@ -53,7 +61,35 @@ var errNoMember = errors.New("no way to reach this member")
 
 // stats is this node's own StatsAnswer.
 func (h *Handler) stats() *StatsAnswer {
-	return &StatsAnswer{ID: h.cfg.ID, Interval: SampleInterval.String(), Node: h.cfg.Status(), Window: h.cfg.Stats.Window(), Samples: h.cfg.Stats.Samples()}
+	a := &StatsAnswer{ID: h.cfg.ID, Interval: SampleInterval.String(), Node: h.cfg.Status(), Window: h.cfg.Stats.Window(), Samples: h.cfg.Stats.Samples(),
+		Alerts: []Alert{}, Thresholds: h.cfg.Thresholds}
+	if h.cfg.Info != nil {
+		info := h.cfg.Info()
+		a.Info = &info
+	}
+	if h.cfg.Alerts != nil {
+		if as := h.cfg.Alerts(); as != nil {
+			a.Alerts = as
+		}
+	}
+	return a
+}
+
+// silence fills the LastAnswer, SilentSeconds and LastAppliedIndex of the
+// members with Error and records the answer of the others, at now.
+func (h *Handler) silence(a *MembersAnswer, now time.Time) {
+	for i := range a.Members {
+		m := &a.Members[i]
+		if m.Error == "" {
+			h.seen.saw(m.ID, now, m.Stats.Node.AppliedIndex)
+			continue
+		}
+		last, d := h.seen.silent(m.ID, now)
+		if !last.at.IsZero() {
+			m.LastAnswer, m.LastAppliedIndex = &last.at, last.applied
+		}
+		m.SilentSeconds = max(d.Seconds(), 0)
+	}
 }
 
 // members answers GET /v1/stats/members: this node's stats from its own
@@ -111,6 +147,9 @@ func (h *Handler) members(ctx context.Context) MembersAnswer {
 			case r.err != nil:
 				a.Members[r.i].Error = r.err.Error()
 			default:
+				if r.st.Alerts == nil { // a node of a version without alerts
+					r.st.Alerts = []Alert{}
+				}
 				a.Members[r.i].Stats = &r.st
 			}
 		case <-ctx.Done():
@@ -164,6 +203,7 @@ func (h *Handler) sharedMembers(ctx context.Context) (MembersAnswer, error) {
 	s.mu.Unlock()
 
 	a := h.members(context.WithoutCancel(ctx))
+	h.silence(&a, time.Now())
 	s.mu.Lock()
 	s.last, s.at, s.inflight = a, time.Now(), nil
 	s.mu.Unlock()

@@ -224,3 +224,54 @@ func TestMembersShared(t *testing.T) {
 		}
 	})
 }
+
+// TestMembersSilence: a member that answered once and then stops answering
+// carries when it last answered and for how long it has been silent; one
+// that never answered, the time since this node started. A member that
+// answers carries neither.
+func TestMembersSilence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := map[string]bool{"n2": true, "n3": false}
+		h := NewHandler(Config{
+			ID: "n1", Stats: NewStats(time.Now()), Events: &Events{},
+			Members: func(context.Context) ([]string, error) { return []string{"n1", "n2", "n3"}, nil },
+			PeerStats: func(ctx context.Context, id string) (StatsAnswer, error) {
+				if up[id] {
+					return StatsAnswer{ID: id, Node: NodeStatus{AppliedIndex: 42}}, nil
+				}
+				return StatsAnswer{}, errors.New("connection refused")
+			},
+		})
+		read := func() map[string]MemberStats {
+			a, err := h.sharedMembers(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := map[string]MemberStats{}
+			for _, m := range a.Members {
+				out[m.ID] = m
+			}
+			return out
+		}
+		first := time.Now()
+		got := read()
+		if m := got["n2"]; m.Error != "" || m.LastAnswer != nil || m.SilentSeconds != 0 {
+			t.Fatalf("n2 answering: %+v, want no error, no last answer, no silence", m)
+		}
+		if m := got["n2"]; m.Stats == nil || m.Stats.Alerts == nil {
+			t.Fatalf("n2's stats without alerts (a node of an older version): %+v, want alerts [] (the schema's array), not null", m.Stats)
+		}
+		if m := got["n3"]; m.Error == "" || m.LastAnswer != nil {
+			t.Fatalf("n3 never answering: %+v, want an error and no last answer", m)
+		}
+		up["n2"] = false
+		time.Sleep(5 * time.Second) // in the bubble: the fake clock
+		got = read()
+		if m := got["n2"]; m.Error == "" || m.LastAnswer == nil || !m.LastAnswer.Equal(first) || m.SilentSeconds != 5 || m.LastAppliedIndex != 42 {
+			t.Fatalf("n2 after 5 s silent: %+v, want an error, last answer %v, silent 5 s, last applied index 42", m, first)
+		}
+		if m := got["n3"]; m.SilentSeconds != 5 {
+			t.Fatalf("n3 never answered: silent %v s, want 5 (since the node started)", m.SilentSeconds)
+		}
+	})
+}
