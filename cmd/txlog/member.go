@@ -112,7 +112,7 @@ func (c *cli) member(ctx context.Context, args []string) error {
 		return printJSON(c.stdout, res)
 	}
 	if err := cl.Remove(ctx, pos[0]); err != nil {
-		return fmt.Errorf("member remove %s: %w", pos[0], err)
+		return about("member remove "+pos[0], err)
 	}
 	return printJSON(c.stdout, map[string]any{"removed": pos[0]})
 }
