@@ -231,7 +231,7 @@ func (h *txHandlers) propose(ctx context.Context, q query, body []byte) ([]wire.
 	// its connection header instead (wire.SubmitOptions.From).
 	if from, ok := q.get("from"); ok {
 		if err := checkKey(from, "from", wire.MaxNodeIDBytes); err != nil {
-			return nil, asError(err, wire.CodeInvalidParam)
+			return nil, paramError("from", from, err)
 		}
 		opts.From = from
 	}
@@ -320,7 +320,7 @@ func (h *txHandlers) keyArg(r *http.Request, q query) (txLookup, time.Duration, 
 		return txLookup{}, 0, wire.New(wire.MsgParamMissing, "idempotency_key", "the key the transaction was submitted under")
 	}
 	if err := checkIdempotencyKey(key, "idempotency_key"); err != nil {
-		return txLookup{}, 0, asError(err, wire.CodeInvalidParam)
+		return txLookup{}, 0, paramError("idempotency_key", key, err)
 	}
 	forwarded, err := forwardedHeader(r)
 	if err != nil {

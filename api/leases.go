@@ -178,7 +178,7 @@ func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := checkHolder(holder, "holder"); err != nil {
-		h.writeError(w, asError(err, wire.CodeInvalidParam))
+		h.writeError(w, paramError("holder", holder, err))
 		return
 	}
 	token, err := positiveParam(q, "token")

@@ -56,7 +56,7 @@ func TestLeaseBadRequests(t *testing.T) {
 		{"release without token", "DELETE", "/v1/leases/l?holder=a", ``, 400, wire.CodeInvalidParam, `parameter "token" missing`},
 		{"release token zero", "DELETE", "/v1/leases/l?holder=a&token=0", ``, 400, wire.CodeInvalidParam, "want a positive integer"},
 		{"release token text", "DELETE", "/v1/leases/l?holder=a&token=x", ``, 400, wire.CodeInvalidParam, "want a positive integer"},
-		{"release empty holder", "DELETE", "/v1/leases/l?holder=&token=1", ``, 400, wire.CodeInvalidParam, "holder: empty"},
+		{"release empty holder", "DELETE", "/v1/leases/l?holder=&token=1", ``, 400, wire.CodeInvalidParam, `parameter holder="": empty`},
 		{"get wait bad", "GET", "/v1/leases/l?wait=soon", ``, 400, wire.CodeInvalidParam, `wait="soon"`},
 		{"get wait over max", "GET", "/v1/leases/l?wait=2m", ``, 400, wire.CodeInvalidParam, `parameter wait="2m": want a duration of at most 1m0s`},
 		{"get after_token bad", "GET", "/v1/leases/l?wait=1s&after_token=-1", ``, 400, wire.CodeInvalidParam, "after_token"},

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -167,6 +168,23 @@ func pathVar(r *http.Request, name string) (string, error) {
 	}
 	return v, nil
 }
+
+// paramError is err, from a check of value (decode.go's checkKey and the
+// like), as the error of the query parameter name: it names the parameter,
+// the value (its first maxEchoBytes) and what is wrong.
+func paramError(name, value string, err error) error {
+	fe, ok := errors.AsType[*fieldError](err)
+	if !ok {
+		return err
+	}
+	if len(value) > maxEchoBytes {
+		value = value[:maxEchoBytes] + "…"
+	}
+	return wire.New(wire.MsgParamInvalid, name, value, fe.msg)
+}
+
+// maxEchoBytes bounds the part of a bad value an error message repeats.
+const maxEchoBytes = 64
 
 // unknownParam is the error of a parameter name the route does not take
 // (allowed).

@@ -184,8 +184,8 @@ func TestBadRequests(t *testing.T) {
 		{"propose too many frames", "POST", "/v1/internal/propose", "\x01a\x01b\x01c", nil, 400, wire.CodeBadRequest, "more than 2 frames"},
 		{"propose too large", "POST", "/v1/internal/propose", strings.Repeat("\x00", 9000), nil, 413, wire.CodePayloadTooLarge, "more than 8192 bytes"},
 		{"propose bad ack", "POST", "/v1/internal/propose?ack=one", "\x01a", nil, 400, wire.CodeInvalidParam, "ack"},
-		{"propose from empty", "POST", "/v1/internal/propose?from=", "\x01a", nil, 400, wire.CodeInvalidParam, "from: empty"},
-		{"propose from too long", "POST", "/v1/internal/propose?from=" + strings.Repeat("n", 65), "\x01a", nil, 400, wire.CodeInvalidParam, "from: 65 bytes, limit 64"},
+		{"propose from empty", "POST", "/v1/internal/propose?from=", "\x01a", nil, 400, wire.CodeInvalidParam, `parameter from="": empty`},
+		{"propose from too long", "POST", "/v1/internal/propose?from=" + strings.Repeat("n", 65), "\x01a", nil, 400, wire.CodeInvalidParam, ": 65 bytes, limit 64"},
 		{"propose from invalid utf8", "POST", "/v1/internal/propose?from=n%FF", "\x01a", nil, 400, wire.CodeInvalidUTF8, "from: not valid UTF-8"},
 		{"propose bad handoff", "POST", "/v1/internal/propose?handoff=1", "\x01a", nil, 400, wire.CodeInvalidParam, "handoff"},
 

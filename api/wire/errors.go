@@ -101,6 +101,7 @@ const (
 	MsgParamRepeated                     // parameter, times
 	MsgParamMissing                      // parameter, what is wanted
 	MsgParamValue                        // parameter, value, what is wanted
+	MsgParamInvalid                      // parameter, value, what is wrong with it
 )
 
 // messages is the one table of the wording of error messages: each Msg's
@@ -124,6 +125,7 @@ var messages = [...]struct {
 	MsgParamRepeated:          {CodeInvalidParam, "parameter %q given %d times; give it once"},
 	MsgParamMissing:           {CodeInvalidParam, "parameter %q missing; want %s"},
 	MsgParamValue:             {CodeInvalidParam, "parameter %s=%q: want %s"},
+	MsgParamInvalid:           {CodeInvalidParam, "parameter %s=%q: %s"},
 }
 
 // New returns the *Error of wording m with its parts, through the messages
