@@ -174,6 +174,10 @@ func walkErrors(t *testing.T, h http.Handler, routes []walkRoute) (problems []st
 	checked := map[int]int{}
 	defer func() { t.Logf("error answers checked, by status: %v", checked) }()
 	check := func(a walkAnswer, causes, must []string) {
+		if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
+			// The credential is the cause, whatever else is wrong.
+			causes, must = []string{"credential"}, nil
+		}
 		if a.status >= 400 && a.status < 500 {
 			checked[a.status]++
 			if testing.Verbose() && a.status != 405 {
@@ -248,31 +252,60 @@ func walkErrors(t *testing.T, h http.Handler, routes []walkRoute) (problems []st
 
 // walkServer is a server over a backend that knows nothing by the walk's
 // ids and answers its lookups with the bare wire.ErrNotFound: the handlers
-// name what is missing.
-func walkServer() *Server {
+// name what is missing. With auth, it takes testAuth's credentials.
+func walkServer(auth bool) *Server {
 	w := newWorld()
 	b := &w.memLog.fakeBackend
 	b.GetFunc = func(context.Context, string, wire.ReadOptions) (wire.KV, error) { return wire.KV{}, wire.ErrNotFound }
 	b.RemoveFunc = func(context.Context, string) error { return wire.ErrNotFound }
-	return NewServer(worldConfig(false, nil), w)
+	return NewServer(worldConfig(auth, nil), w)
+}
+
+// withToken returns h with the Bearer token on every request ("": none).
+func withToken(h http.Handler, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // TestErrorWalk: every route of the router (walked, not listed), sent an
 // unknown parameter, bad values of each parameter it takes, ids that name
 // nothing, a bad body and every method it does not take, answers each with
-// an error that names its cause (errorProblems), and a 405 with Allow.
+// an error that names its cause (errorProblems), and a 405 with Allow;
+// with auth off, with auth on and an admin's token, and with a reader's
+// and no token (401s and 403s checked as the rest).
 func TestErrorWalk(t *testing.T) {
-	srv := walkServer()
-	routes := walkRoutes(t, srv.router)
-	if len(routes) < 20 {
-		t.Fatalf("the walk found %d routes: %v", len(routes), routes)
-	}
-	problems, refused := walkErrors(t, srv, routes)
-	for _, p := range problems {
-		t.Error(p)
-	}
-	if refused < 20 {
-		t.Errorf("%d routes refused an unknown parameter, want every JSON route (20 or more)", refused)
+	for _, tc := range []struct {
+		name  string
+		auth  bool
+		token string
+		// minRefused is the least number of routes that must refuse an
+		// unknown parameter: every JSON route, when the credential reaches it.
+		minRefused int
+	}{
+		{"auth off", false, "", 20},
+		{"admin", true, "admin", 20},
+		{"reader", true, "read", 10},
+		{"scoped admin", true, "admal", 10},
+		{"no credential", true, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := walkServer(tc.auth)
+			routes := walkRoutes(t, srv.router)
+			if len(routes) < 20 {
+				t.Fatalf("the walk found %d routes: %v", len(routes), routes)
+			}
+			problems, refused := walkErrors(t, withToken(srv, tc.token), routes)
+			for _, p := range problems {
+				t.Error(p)
+			}
+			if refused < tc.minRefused {
+				t.Errorf("%d routes refused an unknown parameter, want %d or more", refused, tc.minRefused)
+			}
+		})
 	}
 }
 
