@@ -130,9 +130,16 @@ func errorProblems(a walkAnswer, causes, must []string) []string {
 	return out
 }
 
-// repeated returns a clause (a part between ": " or "; "), or a run of three
-// words, that msg says twice; "" when none.
+// repeated returns a clause (a part between ": " or "; "), a quoted value
+// or a run of three words that msg says twice; "" when none.
 func repeated(msg string) string {
+	quoted := map[string]bool{}
+	for _, q := range regexp.MustCompile(`"(\\.|[^"\\])*"`).FindAllString(msg, -1) {
+		if quoted[q] {
+			return q
+		}
+		quoted[q] = true
+	}
 	seen := map[string]bool{}
 	for _, c := range regexp.MustCompile(`: |; `).Split(msg, -1) {
 		c = strings.TrimSpace(c)
@@ -203,6 +210,13 @@ func walkErrors(t *testing.T, h http.Handler, routes []walkRoute) (problems []st
 				}
 				check(send(h, m, rt.path+"?"+p+"=1&"+p+"=2", ""), nil, []string{fmt.Sprintf("%q", p)})
 				check(send(h, m, rt.path+"?"+p+"=%zz", ""), nil, []string{"%zz"})
+			}
+			// Each id of the path too long to be one (and no txid).
+			for i, id := range rt.ids {
+				long := strings.Repeat("x", 300)
+				a := send(h, m, strings.Replace(rt.path, id, long, 1), "")
+				name := strings.Trim(pathVarName.FindAllString(routeVar.ReplaceAllString(rt.tpl, "{$1}"), -1)[i], "{}")
+				check(a, append([]string{name, long, "body"}, params...), nil)
 			}
 			// The ids of the path, which name nothing.
 			if len(rt.ids) > 0 {
@@ -335,6 +349,7 @@ func TestErrorCheckerCatches(t *testing.T) {
 	}{
 		{"good", answer(404, wire.CodeNotFound, `consumer group "nogroup" has no committed offset`), []string{`"nogroup"`}, false},
 		{"repeats itself", answer(404, wire.CodeNotFound, `consumer group "nogroup": not found: consumer group "nogroup": no committed offset`), []string{`"nogroup"`}, true},
+		{"says a value twice", answer(400, wire.CodeInvalidParam, `path txid "zzz": invalid txid "zzz": length 3, want 13`), nil, true},
 		{"names no id", answer(404, wire.CodeNotFound, "not found"), []string{`"k"`}, true},
 		{"internal URL", answer(504, wire.CodeTimeout, `peer 127.0.0.1:7001: Post "http://127.0.0.1:7001/v1/cluster/transfer-leadership": context deadline exceeded`), nil, true},
 		{"peer address", answer(503, wire.CodeNoLeader, `leader at 10.0.0.2:7001 did not answer`), nil, true},

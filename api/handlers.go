@@ -291,7 +291,7 @@ func (h *txHandlers) txArg(r *http.Request, q query) (txLookup, time.Duration, e
 	}
 	id, err := txid.Parse(text)
 	if err != nil {
-		return txLookup{}, 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("path txid %q: %v", text, err)}
+		return txLookup{}, 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("path: %v", err)} // it names the txid
 	}
 	return txLookup{id: id, wait: wait}, wait, nil
 }

@@ -164,7 +164,7 @@ func (a *answers) submitOptions(q query) (wire.SubmitOptions, error) {
 func pathVar(r *http.Request, name string) (string, error) {
 	v, err := url.PathUnescape(mux.Vars(r)[name])
 	if err != nil {
-		return "", &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("path %s %q: bad escaping: %v", name, mux.Vars(r)[name], err)}
+		return "", &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("path %s: %v", name, err)}
 	}
 	return v, nil
 }
