@@ -220,12 +220,12 @@ func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest)
 			return nil
 		}
 		if req.ID == "" && !n.otherVoter(ctx) {
-			return &wire.Error{Code: wire.CodeConflict, Message: fmt.Sprintf("no voter but the leader %q to hand leadership to; name one with id, or join one first", n.cfg.ID)}
+			return wire.New(wire.MsgTransferNoVoter, n.cfg.ID)
 		}
 		id, err := n.raft.TransferLeadership(ctx, req.ID)
 		switch {
 		case errors.Is(err, replication.ErrUnknownServer):
-			return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("body field id=%q: not a member; want the id of a voter", req.ID)}
+			return wire.New(wire.MsgTransferNotMember, req.ID)
 		case errors.Is(err, replication.ErrTimeout):
 			// Not a write: no outcome to look up (translate's unknown_outcome).
 			return fmt.Errorf("%w: no new leader seen within the request's time; this node may still be the leader", wire.ErrTimeout)

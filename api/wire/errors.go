@@ -102,6 +102,8 @@ const (
 	MsgParamMissing                      // parameter, what is wanted
 	MsgParamValue                        // parameter, value, what is wanted
 	MsgParamInvalid                      // parameter, value, what is wrong with it
+	MsgTransferNotMember                 // the id of the body
+	MsgTransferNoVoter                   // the leader's id
 )
 
 // messages is the one table of the wording of error messages: each Msg's
@@ -126,6 +128,8 @@ var messages = [...]struct {
 	MsgParamMissing:           {CodeInvalidParam, "parameter %q missing; want %s"},
 	MsgParamValue:             {CodeInvalidParam, "parameter %s=%q: want %s"},
 	MsgParamInvalid:           {CodeInvalidParam, "parameter %s=%q: %s"},
+	MsgTransferNotMember:      {CodeInvalidParam, "body field id=%q: not a member; want the id of a voter"},
+	MsgTransferNoVoter:        {CodeConflict, "no voter but the leader %q to hand leadership to; name one with id, or join one first"},
 }
 
 // New returns the *Error of wording m with its parts, through the messages
