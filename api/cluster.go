@@ -90,7 +90,7 @@ func (h *clusterHandlers) handleRemove(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.DefaultTimeout)
 	defer cancel()
 	if err := h.b.Remove(ctx, id); err != nil {
-		h.writeError(w, err)
+		h.writeError(w, named(err, wire.MsgNotMember, id))
 		return
 	}
 	h.writeJSON(w, http.StatusOK, statusOK)

@@ -212,7 +212,10 @@ func (h *consumerHandlers) handleCommitOffset(w http.ResponseWriter, r *http.Req
 
 // handleGet serves GET /v1/consumers/{group}.
 func (h *consumerHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, nil, h.groupArg, h.cb.Consumer)
+	serveRead(h.answers, w, r, nil, h.groupArg, func(ctx context.Context, group string) (wire.ConsumerGroup, error) {
+		g, err := h.cb.Consumer(ctx, group)
+		return g, named(err, wire.MsgConsumerNotFound, group)
+	})
 }
 
 // groupArg reads the {group} of GET /v1/consumers/{group}.

@@ -231,7 +231,7 @@ func (h *txHandlers) propose(ctx context.Context, q query, body []byte) ([]wire.
 	// its connection header instead (wire.SubmitOptions.From).
 	if from, ok := q.get("from"); ok {
 		if err := checkKey(from, "from", wire.MaxNodeIDBytes); err != nil {
-			return nil, asError(err, wire.CodeInvalidParam)
+			return nil, paramError("from", from, err)
 		}
 		opts.From = from
 	}
@@ -264,10 +264,10 @@ func (h *txHandlers) propose(ctx context.Context, q query, body []byte) ([]wire.
 func (h *txHandlers) handleTx(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, []string{"wait"}, h.txArg, func(ctx context.Context, x txLookup) (wire.TxResult, error) {
 		res, err := h.b.Tx(ctx, x.id, x.wait)
-		if err != nil {
-			return res, err
+		if err == nil {
+			res, err = scopeTx(ctx, h.b, seer(ctx), res)
 		}
-		return scopeTx(ctx, h.b, seer(ctx), res)
+		return res, named(err, wire.MsgTxNotFound, x.id)
 	})
 }
 
@@ -291,7 +291,7 @@ func (h *txHandlers) txArg(r *http.Request, q query) (txLookup, time.Duration, e
 	}
 	id, err := txid.Parse(text)
 	if err != nil {
-		return txLookup{}, 0, &wire.Error{Code: wire.CodeInvalidParam, Message: "txid: " + err.Error()}
+		return txLookup{}, 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("path: %v", err)} // it names the txid
 	}
 	return txLookup{id: id, wait: wait}, wait, nil
 }
@@ -301,10 +301,10 @@ func (h *txHandlers) txArg(r *http.Request, q query) (txLookup, time.Duration, e
 func (h *txHandlers) handleTxByIdempotencyKey(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, []string{"idempotency_key", "wait"}, h.keyArg, func(ctx context.Context, x txLookup) (wire.TxResult, error) {
 		res, err := h.b.TxByIdempotencyKey(ctx, x.key, x.wait, x.forwarded)
-		if err != nil {
-			return res, err
+		if err == nil {
+			res, err = scopeTx(ctx, h.b, seer(ctx), res)
 		}
-		return scopeTx(ctx, h.b, seer(ctx), res)
+		return res, named(err, wire.MsgIdempotencyKeyNotFound, x.key)
 	})
 }
 
@@ -317,10 +317,10 @@ func (h *txHandlers) keyArg(r *http.Request, q query) (txLookup, time.Duration, 
 	}
 	key, _ := q.get("idempotency_key")
 	if key == "" {
-		return txLookup{}, 0, &wire.Error{Code: wire.CodeInvalidParam, Message: "idempotency_key: missing or empty"}
+		return txLookup{}, 0, wire.New(wire.MsgParamMissing, "idempotency_key", "the key the transaction was submitted under")
 	}
 	if err := checkIdempotencyKey(key, "idempotency_key"); err != nil {
-		return txLookup{}, 0, asError(err, wire.CodeInvalidParam)
+		return txLookup{}, 0, paramError("idempotency_key", key, err)
 	}
 	forwarded, err := forwardedHeader(r)
 	if err != nil {
@@ -348,7 +348,7 @@ func (h *txHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
 		if kv.Value == nil {
 			kv.Value = []byte("null")
 		}
-		return kv, err
+		return kv, named(err, wire.MsgKeyNotFound, x.key)
 	})
 }
 

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -175,11 +174,11 @@ func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	holder, ok := q.get("holder")
 	if !ok {
-		h.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: "holder: missing"})
+		h.writeError(w, wire.New(wire.MsgParamMissing, "holder", "the holder that took the lease"))
 		return
 	}
 	if err := checkHolder(holder, "holder"); err != nil {
-		h.writeError(w, asError(err, wire.CodeInvalidParam))
+		h.writeError(w, paramError("holder", holder, err))
 		return
 	}
 	token, err := positiveParam(q, "token")
@@ -200,11 +199,11 @@ func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
 func positiveParam(q query, name string) (uint64, error) {
 	v, ok := q.get(name)
 	if !ok {
-		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: name + ": missing"}
+		return 0, wire.New(wire.MsgParamMissing, name, "a positive integer")
 	}
 	n, err := strconv.ParseUint(v, 10, 64)
 	if err != nil || n == 0 {
-		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want a positive integer", name, v)}
+		return 0, wire.New(wire.MsgParamValue, name, v, "a positive integer")
 	}
 	return n, nil
 }
@@ -213,7 +212,7 @@ func positiveParam(q query, name string) (uint64, error) {
 func (h *leaseHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
 	serveRead(h.answers, w, r, []string{"wait", "after_token"}, h.getArg, func(ctx context.Context, x leaseRead) (wire.Lease, error) {
 		l, err := h.lb.Lease(ctx, x.name, x.wait, x.after)
-		return scopeLease(seer(ctx), l), err
+		return scopeLease(seer(ctx), l), named(err, wire.MsgLeaseNotFound, x.name)
 	})
 }
 
@@ -240,7 +239,7 @@ func (h *leaseHandlers) getArg(r *http.Request, q query) (leaseRead, time.Durati
 	}
 	if v, ok := q.get("after_token"); ok {
 		if x.after, err = strconv.ParseUint(v, 10, 64); err != nil {
-			return x, 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("after_token=%q: want an integer", v)}
+			return x, 0, wire.New(wire.MsgParamValue, "after_token", v, "an integer of 0 or more")
 		}
 	}
 	return x, x.wait, nil

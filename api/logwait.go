@@ -108,7 +108,7 @@ func parseLogRead(q query, maxKeyBytes int, stream bool, lastID string) (logRead
 	}
 	if p, ok := q.get("prefix"); ok {
 		if err := checkKey(p, "prefix", maxKeyBytes); err != nil {
-			return logRead{}, asError(err, wire.CodeInvalidParam)
+			return logRead{}, paramError("prefix", p, err)
 		}
 		rd.prefix = p
 	}

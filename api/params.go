@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,7 +36,7 @@ func parseRawQuery(raw string, allowed ...string) (query, error) {
 	}
 	v, err := url.ParseQuery(raw)
 	if err != nil {
-		return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("query: %v", err)}
+		return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("query %q: %v", raw, err)}
 	}
 	names := make([]string, 0, len(v))
 	for name := range v {
@@ -45,14 +46,10 @@ func parseRawQuery(raw string, allowed ...string) (query, error) {
 	q := make(query, 0, len(names))
 	for _, name := range names {
 		if !slices.Contains(allowed, name) {
-			want := "none"
-			if len(allowed) > 0 {
-				want = strings.Join(allowed, ", ")
-			}
-			return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s: unknown query parameter, want one of: %s", name, want)}
+			return nil, unknownParam(name, allowed)
 		}
 		if len(v[name]) > 1 {
-			return nil, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s: given %d times", name, len(v[name]))}
+			return nil, wire.New(wire.MsgParamRepeated, name, len(v[name]))
 		}
 		q = append(q, queryParam{name, v[name][0]})
 	}
@@ -113,11 +110,13 @@ func (q query) duration(name string, def, max time.Duration, allowZero bool) (ti
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want a duration such as 250ms or 5s", name, s)}
+		return 0, wire.New(wire.MsgParamValue, name, s, "a duration such as 250ms or 5s")
+	case d < 0 && allowZero:
+		return 0, wire.New(wire.MsgParamValue, name, s, "a duration of 0 or more, such as 250ms or 5s")
 	case d < 0 || (d == 0 && !allowZero):
-		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: must be positive", name, s)}
+		return 0, wire.New(wire.MsgParamValue, name, s, "a positive duration, such as 250ms or 5s")
 	case d > max:
-		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: above the limit %s", name, s, max)}
+		return 0, wire.New(wire.MsgParamValue, name, s, fmt.Sprintf("a duration of at most %s", max))
 	}
 	return d, nil
 }
@@ -129,7 +128,7 @@ func (q query) choice(name string, allowed ...string) (string, error) {
 		return allowed[0], nil
 	}
 	if !slices.Contains(allowed, s) {
-		return "", &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want one of %s", name, s, strings.Join(allowed, ", "))}
+		return "", wire.New(wire.MsgParamValue, name, s, "one of "+strings.Join(allowed, ", "))
 	}
 	return s, nil
 }
@@ -142,7 +141,7 @@ func (q query) integer(name string, def, min, max uint64) (uint64, error) {
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil || v < min || v > max {
-		return 0, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s=%q: want an integer from %d to %d", name, s, min, max)}
+		return 0, wire.New(wire.MsgParamValue, name, s, fmt.Sprintf("an integer from %d to %d", min, max))
 	}
 	return v, nil
 }
@@ -165,7 +164,33 @@ func (a *answers) submitOptions(q query) (wire.SubmitOptions, error) {
 func pathVar(r *http.Request, name string) (string, error) {
 	v, err := url.PathUnescape(mux.Vars(r)[name])
 	if err != nil {
-		return "", &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s: bad escaping: %v", name, err)}
+		return "", &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("path %s: %v", name, err)}
 	}
 	return v, nil
+}
+
+// paramError is err, from a check of value (decode.go's checkKey and the
+// like), as the error of the query parameter name: it names the parameter,
+// the value (its first maxEchoBytes) and what is wrong.
+func paramError(name, value string, err error) error {
+	fe, ok := errors.AsType[*fieldError](err)
+	if !ok {
+		return err
+	}
+	if len(value) > maxEchoBytes {
+		value = value[:maxEchoBytes] + "…"
+	}
+	return wire.New(wire.MsgParamInvalid, name, value, fe.msg)
+}
+
+// maxEchoBytes bounds the part of a bad value an error message repeats.
+const maxEchoBytes = 64
+
+// unknownParam is the error of a parameter name the route does not take
+// (allowed).
+func unknownParam(name string, allowed []string) error {
+	if len(allowed) == 0 {
+		return wire.New(wire.MsgUnknownParamNone, name)
+	}
+	return wire.New(wire.MsgUnknownParam, name, strings.Join(allowed, ", "))
 }

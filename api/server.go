@@ -270,7 +270,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 	}
 	on := func(path string, acc access, h http.HandlerFunc) *mux.Route { return r.Handle(path, g(acc, h)) }
 	r.NotFoundHandler = s.met.instrument(routeUnmatched, g(accessAny, http.HandlerFunc(s.handleNotFound)))
-	r.MethodNotAllowedHandler = s.met.instrument(routeUnmatched, g(accessAny, http.HandlerFunc(s.handleMethodNotAllowed)))
+	r.MethodNotAllowedHandler = s.met.instrument(routeUnmatched, g(accessAny, s.methodNotAllowed(r))) // errors.go
 
 	cl, tx, lg, ls, cs := s.cluster, s.tx, s.logs, s.leases, s.consumers
 	on("/healthz", accessOpen, cl.handleHealth).Methods(http.MethodGet)
@@ -514,14 +514,6 @@ func (a *answers) errorAnswer(err error) (int, []byte) {
 	}
 	b, _ := json.Marshal(errorAnswer{Error: body}) // an ErrorBody always encodes
 	return status, b
-}
-
-func (a *answers) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	a.writeError(w, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("no route for %s %s", r.Method, r.URL.EscapedPath())})
-}
-
-func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, &wire.Error{Code: wire.CodeMethodNotAllowed, Message: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.EscapedPath())})
 }
 
 // preallocBodyBytes bounds the buffer readBody makes before it reads: a

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
@@ -199,7 +200,15 @@ func lastError(err error) string {
 	if err == nil {
 		return ""
 	}
-	return fmt.Sprintf(" (last error: %v)", err)
+	text := err.Error()
+	if errors.Is(err, wire.ErrUnknownOutcome) {
+		// The error this one wraps says it already.
+		text = strings.TrimPrefix(strings.TrimPrefix(text, wire.ErrUnknownOutcome.Error()), ": ")
+		if text == "" {
+			return ""
+		}
+	}
+	return fmt.Sprintf(" (last error: %s)", text)
 }
 
 // retryable reports whether err, from a request that changes nothing, may go

@@ -202,7 +202,7 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 		// answer is checked against the configuration without it.
 		n.checks.invalidate()
 		if errors.Is(err, replication.ErrUnknownServer) {
-			return wire.ErrNotFound
+			return wire.New(wire.MsgNotMember, id)
 		}
 		return translate(err)
 	}, func(ctx context.Context, base string) error {
@@ -214,9 +214,21 @@ func (n *Node) Remove(ctx context.Context, id string) error {
 func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest) (wire.TransferResult, error) {
 	var res wire.TransferResult
 	err := n.peers.viaLeader(ctx, false, func(ctx context.Context) error {
+		if req.ID == n.cfg.ID {
+			// To the leader itself: nothing to do, at once.
+			res = wire.TransferResult{LeaderID: req.ID, Unchanged: true}
+			return nil
+		}
+		if req.ID == "" && !n.otherVoter(ctx) {
+			return wire.New(wire.MsgTransferNoVoter, n.cfg.ID)
+		}
 		id, err := n.raft.TransferLeadership(ctx, req.ID)
-		if errors.Is(err, replication.ErrUnknownServer) {
-			return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("id %q: not a member", req.ID)}
+		switch {
+		case errors.Is(err, replication.ErrUnknownServer):
+			return wire.New(wire.MsgTransferNotMember, req.ID)
+		case errors.Is(err, replication.ErrTimeout):
+			// Not a write: no outcome to look up (translate's unknown_outcome).
+			return fmt.Errorf("%w: no new leader seen within the request's time; this node may still be the leader", wire.ErrTimeout)
 		}
 		res.LeaderID = id
 		return translate(err)
@@ -226,6 +238,21 @@ func (n *Node) TransferLeadership(ctx context.Context, req wire.TransferRequest)
 		return err
 	})
 	return res, err
+}
+
+// otherVoter reports whether the configuration holds a voter other than this
+// node (true when it cannot be read: Raft then answers for itself).
+func (n *Node) otherVoter(ctx context.Context) bool {
+	members, err := n.raft.Members(ctx)
+	if err != nil {
+		return true
+	}
+	for _, m := range members {
+		if m.ID != n.cfg.ID && m.Suffrage == "voter" {
+			return true
+		}
+	}
+	return false
 }
 
 // Ready implements api.Backend: the intake WAL takes appends, a leader is known

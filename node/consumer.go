@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -27,7 +26,7 @@ func (cg *consumers) Consumer(ctx context.Context, group string) (wire.ConsumerG
 	c, err := cg.db.Reads().Consumer(group)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return wire.ConsumerGroup{}, &wire.Error{Code: wire.CodeNotFound, Message: fmt.Sprintf("consumer group %q: no committed offset", group)}
+		return wire.ConsumerGroup{}, wire.New(wire.MsgConsumerNotFound, group)
 	case err != nil:
 		return wire.ConsumerGroup{}, err
 	}

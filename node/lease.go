@@ -161,7 +161,7 @@ func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, af
 			(after == 0 && live) || (after > 0 && !(live && l.Token <= after))
 		if done {
 			if !live {
-				return wire.Lease{}, wire.ErrNotFound
+				return wire.Lease{}, wire.New(wire.MsgLeaseNotFound, name)
 			}
 			return fromLease(l, now), nil
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -87,7 +88,10 @@ func (n *Node) checkJoiner(ctx context.Context, req wire.JoinRequest) error {
 	}
 	if _, err := n.link.Probe(ctx, req.RaftAddr); err != nil {
 		n.log.Warn("join refused: the joiner's peer link failed the check", "peer", req.ID, "raft_addr", req.RaftAddr, "err", err)
-		return &wire.Error{Code: wire.CodeForbidden, Message: fmt.Sprintf("join of %s refused: its peer link at %s did not pass this cluster's peer TLS or shared secret: %v", req.ID, req.RaftAddr, err)}
+		// The reason without the peer link's "peer link to <addr>: ", which
+		// would name the address a second time.
+		reason := strings.ReplaceAll(err.Error(), "peer link to "+req.RaftAddr+": ", "")
+		return &wire.Error{Code: wire.CodeForbidden, Message: fmt.Sprintf("join of %s refused: its peer link at %s did not pass this cluster's peer TLS or shared secret: %s", req.ID, req.RaftAddr, reason)}
 	}
 	return nil
 }

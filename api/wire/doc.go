@@ -11,7 +11,11 @@
 //     and of a read, as the Backend receives them and the Client sends them.
 //   - errors.go: the sentinels (ErrTxIDConflict among them), *Error, *KeyReusedError, the wire codes and the
 //     code table that both the handlers (ErrorStatus: error → status, code) and
-//     the Client (ErrorBody.Err, RetryableCode: code → error) use.
+//     the Client (ErrorBody.Err, RetryableCode: code → error) use; and the
+//     messages table, the wording of each error the handlers build (New: a
+//     Msg with its parts, such as the kind and id of a 404 or a parameter,
+//     its value and what is wanted). A wire error of a code with a sentinel
+//     reads as its message alone, so that no message says its cause twice.
 //   - raw.go: how a stored value that is not JSON, or a record that cannot
 //     be decoded, is answered (RawValue, LogEntry.Readable, KV.Readable,
 //     StatusUnreadable).

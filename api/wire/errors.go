@@ -73,6 +73,84 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// Is makes errors.Is(err, s) true for the sentinel s of the error's code
+// (Sentinel), so that a not_found *Error built from the wording table is
+// still ErrNotFound.
+func (e *Error) Is(target error) bool {
+	s := codes[e.Code].sentinel
+	return s != nil && s == target
+}
+
+// Msg names one wording of the messages table.
+type Msg int
+
+// The wordings of the messages table. Each names what is wrong with its
+// parts: the kind and the id that is missing, the parameter, its value and
+// what is wanted.
+const (
+	MsgNoRoute                Msg = iota // method, escaped path
+	MsgMethodNotAllowed                  // method, escaped path, the methods it takes
+	MsgKeyNotFound                       // key
+	MsgTxNotFound                        // txid
+	MsgIdempotencyKeyNotFound            // idempotency key
+	MsgLeaseNotFound                     // lease name
+	MsgConsumerNotFound                  // group
+	MsgNotMember                         // server id
+	MsgUnknownParam                      // parameter, the parameters the route takes
+	MsgUnknownParamNone                  // parameter
+	MsgParamRepeated                     // parameter, times
+	MsgParamMissing                      // parameter, what is wanted
+	MsgParamValue                        // parameter, value, what is wanted
+	MsgParamInvalid                      // parameter, value, what is wrong with it
+	MsgTransferNotMember                 // the id of the body
+	MsgTransferNoVoter                   // the leader's id
+)
+
+// messages is the one table of the wording of error messages: each Msg's
+// code (whose status is in codes) and its format, which the handlers fill
+// with the parts (New). A message says what is wrong once, and never names
+// an internal URL or a peer's address.
+var messages = [...]struct {
+	code   string
+	format string
+}{
+	MsgNoRoute:                {CodeNotFound, "no route %s %s"},
+	MsgMethodNotAllowed:       {CodeMethodNotAllowed, "method %s not allowed on %s; it takes %s"},
+	MsgKeyNotFound:            {CodeNotFound, "key %q not found"},
+	MsgTxNotFound:             {CodeNotFound, "transaction %s not found"},
+	MsgIdempotencyKeyNotFound: {CodeNotFound, "no transaction under idempotency key %q"},
+	MsgLeaseNotFound:          {CodeNotFound, "lease %q not found (free or expired)"},
+	MsgConsumerNotFound:       {CodeNotFound, "consumer group %q has no committed offset"},
+	MsgNotMember:              {CodeNotFound, "node %q is not a member"},
+	MsgUnknownParam:           {CodeInvalidParam, "unknown parameter %q; this route takes: %s"},
+	MsgUnknownParamNone:       {CodeInvalidParam, "unknown parameter %q; this route takes no parameters"},
+	MsgParamRepeated:          {CodeInvalidParam, "parameter %q given %d times; give it once"},
+	MsgParamMissing:           {CodeInvalidParam, "parameter %q missing; want %s"},
+	MsgParamValue:             {CodeInvalidParam, "parameter %s=%q: want %s"},
+	MsgParamInvalid:           {CodeInvalidParam, "parameter %s=%q: %s"},
+	MsgTransferNotMember:      {CodeInvalidParam, "body field id=%q: not a member; want the id of a voter"},
+	MsgTransferNoVoter:        {CodeConflict, "no voter but the leader %q to hand leadership to; name one with id, or join one first"},
+}
+
+// New returns the *Error of wording m with its parts, through the messages
+// table.
+func New(m Msg, parts ...any) *Error {
+	t := messages[m]
+	return &Error{Code: t.code, Message: fmt.Sprintf(t.format, parts...)}
+}
+
+// MsgCode returns the wire code of wording m.
+func MsgCode(m Msg) string { return messages[m].code }
+
+// Msgs returns every wording of the table, for tests.
+func Msgs() []Msg {
+	out := make([]Msg, len(messages))
+	for i := range out {
+		out[i] = Msg(i)
+	}
+	return out
+}
+
 // Wire error codes.
 const (
 	CodeBadRequest       = "bad_request"
@@ -221,8 +299,20 @@ func codeError(b ErrorBody) error {
 	if b.Message == "" || b.Message == c.sentinel.Error() {
 		return c.sentinel
 	}
-	return fmt.Errorf("%w: %s", c.sentinel, b.Message)
+	return &sentinelError{sentinel: c.sentinel, message: b.Message}
 }
+
+// sentinelError is a wire error of a code with a sentinel: its text is the
+// message alone (which says what is wrong; the sentinel's own text would
+// repeat it), and errors.Is finds the sentinel.
+type sentinelError struct {
+	sentinel error
+	message  string
+}
+
+func (e *sentinelError) Error() string { return e.message }
+
+func (e *sentinelError) Unwrap() error { return e.sentinel }
 
 // RetryableCode reports whether an answer with code means that the request was
 // not carried out and that another node, or the same one a little later, may

@@ -83,3 +83,53 @@ func TestKeyReusedRoundTrip(t *testing.T) {
 		t.Fatal("idempotency_key_reused is retryable; a retry can never succeed")
 	}
 }
+
+// TestMessagesTable: every wording of the messages table has a code of the
+// code table and uses each of its parts; a not_found one is ErrNotFound.
+func TestMessagesTable(t *testing.T) {
+	for _, m := range Msgs() {
+		code := MsgCode(m)
+		if _, ok := Status(code); !ok {
+			t.Errorf("message %d: code %q is not in the code table", m, code)
+		}
+		var parts []any
+		for i, verb := range strings.Split(messages[m].format, "%")[1:] {
+			if strings.HasPrefix(verb, "d") {
+				parts = append(parts, 1000+i)
+			} else {
+				parts = append(parts, fmt.Sprintf("part%d", i))
+			}
+		}
+		e := New(m, parts...)
+		for _, p := range parts {
+			if !strings.Contains(e.Message, fmt.Sprint(p)) {
+				t.Errorf("New(%d) = %q, without its part %v", m, e.Message, p)
+			}
+		}
+		if strings.Contains(e.Message, "%!") {
+			t.Errorf("New(%d) = %q: a bad format", m, e.Message)
+		}
+		if code == CodeNotFound && !errors.Is(e, ErrNotFound) {
+			t.Errorf("errors.Is(New(%d), ErrNotFound) = false", m)
+		}
+	}
+}
+
+// TestSentinelMessageOnce: a wire error of a code with a sentinel reads
+// as its message alone, so that a 404 that names what is missing is not
+// prefixed with "not found" again, and it is still the sentinel; passed
+// through another node's answer it stays the same.
+func TestSentinelMessageOnce(t *testing.T) {
+	msg := `consumer group "nogroup" has no committed offset`
+	err := (&ErrorBody{Code: CodeNotFound, Message: msg}).Err()
+	if err.Error() != msg || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Err() = %q (is ErrNotFound: %v), want %q", err, errors.Is(err, ErrNotFound), msg)
+	}
+	status, b := ErrorStatus(err)
+	if status != http.StatusNotFound || b.Code != CodeNotFound || b.Message != msg {
+		t.Fatalf("ErrorStatus(Err()) = %d %+v, want 404 %q", status, b, msg)
+	}
+	if err := (&ErrorBody{Code: CodeNoLeader, Message: ErrNoLeader.Error()}).Err(); err != ErrNoLeader {
+		t.Fatalf("Err() of the sentinel's own text = %v, want the sentinel", err)
+	}
+}

@@ -256,6 +256,9 @@ type TransferRequest struct {
 // TransferResult is the answer of POST /v1/cluster/transfer-leadership.
 type TransferResult struct {
 	LeaderID string `json:"leader_id"`
+	// Unchanged is true when the request named the leader itself: nothing
+	// was done, and the answer came at once.
+	Unchanged bool `json:"unchanged,omitempty"`
 }
 
 // ErrorBody is the body of every error answer: {"error":{"code","message"}}, plus

@@ -321,8 +321,8 @@ func TestGet(t *testing.T) {
 	}
 
 	r = runCLI(t, ctx, env, "get", "missing")
-	if r.code != 1 || !strings.Contains(r.stderr, "not found") {
-		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1, not found", r.code, r.stderr)
+	if r.code != 1 || !strings.Contains(r.stderr, `key "missing" not found`) || strings.Count(r.stderr, "missing") != 1 {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1, the node's 404 said once", r.code, r.stderr)
 	}
 }
 

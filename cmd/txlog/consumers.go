@@ -32,7 +32,7 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 	if len(pos) == 1 {
 		g, err := cl.Consumer(ctx, pos[0])
 		if err != nil {
-			return fmt.Errorf("consumer group %q: %w", pos[0], err)
+			return about(fmt.Sprintf("consumer group %q", pos[0]), err)
 		}
 		if *out == outputTable {
 			return printGroups(c.stdout, []wire.ConsumerGroup{g})

@@ -45,8 +45,8 @@ func TestConsumersCommand(t *testing.T) {
 	if g := decodeOut[wire.ConsumerGroup](t, r); r.code != 0 || g != groups[1] {
 		t.Fatalf("consumers billing: exit %d %+v; stderr %s", r.code, g, r.stderr)
 	}
-	if r = runCLI(t, ctx, env, "consumers", "nobody"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
-		t.Fatalf("consumers nobody: exit %d; stderr %s", r.code, r.stderr)
+	if r = runCLI(t, ctx, env, "consumers", "nobody"); r.code != 1 || !strings.Contains(r.stderr, `consumer group "nobody" has no committed offset`) || strings.Count(r.stderr, "nobody") != 1 {
+		t.Fatalf("consumers nobody: exit %d; stderr %s; want the node's 404, said once", r.code, r.stderr)
 	}
 	if r = runCLI(t, ctx, env, "consumers", "-o", "table"); r.code != 0 || !strings.HasPrefix(r.stdout, "GROUP") || strings.Count(r.stdout, "\n") != 3 {
 		t.Fatalf("consumers -o table: exit %d, stdout:\n%s", r.code, r.stdout)

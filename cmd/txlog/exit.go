@@ -84,3 +84,13 @@ func report(err error, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "txlog: %s\n", msg)
 	return code
 }
+
+// about wraps err, the failure of op (such as `get "k"`), with op, but
+// for a node's 404: its message names the kind and the id that is missing,
+// and op would say it twice.
+func about(op string, err error) error {
+	if errors.Is(err, wire.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -137,7 +137,7 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 	case "get":
 		l, err := cl.Lease(ctx, name, *wait, *after)
 		if err != nil {
-			return fmt.Errorf("lease %q: %w", name, err)
+			return about(fmt.Sprintf("lease %q", name), err)
 		}
 		return printJSON(c.stdout, l)
 	case "list":

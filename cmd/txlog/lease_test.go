@@ -182,8 +182,8 @@ func TestLeaseCommands(t *testing.T) {
 	if r = runCLI(t, ctx, env, "lease", "release", "--holder", "a", "--token", "11", "jobs/settle"); r.code != 0 {
 		t.Fatalf("release: exit %d; stderr %s", r.code, r.stderr)
 	}
-	if r = runCLI(t, ctx, env, "lease", "get", "jobs/settle"); r.code != 1 || !strings.Contains(r.stderr, "not found") {
-		t.Fatalf("get after release: exit %d; stderr %s", r.code, r.stderr)
+	if r = runCLI(t, ctx, env, "lease", "get", "jobs/settle"); r.code != 1 || !strings.Contains(r.stderr, `lease "jobs/settle" not found`) || strings.Count(r.stderr, "jobs/settle") != 1 {
+		t.Fatalf("get after release: exit %d; stderr %s; want the node's 404, said once", r.code, r.stderr)
 	}
 }
 

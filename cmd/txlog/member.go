@@ -112,7 +112,7 @@ func (c *cli) member(ctx context.Context, args []string) error {
 		return printJSON(c.stdout, res)
 	}
 	if err := cl.Remove(ctx, pos[0]); err != nil {
-		return fmt.Errorf("member remove %s: %w", pos[0], err)
+		return about("member remove "+pos[0], err)
 	}
 	return printJSON(c.stdout, map[string]any{"removed": pos[0]})
 }
@@ -152,7 +152,7 @@ func (c *cli) leader(ctx context.Context, args []string) error {
 		}
 		return usagef("leader: want the subcommand transfer")
 	}
-	cmd := c.command("leader transfer", "[flags] [ID]\n\nHands leadership to member ID, or without ID to one Raft chooses, and prints the new leader.")
+	cmd := c.command("leader transfer", "[flags] [ID]\n\nHands leadership to member ID, or without ID to another voter Raft chooses, and prints the new leader; naming the leader itself does nothing and says so (\"unchanged\": true).")
 	targets := cmd.targets()
 	pos, err := cmd.parse(args[1:])
 	if err != nil {

@@ -42,7 +42,7 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	}
 	kv, err := cl.Get(ctx, pos[0], wire.ReadOptions{Consistency: *consistency})
 	if err != nil {
-		return fmt.Errorf("get %q: %w", pos[0], err)
+		return about(fmt.Sprintf("get %q", pos[0]), err)
 	}
 	if *valueOnly {
 		return printValue(c.stdout, kv.Value)

@@ -56,6 +56,10 @@ func NewClient(d Dialer) *Client {
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 
 // TransportError is an exchange with another node that got no answer.
+//
+// Its text, which the public API may answer with, names neither the node's
+// address nor the internal URL (both in Addr and Err for a log): only the
+// cause, such as "timed out" or "connect: connection refused".
 type TransportError struct {
 	Addr string
 	Err  error
@@ -63,7 +67,40 @@ type TransportError struct {
 	Sent bool
 }
 
-func (e *TransportError) Error() string { return "peer " + e.Addr + ": " + e.Err.Error() }
+func (e *TransportError) Error() string { return "no answer from another node: " + e.cause() }
+
+// linkErrors are the peer link's errors, whose wrapping names the address.
+var linkErrors = []error{peerlink.ErrRefused, peerlink.ErrOtherCluster, peerlink.ErrPeerBadHeader, peerlink.ErrClosed,
+	peerlink.ErrSecretRequired, peerlink.ErrUnauthenticated, peerlink.ErrPeerUnproven,
+	peerlink.ErrPeerNotTLS, peerlink.ErrTLSRequired, peerlink.ErrNoVerifiedCert}
+
+// cause is the text of Err without the URL of a *url.Error, the addresses
+// of a *net.OpError or the peer link's wrapping, and without Addr.
+func (e *TransportError) cause() string {
+	err := e.Err
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timed out"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	for _, le := range linkErrors {
+		if errors.Is(err, le) {
+			return le.Error()
+		}
+	}
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		err = ue.Err
+	}
+	text := err.Error()
+	if op, ok := errors.AsType[*net.OpError](err); ok && op.Err != nil {
+		text = op.Op + ": " + op.Err.Error()
+	}
+	if e.Addr != "" {
+		text = strings.ReplaceAll(text, e.Addr, "the node")
+	}
+	return text
+}
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
@@ -113,7 +150,7 @@ func (c *Client) do(ctx context.Context, addr string, req request, out any) erro
 		return nil
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("decode answer from %s (status %d): %w", addr, resp.StatusCode, err)
+		return fmt.Errorf("decode answer of %s %s (status %d): %w", req.method, req.path, resp.StatusCode, err)
 	}
 	return nil
 }
@@ -225,7 +262,7 @@ func ProposeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, boo
 func (c *Client) Propose(ctx context.Context, addr string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	q, ok := ProposeQuery(ctx, opts)
 	if !ok {
-		return nil, fmt.Errorf("propose to %s: %w", addr, ErrNoTimeLeft)
+		return nil, fmt.Errorf("propose: %w", ErrNoTimeLeft)
 	}
 	req := request{method: http.MethodPost, path: "/v1/internal/propose", query: q,
 		header: http.Header{"Content-Type": {"application/octet-stream"}}, body: wire.EncodeFrames(payloads)}

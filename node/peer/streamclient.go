@@ -50,7 +50,7 @@ func NewStreams(d Dialer) *Streams {
 func (p *Streams) Propose(ctx context.Context, addr string, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error) {
 	q, ok := ProposeQuery(ctx, opts)
 	if !ok {
-		return nil, fmt.Errorf("propose to %s: %w", addr, ErrNoTimeLeft)
+		return nil, fmt.Errorf("propose: %w", ErrNoTimeLeft)
 	}
 	cs, err := p.stream(ctx, addr)
 	if err != nil {
@@ -66,7 +66,7 @@ func (p *Streams) Propose(ctx context.Context, addr string, payloads [][]byte, o
 	}
 	results, err := wire.DecodeResults(a.body)
 	if err != nil {
-		return nil, fmt.Errorf("propose answer from %s: %w", addr, err)
+		return nil, fmt.Errorf("propose answer: %w", err)
 	}
 	if len(results) != len(payloads) {
 		return nil, fmt.Errorf("propose answer: %d results for %d payloads", len(results), len(payloads))
