@@ -2,6 +2,7 @@ package systemtest
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -211,6 +212,25 @@ func TestTxStream(t *testing.T) {
 		})
 		if _, err := wire.ReadStreamMessage(c.br, 1<<20); err == nil {
 			t.Fatal("the connection stayed open after the goaway")
+		}
+	})
+
+	// Last: a node that shuts down with a stream open ends it with a goaway
+	// 503 and exits in time (the stream's connection is not net/http's).
+	t.Run("shutdown", func(t *testing.T) {
+		c := sc.dialTxStream(t, follower, bearer(credWriter))
+		if a := c.roundTrip(1, putBody("", "txs/shutdown"))[1]; a.status != http.StatusOK {
+			t.Fatalf("before the shutdown = %d %s", a.status, a.body)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		stopped := make(chan error, 1)
+		go func() { stopped <- sc.c.Nodes()[follower].Stop(ctx) }()
+		if a := c.read(); a.id != wire.PingID || a.status != http.StatusServiceUnavailable || a.code != wire.CodeShuttingDown {
+			t.Fatalf("at the shutdown: %d %d %s, want a goaway 503 shutting_down", a.id, a.status, a.body)
+		}
+		if err := <-stopped; err != nil {
+			t.Fatalf("Stop() = %v", err)
 		}
 	})
 }
