@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/auth"
 	"github.com/txlog/txlog/txid"
@@ -498,4 +500,76 @@ func TestTxStreamIdle(t *testing.T) {
 	if a, err := c.read(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the idle timeout: %+v, %v, want EOF", a, err)
 	}
+}
+
+// TestTxStreamMetrics: txlog_client_streams counts the open streams and
+// txlog_client_stream_requests_total their requests by result.
+func TestTxStreamMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b := newStreamBackend()
+	ts, _ := startStreamServer(t, Config{Metrics: reg, ClientStreamInflight: 1}, b)
+	c := dialStream(t, ts, http.Header{})
+	c.send(wire.EncodeTxStreamRequest(1, "", txBody("hold")), wire.EncodeTxStreamRequest(2, "", txBody("k")))
+	if a := c.mustRead(); a.id != 2 || a.status != http.StatusTooManyRequests {
+		t.Fatalf("answer = %d %d %s, want 2 429", a.id, a.status, a.body)
+	}
+	close(b.release)
+	c.mustRead()
+	c.send(wire.EncodeTxStreamRequest(3, "", txBody("conflict")))
+	c.mustRead()
+	if got := gaugeOf(t, reg, "txlog_client_streams"); got != 1 {
+		t.Fatalf("txlog_client_streams = %v, want 1", got)
+	}
+	for result, want := range map[string]float64{"committed": 1, "stream_full": 1, "conflict": 1, "refused": 0} {
+		if got := counterOf(t, reg, "txlog_client_stream_requests_total", result); got != want {
+			t.Errorf("txlog_client_stream_requests_total{result=%q} = %v, want %v", result, got, want)
+		}
+	}
+	c.conn.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for gaugeOf(t, reg, "txlog_client_streams") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("txlog_client_streams stayed at 1 after the client closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gaugeOf returns the value of the gauge name.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("%s not gathered", name)
+	return 0
+}
+
+// counterOf returns the value of counter name with label result.
+func counterOf(t *testing.T, reg *prometheus.Registry, name, result string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "result" && l.GetValue() == result {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("%s{result=%q} not gathered", name, result)
+	return 0
 }
