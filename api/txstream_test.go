@@ -141,6 +141,13 @@ func newStreamBackend() *streamBackend {
 		switch tx.Ops[0].Key {
 		case "conflict":
 			res.Status = wire.StatusRejected
+		case "pending":
+			res.Status = wire.StatusPending
+		case "unknown":
+			res.Status = wire.StatusUnknown
+			return res, wire.ErrUnknownOutcome
+		case "no-leader":
+			return wire.TxResult{}, wire.ErrNoLeader
 		case "hold":
 			select {
 			case <-b.release:
@@ -219,6 +226,9 @@ func TestTxStreamSameAnswers(t *testing.T) {
 		{"committed", "write", "", txBody("k1"), 200},
 		{"committed with ack", "write", "timeout=2s&ack=all", txBody("k2"), 200},
 		{"conflict", "write", "", txBody("conflict"), 409},
+		{"pending", "write", "ack=accepted", txBody("pending"), 202},
+		{"unknown outcome", "write", "", txBody("unknown"), 503},
+		{"no leader", "write", "", txBody("no-leader"), 503},
 		{"bad body", "write", "", []byte(`{"ops":[]}`), 400},
 		{"not json", "write", "", []byte(`nope`), 400},
 		{"internal parameter", "write", "fresh=true", txBody("k3"), 400},
@@ -251,7 +261,7 @@ func TestTxStreamSameAnswers(t *testing.T) {
 			want, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			// The backend numbers its txids: the stream's came first.
-			want = bytes.Replace(want, []byte(txid.ID(1000+b.submits.Load()).String()), []byte(txid.ID(1000+b.submits.Load()-1).String()), 1)
+			want = bytes.Replace(want, []byte(txid.ID(1000+b.submits.Load()).String()), []byte(txid.ID(1000+b.submits.Load()-1).String()), -1)
 			if a.id != uint64(i+1) || a.status != resp.StatusCode || a.status != tc.want || !bytes.Equal(a.body, want) {
 				t.Fatalf("stream answered %d %d %q; POST /v1/tx %d %q; want %d", a.id, a.status, a.body, resp.StatusCode, want, tc.want)
 			}
