@@ -28,7 +28,7 @@ import (
 
 // streamClient is the client side of a client stream, by hand.
 type streamClient struct {
-	t    *testing.T
+	t    testing.TB
 	conn net.Conn
 	br   *bufio.Reader
 	resp *http.Response
@@ -37,7 +37,7 @@ type streamClient struct {
 // dialStream asks ts for a client stream with the headers hdr (Connection
 // and Upgrade are added unless hdr sets them) and returns the answer; the
 // stream when it is 101.
-func dialStream(t *testing.T, ts *httptest.Server, hdr http.Header) *streamClient {
+func dialStream(t testing.TB, ts *httptest.Server, hdr http.Header) *streamClient {
 	t.Helper()
 	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
 	if err != nil {
@@ -167,7 +167,7 @@ func txBody(key string) []byte {
 	return []byte(`{"ops":[{"op":"put","key":"` + key + `","value":1}],"idempotency_key":"` + key + `-k"}`)
 }
 
-func startStreamServer(t *testing.T, cfg Config, b Backend) (*httptest.Server, *Server) {
+func startStreamServer(t testing.TB, cfg Config, b Backend) (*httptest.Server, *Server) {
 	t.Helper()
 	srv := NewServer(cfg, b)
 	ts := httptest.NewServer(srv)
