@@ -71,6 +71,9 @@ type txStreams struct {
 	s        *Server
 	inflight int           // Config.ClientStreamInflight, with its default
 	idle     time.Duration // Config.ClientStreamIdleTimeout; 0: none
+	// writeTimeout is txStreamWriteTimeout; tests shorten it before the
+	// first stream opens.
+	writeTimeout time.Duration
 
 	open    prometheus.Gauge
 	results *prometheus.CounterVec
@@ -85,10 +88,11 @@ type txStreams struct {
 // with s's Config.Metrics if set.
 func newTxStreams(s *Server) *txStreams {
 	ts := &txStreams{
-		s:        s,
-		inflight: s.cfg.ClientStreamInflight,
-		idle:     s.cfg.ClientStreamIdleTimeout,
-		conns:    map[*txStream]struct{}{},
+		s:            s,
+		writeTimeout: txStreamWriteTimeout,
+		inflight:     s.cfg.ClientStreamInflight,
+		idle:         s.cfg.ClientStreamIdleTimeout,
+		conns:        map[*txStream]struct{}{},
 		open: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "txlog_client_streams",
 			Help: "Client streams (GET /v1/tx/stream) open on this node.",
@@ -470,7 +474,7 @@ func (st *txStream) write() {
 					break drain
 				}
 			}
-			_ = st.conn.SetWriteDeadline(time.Now().Add(txStreamWriteTimeout))
+			_ = st.conn.SetWriteDeadline(time.Now().Add(st.ts.writeTimeout))
 			if _, err := st.conn.Write(buf); err != nil {
 				st.mu.Lock()
 				st.ended = true

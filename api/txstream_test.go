@@ -583,3 +583,33 @@ func counterOf(t *testing.T, reg *prometheus.Registry, name, result string) floa
 	t.Fatalf("%s{result=%q} not gathered", name, result)
 	return 0
 }
+
+// TestTxStreamClientReadsNothing: a client that sends and never reads its
+// answers loses its stream once a write of answers has waited the write
+// timeout: the node keeps a bounded queue and stops reading meanwhile,
+// rather than buffering without end.
+func TestTxStreamClientReadsNothing(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	b := newStreamBackend()
+	ts, srv := startStreamServer(t, Config{Metrics: reg, ClientStreamInflight: 64}, b)
+	srv.txs.writeTimeout = 300 * time.Millisecond
+	c := dialStream(t, ts, http.Header{})
+	key := strings.Repeat("i", MaxIdempotencyKeyBytes-2) // long answers fill the socket buffers sooner
+	body := []byte(`{"ops":[{"op":"put","key":"k","value":1}],"idempotency_key":"` + key + `"}`)
+	go func() {
+		var out []byte
+		for id := uint64(1); ; id++ {
+			out = wire.AppendTxStreamRequest(out[:0], id, "", body)
+			if _, err := c.conn.Write(out); err != nil {
+				return // the node closed the stream
+			}
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for gaugeOf(t, reg, "txlog_client_streams") != 0 || b.submits.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream of a client that reads nothing is still open after 60s (%d requests run)", b.submits.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
