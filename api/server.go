@@ -142,6 +142,8 @@ func (c Config) Validate() error {
 	neg("DefaultTimeout", int64(c.DefaultTimeout))
 	neg("MaxTimeout", int64(c.MaxTimeout))
 	neg("MaxStreams", int64(c.MaxStreams))
+	neg("ClientStreamInflight", int64(c.ClientStreamInflight))
+	neg("ClientStreamIdleTimeout", int64(c.ClientStreamIdleTimeout))
 	d := c.withDefaults()
 	if d.DefaultTimeout > d.MaxTimeout {
 		errs = append(errs, fmt.Errorf("DefaultTimeout: %s, want <= MaxTimeout %s", d.DefaultTimeout, d.MaxTimeout))

@@ -613,3 +613,13 @@ func TestTxStreamClientReadsNothing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestTxStreamConfigValidate: the client stream's settings are never negative.
+func TestTxStreamConfigValidate(t *testing.T) {
+	err := Config{ClientStreamInflight: -1, ClientStreamIdleTimeout: -2}.Validate()
+	for _, want := range []string{"ClientStreamInflight: -1", "ClientStreamIdleTimeout: -2"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to mention %q", err, want)
+		}
+	}
+}
