@@ -34,6 +34,7 @@ var allRoutes = []route{
 	{"POST", "/v1/tx", `{"ops":[{"op":"put","key":"al/x","value":1}]}`, "write"},
 	{"POST", "/v1/tx/batch", `{"txs":[{"ops":[{"op":"put","key":"al/x","value":1}]}]}`, "write"},
 	{"GET", "/v1/tx?idempotency_key=k1", "", "read"},
+	{"GET", wire.TxStreamPath, "", "write"}, // without Upgrade: 400 once the role passes (txstream_test.go opens streams)
 	{"GET", "/v1/tx/" + txid101(), "", "read"},
 	{"GET", "/v1/kv/al/1", "", "read"},
 	{"GET", "/v1/log?from=1", "", "read"},
@@ -106,7 +107,7 @@ func TestAuthRoleMatrix(t *testing.T) {
 					if rec.Code == 401 || rec.Code == 403 || rec.Code >= 500 {
 						t.Fatalf("= %d %s, want the handler's answer", rec.Code, rec.Body)
 					}
-					if rt.need != "any" && rec.Code >= 400 {
+					if rt.need != "any" && rec.Code >= 400 && (rt.target != wire.TxStreamPath || rec.Code != 400) {
 						t.Fatalf("= %d %s, want success", rec.Code, rec.Body)
 					}
 				}

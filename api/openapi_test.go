@@ -509,7 +509,7 @@ func checkSecurity(s *spec, key string, op map[string]any) error {
 	}
 	slices.Sort(schemes)
 	role := op["x-txlog-role"]
-	get := strings.HasPrefix(key, "GET ")
+	get := strings.HasPrefix(key, "GET ") && key != "GET "+wire.TxStreamPath // a stream writes: no Basic
 	switch {
 	case role == "none":
 		if len(schemes) > 0 {

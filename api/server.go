@@ -62,6 +62,13 @@ type Config struct {
 	// past it gets 503 too_many_streams (streamcap.go). Default
 	// DefaultMaxStreams (1024).
 	MaxStreams int
+	// ClientStreamInflight bounds the requests in flight on one client
+	// stream (txstream.go); one past it is answered 429 stream_full.
+	// Default DefaultClientStreamInflight (1024).
+	ClientStreamInflight int
+	// ClientStreamIdleTimeout closes a client stream that sends no message
+	// for that long while none of its requests is in flight. Default 0: never.
+	ClientStreamIdleTimeout time.Duration
 	// Dashboard serves GET /ui/ (and the files under it), /v1/stats,
 	// /v1/stats/members and /v1/events (package ui's Handler). Default:
 	// none, and those answer 404.
@@ -201,6 +208,7 @@ type Server struct {
 	leases    *leaseHandlers
 	consumers *consumerHandlers
 	cluster   *clusterHandlers
+	txs       *txStreams // the client streams (txstream.go); set by routes
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -279,6 +287,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 	on("/v1/tx", accessWrite, tx.handleSubmit).Methods(http.MethodPost)
 	on("/v1/tx", accessRead, tx.handleTxByIdempotencyKey).Methods(http.MethodGet)
 	on("/v1/tx/batch", accessWrite, tx.handleSubmitBatch).Methods(http.MethodPost)
+	on(wire.TxStreamPath, accessWrite, s.txStreamRoute(internal)).Methods(http.MethodGet) // txstream.go
 	on("/v1/tx/{txid}", accessRead, tx.handleTx).Methods(http.MethodGet)
 	on("/v1/kv/{key:.+}", accessRead, tx.handleGet).Methods(http.MethodGet)
 	on("/v1/log", accessRead, lg.handleLog).Methods(http.MethodGet)

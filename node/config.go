@@ -174,6 +174,10 @@ type Config struct {
 	// serves at once (api.Config.MaxStreams); past it they get 503
 	// too_many_streams. Default api.DefaultMaxStreams (1024).
 	MaxStreams int
+	// ClientStreamInflight bounds the requests in flight on one client
+	// stream (api.Config.ClientStreamInflight); past it they get 429
+	// stream_full. Default api.DefaultClientStreamInflight (1024).
+	ClientStreamInflight int
 	// ShutdownTimeout bounds each step of a graceful shutdown. Default 5s.
 	ShutdownTimeout time.Duration
 	// LogLevel is debug, info, warn or error. Default info.
@@ -477,6 +481,9 @@ func (c Config) Validate() error {
 	if c.MaxStreams < 1 {
 		errs = append(errs, fmt.Errorf("max-streams %d: at least 1", c.MaxStreams))
 	}
+	if c.ClientStreamInflight < 0 {
+		errs = append(errs, fmt.Errorf("client-stream-inflight %d: must not be negative", c.ClientStreamInflight))
+	}
 	if c.NodeNumber < 0 || c.NodeNumber > txid.MaxNode {
 		errs = append(errs, fmt.Errorf("node-number %d: want 1..%d, or 0 to have the cluster assign one", c.NodeNumber, txid.MaxNode))
 	}
@@ -646,6 +653,7 @@ func ParseConfig(args []string, lookup func(string) (string, bool)) (Config, err
 	fs.BoolVar(&c.LogRetention.RespectConsumers, "retention-respects-consumers", false, "log retention keeps every record at or after the lowest committed offset of the consumer groups")
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", DefaultMaxBodyBytes, "largest accepted request body")
 	fs.IntVar(&c.MaxStreams, "max-streams", api.DefaultMaxStreams, "log streams (GET /v1/log/stream) and waiting reads (?wait=) served at once; past it: 503 too_many_streams")
+	fs.IntVar(&c.ClientStreamInflight, "client-stream-inflight", api.DefaultClientStreamInflight, "requests in flight on one client stream (GET /v1/tx/stream); past it: 429 stream_full")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on each graceful-shutdown step")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", "", "client port's TLS certificate (PEM); with tls-key-file the HTTP API serves TLS 1.2+ alone; re-read when it changes and on SIGHUP")

@@ -318,6 +318,9 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		Dashboard:      n.dash.handler(cfg.ID, n.alerts),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxStreams:     cfg.MaxStreams,
+		// The client streams (GET /v1/tx/stream): their bound, and the idle
+		// timeout of the connection they took over.
+		ClientStreamInflight: cfg.ClientStreamInflight, ClientStreamIdleTimeout: httpIdleTimeout,
 		NotifyAllow:    cfg.WebhookAllow,
 		Logger:         cfg.Logger,
 		Metrics:        cfg.Metrics,
@@ -547,6 +550,9 @@ func (n *Node) Close() error {
 				go func() { fastDone <- n.fast.Drain(ctx) }()
 			} else {
 				fastDone <- nil
+			}
+			if err := n.api.CloseTxStreams(ctx); err != nil { // hijacked: not srv's
+				n.log.Warn("client streams shutdown", "err", err)
 			}
 			if err := n.srv.Shutdown(ctx); err != nil {
 				n.log.Warn("http shutdown", "err", err)

@@ -42,6 +42,10 @@ var (
 	// waiting reads as it takes (txlogd --max-streams); nothing was done.
 	// Retry later or on another node.
 	ErrTooManyStreams = errors.New("too many streams and waiting reads on this node")
+	// ErrStreamFull means a client stream had as many requests in flight as
+	// the node takes on one (txlogd --client-stream-inflight); nothing was
+	// done. Retry once an answer came back.
+	ErrStreamFull = errors.New("too many requests in flight on this client stream")
 )
 
 // KeyReusedError is ErrIdempotencyKeyReused with the transaction the key is
@@ -114,6 +118,9 @@ const (
 	// CodeTooManyStreams: a log stream or a waiting read past the node's
 	// --max-streams (503, with Retry-After).
 	CodeTooManyStreams = "too_many_streams"
+	// CodeStreamFull: a request of a client stream past the node's
+	// --client-stream-inflight requests in flight on it (429).
+	CodeStreamFull = "stream_full"
 	// CodeUnauthenticated: auth is on and the request carries no credential,
 	// or one the node does not know (401, with WWW-Authenticate).
 	CodeUnauthenticated = "unauthenticated"
@@ -156,6 +163,7 @@ var codes = map[string]struct {
 	CodeRaftStateLost:        {http.StatusServiceUnavailable, nil},
 	CodeNotifyNotAllowed:     {http.StatusBadRequest, nil},
 	CodeTooManyStreams:       {http.StatusServiceUnavailable, ErrTooManyStreams},
+	CodeStreamFull:           {http.StatusTooManyRequests, ErrStreamFull},
 	CodeUnauthenticated:      {http.StatusUnauthorized, nil},
 	CodeForbidden:            {http.StatusForbidden, nil},
 
@@ -229,7 +237,7 @@ func codeError(b ErrorBody) error {
 // carry it out.
 func RetryableCode(code string) bool {
 	switch code {
-	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash, CodeTooManyStreams:
+	case CodeNoLeader, CodeNotLeader, CodeShuttingDown, CodeNotReady, CodeOverloaded, CodeRaftStateLost, CodeRemoved, CodeNodeNumberClash, CodeTooManyStreams, CodeStreamFull:
 		return true
 	}
 	return false
