@@ -3,7 +3,6 @@ package client
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,7 @@ import (
 	"github.com/txlog/txlog/api/wire"
 )
 
-// The write stream (docs/api.md, The write stream): Submit sends its
+// The write stream (api/wire/txstream.go, the client stream): Submit sends its
 // transactions to a node over one persistent connection per node, opened on
 // first use by GET /v1/tx/stream with "Upgrade: txlog-tx/1" through the
 // Client's own http.Client (its TLS, proxies and token), and opened again
@@ -24,7 +23,7 @@ import (
 // stream's queue and one writer goroutine sends everything queued in one
 // Write; a reader goroutine hands each answer, which comes back in the order
 // requests finish, to its caller by request id. Messages are those of
-// api/wire/stream.go:
+// api/wire/txstream.go:
 //
 //	request: uvarint id | uvarint len(q) | q | the JSON body of POST /v1/tx
 //	answer:  uvarint id | uvarint status | what POST /v1/tx would answer
@@ -42,15 +41,6 @@ import (
 // carried out: the request is sent again after a pause. A node that refuses
 // the upgrade with anything but 401, 403 or 503 (a node from before the
 // stream) gets its writes over plain HTTP for streamRefusedFor.
-//
-// The names below are those of wire's TxStreamPath, TxStreamProtocol and
-// HeaderLeader, and of the code stream_full.
-const (
-	txStreamPath     = "/v1/tx/stream"
-	txStreamProtocol = "txlog-tx/1"
-	headerLeader     = "X-Txlog-Leader"
-	codeStreamFull   = "stream_full"
-)
 
 // Timings of the streams; ClientConfig's unexported fields override them in
 // tests.
@@ -182,7 +172,7 @@ func (s *streams) roundTrip(ctx context.Context, base string, req request) (a an
 		}
 		s.c.setDown(base, false)
 		if a.status == http.StatusTooManyRequests {
-			if code, _ := classify(a); code == codeStreamFull {
+			if code, _ := classify(a); code == wire.CodeStreamFull {
 				continue // not carried out: send it again after a pause
 			}
 		}
@@ -333,12 +323,12 @@ func (t *txStream) open(ctx context.Context) error {
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
-	hr, err := http.NewRequestWithContext(octx, http.MethodGet, t.base+txStreamPath, nil)
+	hr, err := http.NewRequestWithContext(octx, http.MethodGet, t.base+wire.TxStreamPath, nil)
 	if err != nil {
 		return fmt.Errorf("open write stream: %w", err)
 	}
 	hr.Header.Set("Connection", "Upgrade")
-	hr.Header.Set("Upgrade", txStreamProtocol)
+	hr.Header.Set("Upgrade", wire.TxStreamProtocol)
 	hr.Header.Set("Accept", "application/json")
 	c.authorize(hr)
 	resp, err := c.hc.Do(hr)
@@ -368,7 +358,7 @@ func (t *txStream) open(ctx context.Context) error {
 		return fmt.Errorf("open write stream: %s: 101 answer without a writable body", t.base)
 	}
 	c.setDown(t.base, false)
-	t.s.setLeader(t.base, resp.Header.Get(headerLeader))
+	t.s.setLeader(t.base, resp.Header.Get(wire.HeaderLeader))
 	t.rwc, t.br = rwc, bufio.NewReaderSize(rwc, 64<<10)
 	t.lastRead = time.Now()
 	t.wg.Add(3)
@@ -389,26 +379,6 @@ func (t *txStream) stale(now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.pending) == 0 && now.Sub(t.lastRead) > streamStaleAfter && now.Sub(t.lastWrite) > streamStaleAfter
-}
-
-// appendRequest appends the message of request id (wire.EncodeStreamRequest)
-// to b.
-func appendRequest(b []byte, id uint64, q string, body []byte) []byte {
-	n := uvarintLen(id) + uvarintLen(uint64(len(q))) + len(q) + len(body)
-	b = binary.AppendUvarint(b, uint64(n))
-	b = binary.AppendUvarint(b, id)
-	b = binary.AppendUvarint(b, uint64(len(q)))
-	b = append(b, q...)
-	return append(b, body...)
-}
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
 }
 
 // call queues the request of query q and body and waits for its answer, or
@@ -435,7 +405,7 @@ func (t *txStream) call(ctx context.Context, q string, body []byte) (answer, err
 		}
 	}
 	t.pending[id] = c
-	t.queue = appendRequest(t.queue, id, q, body)
+	t.queue = wire.AppendTxStreamRequest(t.queue, id, q, body)
 	t.queued = append(t.queued, c)
 	t.mu.Unlock()
 	select {
@@ -495,12 +465,6 @@ func (t *txStream) write() {
 	}
 }
 
-// pingAnswer is the JSON of a ping's answer.
-type pingAnswer struct {
-	Node   string `json:"node"`
-	Leader string `json:"leader"`
-}
-
 // read hands answers to their calls until the stream fails.
 func (t *txStream) read() {
 	defer t.wg.Done()
@@ -521,12 +485,12 @@ func (t *txStream) read() {
 		delete(t.pending, id)
 		t.mu.Unlock()
 		switch {
-		case id == wire.PingID && status >= 400:
+		case wire.IsGoaway(id, status):
 			_, aerr := classify(answer{status: status, body: body})
 			t.fail(&GoawayError{Endpoint: t.base, Status: status, Err: aerr}, status == http.StatusServiceUnavailable)
 			return
 		case id == wire.PingID:
-			var p pingAnswer
+			var p wire.TxStreamPing
 			if json.Unmarshal(body, &p) == nil {
 				t.s.setLeader(t.base, p.Leader)
 			}
@@ -568,7 +532,7 @@ func (t *txStream) watch() {
 		stale := !waiting && now.Sub(t.lastRead) > streamStaleAfter && now.Sub(t.lastWrite) > streamStaleAfter
 		if ping {
 			t.pinged = now
-			t.queue = appendRequest(t.queue, wire.PingID, "", nil)
+			t.queue = wire.AppendTxStreamRequest(t.queue, wire.PingID, "", nil)
 		}
 		if !waiting {
 			t.pinged = time.Time{}

@@ -115,7 +115,7 @@ func (n *streamNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/tx" && r.Method == http.MethodPost {
 		n.posts.Add(1)
 	}
-	if r.URL.Path != txStreamPath {
+	if r.URL.Path != wire.TxStreamPath {
 		n.api.ServeHTTP(w, r)
 		return
 	}
@@ -127,7 +127,7 @@ func (n *streamNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Header.Get("Upgrade") != txStreamProtocol {
+	if r.Header.Get("Upgrade") != wire.TxStreamProtocol {
 		http.Error(w, "want Upgrade", http.StatusBadRequest)
 		return
 	}
@@ -137,7 +137,7 @@ func (n *streamNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n.opened.Add(1)
-	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n\r\n", txStreamProtocol, headerLeader, n.leader)
+	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n\r\n", wire.TxStreamProtocol, wire.HeaderLeader, n.leader)
 	brw.Flush()
 	go n.serveStream(conn, brw.Reader)
 }
@@ -560,5 +560,85 @@ func TestSubmitAsyncBound(t *testing.T) {
 	f4 := c.SubmitAsync(t.Context(), put("d"), wire.SubmitOptions{})
 	if _, err := f4.Result(); err != nil {
 		t.Errorf("Result() after the bound freed = %v", err)
+	}
+}
+
+func TestStream4xxAtOnce(t *testing.T) {
+	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
+		return wire.TxResult{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "ack=all: not available"}
+	}}
+	n := newStreamNode(t, b)
+	other := newStreamNode(t, &fakeBackend{}) // would answer 500 to anything
+	c := streamClient(n.srv.URL, other.srv.URL)
+	defer c.Close()
+	for _, tc := range []struct {
+		name string
+		tx   wire.TxRequest
+		opts wire.SubmitOptions
+		code string
+	}{
+		{"invalid transaction", wire.TxRequest{}, wire.SubmitOptions{}, wire.CodeInvalidTx},
+		{"bad parameter from backend", put("k"), wire.SubmitOptions{}, wire.CodeInvalidParam},
+		{"bad ack", put("k"), wire.SubmitOptions{Ack: "most"}, wire.CodeInvalidParam},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := n.requests.Load()
+			_, err := c.Submit(t.Context(), tc.tx, tc.opts)
+			if !isCode(err, tc.code) {
+				t.Errorf("Submit() = %v, want the error %s", err, tc.code)
+			}
+			if got := n.requests.Load() - before; got != 1 {
+				t.Errorf("sent %d stream requests, want 1", got)
+			}
+			if got := other.requests.Load() + other.posts.Load(); got != 0 {
+				t.Errorf("the other node got %d writes, want none", got)
+			}
+		})
+	}
+}
+
+func TestStreamAgainstAPIServer(t *testing.T) {
+	// api.Server's own stream (as a node serves it): writes from many
+	// goroutines over one stream, and TLS with a token through the same
+	// http.Client as the other calls.
+	l := newLedger()
+	p := newTestPKI(t)
+	var upgrades atomic.Int64
+	h := api.NewServer(api.Config{}, l.backend())
+	srv := tlsNode(t, p, true, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == wire.TxStreamPath {
+			upgrades.Add(1)
+			if r.Header.Get("Authorization") != "Bearer tok" {
+				t.Errorf("upgrade without the token: %q", r.Header.Get("Authorization"))
+			}
+		} else if r.URL.Path == "/v1/tx" && r.Method == http.MethodPost {
+			t.Errorf("POST /v1/tx: want writes over the stream")
+		}
+		h.ServeHTTP(w, r)
+	}))
+	cfg, err := TLSConfig(p.caFile, p.clientFiles.Cert, p.clientFiles.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(ClientConfig{Endpoints: []string{srv.URL}, TLS: cfg, Token: "tok"})
+	defer c.Close()
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			tx := put(fmt.Sprint("k", i))
+			tx.IdempotencyKey = fmt.Sprint("api-", i)
+			if res, err := c.Submit(t.Context(), tx, wire.SubmitOptions{}); err != nil || res.Status != wire.StatusCommitted {
+				t.Errorf("Submit() = %+v, %v; want committed", res, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := upgrades.Load(); got != 1 {
+		t.Errorf("upgrades = %d, want 1 stream shared by the goroutines", got)
+	}
+	for i := range 64 {
+		if got := l.count(fmt.Sprint("api-", i)); got != 1 {
+			t.Errorf("api-%d carried out %d times, want once", i, got)
+		}
 	}
 }
