@@ -64,7 +64,7 @@ type ClientConfig struct {
 
 	// Test-only timings of the write streams (stream.go); zero means the
 	// default.
-	streamPingAfter, streamDeadAfter time.Duration
+	streamPingAfter, streamDeadAfter, streamLeaderRefresh time.Duration
 }
 
 // Defaults of ClientConfig.

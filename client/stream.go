@@ -57,6 +57,9 @@ const (
 	// waiting, before the Client closes it: half the node's idle timeout
 	// (2 minutes), so that no call meets the node's own close.
 	streamStaleAfter = time.Minute
+	// defaultStreamLeaderRefresh is how often a stream with calls waiting is
+	// pinged anyway, to learn a changed leader from the answer.
+	defaultStreamLeaderRefresh = time.Second
 	// streamRefusedFor is how long a node that refused the upgrade gets its
 	// writes over plain HTTP before the Client tries the stream again.
 	streamRefusedFor = time.Minute
@@ -82,8 +85,8 @@ func (e *GoawayError) Unwrap() error { return e.Err }
 
 // streams are a Client's write streams, one per node. Safe for concurrent use.
 type streams struct {
-	c                    *conn
-	pingAfter, deadAfter time.Duration
+	c                             *conn
+	pingAfter, deadAfter, refresh time.Duration
 
 	writes atomic.Int64 // Writes on every stream, for tests
 
@@ -96,12 +99,15 @@ type streams struct {
 
 func newStreams(c *conn) *streams {
 	s := &streams{c: c, conns: map[string]*txStream{}, refused: map[string]time.Time{},
-		pingAfter: c.cfg.streamPingAfter, deadAfter: c.cfg.streamDeadAfter}
+		pingAfter: c.cfg.streamPingAfter, deadAfter: c.cfg.streamDeadAfter, refresh: c.cfg.streamLeaderRefresh}
 	if s.pingAfter <= 0 {
 		s.pingAfter = defaultStreamPingAfter
 	}
 	if s.deadAfter <= 0 {
 		s.deadAfter = defaultStreamDeadAfter
+	}
+	if s.refresh <= 0 {
+		s.refresh = defaultStreamLeaderRefresh
 	}
 	return s
 }
@@ -188,7 +194,7 @@ func (s *streams) stream(ctx context.Context, base string) (*txStream, answer, e
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, answer{}, errors.New("api client: closed")
+		return nil, answer{}, nil // over HTTP
 	}
 	if until, ok := s.refused[base]; ok {
 		if time.Now().Before(until) {
@@ -302,6 +308,7 @@ type txStream struct {
 	lastWrite    time.Time // when the last Write ended
 	busySince    time.Time // when pending last went from empty to not
 	pinged       time.Time // when the ping not answered yet was queued; zero if none
+	refreshed    time.Time // when the last ping went out, for the leader
 }
 
 // streamCall is one request waiting for its answer.
@@ -505,7 +512,7 @@ func (t *txStream) read() {
 // it when it has been quiet for streamStaleAfter. It ends with the stream.
 func (t *txStream) watch() {
 	defer t.wg.Done()
-	fast, slow := t.s.pingAfter/4, streamStaleAfter/4
+	fast, slow := min(t.s.pingAfter, t.s.refresh)/4, streamStaleAfter/4
 	tick := time.NewTicker(slow)
 	defer tick.Stop()
 	for {
@@ -532,7 +539,14 @@ func (t *txStream) watch() {
 		stale := !waiting && now.Sub(t.lastRead) > streamStaleAfter && now.Sub(t.lastWrite) > streamStaleAfter
 		if ping {
 			t.pinged = now
+		}
+		refresh := waiting && now.Sub(t.refreshed) >= t.s.refresh
+		if ping || refresh {
+			// A busy stream gets answers, never a ping for liveness: it is
+			// pinged now and then to learn a changed leader.
+			t.refreshed = now
 			t.queue = wire.AppendTxStreamRequest(t.queue, wire.PingID, "", nil)
+			ping = true
 		}
 		if !waiting {
 			t.pinged = time.Time{}

@@ -83,10 +83,11 @@ func (l *ledger) backend() *fakeBackend {
 // contract of docs/api.md) in front of an api.Server, which answers each
 // stream request as it answers POST /v1/tx, and every other request.
 type streamNode struct {
-	t      *testing.T
-	srv    *httptest.Server
-	api    http.Handler
-	leader string // X-Txlog-Leader and the pings' leader
+	t        *testing.T
+	srv      *httptest.Server
+	api      http.Handler
+	leaderMu sync.Mutex
+	leader   string // X-Txlog-Leader and the pings' leader
 
 	// onRequest, when set, runs in the goroutine of the n-th request (from
 	// 1) before it is served, and says what to do instead.
@@ -110,6 +111,19 @@ func newStreamNode(t *testing.T, b api.Backend) *streamNode {
 }
 
 func (n *streamNode) hostPort() string { return strings.TrimPrefix(n.srv.URL, "http://") }
+
+// setLeader makes n name leader (a host:port) as the leader from now on.
+func (n *streamNode) setLeader(leader string) {
+	n.leaderMu.Lock()
+	n.leader = leader
+	n.leaderMu.Unlock()
+}
+
+func (n *streamNode) leaderAddr() string {
+	n.leaderMu.Lock()
+	defer n.leaderMu.Unlock()
+	return n.leader
+}
 
 func (n *streamNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/v1/tx" && r.Method == http.MethodPost {
@@ -137,7 +151,7 @@ func (n *streamNode) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n.opened.Add(1)
-	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n\r\n", wire.TxStreamProtocol, wire.HeaderLeader, n.leader)
+	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n\r\n", wire.TxStreamProtocol, wire.HeaderLeader, n.leaderAddr())
 	brw.Flush()
 	go n.serveStream(conn, brw.Reader)
 }
@@ -165,7 +179,7 @@ func (n *streamNode) serveStream(conn net.Conn, br *bufio.Reader) {
 			return
 		}
 		if id == wire.PingID {
-			answer(0, 200, fmt.Appendf(nil, `{"node":"n","leader":%q}`, n.leader))
+			answer(0, 200, fmt.Appendf(nil, `{"node":"n","leader":%q}`, n.leaderAddr()))
 			continue
 		}
 		k := int(seq.Add(1))
@@ -468,8 +482,8 @@ func TestStreamWritesGoToTheLeader(t *testing.T) {
 	l := newLedger()
 	follower := newStreamNode(t, l.backend())
 	leader := newStreamNode(t, l.backend())
-	follower.leader = leader.hostPort()
-	leader.leader = leader.hostPort()
+	follower.setLeader(leader.hostPort())
+	leader.setLeader(leader.hostPort())
 	c := streamClient(follower.srv.URL, leader.srv.URL)
 	defer c.Close()
 	for i := range 10 {
@@ -640,5 +654,50 @@ func TestStreamAgainstAPIServer(t *testing.T) {
 		if got := l.count(fmt.Sprint("api-", i)); got != 1 {
 			t.Errorf("api-%d carried out %d times, want once", i, got)
 		}
+	}
+}
+
+func TestStreamLearnsANewLeaderFromPings(t *testing.T) {
+	l := newLedger()
+	old := newStreamNode(t, l.backend())
+	next := newStreamNode(t, l.backend())
+	old.setLeader(old.hostPort())
+	// No pings for liveness: only those for the leader move the writes.
+	c := NewClient(ClientConfig{Endpoints: []string{old.srv.URL, next.srv.URL},
+		streamPingAfter: time.Hour, streamDeadAfter: time.Hour, streamLeaderRefresh: 20 * time.Millisecond})
+	defer c.Close()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+	for i := range 8 { // a busy stream: it never waits long for an answer
+		wg.Go(func() {
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := c.Submit(t.Context(), put(fmt.Sprint("k", i, "-", k)), wire.SubmitOptions{}); err != nil {
+					t.Errorf("Submit() = %v", err)
+					return
+				}
+			}
+		})
+	}
+	for old.requests.Load() < 50 {
+		waitABit(t)
+	}
+	// Leadership moves without the old leader failing: its pings name the
+	// new one, and the writes follow.
+	old.setLeader(next.hostPort())
+	deadline := time.Now().Add(10 * time.Second)
+	for next.requests.Load() < 50 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new leader got %d writes in 10s, want 50: the pings' leader was not followed", next.requests.Load())
+		}
+		waitABit(t)
 	}
 }
