@@ -198,7 +198,9 @@ func (ts *txStreams) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	st := &txStream{ts: ts, conn: conn, up: r, ids: map[uint64]struct{}{},
 		out: make(chan []byte, ts.inflight), goaway: make(chan []byte, 1), done: make(chan struct{})}
-	st.ctx, st.cancel = context.WithCancel(r.Context())
+	// net/http cancels r's context when it reads the client's EOF before
+	// the hijack; the stream still answers what came before it.
+	st.ctx, st.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
 	defer st.closeConn()
 	_ = conn.SetDeadline(time.Time{}) // the server's read and write timeouts were for the request
 	var hdr bytes.Buffer
