@@ -258,3 +258,29 @@ func checkSettledSecure(ctx context.Context, t *testing.T, c *launcher.Cluster, 
 		t.Fatal(err)
 	}
 }
+
+// TestStreamClientFlowControl writes from 64 goroutines through one
+// client.Client to nodes that take 4 requests in flight per stream: the
+// requests past the bound are answered 429 stream_full and sent again after
+// a pause, each write is answered once, and nothing is lost or doubled.
+func TestStreamClientFlowControl(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := startClusterWith(t, "--client-stream-inflight=4")
+	leader := mustLeaderID(ctx, t, c)
+	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), MaxBackoff: 50 * time.Millisecond})
+	defer cl.Close()
+	l := startStreamLoad(cl, 64)
+	l.waitCommitted(ctx, t, 500, "at the bound")
+	acks := l.halt()
+	checkAnsweredOnce(t, acks)
+	if l.errs > 0 {
+		t.Errorf("%d writes failed, want none: stream_full is retried", l.errs)
+	}
+	full := scrapeMetrics(ctx, t, c.URL(leader)+"/metrics").must(t, "txlog_client_stream_requests_total", "result=stream_full")
+	t.Logf("%v requests answered stream_full on %s", full, leader)
+	if full == 0 {
+		t.Errorf("no request answered stream_full: the bound of 4 was never reached by 64 writers")
+	}
+	checkSettled(ctx, t, c, acks)
+}
