@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -190,7 +191,18 @@ func (n *streamNode) serveStream(conn net.Conn, br *bufio.Reader) {
 				n.t.Errorf("request %d: %v", id, err)
 			}
 			if n.onRequest != nil {
-				switch a := n.onRequest(k, id, tx); {
+				a := n.onRequest(k, id, tx)
+				if a.raw != nil {
+					wmu.Lock()
+					conn.Write(a.raw)
+					wmu.Unlock()
+					if a.drop {
+						conn.Close()
+						return
+					}
+					a = action{}
+				}
+				switch {
 				case a.drop:
 					conn.Close()
 					return
@@ -223,6 +235,9 @@ type action struct {
 	body   string
 	drop   bool
 	goaway bool
+	// raw is written first, as it is; then the request is served, or with
+	// drop the connection closed.
+	raw []byte
 }
 
 func wireUnmarshal(b []byte, tx *wire.TxRequest) error {
@@ -699,5 +714,46 @@ func TestStreamLearnsANewLeaderFromPings(t *testing.T) {
 			t.Fatalf("the new leader got %d writes in 10s, want 50: the pings' leader was not followed", next.requests.Load())
 		}
 		waitABit(t)
+	}
+}
+
+func TestStreamBadAnswers(t *testing.T) {
+	committed := []byte(`{"txid":"0AP81P6ZW0800","status":"committed"}`)
+	for _, tc := range []struct {
+		name string
+		raw  func(id uint64) []byte
+		drop bool
+	}{
+		{"answer to an id never sent", func(id uint64) []byte { return wire.EncodeStreamAnswer(id+1000, 200, committed) }, false},
+		{"truncated answer", func(id uint64) []byte { return wire.EncodeStreamAnswer(id, 200, committed)[:10] }, true},
+		{"length past MaxAnswerBytes", func(id uint64) []byte { return binary.AppendUvarint(nil, 1<<40) }, false},
+		{"length not in minimal form", func(id uint64) []byte { return []byte{0x80, 0x00} }, false},
+		{"status out of range", func(id uint64) []byte {
+			return wire.AppendStreamMessage(nil, binary.AppendUvarint(binary.AppendUvarint(nil, id), 999), committed)
+		}, false},
+		{"empty message", func(id uint64) []byte { return []byte{0} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLedger()
+			n := newStreamNode(t, l.backend())
+			n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
+				if k == 1 {
+					l.submit(tx) // carried out; what comes back is garbage
+					return action{raw: tc.raw(id), drop: tc.drop}
+				}
+				return action{}
+			}
+			c := streamClient(n.srv.URL)
+			defer c.Close()
+			tx := put("k")
+			tx.IdempotencyKey = "bad-answer"
+			res, err := c.Submit(t.Context(), tx, wire.SubmitOptions{})
+			if err != nil || res.Status != wire.StatusCommitted {
+				t.Fatalf("Submit() = %+v, %v; want committed", res, err)
+			}
+			if got := l.count("bad-answer"); got != 1 {
+				t.Errorf("carried out %d times, want once", got)
+			}
+		})
 	}
 }
