@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -360,9 +361,10 @@ func (t *txStream) open(ctx context.Context) error {
 		return nil
 	}
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
-	if !ok {
+	if !ok || !strings.EqualFold(resp.Header.Get("Upgrade"), wire.TxStreamProtocol) {
+		// Not the stream this client speaks: writes go over HTTP.
 		resp.Body.Close()
-		return fmt.Errorf("open write stream: %s: 101 answer without a writable body", t.base)
+		return nil
 	}
 	c.setDown(t.base, false)
 	t.s.setLeader(t.base, resp.Header.Get(wire.HeaderLeader))
