@@ -38,6 +38,15 @@
 //   - stream.go: ProposeAnswer, which runs one request of a propose stream
 //     (node/peer's StreamServer serves the streams on the peer link) as
 //     POST /v1/internal/propose runs its body (handlers.go).
+//   - txstream.go: GET /v1/tx/stream, the client stream: the upgrade's
+//     checks, the hijacked connection, its reader, one goroutine per
+//     request in flight (each runs handleSubmit, as POST /v1/tx does), the
+//     writer that coalesces the answers, the bound on requests in flight
+//     (Config.ClientStreamInflight, 429 stream_full), pings, goaways and
+//     CloseTxStreams, which the node calls at shutdown (the connections are
+//     not net/http's any more). It shares the envelope of the propose
+//     streams (wire/stream.go), not node/peer's loop, which has no bound,
+//     goaway or credential.
 //   - Config.Dashboard: GET /ui/, /v1/stats, /v1/stats/members and
 //     /v1/events are routed to it (package ui's Handler, which node builds);
 //     api does not import ui.

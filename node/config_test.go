@@ -64,6 +64,21 @@ func TestParseConfig(t *testing.T) {
 			},
 		},
 		{
+			name: "client stream bound: 1024 by default, set by flag, never negative",
+			args: []string{"--id", "n1"},
+			check: func(t *testing.T, c Config) {
+				if c.ClientStreamInflight != 1024 {
+					t.Fatalf("ClientStreamInflight = %d, want 1024", c.ClientStreamInflight)
+				}
+				if c, err := ParseConfig([]string{"--id", "n1", "--client-stream-inflight", "8"}, nil); err != nil || c.ClientStreamInflight != 8 {
+					t.Fatalf("--client-stream-inflight 8: %d, %v", c.ClientStreamInflight, err)
+				}
+				if _, err := ParseConfig([]string{"--id", "n1", "--client-stream-inflight", "-1"}, nil); err == nil || !strings.Contains(err.Error(), "client-stream-inflight") {
+					t.Fatalf("--client-stream-inflight -1: %v, want an error naming it", err)
+				}
+			},
+		},
+		{
 			name: "env fills what flags leave out",
 			args: []string{"--id", "n1"},
 			env:  map[string]string{"TXLOG_ID": "ignored", "TXLOG_RAFT_ADDR": "127.0.0.1:7101", "TXLOG_CLUSTER": cluster, "TXLOG_DEDUP_WINDOW": "1h"},

@@ -26,6 +26,9 @@
 //   - stream.go: the messages of a propose stream (their envelope and the
 //     ping; the stream is a connection of the peer link, package peerlink); streamresults.go: the binary
 //     form of a stream's results. node/peer opens and serves the streams.
+//   - txstream.go: the client stream's names (TxStreamPath, TxStreamProtocol,
+//     HeaderNode, HeaderLeader), its requests and answers in the same
+//     envelope, the ping's answer and IsGoaway; api serves the stream.
 //
 // docs/api.md describes every endpoint, parameter, limit and error code.
 //
