@@ -39,7 +39,18 @@ type WorkloadConfig struct {
 	// Acks is the mix of ack levels of writes, each with its share.
 	// Default: ParseAcks(DefaultAcks).
 	Acks []AckWeight
+	// Client is how the clients write: ClientHTTP (each client its own
+	// client.Client, writing with POST /v1/tx) or ClientStream (one
+	// client.Client shared by every client, writing over its write streams,
+	// to the leader). Default ClientHTTP.
+	Client string
 }
+
+// The ways the clients write (WorkloadConfig.Client).
+const (
+	ClientHTTP   = "http"
+	ClientStream = "stream"
+)
 
 // Defaults of WorkloadConfig.
 const (
@@ -73,6 +84,9 @@ func (c WorkloadConfig) withDefaults() WorkloadConfig {
 	if len(c.Acks) == 0 {
 		c.Acks, _ = ParseAcks(DefaultAcks)
 	}
+	if c.Client == "" {
+		c.Client = ClientHTTP
+	}
 	// Draw in one order whatever the caller's, so that a mix draws the same
 	// levels under a seed however it was written.
 	c.Acks = slices.Clone(c.Acks)
@@ -99,6 +113,9 @@ func (c WorkloadConfig) Validate() error {
 	}
 	if c.SubmitTimeout < 0 || c.RetryFor < 0 {
 		errs = append(errs, fmt.Errorf("SubmitTimeout %v, RetryFor %v: must not be negative", c.SubmitTimeout, c.RetryFor))
+	}
+	if c.Client != "" && c.Client != ClientHTTP && c.Client != ClientStream {
+		errs = append(errs, fmt.Errorf("Client %q: want %s or %s", c.Client, ClientHTTP, ClientStream))
 	}
 	seen := map[string]bool{}
 	for i, a := range c.Acks {
@@ -186,7 +203,8 @@ type workload struct {
 	runID     string      // prefixes keys and idempotency keys, so runs never meet
 	creds     Credentials // of every client
 	hist      *History
-	pending   chan *Op // 202 answers to resolve; closed by run
+	pending   chan *Op       // 202 answers to resolve; closed by run
+	shared    *client.Client // with ClientStream: the one client of every client; set by run
 
 	ops, errs, unknown atomic.Int64
 }
@@ -214,6 +232,10 @@ func (w *workload) keyPrefixes() []string { return []string{w.runID + "/hot/", w
 // resolvers of 202 answers run until resolve ends.
 func (w *workload) run(issue, drain, resolve context.Context) {
 	var wg, rwg sync.WaitGroup
+	if w.cfg.Client == ClientStream {
+		w.shared = client.NewClient(w.clientConfig(w.endpoints))
+		defer w.shared.Close()
+	}
 	for range resolvers {
 		rwg.Go(func() { w.resolveLoop(resolve) })
 	}
@@ -225,16 +247,27 @@ func (w *workload) run(issue, drain, resolve context.Context) {
 	rwg.Wait()
 }
 
+// newClient returns the client.Client of client i: the shared one with
+// ClientStream, else one of its own that starts at endpoint i.
 func (w *workload) newClient(i int) *client.Client {
+	if w.shared != nil {
+		return w.shared
+	}
 	n := len(w.endpoints)
 	eps := append(append([]string(nil), w.endpoints[i%n:]...), w.endpoints[:i%n]...)
-	return client.NewClient(w.creds.apply(client.ClientConfig{
-		Endpoints:      eps,
+	return client.NewClient(w.clientConfig(eps))
+}
+
+// clientConfig is the configuration of the clients' client.Client.
+func (w *workload) clientConfig(endpoints []string) client.ClientConfig {
+	return w.creds.apply(client.ClientConfig{
+		Endpoints:      endpoints,
 		Timeout:        w.cfg.SubmitTimeout,
 		AttemptTimeout: 3 * time.Second,
 		MaxBackoff:     250 * time.Millisecond,
 		LookupWait:     time.Second,
-	}))
+		HTTPWrites:     w.cfg.Client != ClientStream,
+	})
 }
 
 // client issues operations at its share of the rate until issue ends.

@@ -91,3 +91,24 @@ func TestAckLevel(t *testing.T) {
 		}
 	})
 }
+
+func TestWorkloadConfigClient(t *testing.T) {
+	if got := (WorkloadConfig{}).withDefaults().Client; got != ClientHTTP {
+		t.Errorf("default Client = %q, want %q", got, ClientHTTP)
+	}
+	if err := (WorkloadConfig{Client: ClientStream}).withDefaults().Validate(); err != nil {
+		t.Errorf("Validate() of Client stream = %v", err)
+	}
+	err := (WorkloadConfig{Client: "grpc"}).withDefaults().Validate()
+	if err == nil || !strings.Contains(err.Error(), `Client "grpc"`) {
+		t.Errorf("Validate() of Client grpc = %v, want it named", err)
+	}
+	w := newWorkload(WorkloadConfig{Client: ClientStream}.withDefaults(), []string{"http://127.0.0.1:1"}, 1, "r")
+	if w.clientConfig(nil).HTTPWrites {
+		t.Error("Client stream: HTTPWrites set, want writes over the stream")
+	}
+	w = newWorkload(WorkloadConfig{}.withDefaults(), []string{"http://127.0.0.1:1"}, 1, "r")
+	if !w.clientConfig(nil).HTTPWrites {
+		t.Error("Client http: HTTPWrites not set")
+	}
+}

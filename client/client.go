@@ -54,15 +54,27 @@ type ClientConfig struct {
 	// this long: no stream opened since it started or since its last stream
 	// broke. Default 0: Follow tries again until ctx ends.
 	FollowTimeout time.Duration
+	// HTTPWrites sends Submit's writes as POST /v1/tx requests instead of
+	// over the write stream (stream.go). Default false: Submit writes over
+	// one stream per node, and to the leader when one is known.
+	HTTPWrites bool
+	// MaxAsyncPending bounds the futures of SubmitAsync not resolved yet;
+	// SubmitAsync blocks while that many are. Default 4096.
+	MaxAsyncPending int
+
+	// Test-only timings of the write streams (stream.go); zero means the
+	// default.
+	streamPingAfter, streamDeadAfter, streamLeaderRefresh time.Duration
 }
 
 // Defaults of ClientConfig.
 const (
-	DefaultClientTimeout  = 30 * time.Second
-	DefaultAttemptTimeout = 10 * time.Second
-	DefaultMinBackoff     = 20 * time.Millisecond
-	DefaultMaxBackoff     = time.Second
-	DefaultLookupWait     = time.Second
+	DefaultClientTimeout   = 30 * time.Second
+	DefaultAttemptTimeout  = 10 * time.Second
+	DefaultMinBackoff      = 20 * time.Millisecond
+	DefaultMaxBackoff      = time.Second
+	DefaultLookupWait      = time.Second
+	DefaultMaxAsyncPending = 4096
 )
 
 // Validate reports every bad endpoint and every negative duration of c.
@@ -80,6 +92,9 @@ func (c ClientConfig) Validate() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s, want >= 0", d.name, d.v))
 		}
+	}
+	if c.MaxAsyncPending < 0 {
+		errs = append(errs, fmt.Errorf("MaxAsyncPending: %d, want >= 0", c.MaxAsyncPending))
 	}
 	if strings.ContainsAny(c.Token, " \t\r\n") {
 		errs = append(errs, errors.New("Token: contains white space"))
@@ -143,6 +158,11 @@ type conn struct {
 	down map[string]bool
 	// answered holds the endpoints that answered at least once.
 	answered map[string]bool
+
+	// streams are the write streams (stream.go); nil with HTTPWrites.
+	streams *streams
+	// async holds a token per SubmitAsync future not resolved yet (async.go).
+	async chan struct{}
 }
 
 // NewClient returns a Client. It fills in the defaults of cfg on its own copy;
@@ -167,6 +187,9 @@ func NewClient(cfg ClientConfig) *Client {
 	if cfg.LookupWait <= 0 {
 		cfg.LookupWait = DefaultLookupWait
 	}
+	if cfg.MaxAsyncPending <= 0 {
+		cfg.MaxAsyncPending = DefaultMaxAsyncPending
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -177,7 +200,10 @@ func NewClient(cfg ClientConfig) *Client {
 		}
 		hc = &http.Client{Transport: t}
 	}
-	c := &conn{cfg: cfg, hc: hc}
+	c := &conn{cfg: cfg, hc: hc, async: make(chan struct{}, cfg.MaxAsyncPending)}
+	if !cfg.HTTPWrites {
+		c.streams = newStreams(c)
+	}
 	for _, e := range cfg.Endpoints {
 		if n, err := NormalizeBaseURL(e); err == nil {
 			e = n
@@ -188,6 +214,17 @@ func NewClient(cfg ClientConfig) *Client {
 	}
 	c.cfg.Endpoints = nil // c.endpoints is the one copy
 	return &Client{conn: c, kv: kv{c}, logs: logs{c}, leases: leases{c}, consumers: consumers{c, kv{c}}, cluster: cluster{c}}
+}
+
+// Close closes the Client's write streams and waits for their goroutines;
+// writes in flight on them end with an open outcome, and later writes go over
+// HTTP. A Client that is not closed closes a stream that has been quiet for a
+// minute. Close may be called more than once.
+func (c *Client) Close() error {
+	if c.conn.streams != nil {
+		c.conn.streams.close()
+	}
+	return nil
 }
 
 // Endpoints returns the base URLs the Client knows, the one it prefers first.

@@ -36,6 +36,14 @@ func testClient(endpoints ...string) *Client {
 	})
 }
 
+// testHTTPClient is testClient writing over HTTP (ClientConfig.HTTPWrites),
+// for the tests of POST /v1/tx's exchanges.
+func testHTTPClient(endpoints ...string) *Client {
+	c := testClient(endpoints...)
+	c.conn.cfg.HTTPWrites, c.conn.streams = true, nil
+	return c
+}
+
 // keyLog records the idempotency keys a fake backend saw.
 type keyLog struct {
 	mu   sync.Mutex
@@ -121,8 +129,8 @@ func TestClientReturns4xxAtOnce(t *testing.T) {
 		api.NewServer(api.Config{}, b).ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	other := testNode(t, &fakeBackend{}) // would answer 500 to anything
-	c := testClient(srv.URL, other.URL)
+	other := testNode(t, &fakeBackend{})    // would answer 500 to anything
+	c := testHTTPClient(srv.URL, other.URL) // TestStream4xxAtOnce: the same over the stream
 	ctx := t.Context()
 
 	tests := []struct {
@@ -262,7 +270,8 @@ func TestClientLooksUpAfterLostConnection(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	res, err := testClient(srv.URL).Submit(t.Context(), putK, wire.SubmitOptions{})
+	// TestStreamDiesWithRequestsInFlight: the same over the stream.
+	res, err := testHTTPClient(srv.URL).Submit(t.Context(), putK, wire.SubmitOptions{})
 	if err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("Submit() = %+v, %v; want committed", res, err)
 	}

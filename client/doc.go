@@ -24,6 +24,29 @@
 //     certificate and key (mutual TLS).
 //   - submit.go: Submit and SubmitBatch, retried writes made safe with
 //     idempotency keys and lookups of open outcomes.
+//   - stream.go: the write stream. Submit sends its writes over one
+//     persistent connection per node (GET /v1/tx/stream upgraded to
+//     txlog-tx/1 through the Client's http.Client, so its TLS, proxies and
+//     token), shared by every goroutine: a writer goroutine sends all
+//     queued requests in one Write, a reader hands the answers, which come
+//     back out of order, to their callers, and pings tell a slow commit
+//     from a paused or lost node. Writes go straight to the leader the node
+//     names (X-Txlog-Leader, the pings' answers), and to any node, which
+//     forwards, while none is known or the leader's stream fails. A write
+//     whose stream fails before its answer is resolved as any lost answer
+//     (same txid and idempotency key, a lookup, then a resubmission):
+//     never a second transaction. 429 stream_full is sent again after a
+//     pause; a goaway names the error it ends the stream with
+//     (GoawayError). A node that refuses the upgrade (one from before the
+//     stream) gets its writes over HTTP for a minute.
+//     ClientConfig.HTTPWrites sends every write over HTTP. SubmitBatch
+//     always uses HTTP (POST /v1/tx/batch), as every read and admin call
+//     does. Close closes the streams; a stream quiet for a minute closes
+//     itself.
+//   - async.go: SubmitAsync and Future, as nats.go's PublishAsync: a
+//     Submit in a goroutine of its own whose result a Future holds, with at
+//     most ClientConfig.MaxAsyncPending (default 4096) unresolved;
+//     SubmitAsync blocks while that many are, until its ctx ends.
 //   - cluster.go: the membership calls, Ready and Health.
 //   - leases.go: the lease calls (docs/leases.md).
 //   - consumers.go: the consumer-group calls: CommitOffset, ResetOffset,

@@ -259,6 +259,9 @@ func (c *conn) learnLeader(ctx context.Context, base string) (string, bool) {
 	leader, ok := leaderURL(base, st.LeaderHTTPAddr)
 	if ok {
 		c.prefer(leader)
+		if c.streams != nil {
+			c.streams.setLeader(base, st.LeaderHTTPAddr)
+		}
 	}
 	return leader, ok
 }

@@ -97,7 +97,7 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 	req := request{method: http.MethodPost, path: "/v1/tx", body: body}
 	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
 	defer cancel()
-	base, err := c.first()
+	base, err := c.firstWrite()
 	if err != nil {
 		return wire.TxResult{}, err
 	}
@@ -134,7 +134,7 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
 			return s.giveUp(ErrNoTimeLeft)
 		}
-		a, err := c.roundTrip(ctx, base, req)
+		a, err := c.writeTrip(ctx, base, req)
 		if te, ok := errors.AsType[*TransportError](err); ok {
 			s.ambiguous = s.ambiguous || te.sent
 			if ctx.Err() != nil {

@@ -79,6 +79,7 @@ type benchConfig struct {
 	keys       int           // key space: bench/00000000 .. bench/<keys-1>
 	timeout    time.Duration // the server's timeout of each request
 	httpClient string        // benchHTTPRaw or benchHTTPStd
+	client     string        // benchClientHTTP or benchClientStream
 	progress   time.Duration // interval of progress lines; 0: none
 	json       bool
 	local      bool
@@ -137,6 +138,7 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	cmd.IntVar(&b.batch, "batch", 0, "transactions per POST /v1/tx/batch request; 0 or 1 sends each alone to POST /v1/tx")
 	cmd.IntVar(&b.keys, "keys", benchDefaultKeys, "number of distinct keys; few keys make contention")
 	cmd.StringVar(&b.httpClient, "http-client", benchHTTPRaw, "how the load generator speaks HTTP: raw (one keep-alive connection per client and target, read and written on the client's goroutine; http:// targets) or net/http (Go's http.Client)")
+	cmd.StringVar(&b.client, "client", benchClientHTTP, "http (the load generator's own HTTP requests, --http-client, spread over the targets) or stream (one Go client.Client shared by all clients, writing over its streams to the leader; needs --batch 0 or 1)")
 	cmd.DurationVar(&b.progress, "progress", time.Second, "interval of progress lines on stderr (on a terminal: the longest between redraws of the progress bar); 0 turns them off")
 	cmd.BoolVar(&b.json, "json", false, "print the summary as one JSON object")
 	cmd.BoolVar(&b.local, "local", false, "start a fresh three-node cluster for the run and remove it after")
@@ -218,6 +220,12 @@ func (c *cli) parseBench(args []string) (benchConfig, error) {
 	case benchHTTPRaw, benchHTTPStd:
 	default:
 		bad("--http-client %q: want raw or net/http", b.httpClient)
+	}
+	switch {
+	case b.client != benchClientHTTP && b.client != benchClientStream:
+		bad("--client %q: want http or stream", b.client)
+	case b.client == benchClientStream && b.batch > 1:
+		bad("--client stream writes single transactions: leave out --batch")
 	}
 	if len(errs) > 0 {
 		return b, usagef("%s", strings.Join(errs, "; "))
@@ -448,8 +456,9 @@ type clientStats struct {
 // benchRun is one run of the load: its settings and shared counters.
 type benchRun struct {
 	cfg      benchConfig
-	hc       *http.Client // --http-client=net/http; nil for raw
-	urls     []string     // one per target: the write URL with its query
+	hc       *http.Client   // --http-client=net/http; nil for raw
+	gc       *client.Client // --client stream; nil for http
+	urls     []string       // one per target: the write URL with its query
 	start    time.Time
 	measured time.Time // start of the measured window
 	stopAt   time.Time // end of the window; zero with --n
@@ -474,6 +483,10 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 		tr.TLSClientConfig = cfg.tls
 		r.hc = &http.Client{Transport: tr}
 		defer tr.CloseIdleConnections()
+	}
+	if cfg.client == benchClientStream {
+		r.gc = newBenchStreamClient(cfg)
+		defer r.gc.Close()
 	}
 	for _, t := range cfg.targets {
 		r.urls = append(r.urls, t+path+query)
@@ -538,7 +551,7 @@ func runBench(ctx context.Context, cfg benchConfig, progress io.Writer, nodePIDs
 func (r *benchRun) client(ctx context.Context, i int, w *workload, st *clientStats) {
 	var resp bytes.Buffer
 	var rc *rawClient
-	if r.hc == nil {
+	if r.hc == nil && r.gc == nil {
 		var err error
 		if rc, err = newRawClient(r.urls, r.cfg.timeout+benchTimeoutMargin, r.cfg.tls, r.cfg.token); err != nil {
 			st.errors["request"]++ // parseBench checked the targets
@@ -553,8 +566,12 @@ func (r *benchRun) client(ctx context.Context, i int, w *workload, st *clientSta
 		if r.cfg.n > 0 && inWindow && r.claimed.Add(int64(r.cfg.batch)) > r.cfg.n {
 			return
 		}
-		body := w.body()
-		o := r.send(ctx, rc, target, body, &resp)
+		var o outcome
+		if r.gc != nil {
+			o = r.sendStream(ctx, w)
+		} else {
+			o = r.send(ctx, rc, target, w.body(), &resp)
+		}
 		target = (target + 1) % len(r.urls)
 		ended := time.Now()
 		if o.err == "" {
@@ -834,6 +851,7 @@ type benchResult struct {
 	Batch     int      `json:"batch"`
 	Ack       string   `json:"ack"`
 	Keys      int      `json:"keys"`
+	Client    string   `json:"client"`  // --client: http or stream
 	Seconds   float64  `json:"seconds"` // the measured window
 	// Requests and transactions that succeeded in the window.
 	Requests  int64   `json:"requests"`
@@ -883,7 +901,7 @@ type latencySummary struct {
 
 func summarize(cfg benchConfig, stats []*clientStats, elapsed time.Duration, cpu0, cpu1 procstat.Sample) *benchResult {
 	res := &benchResult{
-		System: "txlog", Targets: cfg.targets, Clients: cfg.clients, ValueSize: cfg.valueSize,
+		System: "txlog", Client: cfg.client, Targets: cfg.targets, Clients: cfg.clients, ValueSize: cfg.valueSize,
 		OpsPerTx: cfg.opsPerTx, Batch: cfg.batch, Ack: cfg.ack, Keys: cfg.keys,
 		Seconds: elapsed.Seconds(), Errors: map[string]int64{},
 	}

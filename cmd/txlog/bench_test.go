@@ -85,6 +85,13 @@ func TestParseBench(t *testing.T) {
 		{"arguments", []string{"x"}, nil, "bench takes no arguments"},
 		{"txlogd flags without local", []string{"--", "--redis-addr", "x"}, nil, "need --local"},
 		{"unknown flag", []string{"--nope"}, nil, "not defined"},
+		{"stream client", []string{"--client", "stream"}, func(t *testing.T, b benchConfig) {
+			if b.client != benchClientStream {
+				t.Errorf("client = %q, want stream", b.client)
+			}
+		}, ""},
+		{"bad client", []string{"--client", "carrier-pigeon"}, nil, `--client "carrier-pigeon"`},
+		{"stream client with batches", []string{"--client", "stream", "--batch", "10"}, nil, "--client stream writes single transactions"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -404,6 +411,7 @@ func TestBenchAgainstCluster(t *testing.T) {
 		{"single", []string{"--duration", "1s", "--clients", "4"}, wire.StatusCommitted},
 		{"batch", []string{"--n", "200", "--batch", "50", "--ops-per-tx", "2", "--keys", "10"}, wire.StatusCommitted},
 		{"accepted", []string{"--n", "30", "--ack", "accepted"}, wire.StatusPending},
+		{"stream", []string{"--client", "stream", "--duration", "1s", "--clients", "8"}, wire.StatusCommitted},
 		// --local measures the nodes' CPU in ticks of 10 ms: enough
 		// transactions that the window holds some.
 		{"local", []string{"--local", "--txlogd", bin, "--n", "500"}, wire.StatusCommitted},
@@ -557,5 +565,19 @@ func TestBenchLocalSecurity(t *testing.T) {
 				t.Fatalf("summary = %+v, want 100 committed transactions and no errors", res)
 			}
 		})
+	}
+}
+
+// TestWorkloadTx checks that --client stream's transactions are those of
+// the HTTP bodies: --ops-per-tx puts of bench/ keys, each with a new
+// idempotency key of the client's prefix.
+func TestWorkloadTx(t *testing.T) {
+	w := newWorkload(benchConfig{valueSize: 8, opsPerTx: 3, keys: 5, batch: 1}, "run", 2)
+	a, b := w.tx(), w.tx()
+	if len(a.Ops) != 3 || a.Ops[0].Op != wire.OpPut || !strings.HasPrefix(a.Ops[0].Key, "bench/0000000") || len(a.Ops[0].Value) != 8 {
+		t.Fatalf("tx() = %+v, want 3 puts of bench/ keys with 8-byte values", a)
+	}
+	if a.IdempotencyKey != "bench-run-2-0" || b.IdempotencyKey != "bench-run-2-1" {
+		t.Fatalf("idempotency keys %q, %q; want bench-run-2-0 and bench-run-2-1", a.IdempotencyKey, b.IdempotencyKey)
 	}
 }

@@ -73,6 +73,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	keys := cmd.Int("keys", chaos.DefaultKeys, "keys of the blind puts")
 	hotKeys := cmd.Int("hot-keys", chaos.DefaultHotKeys, "keys of the compare-and-set chains")
 	acks := cmd.String("acks", chaos.DefaultAcks, "ack levels of the writes, each with an optional weight: quorum*3,all (accepted writes fsync the intake WAL on their own)")
+	clientMode := cmd.String("client", chaos.ClientHTTP, "how the clients write: http (a client.Client each, POST /v1/tx) or stream (one client.Client shared by all, over its write streams)")
 	seed := cmd.Uint64("seed", 0, "seed of the fault schedule and the clients (default: from the clock, printed)")
 	faults := cmd.String("faults", chaos.DefaultFaults, "faults to inject, each with an optional weight: kill-leader*4,pause-leader")
 	interval := cmd.Duration("fault-interval", chaos.DefaultFaultInterval, "quiet time between faults")
@@ -125,7 +126,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	}
 	cfg := chaos.Config{
 		Commands: cmds,
-		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys, Acks: ackMix},
+		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys, Acks: ackMix, Client: *clientMode},
 		Nemesis:  chaos.NemesisConfig{Faults: weights, Interval: *interval, Hold: *hold, MaxFaults: *maxFaults},
 		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout,
 		PowerLossDirs: dirs,
