@@ -344,7 +344,10 @@ func (cmd *command) clientConfig(targets string) (client.ClientConfig, error) {
 	if err != nil {
 		return client.ClientConfig{}, err
 	}
-	cfg := client.ClientConfig{Endpoints: eps, Token: creds.token, TLS: tlsCfg}
+	// A command makes a write or two and exits: a client stream would only
+	// add its upgrade's round trip, so the CLI writes over plain HTTP (bench
+	// and chaos choose with --client).
+	cfg := client.ClientConfig{Endpoints: eps, Token: creds.token, TLS: tlsCfg, HTTPWrites: true}
 	if cmd.timeout != nil {
 		if *cmd.timeout <= 0 {
 			return client.ClientConfig{}, usagef("--timeout %v: want more than 0", *cmd.timeout)
