@@ -36,11 +36,38 @@ type Event struct {
 	Status   string `json:"status"` // Firing or Resolved
 	Severity string `json:"severity"`
 	Node     string `json:"node"` // the node that sent it
-	Summary  string `json:"summary"`
-	// Since is when the alert began firing; on a resolved event, when it
-	// resolved.
-	Since  time.Time         `json:"since"`
-	Labels map[string]string `json:"labels"`
+	// Scope is ScopeCluster for the ClusterRules, ScopeNode for the rest.
+	Scope string `json:"scope"`
+	// Episode names one occurrence of a cluster-wide alert, the same on
+	// every node (e.g. "after-term-7"); empty for node alerts. A receiver
+	// may deduplicate on alert, labels and episode.
+	Episode string `json:"episode,omitempty"`
+	Summary string `json:"summary"`
+	// Since is when the condition began (as the sender saw it), on the
+	// firing and the resolved event alike.
+	Since time.Time `json:"since"`
+	// FiredAt is when this event was sent: for a firing event, when the
+	// alert fired; for a resolved one, when it resolved. At is the same
+	// time, kept for readers of the older field.
+	FiredAt time.Time         `json:"fired_at"`
+	At      time.Time         `json:"at"`
+	Labels  map[string]string `json:"labels"`
+}
+
+// Episodes is where the nodes of a cluster record the episodes of
+// cluster-wide alerts that were sent, so that each is sent once whichever
+// node sees it (the node keeps them in Redis, next to the parked writes).
+// Each method is bounded by ctx; an error means "unknown", and the Manager
+// then sends rather than stays silent.
+type Episodes interface {
+	// Open records key as sent, for ttl; it reports whether this call
+	// recorded it (false: it was already open, or closed and kept).
+	Open(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	// Keep extends an open key's ttl.
+	Keep(ctx context.Context, key string, ttl time.Duration) error
+	// Close ends an open key, keeping it closed for keep (0: forgets it);
+	// it reports whether this call closed it.
+	Close(ctx context.Context, key string, keep time.Duration) (bool, error)
 }
 
 // Config holds a Manager's settings.
@@ -59,11 +86,15 @@ type Config struct {
 	Logger *slog.Logger
 	// RingSize is how many events Events keeps. Default 100.
 	RingSize int
+	// Episodes, when set, deduplicates cluster-wide alerts across nodes;
+	// nil: each node decides from its own view (doc.go).
+	Episodes Episodes
 
 	interval    time.Duration // sampling interval, default 1s
 	retryBase   time.Duration // first retry delay, default 500ms
 	retryMax    int           // attempts per event, default 6
 	retryCapped time.Duration // largest retry delay, default 30s
+	gap         time.Duration // a longer time between two samples is a pause, default 3s
 }
 
 // Validate reports every problem with c.
@@ -98,7 +129,9 @@ type Manager struct {
 	log    *slog.Logger
 	queues []chan Event
 
-	active map[string]*state // by key; touched only by Step's caller
+	active  map[string]*state // by key; touched only by Step's caller
+	last    time.Time         // the previous Step's Now
+	resumed time.Time         // the last Step after a pause (a gap); the view before it is stale
 
 	mu   sync.Mutex
 	ring []Event
@@ -112,7 +145,18 @@ type state struct {
 	pending time.Time // first seen true
 	firing  bool
 	since   time.Time
+	// silent: another node sent this cluster episode; this one keeps it
+	// open but sends nothing unless it is the one that closes it.
+	silent bool
 }
+
+// Episode records: how long an open one lives without a Keep, and how long
+// a closed one named by a term is kept.
+const (
+	episodeTTL  = 10 * time.Minute
+	episodeTomb = time.Hour
+	episodeOp   = time.Second // bound of one Episodes call
+)
 
 // New returns a Manager; Run starts it.
 func New(cfg Config) (*Manager, error) {
@@ -142,6 +186,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.retryCapped <= 0 {
 		cfg.retryCapped = 30 * time.Second
+	}
+	if cfg.gap <= 0 {
+		cfg.gap = max(3*cfg.interval, 3*time.Second)
 	}
 	m := &Manager{cfg: cfg, t: cfg.Thresholds.withDefaults(), log: cfg.Logger, active: map[string]*state{}, ring: make([]Event, cfg.RingSize)}
 	for range cfg.Webhooks {
@@ -176,6 +223,7 @@ func (m *Manager) Step(s Snapshot) []Event {
 	if s.Node == "" {
 		s.Node = m.cfg.Node
 	}
+	m.unstale(&s)
 	if st := m.active[NoLeader]; st != nil && st.firing && s.Leader == "" {
 		// The node that sent "no leader" keeps it until it sees a leader,
 		// even if a lower voter comes up leaderless: one pair per outage.
@@ -193,13 +241,21 @@ func (m *Manager) Step(s Snapshot) []Event {
 				m.active[k] = st
 			}
 			st.f = f
-			if !st.firing && s.Now.Sub(st.pending) >= f.hold {
-				st.firing = true
-				st.since = f.since
-				if st.since.IsZero() {
-					st.since = st.pending
-				}
-				out = append(out, m.event(st, Firing, st.since))
+			if st.firing {
+				m.keep(st)
+				continue
+			}
+			if s.Now.Sub(st.pending) < f.hold {
+				continue
+			}
+			st.firing = true
+			st.since = f.since
+			if st.since.IsZero() {
+				st.since = st.pending
+			}
+			st.silent = !m.open(st)
+			if !st.silent {
+				out = append(out, m.event(st, Firing, s.Now))
 			}
 		}
 	}
@@ -207,23 +263,121 @@ func (m *Manager) Step(s Snapshot) []Event {
 		if seen[k] {
 			continue
 		}
-		if st := m.active[k]; st.firing {
+		st := m.active[k]
+		delete(m.active, k)
+		if !st.firing {
+			continue
+		}
+		if m.cfg.Episodes != nil && st.f.episode != "" && !st.f.tomb && !s.IsLeader {
+			// A leader rule whose leader stepped down (an unreachable
+			// member): the condition is not over, only this node's say in
+			// it; the next leader goes on with the open episode.
+			continue
+		}
+		if m.close(st) {
 			out = append(out, m.event(st, Resolved, s.Now))
 		}
-		delete(m.active, k)
 	}
+	m.last = s.Now
 	for _, e := range out {
 		m.emit(e)
 	}
 	return out
 }
 
-func (m *Manager) event(st *state, status string, since time.Time) Event {
+// unstale drops what s says about the time before a pause: after a gap
+// between two samples (the process was stopped, or starved), this node
+// knows nothing of the cluster while it was away, so a cluster-wide
+// condition counts only from the resume. A node that comes back from
+// SIGSTOP with an old view thus needs the whole hold time of fresh
+// evidence before it sends, and by then the others have either resolved
+// the episode or are still in it.
+func (m *Manager) unstale(s *Snapshot) {
+	if !m.last.IsZero() && s.Now.Sub(m.last) > m.cfg.gap {
+		m.resumed = s.Now
+		m.log.Warn("alert: sampling resumed after a pause; cluster conditions count from now", "gap", s.Now.Sub(m.last).Round(time.Millisecond))
+		for _, st := range m.active {
+			if !st.firing && st.f.episode != "" {
+				st.pending = s.Now
+			}
+		}
+	}
+	if m.resumed.IsZero() {
+		return
+	}
+	if !s.LeaderlessSince.IsZero() && s.LeaderlessSince.Before(m.resumed) {
+		s.LeaderlessSince = m.resumed
+	}
+	for id, ago := range s.Unreachable {
+		s.Unreachable[id] = min(ago, s.Now.Sub(m.resumed))
+	}
+}
+
+// episodeKey names st's episode in Episodes.
+func episodeKey(st *state) string { return key(st.f) + "," + st.f.episode }
+
+// open records a cluster episode and reports whether this node is the one
+// to send it (always, for a node alert or without Episodes).
+func (m *Manager) open(st *state) bool {
+	if m.cfg.Episodes == nil || st.f.episode == "" {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), episodeOp)
+	defer cancel()
+	ok, err := m.cfg.Episodes.Open(ctx, episodeKey(st), episodeTTL)
+	if err != nil {
+		m.log.Warn("alert: episode store unavailable; sending", "alert", st.f.name, "err", err)
+		return true
+	}
+	if !ok {
+		m.log.Info("alert: episode already sent by the cluster", "alert", st.f.name, "episode", st.f.episode)
+	}
+	return ok
+}
+
+func (m *Manager) keep(st *state) {
+	if m.cfg.Episodes == nil || st.f.episode == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), episodeOp)
+	defer cancel()
+	if err := m.cfg.Episodes.Keep(ctx, episodeKey(st), episodeTTL); err != nil {
+		m.log.Debug("alert: keep episode", "alert", st.f.name, "err", err)
+	}
+}
+
+// close ends a cluster episode and reports whether this node sends the
+// resolved event: the one whose Close closed it, or, when the store does
+// not answer, the one that sent the firing.
+func (m *Manager) close(st *state) bool {
+	if m.cfg.Episodes == nil || st.f.episode == "" {
+		return true
+	}
+	keep := time.Duration(0)
+	if st.f.tomb {
+		keep = episodeTomb
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), episodeOp)
+	defer cancel()
+	ok, err := m.cfg.Episodes.Close(ctx, episodeKey(st), keep)
+	if err != nil {
+		m.log.Warn("alert: episode store unavailable", "alert", st.f.name, "err", err)
+		return !st.silent
+	}
+	return ok
+}
+
+func (m *Manager) event(st *state, status string, at time.Time) Event {
 	labels := maps.Clone(st.f.labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	return Event{Alert: st.f.name, Status: status, Severity: st.f.severity, Node: m.cfg.Node, Summary: st.f.summary, Since: since.UTC(), Labels: labels}
+	scope := ScopeNode
+	if st.f.episode != "" {
+		scope = ScopeCluster
+	}
+	return Event{Alert: st.f.name, Status: status, Severity: st.f.severity, Node: m.cfg.Node, Scope: scope, Episode: st.f.episode,
+		Summary: st.f.summary, Since: st.since.UTC(), FiredAt: at.UTC(), At: at.UTC(), Labels: labels}
 }
 
 func (m *Manager) emit(e Event) {
