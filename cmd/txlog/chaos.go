@@ -78,6 +78,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	interval := cmd.Duration("fault-interval", chaos.DefaultFaultInterval, "quiet time between faults")
 	hold := cmd.Duration("fault-hold", chaos.DefaultHold, "how long a pause, partition or quorum loss lasts")
 	maxFaults := cmd.Int("max-faults", 0, "stop after this many faults (0: run for --duration)")
+	requireAll := cmd.Bool("require-all-faults", false, "fail the run (a failed checker) when a kind in --faults was never injected")
 	powerLossDirs := cmd.String("powerloss-dirs", string(lazyfs.DirsPOSIX), "with --faults powerloss: which fsync makes a directory entry durable, posix (its directory's) or journal (any fsync)")
 	resolveTimeout := cmd.Duration("resolve-timeout", chaos.DefaultResolveTimeout, "bound on the wait for 202s and for the nodes to catch up at the end")
 	leases := cmd.Int("leases", chaos.DefaultLeases, "leases of the lease workload (0: no lease workload, and no pause-holder)")
@@ -127,7 +128,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 		Commands: cmds,
 		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys, Acks: ackMix},
 		Nemesis:  chaos.NemesisConfig{Faults: weights, Interval: *interval, Hold: *hold, MaxFaults: *maxFaults},
-		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout,
+		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout, RequireAllFaults: *requireAll,
 		PowerLossDirs: dirs,
 		Progress:      c.stderr,
 		Leases:        chaos.LeaseConfig{Off: *leases == 0, Leases: *leases, Contenders: *contenders, TTL: *leaseTTL},
