@@ -148,7 +148,7 @@ func TestPausedNodeDoesNotFireStale(t *testing.T) {
 	lost := c.add(time.Second)
 	want(t, "just lost", m.Step(Snapshot{Now: lost, LeaderlessSince: lost, DiskFreeRatio: -1}))
 	c.add(8 * time.Second) // stopped
-	for range 6 { // resumed, then 5s of fresh evidence: not yet
+	for range 6 {          // resumed, then 5s of fresh evidence: not yet
 		want(t, "resumed", m.Step(Snapshot{Now: c.add(time.Second), LeaderlessSince: lost, DiskFreeRatio: -1}))
 	}
 	evs := m.Step(Snapshot{Now: c.add(time.Second), LeaderlessSince: lost, DiskFreeRatio: -1})

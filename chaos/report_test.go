@@ -15,7 +15,7 @@ import (
 func reportFixture() *Report {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	r := &Report{Seed: 1, Mode: "targets", Started: start, Duration: 1500 * time.Millisecond,
-		Faults: []FaultEvent{{Kind: FaultKillLeader, Injected: start.Add(100 * time.Millisecond), Healed: start.Add(time.Second), Election: 250 * time.Millisecond}},
+		Faults:     []FaultEvent{{Kind: FaultKillLeader, Injected: start.Add(100 * time.Millisecond), Healed: start.Add(time.Second), Election: 250 * time.Millisecond}},
 		FaultStats: []FaultStats{{Kind: FaultKillLeader, Count: 1, To200P50: 250 * time.Millisecond, RecoveryMax: 2 * time.Second}},
 		Series:     []Bucket{{T: 0, OK: 37, Reads: 12}, {T: 1, OK: 41, Errors: 3}},
 		Checks: []CheckResult{{Name: "first", Pass: true, Summary: "s1"}, {Name: "second", Pass: true, Summary: "s2"},
