@@ -113,6 +113,9 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("alert: webhook %q: want an http(s) URL", w))
 		}
 	}
+	if c.BackupStale < 0 {
+		errs = append(errs, fmt.Errorf("alert: BackupStale (--alert-backup-stale) %s: want 0 (twice --backup-interval) or more", c.BackupStale))
+	}
 	if c.DiskFreePercent < 0 || c.DiskFreePercent > 100 || c.ParkedMax < 0 {
 		errs = append(errs, errors.New("alert: DiskFreePercent must be in 0..100 and ParkedMax >= 0"))
 	}

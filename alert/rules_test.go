@@ -132,7 +132,7 @@ func TestFsyncFlapDoesNotFire(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []Config{{}, {Node: "n1", Format: "xml"}, {Node: "n1", Webhooks: []string{"ftp://x"}}, {Node: "n1", Thresholds: Thresholds{DiskFreePercent: 120}}} {
+	for _, c := range []Config{{}, {Node: "n1", Format: "xml"}, {Node: "n1", Webhooks: []string{"ftp://x"}}, {Node: "n1", Thresholds: Thresholds{DiskFreePercent: 120}}, {Node: "n1", Thresholds: Thresholds{BackupStale: -time.Second}}} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: no error", c)
 		}

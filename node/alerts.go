@@ -27,19 +27,25 @@ func (n *Node) Alerts() *alert.Manager { return n.alerts }
 // with --redis-addr, the episode records that make the cluster page once
 // per cluster-wide episode (alert/doc.go).
 func newAlerts(n *Node, cfg Config) (*alert.Manager, *alertSampler, error) {
+	m, err := alert.New(alertConfig(cfg, n.park))
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, newAlertSampler(n), nil
+}
+
+// alertConfig is the alert manager's configuration of a node with cfg
+// that parks into park (nil without --redis-addr).
+func alertConfig(cfg Config, park parker) alert.Config {
 	ac := cfg.Alert
 	ac.Node, ac.Logger = cfg.ID, cfg.Logger.With("component", "alert")
 	if ac.BackupStale == 0 {
 		ac.BackupStale = 2 * backupInterval(cfg)
 	}
-	if r, ok := n.park.(*parking.Redis); ok && r != nil {
+	if r, ok := park.(*parking.Redis); ok && r != nil {
 		ac.Episodes = r.Episodes()
 	}
-	m, err := alert.New(ac)
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, newAlertSampler(n), nil
+	return ac
 }
 
 var _ alert.Episodes = parking.Episodes{}

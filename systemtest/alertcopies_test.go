@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -202,5 +204,69 @@ func TestCheckAlertCopies(t *testing.T) {
 		if err := checkAlertCopies(bad); err == nil {
 			t.Errorf("%s: passed", name)
 		}
+	}
+}
+
+// TestAlertBackupStale: nodes with --backup-dir page TxlogBackupStale, each
+// once for itself, when their backups stop being written (the directory is
+// replaced by a file, so that even root cannot write there), and resolve it
+// once a fresh backup is written after the directory is back.
+func TestAlertBackupStale(t *testing.T) {
+	rec := &receiver{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	const stale = 3 * time.Second
+	bdir := filepath.Join(t.TempDir(), "backups")
+	c := startClusterWith(t, "--backup-dir="+bdir, "--backup-interval=300ms", "--alert-backup-stale="+stale.String(),
+		"--alert-webhook", srv.URL, "--alert-disk-free-percent", "0.0001")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	waitFor := func(what string, f func() error) {
+		t.Helper()
+		if err := launcher.Poll(ctx, 100*time.Millisecond, func(context.Context) error { return f() }); err != nil {
+			t.Fatalf("%s: %v; events %+v", what, err, rec.snapshot())
+		}
+	}
+	nodes := func(status string) error {
+		n, from := rec.count(alert.BackupStale, status)
+		slices.Sort(from)
+		if n != len(c.Nodes()) || len(slices.Compact(from)) != n {
+			return fmt.Errorf("%d %s from %v, want one from each node", n, status, from)
+		}
+		return nil
+	}
+	waitFor("a backup of every node", func() error {
+		for _, p := range c.Nodes() {
+			if names, _ := filepath.Glob(filepath.Join(bdir, "txlog-"+p.ID()+"-*.backup")); len(names) == 0 {
+				return fmt.Errorf("none of %s yet", p.ID())
+			}
+		}
+		return nil
+	})
+	if n, _ := rec.count(alert.BackupStale, alert.Firing); n != 0 {
+		t.Fatalf("fired while backups are written: %+v", rec.snapshot())
+	}
+	if err := os.RemoveAll(bdir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bdir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	broken := time.Now()
+	waitFor("stale firing from every node", func() error { return nodes(alert.Firing) })
+	if d := time.Since(broken); d < stale-time.Second {
+		t.Fatalf("fired %s after backups stopped, before the %s bound", d, stale)
+	}
+	for _, e := range rec.snapshot() {
+		if e.Alert == alert.BackupStale && (e.Scope != alert.ScopeNode || e.FiredAt.Sub(e.Since) < 0 || e.Episode != "") {
+			t.Fatalf("bad event %+v", e)
+		}
+	}
+	if err := os.Remove(bdir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("stale resolved on every node", func() error { return nodes(alert.Resolved) })
+	if err := nodes(alert.Firing); err != nil { // no second page
+		t.Fatal(err)
 	}
 }
