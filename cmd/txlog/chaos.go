@@ -22,7 +22,8 @@ Runs clients against a txlog cluster while a nemesis kills, pauses and cuts off
 its nodes, then checks that nothing was lost: every 200 is in the log, every 202
 resolved, nothing twice, the same log on every node, a linearizable history.
 It prints a summary, writes --report-json and --report-html, and exits with
-status 1 when a checker failed.
+status 1 when a checker failed. --require-all-faults adds a checker that fails
+when a fault kind of --faults was never injected.
 
 Without --targets it launches a local three-node cluster (txlogd found as for
 'txlog local') with fault proxies on its Raft links and, when redis-server is on
