@@ -117,6 +117,12 @@ func (a *alertSampler) sample(now time.Time) alert.Snapshot {
 		a.lastLeader, a.leaderTerm = s.Leader, st.Term
 	}
 	s.LeaderTerm = a.leaderTerm
+	if s.LeaderTerm == 0 {
+		// Restarted and no leader seen yet: name the episode by the term
+		// Raft kept, never by a 0 that every restart would share (and
+		// whose closed record would silence the next one).
+		s.LeaderTerm = st.Term
+	}
 	if b := a.backups.Load(); b != nil {
 		s.BackupLast = b.lastGood()
 	}
