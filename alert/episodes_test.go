@@ -194,3 +194,29 @@ func TestBackupStale(t *testing.T) {
 	}
 	want(t, "off", m.Step(Snapshot{Now: now.Add(2 * time.Second), DiskFreeRatio: -1}), BackupStale+":"+Resolved)
 }
+
+// TestSweepResolvesHandedOverEpisode: a leader that took over while a
+// member was down, and never saw it unreachable itself, resolves the
+// episode the earlier leader left open once the member answers it, and not
+// while it does not.
+func TestSweepResolvesHandedOverEpisode(t *testing.T) {
+	eps := &memEpisodes{}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	up := false
+	a, _ := New(Config{Node: "n1", Episodes: eps})
+	b, _ := New(Config{Node: "n2", Episodes: eps, Reachable: func(context.Context, string) bool { return up }})
+	var evs []Event
+	evs = append(evs, a.Step(Snapshot{Now: now, Leader: "n1", IsLeader: true, Members: []string{"n2", "n3"}, Unreachable: map[string]time.Duration{"n3": 11 * time.Second}, DiskFreeRatio: -1})...)
+	evs = append(evs, a.Step(Snapshot{Now: now.Add(time.Second), Leader: "n2", DiskFreeRatio: -1})...)
+	for i := range 3 { // n3 still down, not yet flagged by n2's heartbeats
+		evs = append(evs, b.Step(Snapshot{Now: now.Add(time.Duration(2+i) * time.Second), Leader: "n2", IsLeader: true, Members: []string{"n1", "n3"}, DiskFreeRatio: -1})...)
+	}
+	want(t, "member still down", evs, MemberUnreachable+":"+Firing)
+	up = true
+	evs = append(evs, b.Step(Snapshot{Now: now.Add(5 * time.Second), Leader: "n2", IsLeader: true, Members: []string{"n1", "n3"}, DiskFreeRatio: -1})...)
+	evs = append(evs, b.Step(Snapshot{Now: now.Add(6 * time.Second), Leader: "n2", IsLeader: true, Members: []string{"n1", "n3"}, DiskFreeRatio: -1})...)
+	want(t, "member back", evs, MemberUnreachable+":"+Firing, MemberUnreachable+":"+Resolved)
+	if evs[1].Node != "n2" || evs[1].Labels["member"] != "n3" || evs[1].Episode != "member-n3" {
+		t.Fatalf("resolved %+v", evs[1])
+	}
+}

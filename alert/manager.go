@@ -44,8 +44,9 @@ type Event struct {
 	Episode string `json:"episode,omitempty"`
 	Summary string `json:"summary"`
 	// Since is when the condition began (as the sender saw it), on the
-	// firing and the resolved event alike.
-	Since time.Time `json:"since"`
+	// firing and the resolved event alike; absent only on the resolved
+	// event of a leader that took over an episode it did not see begin.
+	Since time.Time `json:"since,omitzero"`
 	// FiredAt is when this event was sent: for a firing event, when the
 	// alert fired; for a resolved one, when it resolved. At is the same
 	// time, kept for readers of the older field.
@@ -89,6 +90,11 @@ type Config struct {
 	// Episodes, when set, deduplicates cluster-wide alerts across nodes;
 	// nil: each node decides from its own view (doc.go).
 	Episodes Episodes
+	// Reachable reports whether member id answers now (the node asks its
+	// peer link, bounded by ctx). A leader uses it before it resolves an
+	// unreachable-member episode an earlier leader left open (sweep); nil:
+	// it does not.
+	Reachable func(ctx context.Context, id string) bool
 
 	interval    time.Duration // sampling interval, default 1s
 	retryBase   time.Duration // first retry delay, default 500ms
@@ -135,6 +141,10 @@ type Manager struct {
 	active  map[string]*state // by key; touched only by Step's caller
 	last    time.Time         // the previous Step's Now
 	resumed time.Time         // the last Step after a pause (a gap); the view before it is stale
+	// swept are the members this leader has seen reachable and whose
+	// unreachable episode, left open by an earlier leader, it has closed
+	// (sweep); reset when it stops leading.
+	swept map[string]bool
 
 	mu   sync.Mutex
 	ring []Event
@@ -281,6 +291,7 @@ func (m *Manager) Step(s Snapshot) []Event {
 			out = append(out, m.event(st, Resolved, s.Now))
 		}
 	}
+	out = append(out, m.sweep(s)...)
 	m.last = s.Now
 	for _, e := range out {
 		m.emit(e)
@@ -314,6 +325,49 @@ func (m *Manager) unstale(s *Snapshot) {
 	for id, ago := range s.Unreachable {
 		s.Unreachable[id] = min(ago, s.Now.Sub(m.resumed))
 	}
+}
+
+// sweep closes, on a verified leader, the unreachable-member episodes that
+// an earlier leader left open for members that answer this one: the
+// earlier leader handed them over when it stepped down, and a member that
+// came back before this leader's own view passed the threshold would
+// otherwise never be resolved. One Close per member per change, not per
+// sample: a member is swept again only after it was seen unreachable.
+func (m *Manager) sweep(s Snapshot) []Event {
+	if m.cfg.Episodes == nil || m.cfg.Reachable == nil || !s.IsLeader {
+		m.swept = nil
+		return nil
+	}
+	if m.swept == nil {
+		m.swept = map[string]bool{}
+	}
+	var out []Event
+	for _, id := range s.Members {
+		if _, down := s.Unreachable[id]; down {
+			m.swept[id] = false
+			continue
+		}
+		f := unreachableFinding(id)
+		if m.swept[id] || m.active[key(f)] != nil {
+			continue
+		}
+		// The leader's own view says nothing of a member it has not yet
+		// failed a heartbeat to (a new leader, a SIGSTOPped member whose
+		// connection hangs): ask the member itself.
+		ctx, cancel := context.WithTimeout(context.Background(), episodeOp/2)
+		up := m.cfg.Reachable(ctx, id)
+		cancel()
+		if !up {
+			continue
+		}
+		m.swept[id] = true
+		f.summary = fmt.Sprintf("member %s reachable again from the leader", id)
+		st := &state{f: f, firing: true, silent: true}
+		if m.close(st) {
+			out = append(out, m.event(st, Resolved, s.Now))
+		}
+	}
+	return out
 }
 
 // episodeKey names st's episode in Episodes.

@@ -30,8 +30,10 @@ type Snapshot struct {
 	LeaderChangedAt time.Time
 	PrevLeader      string
 	// Unreachable maps the members whose heartbeats fail (leader only) to how
-	// long ago the leader last heard from them.
+	// long ago the leader last heard from them; Members are the other
+	// members the leader knows (leader only).
 	Unreachable map[string]time.Duration
+	Members     []string
 	// Parked is how many accepted transactions are unresolved here;
 	// ParkedOldest when the oldest of them was accepted (zero if none).
 	Parked       int
@@ -160,6 +162,12 @@ func leaderChanged(s Snapshot, t Thresholds) []finding {
 		summary: fmt.Sprintf("raft leader changed from %s to %s", s.PrevLeader, s.Leader)}}
 }
 
+// unreachableFinding is TxlogMemberUnreachable about member id, without
+// its summary and since.
+func unreachableFinding(id string) finding {
+	return finding{name: MemberUnreachable, severity: Critical, episode: "member-" + id, labels: map[string]string{"member": id}}
+}
+
 func memberUnreachable(s Snapshot, t Thresholds) []finding {
 	if !s.IsLeader {
 		return nil
@@ -169,9 +177,10 @@ func memberUnreachable(s Snapshot, t Thresholds) []finding {
 		if ago <= t.UnreachableFor {
 			continue
 		}
-		out = append(out, finding{name: MemberUnreachable, severity: Critical, since: s.Now.Add(-ago), episode: "member-" + id,
-			labels:  map[string]string{"member": id},
-			summary: fmt.Sprintf("member %s unreachable from the leader for %s", id, ago.Round(time.Second))})
+		f := unreachableFinding(id)
+		f.since = s.Now.Add(-ago)
+		f.summary = fmt.Sprintf("member %s unreachable from the leader for %s", id, ago.Round(time.Second))
+		out = append(out, f)
 	}
 	return out
 }

@@ -27,11 +27,16 @@ func (n *Node) Alerts() *alert.Manager { return n.alerts }
 // with --redis-addr, the episode records that make the cluster page once
 // per cluster-wide episode (alert/doc.go).
 func newAlerts(n *Node, cfg Config) (*alert.Manager, *alertSampler, error) {
-	m, err := alert.New(alertConfig(cfg, n.park))
+	ac := alertConfig(cfg, n.park)
+	sample := newAlertSampler(n)
+	if ac.Episodes != nil {
+		ac.Reachable = sample.reachable
+	}
+	m, err := alert.New(ac)
 	if err != nil {
 		return nil, nil, err
 	}
-	return m, newAlertSampler(n), nil
+	return m, sample, nil
 }
 
 // alertConfig is the alert manager's configuration of a node with cfg
@@ -133,6 +138,9 @@ func (a *alertSampler) sample(now time.Time) alert.Snapshot {
 	if s.IsLeader || s.Leader == "" {
 		if members, err := n.raft.Members(ctx); err == nil {
 			for _, m := range members {
+				if s.IsLeader && !m.Leader {
+					s.Members = append(s.Members, m.ID)
+				}
 				if m.Unreachable {
 					if s.Unreachable == nil {
 						s.Unreachable = map[string]time.Duration{}
@@ -166,6 +174,22 @@ func (a *alertSampler) lowerVoterUp(ctx context.Context, members []replication.M
 		cancel()
 		if _, noAnswer := errors.AsType[*peer.TransportError](err); !noAnswer {
 			return true // it answered, whatever it said
+		}
+	}
+	return false
+}
+
+// reachable reports whether member id answers on the peer link now.
+func (a *alertSampler) reachable(ctx context.Context, id string) bool {
+	members, err := a.n.raft.Members(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if m.ID == id {
+			_, err := a.n.peers.client.Cluster(ctx, m.Addr)
+			_, noAnswer := errors.AsType[*peer.TransportError](err)
+			return !noAnswer // it answered, whatever it said
 		}
 	}
 	return false

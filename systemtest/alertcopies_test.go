@@ -11,13 +11,16 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/alert"
+	"github.com/txlog/txlog/api/wire"
+	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/node/parking/redistest"
 )
 
 // TestAlertCopies: the leader and one follower are paused (SIGSTOP) long
 // enough for the survivor to page TxlogNoLeader, then continued; later one
-// follower is paused past --alert-unreachable-for. A real receiver counts
+// follower is paused past --alert-unreachable-for and, while it stays
+// paused, leadership moves to the other node. A real receiver counts
 // the copies of every cluster-wide alert (alert.ClusterRules): each episode
 // is sent firing exactly once and resolved exactly once, whichever nodes saw
 // it, and no node pages from the view it had before it was paused.
@@ -96,11 +99,17 @@ func TestAlertCopies(t *testing.T) {
 	// threshold (a leader change resolves after changedFor).
 	sleepPolling(changedFor + noLeaderFor + 3*time.Second)
 
-	// A follower unreachable from the leader: one episode.
-	var f string
+	// A follower unreachable from the leader, across a change of leader:
+	// one episode. The first leader sends the firing and, handing over,
+	// leaves the episode open; the next one, which sees the member
+	// unreachable too, carries it on and resolves it.
+	if leader, err = c.Leader(ctx); err != nil { // now, after the quiet period
+		t.Fatal(err)
+	}
+	var f, other string
 	for _, p := range c.Nodes() {
 		if p.ID() != leader {
-			f = p.ID()
+			f, other = p.ID(), f
 		}
 	}
 	if err := c.Pause(f); err != nil {
@@ -112,6 +121,19 @@ func TestAlertCopies(t *testing.T) {
 		}
 		return nil
 	})
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(leader), c.URL(other)}})
+	waitFor("leadership handed to "+other, func() error {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := cl.TransferLeadershipVia(actx, c.URL(leader), wire.TransferRequest{ID: other}); err != nil {
+			return err
+		}
+		if l, err := c.Leader(ctx); err != nil || l != other {
+			return fmt.Errorf("leader %q (%v)", l, err)
+		}
+		return nil
+	})
+	sleepPolling(unreachableFor + 3*time.Second) // the new leader's own view passes the threshold
 	if err := c.Resume(f); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +143,7 @@ func TestAlertCopies(t *testing.T) {
 		}
 		return nil
 	})
-	sleepPolling(unreachableFor + noLeaderFor + 3*time.Second)
+	sleepPolling(changedFor + unreachableFor + 3*time.Second)
 
 	evs := rec.snapshot()
 	if err := checkAlertCopies(evs); err != nil {
