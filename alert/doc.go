@@ -25,7 +25,8 @@
 // node records the episodes it sends: one that another node sent is kept
 // silently, and only the node that closes the record sends the resolved
 // event; a leader that steps down leaves an unreachable member's episode to
-// the next leader.
+// the next leader, which resolves it once the member answers it
+// (Config.Reachable) if its own view never flagged the member.
 //
 // Imports only: std
 package alert
