@@ -149,9 +149,8 @@ func TestAlertCopies(t *testing.T) {
 	if err := checkAlertCopies(evs); err != nil {
 		t.Fatalf("%v; events %+v", err, evs)
 	}
-	for _, name := range alert.ClusterRules {
-		n, nodes := rec.count(name, alert.Firing)
-		t.Logf("%s: %d firing from %v", name, n, nodes)
+	for _, e := range evs {
+		t.Logf("%s %s %v %s from %s", e.Alert, e.Status, e.Labels, e.Episode, e.Node)
 	}
 	for _, e := range evs {
 		if e.Alert == alert.NoLeader && e.Status == alert.Firing && e.FiredAt.Sub(e.Since) < noLeaderFor {
