@@ -8,7 +8,8 @@
 // resolves. Each webhook has its own delivery queue, sent in order with
 // retries and exponential backoff (notify.go; a few lines, so no library).
 // The last events stay in an in-memory ring (Manager.Events) for the
-// dashboard.
+// dashboard; Manager.Firing lists what is firing now, including the cluster
+// episodes this node keeps but another node sent.
 //
 // Who sends what, so that a cluster pages once per episode
 // (docs/operations.md, "One page per outage"): the ClusterRules (no leader,

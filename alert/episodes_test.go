@@ -220,3 +220,22 @@ func TestSweepResolvesHandedOverEpisode(t *testing.T) {
 		t.Fatalf("resolved %+v", evs[1])
 	}
 }
+
+// TestFiringIncludesSilentEpisodes: a node that keeps a cluster episode
+// another node sent lists it as firing now, and not once it resolved.
+func TestFiringIncludesSilentEpisodes(t *testing.T) {
+	eps := &memEpisodes{}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a, _ := New(Config{Node: "n1", Episodes: eps})
+	b, _ := New(Config{Node: "n3", Episodes: eps})
+	s := Snapshot{Now: start.Add(6 * time.Second), LeaderlessSince: start, LeaderTerm: 4, DiskFreeRatio: -1}
+	want(t, "n1 sends", a.Step(s), NoLeader+":"+Firing)
+	want(t, "n3 joins silently", b.Step(s))
+	if f := b.Firing(); len(f) != 1 || f[0].Alert != NoLeader || f[0].Episode != "after-term-4" || !f[0].Since.Equal(start) || f[0].Node != "n3" {
+		t.Fatalf("n3 firing now: %+v", f)
+	}
+	want(t, "leader back", b.Step(Snapshot{Now: start.Add(7 * time.Second), Leader: "n2", DiskFreeRatio: -1}), NoLeader+":"+Resolved)
+	if f := b.Firing(); len(f) != 0 {
+		t.Fatalf("n3 firing after resolve: %+v", f)
+	}
+}

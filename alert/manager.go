@@ -146,10 +146,11 @@ type Manager struct {
 	// (sweep); reset when it stops leading.
 	swept map[string]bool
 
-	mu   sync.Mutex
-	ring []Event
-	next int
-	full bool
+	mu     sync.Mutex
+	ring   []Event
+	next   int
+	full   bool
+	firing []Event // what Firing returns, set by each Step
 }
 
 // state is one alert the rules see as true.
@@ -158,6 +159,7 @@ type state struct {
 	pending time.Time // first seen true
 	firing  bool
 	since   time.Time
+	firedAt time.Time // when it fired (or, silent, joined the episode) here
 	// silent: another node sent this cluster episode; this one keeps it
 	// open but sends nothing unless it is the one that closes it.
 	silent bool
@@ -266,6 +268,7 @@ func (m *Manager) Step(s Snapshot) []Event {
 			if st.since.IsZero() {
 				st.since = st.pending
 			}
+			st.firedAt = s.Now
 			st.silent = !m.open(st)
 			if !st.silent {
 				out = append(out, m.event(st, Firing, s.Now))
@@ -296,7 +299,31 @@ func (m *Manager) Step(s Snapshot) []Event {
 	for _, e := range out {
 		m.emit(e)
 	}
+	m.setFiring()
 	return out
+}
+
+// setFiring publishes the alerts firing now for Firing.
+func (m *Manager) setFiring() {
+	var now []Event
+	for _, k := range slices.Sorted(maps.Keys(m.active)) {
+		if st := m.active[k]; st.firing {
+			now = append(now, m.event(st, Firing, st.firedAt))
+		}
+	}
+	m.mu.Lock()
+	m.firing = now
+	m.mu.Unlock()
+}
+
+// Firing returns the alerts firing now as this node sees them, in key
+// order: its node alerts and the cluster episodes it is in, including
+// those another node sent (their FiredAt is when this node joined the
+// episode). Safe for concurrent use; for the dashboard's "firing now".
+func (m *Manager) Firing() []Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.firing)
 }
 
 // unstale drops what s says about the time before a pause: after a gap
