@@ -8,18 +8,26 @@
 // resolves. Each webhook has its own delivery queue, sent in order with
 // retries and exponential backoff (notify.go; a few lines, so no library).
 // The last events stay in an in-memory ring (Manager.Events) for the
-// dashboard.
+// dashboard; Manager.Firing lists what is firing now, including the cluster
+// episodes this node keeps but another node sent.
 //
-// Who sends what, so that a cluster pages once: a cluster rule (leader
-// changed, member unreachable) is evaluated only on the leader; a node rule
-// (parked backlog, Redis breaker, fsync, disk) by the node it is about. "No
-// leader" is sent by the lowest-ID voter that is up: a leaderless node sends
-// it only when no voter with a lower ID answers HTTP (Snapshot.LowerVoterUp,
-// probed by the node); once it sent it, it keeps it (a lower voter that comes
-// up leaderless does not take over, and sends its own if it stays leaderless)
-// until it sees a leader and resolves it. A
-// node that sent a firing alert sends its resolved; a
-// leader that steps down resolves the cluster alerts it had firing.
+// Who sends what, so that a cluster pages once per episode
+// (docs/operations.md, "One page per outage"): the ClusterRules (no leader,
+// leader changed, member unreachable) have a scope of "cluster" and an
+// episode name that every node gives alike; the others are about the node
+// that sends them. Leader rules run only on a leader confirmed by a quorum
+// this sample (the node's sampler sets Snapshot.IsLeader from a read index).
+// "No leader" is sent by the lowest-ID voter that is up: a leaderless node
+// sends it only when no voter with a lower ID answers HTTP
+// (Snapshot.LowerVoterUp); once it sent it, it keeps it until it sees a
+// leader. After a gap between two samples (a pause), cluster conditions
+// count from the resume, so a node never sends from the view it had before
+// it was stopped. With Config.Episodes (Redis, given by the node) every
+// node records the episodes it sends: one that another node sent is kept
+// silently, and only the node that closes the record sends the resolved
+// event; a leader that steps down leaves an unreachable member's episode to
+// the next leader, which resolves it once the member answers it
+// (Config.Reachable) if its own view never flagged the member.
 //
 // Imports only: std
 package alert

@@ -24,6 +24,7 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.ParkedAge, "alert-parked-age", 60e9, "alert TxlogParkedOldest when the oldest unresolved transaction is older")
 	fs.DurationVar(&c.FsyncP99, "alert-fsync-p99", 50e6, "alert TxlogFsyncSlow when the fsync p99 is above this ...")
 	fs.DurationVar(&c.FsyncFor, "alert-fsync-for", 60e9, "... for this long")
+	fs.DurationVar(&c.BackupStale, "alert-backup-stale", 0, "alert TxlogBackupStale when the last good --backup-dir backup is older than this (default 2x --backup-interval)")
 	fs.Func("alert-disk-free-percent", "alert TxlogDiskFreeLow under this percentage of free data disk (default 10)", func(v string) error {
 		f, err := strconv.ParseFloat(v, 64)
 		c.DiskFreePercent = f

@@ -11,8 +11,13 @@ type Snapshot struct {
 	Node string
 	// Leader is the leader's ID as this node knows it; empty while none.
 	Leader string
-	// IsLeader reports whether this node is the leader.
+	// IsLeader reports whether this node is the leader, confirmed this
+	// sample by a quorum (a read index): a leader that was paused or cut off
+	// and has not yet noticed a newer term is not one.
 	IsLeader bool
+	// Term is this node's Raft term; LeaderTerm the term of the last leader
+	// it saw (the episode of a TxlogNoLeader is "no leader after LeaderTerm").
+	Term, LeaderTerm uint64
 	// LeaderlessSince is when this node last saw a leader (or started);
 	// zero while it knows one.
 	LeaderlessSince time.Time
@@ -25,8 +30,10 @@ type Snapshot struct {
 	LeaderChangedAt time.Time
 	PrevLeader      string
 	// Unreachable maps the members whose heartbeats fail (leader only) to how
-	// long ago the leader last heard from them.
+	// long ago the leader last heard from them; Members are the other
+	// members the leader knows (leader only).
 	Unreachable map[string]time.Duration
+	Members     []string
 	// Parked is how many accepted transactions are unresolved here;
 	// ParkedOldest when the oldest of them was accepted (zero if none).
 	Parked       int
@@ -39,6 +46,10 @@ type Snapshot struct {
 	// DiskFreeRatio is the free fraction (0..1) of the data directory's
 	// file system; negative when unknown.
 	DiskFreeRatio float64
+	// BackupLast is when this node last wrote a good scheduled backup (or
+	// when its schedule started, if none yet); zero when --backup-dir is
+	// not set.
+	BackupLast time.Time
 }
 
 // Thresholds are the rules' bounds, each with its flag. Zero means the default.
@@ -51,6 +62,7 @@ type Thresholds struct {
 	FsyncP99         time.Duration // --alert-fsync-p99, default 50ms
 	FsyncFor         time.Duration // --alert-fsync-for, default 1m
 	DiskFreePercent  float64       // --alert-disk-free-percent, default 10
+	BackupStale      time.Duration // --alert-backup-stale: TxlogBackupStale past this age of the last good backup; the node sets 2x --backup-interval when 0
 }
 
 func (t Thresholds) withDefaults() Thresholds {
@@ -65,6 +77,7 @@ func (t Thresholds) withDefaults() Thresholds {
 	def(&t.ParkedAge, 60*time.Second)
 	def(&t.FsyncP99, 50*time.Millisecond)
 	def(&t.FsyncFor, time.Minute)
+	def(&t.BackupStale, 2*time.Hour)
 	if t.ParkedMax == 0 {
 		t.ParkedMax = 1000
 	}
@@ -84,6 +97,18 @@ const (
 	BreakerOpen       = "TxlogRedisBreakerOpen"
 	FsyncSlow         = "TxlogFsyncSlow"
 	DiskLow           = "TxlogDiskFreeLow"
+	BackupStale       = "TxlogBackupStale"
+)
+
+// ClusterRules are the alerts about the cluster, not about the node that
+// sends them: the cluster sends each episode once (doc.go). Every other
+// alert is about one node and is sent by that node.
+var ClusterRules = []string{NoLeader, LeaderChanged, MemberUnreachable}
+
+// Scopes of an Event.
+const (
+	ScopeCluster = "cluster"
+	ScopeNode    = "node"
 )
 
 // Severities.
@@ -103,13 +128,19 @@ type finding struct {
 	// hold is how long the condition must stay true before it fires (the
 	// Manager counts it); 0 fires at once.
 	hold time.Duration
+	// episode names this occurrence of a cluster-wide alert the same way on
+	// every node that sees it (empty for node alerts); tomb says its record
+	// is kept after it resolves, so that a late copy of the same episode is
+	// not sent (episodes named by a term never come back).
+	episode string
+	tomb    bool
 }
 
 // rule is one pure rule: the findings true in s.
 type rule func(s Snapshot, t Thresholds) []finding
 
 // rules are every rule, in the order docs/operations.md lists them.
-var rules = []rule{noLeader, leaderChanged, memberUnreachable, parked, breakerOpen, fsyncSlow, diskLow}
+var rules = []rule{noLeader, leaderChanged, memberUnreachable, parked, breakerOpen, fsyncSlow, diskLow, backupStale}
 
 func noLeader(s Snapshot, t Thresholds) []finding {
 	if s.Leader != "" || s.LeaderlessSince.IsZero() || s.LowerVoterUp {
@@ -118,7 +149,7 @@ func noLeader(s Snapshot, t Thresholds) []finding {
 	if s.Now.Sub(s.LeaderlessSince) <= t.NoLeaderFor {
 		return nil
 	}
-	return []finding{{name: NoLeader, severity: Critical, since: s.LeaderlessSince,
+	return []finding{{name: NoLeader, severity: Critical, since: s.LeaderlessSince, episode: fmt.Sprintf("after-term-%d", s.LeaderTerm), tomb: true,
 		summary: fmt.Sprintf("no raft leader seen by %s for %s", s.Node, s.Now.Sub(s.LeaderlessSince).Round(time.Second))}}
 }
 
@@ -126,9 +157,15 @@ func leaderChanged(s Snapshot, t Thresholds) []finding {
 	if !s.IsLeader || s.LeaderChangedAt.IsZero() || s.Now.Sub(s.LeaderChangedAt) >= t.LeaderChangedFor {
 		return nil
 	}
-	return []finding{{name: LeaderChanged, severity: Warning, since: s.LeaderChangedAt,
+	return []finding{{name: LeaderChanged, severity: Warning, since: s.LeaderChangedAt, episode: fmt.Sprintf("term-%d", s.Term), tomb: true,
 		labels:  map[string]string{"previous": s.PrevLeader, "leader": s.Leader},
 		summary: fmt.Sprintf("raft leader changed from %s to %s", s.PrevLeader, s.Leader)}}
+}
+
+// unreachableFinding is TxlogMemberUnreachable about member id, without
+// its summary and since.
+func unreachableFinding(id string) finding {
+	return finding{name: MemberUnreachable, severity: Critical, episode: "member-" + id, labels: map[string]string{"member": id}}
 }
 
 func memberUnreachable(s Snapshot, t Thresholds) []finding {
@@ -140,9 +177,10 @@ func memberUnreachable(s Snapshot, t Thresholds) []finding {
 		if ago <= t.UnreachableFor {
 			continue
 		}
-		out = append(out, finding{name: MemberUnreachable, severity: Critical, since: s.Now.Add(-ago),
-			labels:  map[string]string{"member": id},
-			summary: fmt.Sprintf("member %s unreachable from the leader for %s", id, ago.Round(time.Second))})
+		f := unreachableFinding(id)
+		f.since = s.Now.Add(-ago)
+		f.summary = fmt.Sprintf("member %s unreachable from the leader for %s", id, ago.Round(time.Second))
+		out = append(out, f)
 	}
 	return out
 }
@@ -181,4 +219,12 @@ func diskLow(s Snapshot, t Thresholds) []finding {
 	}
 	return []finding{{name: DiskLow, severity: Critical,
 		summary: fmt.Sprintf("%.1f%% of the data disk free on %s (bound %g%%)", s.DiskFreeRatio*100, s.Node, t.DiskFreePercent)}}
+}
+
+func backupStale(s Snapshot, t Thresholds) []finding {
+	if s.BackupLast.IsZero() || s.Now.Sub(s.BackupLast) <= t.BackupStale {
+		return nil
+	}
+	return []finding{{name: BackupStale, severity: Warning, since: s.BackupLast.Add(t.BackupStale),
+		summary: fmt.Sprintf("last good backup on %s is %s old (bound %s)", s.Node, s.Now.Sub(s.BackupLast).Round(time.Second), t.BackupStale)}}
 }

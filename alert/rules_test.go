@@ -54,7 +54,7 @@ func TestNoLeaderFiresOnceAndResolves(t *testing.T) {
 	s.Now = c.add(time.Second)
 	evs := m.Step(s)
 	want(t, "past threshold", evs, NoLeader+":"+Firing)
-	if !evs[0].Since.Equal(since) || evs[0].Severity != Critical || evs[0].Node != "n1" {
+	if !evs[0].Since.Equal(since) || !evs[0].FiredAt.Equal(c.t) || !evs[0].At.Equal(c.t) || evs[0].Severity != Critical || evs[0].Node != "n1" {
 		t.Fatalf("firing event %+v", evs[0])
 	}
 	for range 10 {
@@ -63,8 +63,8 @@ func TestNoLeaderFiresOnceAndResolves(t *testing.T) {
 	}
 	evs = m.Step(Snapshot{Now: c.add(time.Second), Leader: "n2", DiskFreeRatio: -1})
 	want(t, "leader back", evs, NoLeader+":"+Resolved)
-	if !evs[0].Since.Equal(c.t) {
-		t.Fatalf("resolved since %v, want %v", evs[0].Since, c.t)
+	if !evs[0].Since.Equal(since) || !evs[0].FiredAt.Equal(c.t) || !evs[0].At.Equal(c.t) || evs[0].Scope != ScopeCluster {
+		t.Fatalf("resolved %+v: want since %v, fired_at and at %v", evs[0], since, c.t)
 	}
 	want(t, "after resolve", m.Step(Snapshot{Now: c.add(time.Second), Leader: "n2", DiskFreeRatio: -1}))
 	if got := statuses(m.Events()); len(got) != 2 {
@@ -132,7 +132,7 @@ func TestFsyncFlapDoesNotFire(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	for _, c := range []Config{{}, {Node: "n1", Format: "xml"}, {Node: "n1", Webhooks: []string{"ftp://x"}}, {Node: "n1", Thresholds: Thresholds{DiskFreePercent: 120}}} {
+	for _, c := range []Config{{}, {Node: "n1", Format: "xml"}, {Node: "n1", Webhooks: []string{"ftp://x"}}, {Node: "n1", Thresholds: Thresholds{DiskFreePercent: 120}}, {Node: "n1", Thresholds: Thresholds{BackupStale: -time.Second}}} {
 		if err := c.Validate(); err == nil {
 			t.Errorf("%+v: no error", c)
 		}

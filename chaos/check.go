@@ -16,6 +16,9 @@ const maxEvidence = 10
 
 // CheckResult is the verdict of one checker, with what it saw.
 type CheckResult struct {
+	// Number is the checker's place in the report, from 1: the same in the
+	// text, the JSON and the HTML (Report.number sets it).
+	Number  int    `json:"number"`
 	Name    string `json:"name"`
 	Pass    bool   `json:"pass"`
 	Summary string `json:"summary"`

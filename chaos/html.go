@@ -5,6 +5,7 @@ import (
 	"html"
 	"html/template"
 	"maps"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 // verdicts, a timeline of faults, the leader over time, and answers and errors
 // per second, drawn as inline SVG. It needs no network and no script.
 func (r *Report) WriteHTML(path string) error {
+	r.number()
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write html report: %w", err)
@@ -139,14 +141,23 @@ func (r *Report) timelineSVG() string {
 	y = r.leaseRows(&b, y, x)
 	y = r.consumerRow(&b, y, x)
 
-	// Answers per second.
+	// Answers per second, with a y axis in answers/s and ticks at a round
+	// step.
 	peak := 1
 	for _, bk := range r.Series {
 		peak = max(peak, bk.OK, bk.Accepted, bk.Rejected, bk.Reads, bk.Errors)
 	}
+	yStep := niceStep(peak, 4)
+	yMax := ((peak + yStep - 1) / yStep) * yStep
 	top := y
 	base := top + chartH
-	fmt.Fprintf(&b, `<text x="4" y="%.1f" class="lbl">answers/s</text><text x="4" y="%.1f" class="lbl">peak %d</text>`, top+10, top+24, peak)
+	yv := func(v int) float64 { return base - chartH*float64(v)/float64(yMax) }
+	fmt.Fprintf(&b, `<text x="4" y="%.1f" class="lbl">answers/s</text>`, top+chartH/2)
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999" class="yaxis"/>`, left, top, left, base)
+	for v := 0; v <= yMax; v += yStep {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/><text x="%.1f" y="%.1f" class="lbl ytick" text-anchor="end">%d/s</text>`,
+			left, yv(v), width-10, yv(v), left-4, yv(v), left, yv(v), left-6, yv(v)+4, v)
+	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/>`, left, base, width-10, base)
 	lines := []struct {
 		name, color string
@@ -161,20 +172,35 @@ func (r *Report) timelineSVG() string {
 	for i, l := range lines {
 		var pts []string
 		for _, bk := range r.Series {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xs(float64(bk.T)+0.5), base-chartH*float64(l.val(bk))/float64(peak)))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xs(float64(bk.T)+0.5), yv(l.val(bk))))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, l.color, strings.Join(pts, " "))
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
-			left+float64(i)*70, base+8, l.color, left+float64(i)*70+14, base+17, l.name)
+			left+float64(i)*70, base+30, l.color, left+float64(i)*70+14, base+39, l.name)
 	}
-	// Time axis.
-	axisY := base + 34
-	step := max(1, int(secs/10))
+	// Time axis, shared by every row above: ticks in seconds since the start.
+	axisY := base + 14
+	step := niceStep(int(secs), 10)
 	for s := 0; float64(s) <= secs; s += step {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><text x="%.1f" y="%.1f" class="lbl">%ds</text>`,
-			xs(float64(s)), faultY, xs(float64(s)), base, xs(float64(s))-6, axisY, s)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#eee"/><line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#999"/><text x="%.1f" y="%.1f" class="lbl xtick" text-anchor="middle">%ds</text>`,
+			xs(float64(s)), faultY, xs(float64(s)), base, xs(float64(s)), base, xs(float64(s)), base+4, xs(float64(s)), axisY, s)
 	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="lbl" text-anchor="end">time since the start (s)</text>`, width-10, base+39)
+	axisY = base + 44
 	return fmt.Sprintf(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f">%s</svg>`, width, axisY+10, b.String())
+}
+
+// niceStep returns a round step (1, 2 or 5 times a power of ten) that cuts
+// 0..peak into at most about n ticks.
+func niceStep(peak, n int) int {
+	raw := max(float64(peak)/float64(max(n, 1)), 1)
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw {
+			return int(m * p)
+		}
+	}
+	return int(10 * p)
 }
 
 // leaseRows draws one row per lease of the lease workload, from y, with its
@@ -250,7 +276,9 @@ var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return "+" + t.Sub(start).Round(time.Millisecond).String()
 	},
-	"join": strings.Join,
+	"join":       strings.Join,
+	"inc":        func(i int) int { return i + 1 },
+	"faultNames": faultNames,
 }).Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>txlog chaos {{.Verdict}} seed {{.Seed}}</title>
 <style>
@@ -266,9 +294,10 @@ pre{margin:0;white-space:pre-wrap;font-size:12px}
 <p>Seed {{.Seed}} · {{.Mode}} cluster · Redis {{.Redis}} · started {{.Started.Format "2006-01-02 15:04:05"}} · ran {{ms .Duration}} · files in {{.Dir}}</p>
 <h2>Checkers</h2>
 <table><tr><th>#</th><th>checker</th><th>verdict</th><th>summary and evidence</th></tr>
-{{range $i, $c := .Checks}}<tr><td>{{$i}}</td><td>{{$c.Name}}</td><td>{{if $c.Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</td>
+{{range $c := .Checks}}<tr><td>{{$c.Number}}</td><td>{{$c.Name}}</td><td>{{if $c.Pass}}<span class="pass">PASS</span>{{else}}<span class="fail">FAIL</span>{{end}}</td>
 <td>{{$c.Summary}}{{if $c.Evidence}}<pre>{{join $c.Evidence "\n"}}</pre>{{end}}{{range $c.Files}}<br>see {{.}}{{end}}</td></tr>
 {{end}}</table>
+<p id="never-injected">Fault kinds never injected: {{if .FaultsNeverInjected}}{{len .FaultsNeverInjected}} of {{len .FaultsConfigured}} configured: {{faultNames .FaultsNeverInjected}}{{else}}none (of {{len .FaultsConfigured}} configured){{end}}</p>
 <h2>Timeline</h2>
 {{.Timeline}}
 <h2>Operations</h2>
@@ -280,7 +309,7 @@ pre{margin:0;white-space:pre-wrap;font-size:12px}
 <p>"to 200" is the time from the injection until the first 200 to a write sent after it; "to 202" the same for 202.</p>
 <h2>Faults</h2>
 <table><tr><th>#</th><th>fault</th><th>nodes</th><th>leader</th><th>injected</th><th>healed</th><th>recovered</th><th>new leader</th><th>after</th><th>error</th></tr>
-{{$s := .Started}}{{range $i, $f := .Faults}}<tr><td>{{$i}}</td><td>{{$f.Kind}}</td><td>{{join $f.Nodes ","}}</td><td>{{$f.Leader}}</td><td>{{at $s $f.Injected}}</td><td>{{at $s $f.Healed}}</td><td>{{at $s $f.Recovered}}</td><td>{{$f.NewLeader}}</td><td>{{ms $f.Election}}</td><td>{{$f.Err}}</td></tr>
+{{$s := .Started}}{{range $i, $f := .Faults}}<tr><td>{{inc $i}}</td><td>{{$f.Kind}}</td><td>{{join $f.Nodes ","}}</td><td>{{$f.Leader}}</td><td>{{at $s $f.Injected}}</td><td>{{at $s $f.Healed}}</td><td>{{at $s $f.Recovered}}</td><td>{{$f.NewLeader}}</td><td>{{ms $f.Election}}</td><td>{{$f.Err}}</td></tr>
 {{end}}</table>
 </body></html>
 `))

@@ -207,7 +207,7 @@ func startMemCluster(t *testing.T, s *memStore, down string) []string {
 
 // memRun runs the verifier in targets mode against s, with fault commands that
 // only write what they were asked into a file, whose lines it returns too.
-func memRun(t *testing.T, s *memStore) (*Report, []string) {
+func memRun(t *testing.T, s *memStore, mods ...func(*Config)) (*Report, []string) {
 	t.Helper()
 	dir := t.TempDir()
 	faults, down := filepath.Join(dir, "faults.txt"), filepath.Join(dir, "down")
@@ -236,6 +236,9 @@ func memRun(t *testing.T, s *memStore) (*Report, []string) {
 		Duration:       20 * time.Second,
 		Seed:           3,
 		ResolveTimeout: 10 * time.Second,
+	}
+	for _, m := range mods {
+		m(&cfg)
 	}
 	rep, err := Run(testCtx(t, time.Minute), cfg)
 	if err != nil {

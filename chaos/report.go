@@ -27,13 +27,18 @@ type Report struct {
 	LeaderKills int `json:"leader_kills"`
 	// PowerLosses counts the powerloss faults; NotRestarted the nodes that
 	// could not be started again after any fault.
-	PowerLosses  int            `json:"power_losses"`
-	NotRestarted int            `json:"not_restarted"`
-	Faults       []FaultEvent   `json:"faults"`
-	FaultStats   []FaultStats   `json:"fault_stats"`
-	Leaders      []LeaderChange `json:"leaders"`
-	Series       []Bucket       `json:"series"`
-	Checks       []CheckResult  `json:"checks"`
+	PowerLosses  int          `json:"power_losses"`
+	NotRestarted int          `json:"not_restarted"`
+	Faults       []FaultEvent `json:"faults"`
+	// FaultsConfigured are the fault kinds the run was given (--faults);
+	// FaultsNeverInjected those of them that never ran (left out, or never
+	// drawn in the time).
+	FaultsConfigured    []Fault        `json:"faults_configured"`
+	FaultsNeverInjected []Fault        `json:"faults_never_injected"`
+	FaultStats          []FaultStats   `json:"fault_stats"`
+	Leaders             []LeaderChange `json:"leaders"`
+	Series              []Bucket       `json:"series"`
+	Checks              []CheckResult  `json:"checks"`
 	// Leases is the lease workload's part; nil when it did not run.
 	Leases *LeaseReport `json:"leases,omitempty"`
 	// Consumers is the consumer workload's part; nil when it did not run.
@@ -68,6 +73,88 @@ type Bucket struct {
 	Rejected int `json:"rejected"`
 	Reads    int `json:"reads"`
 	Errors   int `json:"errors"`
+}
+
+// number numbers the checkers from 1, for every form of the report.
+func (r *Report) number() {
+	for i := range r.Checks {
+		r.Checks[i].Number = i + 1
+	}
+}
+
+// neverInjected returns the kinds of configured that no event of faults
+// injected (the idle leader change after the workload does not count).
+func neverInjected(configured []FaultWeight, faults []FaultEvent) (kinds, never []Fault) {
+	for _, w := range configured {
+		if slices.Contains(kinds, w.Fault) {
+			continue
+		}
+		kinds = append(kinds, w.Fault)
+		if !slices.ContainsFunc(faults, func(f FaultEvent) bool { return f.Kind == w.Fault && !f.Idle && !f.Injected.IsZero() }) {
+			never = append(never, w.Fault)
+		}
+	}
+	return kinds, never
+}
+
+// NameAllFaults is the checker --require-all-faults adds.
+const NameAllFaults = "every configured fault kind injected"
+
+// CheckAllFaults fails when a configured fault kind never ran
+// (--require-all-faults).
+func CheckAllFaults(configured, never []Fault) CheckResult {
+	c := CheckResult{Name: NameAllFaults, Pass: len(never) == 0,
+		Summary: fmt.Sprintf("%d of %d configured fault kinds injected", len(configured)-len(never), len(configured))}
+	for _, f := range never {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("%s: never injected", f))
+	}
+	return c
+}
+
+// neverLine is the summary's line about the fault kinds that never ran.
+func (r *Report) neverLine() string {
+	if len(r.FaultsNeverInjected) == 0 {
+		return fmt.Sprintf("fault kinds never injected: none (of %d configured)\n", len(r.FaultsConfigured))
+	}
+	return fmt.Sprintf("fault kinds never injected: %d of %d configured: %s\n", len(r.FaultsNeverInjected), len(r.FaultsConfigured), faultNames(r.FaultsNeverInjected))
+}
+
+// seconds is d in seconds, the unit of every duration in the JSON report.
+func seconds(d time.Duration) float64 { return d.Seconds() }
+
+// MarshalJSON writes the durations in seconds.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return json.Marshal(struct {
+		plain
+		Duration float64 `json:"duration"`
+	}{plain(r), seconds(r.Duration)})
+}
+
+// MarshalJSON writes the durations in seconds.
+func (s FaultStats) MarshalJSON() ([]byte, error) {
+	type plain FaultStats
+	return json.Marshal(struct {
+		plain
+		To200P50    float64 `json:"to_200_p50"`
+		To200Max    float64 `json:"to_200_max"`
+		To202P50    float64 `json:"to_202_p50"`
+		To202Max    float64 `json:"to_202_max"`
+		ElectionP50 float64 `json:"election_p50,omitempty"`
+		ElectionMax float64 `json:"election_max,omitempty"`
+		RecoveryP50 float64 `json:"recovery_p50"`
+		RecoveryMax float64 `json:"recovery_max"`
+	}{plain(s), seconds(s.To200P50), seconds(s.To200Max), seconds(s.To202P50), seconds(s.To202Max),
+		seconds(s.ElectionP50), seconds(s.ElectionMax), seconds(s.RecoveryP50), seconds(s.RecoveryMax)})
+}
+
+// MarshalJSON writes the durations in seconds.
+func (f FaultEvent) MarshalJSON() ([]byte, error) {
+	type plain FaultEvent
+	return json.Marshal(struct {
+		plain
+		Election float64 `json:"election,omitempty"`
+	}{plain(f), seconds(f.Election)})
 }
 
 // Failed reports whether a checker failed.
@@ -154,6 +241,7 @@ func ms(d time.Duration) string {
 
 // WriteJSON writes the report as indented JSON to path.
 func (r *Report) WriteJSON(path string) error {
+	r.number()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)
@@ -166,6 +254,7 @@ func (r *Report) WriteJSON(path string) error {
 
 // WriteSummary writes the human summary of the run.
 func (r *Report) WriteSummary(w io.Writer) error {
+	r.number()
 	var b strings.Builder
 	c := r.Counts
 	fmt.Fprintf(&b, "chaos run: seed %d, %s cluster, redis %s, %v\n", r.Seed, r.Mode, r.Redis, r.Duration.Round(time.Second))
@@ -175,6 +264,7 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		fmt.Fprintf(&b, "ack mix of the writes: %s\n", FormatAcks(r.Acks))
 	}
 	fmt.Fprintf(&b, "faults: %d, leader SIGKILLs: %d, leader changes seen: %d\n", len(r.Faults), r.LeaderKills, max(0, len(r.Leaders)-1))
+	b.WriteString(r.neverLine())
 	if r.PowerLosses > 0 || r.NotRestarted > 0 {
 		b.WriteString(r.powerLossLine())
 	}
@@ -192,12 +282,12 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	}
 	tw.Flush()
 	b.WriteString("\ncheckers:\n")
-	for i, ch := range r.Checks {
+	for _, ch := range r.Checks {
 		verdict := "PASS"
 		if !ch.Pass {
 			verdict = "FAIL"
 		}
-		fmt.Fprintf(&b, "  %d. %s  %s: %s\n", i+1, verdict, ch.Name, ch.Summary)
+		fmt.Fprintf(&b, "  %d. %s  %s: %s\n", ch.Number, verdict, ch.Name, ch.Summary)
 		if !ch.Pass {
 			for _, e := range ch.Evidence {
 				fmt.Fprintf(&b, "       %s\n", e)
@@ -245,4 +335,31 @@ func counted(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// MarshalJSON writes the durations in seconds.
+func (l LeaseReport) MarshalJSON() ([]byte, error) {
+	type plain LeaseReport
+	return json.Marshal(struct {
+		plain
+		TTL float64 `json:"ttl"`
+	}{plain(l), seconds(l.TTL)})
+}
+
+// MarshalJSON writes the durations in seconds.
+func (s LeaseStats) MarshalJSON() ([]byte, error) {
+	type plain LeaseStats
+	return json.Marshal(struct {
+		plain
+		MaxReplace float64 `json:"max_replace"`
+	}{plain(s), seconds(s.MaxReplace)})
+}
+
+// MarshalJSON writes the durations in seconds.
+func (c ConsumerReport) MarshalJSON() ([]byte, error) {
+	type plain ConsumerReport
+	return json.Marshal(struct {
+		plain
+		TTL float64 `json:"ttl"`
+	}{plain(c), seconds(c.TTL)})
 }

@@ -49,6 +49,9 @@ type Config struct {
 	Duration time.Duration
 	// Seed makes the schedule of faults and the clients' choices replayable.
 	Seed uint64
+	// RequireAllFaults adds a checker that fails when a configured fault
+	// kind was never injected (--require-all-faults).
+	RequireAllFaults bool
 	// ResolveTimeout bounds, after the clients stopped, the wait for every 202 to
 	// resolve and every node to catch up. Default 60s.
 	ResolveTimeout time.Duration
@@ -342,6 +345,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		rep.NotRestarted += len(f.NotRestarted)
 	}
+	rep.FaultsConfigured, rep.FaultsNeverInjected = neverInjected(cfg.Nemesis.Faults, rep.Faults)
 	rep.FaultStats = FaultSummary(ops, rep.Faults)
 	rep.Leaders = mon.Timeline()
 	rep.Series = series(ops, start, rep.Duration)
@@ -370,6 +374,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Consumers, cc = nem.consumers.finish(ctx, ref, rep.Faults, cfg.ResolveTimeout)
 		rep.Checks = append(rep.Checks, cc)
 	}
+	if cfg.RequireAllFaults {
+		rep.Checks = append(rep.Checks, CheckAllFaults(rep.FaultsConfigured, rep.FaultsNeverInjected))
+	}
+	rep.number()
 	return rep, nil
 }
 

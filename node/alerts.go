@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/txlog/txlog/alert"
@@ -21,6 +22,47 @@ import (
 // nil on a node that does not run Raft.
 func (n *Node) Alerts() *alert.Manager { return n.alerts }
 
+// newAlerts returns the node's alert manager and its sampler: --alert-*
+// settings, TxlogBackupStale's bound (default twice --backup-interval) and,
+// with --redis-addr, the episode records that make the cluster page once
+// per cluster-wide episode (alert/doc.go).
+func newAlerts(n *Node, cfg Config) (*alert.Manager, *alertSampler, error) {
+	ac := alertConfig(cfg, n.park)
+	sample := newAlertSampler(n)
+	if ac.Episodes != nil {
+		ac.Reachable = sample.reachable
+	}
+	m, err := alert.New(ac)
+	if err != nil {
+		return nil, nil, err
+	}
+	return m, sample, nil
+}
+
+// alertConfig is the alert manager's configuration of a node with cfg
+// that parks into park (nil without --redis-addr).
+func alertConfig(cfg Config, park parker) alert.Config {
+	ac := cfg.Alert
+	ac.Node, ac.Logger = cfg.ID, cfg.Logger.With("component", "alert")
+	if ac.BackupStale == 0 {
+		ac.BackupStale = 2 * backupInterval(cfg)
+	}
+	if r, ok := park.(*parking.Redis); ok && r != nil {
+		ac.Episodes = r.Episodes()
+	}
+	return ac
+}
+
+var _ alert.Episodes = parking.Episodes{}
+
+// backupInterval is --backup-interval with its default.
+func backupInterval(cfg Config) time.Duration {
+	if cfg.BackupInterval <= 0 {
+		return DefaultBackupInterval
+	}
+	return cfg.BackupInterval
+}
+
 // alertSampler builds the alert.Snapshot of this node once a second, off the
 // write path: Raft's status and membership, the intake's size and oldest
 // entry, the Redis breaker, an fsync probe and the data disk's free space.
@@ -29,9 +71,12 @@ type alertSampler struct {
 	noLeaderFor time.Duration
 
 	lastLeader      string
+	leaderTerm      uint64
 	leaderlessSince time.Time
 	changedAt       time.Time
 	prevLeader      string
+
+	backups atomic.Pointer[scheduler] // set when scheduled backups start
 
 	probe  *os.File          // <DataDir>/alert.probe, fsynced once a sample
 	fsyncs [60]time.Duration // the last minute of probes
@@ -50,7 +95,15 @@ func (a *alertSampler) sample(now time.Time) alert.Snapshot {
 	n := a.n
 	s := alert.Snapshot{Now: now, Node: n.cfg.ID, DiskFreeRatio: diskFree(n.cfg.DataDir)}
 	st := n.raft.Status()
-	s.Leader, s.IsLeader = st.LeaderID, st.State == "leader"
+	s.Leader, s.Term = st.LeaderID, st.Term
+	if st.State == "leader" {
+		// Only a leader a quorum still follows speaks for the cluster: one
+		// that was paused or cut off fails here until it steps down.
+		vctx, cancel := context.WithTimeout(n.life, verifyTimeout)
+		_, err := n.raft.ReadIndex(vctx)
+		cancel()
+		s.IsLeader = err == nil
+	}
 	switch {
 	case s.Leader == "":
 		if a.leaderlessSince.IsZero() {
@@ -66,7 +119,17 @@ func (a *alertSampler) sample(now time.Time) alert.Snapshot {
 		if a.lastLeader != "" && a.lastLeader != s.Leader {
 			a.prevLeader, a.changedAt = a.lastLeader, now
 		}
-		a.lastLeader = s.Leader
+		a.lastLeader, a.leaderTerm = s.Leader, st.Term
+	}
+	s.LeaderTerm = a.leaderTerm
+	if s.LeaderTerm == 0 {
+		// Restarted and no leader seen yet: name the episode by the term
+		// Raft kept, never by a 0 that every restart would share (and
+		// whose closed record would silence the next one).
+		s.LeaderTerm = st.Term
+	}
+	if b := a.backups.Load(); b != nil {
+		s.BackupLast = b.lastGood()
 	}
 	s.LeaderlessSince, s.LeaderChangedAt, s.PrevLeader = a.leaderlessSince, a.changedAt, a.prevLeader
 
@@ -75,6 +138,9 @@ func (a *alertSampler) sample(now time.Time) alert.Snapshot {
 	if s.IsLeader || s.Leader == "" {
 		if members, err := n.raft.Members(ctx); err == nil {
 			for _, m := range members {
+				if s.IsLeader && !m.Leader {
+					s.Members = append(s.Members, m.ID)
+				}
 				if m.Unreachable {
 					if s.Unreachable == nil {
 						s.Unreachable = map[string]time.Duration{}
@@ -113,8 +179,28 @@ func (a *alertSampler) lowerVoterUp(ctx context.Context, members []replication.M
 	return false
 }
 
-// lowerVoterTimeout bounds the question to a lower voter.
-const lowerVoterTimeout = 500 * time.Millisecond
+// reachable reports whether member id answers on the peer link now.
+func (a *alertSampler) reachable(ctx context.Context, id string) bool {
+	members, err := a.n.raft.Members(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range members {
+		if m.ID == id {
+			_, err := a.n.peers.client.Cluster(ctx, m.Addr)
+			_, noAnswer := errors.AsType[*peer.TransportError](err)
+			return !noAnswer // it answered, whatever it said
+		}
+	}
+	return false
+}
+
+// lowerVoterTimeout bounds the question to a lower voter; verifyTimeout
+// the leader's read index.
+const (
+	lowerVoterTimeout = 500 * time.Millisecond
+	verifyTimeout     = 500 * time.Millisecond
+)
 
 // fsyncP99 times one fsync of a small probe file and returns the 99th
 // percentile of the last minute of them. A probe, not the WALs' own

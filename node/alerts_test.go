@@ -58,3 +58,25 @@ func TestDiskSpace(t *testing.T) {
 		t.Fatalf("diskFree of a missing directory = %v, want -1", r)
 	}
 }
+
+// TestAlertBackupStaleDefault: --alert-backup-stale defaults to twice
+// --backup-interval, and a flag given wins.
+func TestAlertBackupStaleDefault(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{[]string{"--backup-dir", "b", "--backup-interval", "10m"}, 20 * time.Minute},
+		{[]string{"--backup-dir", "b"}, 2 * DefaultBackupInterval},
+		{[]string{"--backup-dir", "b", "--backup-interval", "10m", "--alert-backup-stale", "1h"}, time.Hour},
+	} {
+		args := append([]string{"--id", "n1", "--data-dir", t.TempDir()}, c.args...)
+		cfg, err := ParseConfig(args, func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if got := alertConfig(cfg, nil).BackupStale; got != c.want {
+			t.Errorf("%v: BackupStale %s, want %s", c.args, got, c.want)
+		}
+	}
+}

@@ -56,6 +56,16 @@ type scheduler struct {
 	keep    int
 	last    atomic.Int64 // Unix seconds of the last good backup; 0: none
 	written atomic.Int64 // backups written since the start
+	started time.Time    // when the schedule started
+}
+
+// lastGood returns when the last good backup was written, or when the
+// schedule started if none was yet: the age TxlogBackupStale compares.
+func (s *scheduler) lastGood() time.Time {
+	if l := s.last.Load(); l > 0 {
+		return time.Unix(l, 0)
+	}
+	return s.started
 }
 
 // startScheduledBackups starts the scheduled backups when --backup-dir is
@@ -64,7 +74,10 @@ func (n *Node) startScheduledBackups() {
 	if n.cfg.BackupDir == "" {
 		return
 	}
-	s := &scheduler{n: n, dir: n.cfg.BackupDir, keep: max(n.cfg.BackupKeep, 1)}
+	s := &scheduler{n: n, dir: n.cfg.BackupDir, keep: max(n.cfg.BackupKeep, 1), started: time.Now()}
+	if n.sample != nil {
+		n.sample.backups.Store(s) // TxlogBackupStale (alerts.go)
+	}
 	if reg := n.cfg.Metrics; reg != nil {
 		g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "txlog_backup_last_success_timestamp_seconds",
@@ -74,10 +87,7 @@ func (n *Node) startScheduledBackups() {
 			n.log.Warn("register the backup metric", "err", err)
 		}
 	}
-	interval := n.cfg.BackupInterval
-	if interval <= 0 {
-		interval = DefaultBackupInterval
-	}
+	interval := backupInterval(n.cfg)
 	n.wg.Go(func() {
 		every(n.life, interval, nil, func() bool {
 			if err := s.once(); err != nil {

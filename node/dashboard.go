@@ -74,7 +74,7 @@ func (d *dashboard) handler(id string, alerts *alert.Manager) *ui.Handler {
 func alertEvents(evs []alert.Event) []ui.Event {
 	out := make([]ui.Event, len(evs))
 	for i, e := range evs {
-		out[i] = ui.Event{At: e.Since, Kind: ui.EventAlert, Node: e.Node, Message: fmt.Sprintf("[%s] %s (%s): %s", e.Status, e.Alert, e.Severity, e.Summary)}
+		out[i] = ui.Event{At: e.FiredAt, Since: e.Since, FiredAt: e.FiredAt, Kind: ui.EventAlert, Node: e.Node, Message: fmt.Sprintf("[%s] %s (%s): %s", e.Status, e.Alert, e.Severity, e.Summary)}
 	}
 	return out
 }

@@ -292,12 +292,9 @@ func open(ctx context.Context, cfg Config, syncDir func(string) error) (*Node, e
 		}
 	}
 	if n.refused == nil {
-		ac := cfg.Alert
-		ac.Node, ac.Logger = cfg.ID, cfg.Logger.With("component", "alert")
-		if n.alerts, err = alert.New(ac); err != nil {
+		if n.alerts, n.sample, err = newAlerts(n, cfg); err != nil { // alerts.go
 			return nil, err
 		}
-		n.sample = newAlertSampler(n)
 	}
 	var backend api.Backend = n
 	if n.refused != nil {

@@ -18,8 +18,12 @@ const (
 
 // Event is one thing a node saw happen: the JSON of a /v1/events event.
 type Event struct {
-	At      time.Time `json:"at"`
-	Kind    EventKind `json:"kind"`
+	At   time.Time `json:"at"`
+	Kind EventKind `json:"kind"`
+	// Since and FiredAt are set on alerts only: when the condition began
+	// and when the alert was sent (At is FiredAt).
+	Since   time.Time `json:"since,omitzero"`
+	FiredAt time.Time `json:"fired_at,omitzero"`
 	Node    string    `json:"node,omitempty"` // the node it is about: the new leader, the member that joined or left
 	Term    uint64    `json:"term,omitempty"`
 	Message string    `json:"message"`

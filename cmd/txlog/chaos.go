@@ -22,7 +22,8 @@ Runs clients against a txlog cluster while a nemesis kills, pauses and cuts off
 its nodes, then checks that nothing was lost: every 200 is in the log, every 202
 resolved, nothing twice, the same log on every node, a linearizable history.
 It prints a summary, writes --report-json and --report-html, and exits with
-status 1 when a checker failed.
+status 1 when a checker failed. --require-all-faults adds a checker that fails
+when a fault kind of --faults was never injected.
 
 Without --targets it launches a local three-node cluster (txlogd found as for
 'txlog local') with fault proxies on its Raft links and, when redis-server is on
@@ -79,6 +80,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 	interval := cmd.Duration("fault-interval", chaos.DefaultFaultInterval, "quiet time between faults")
 	hold := cmd.Duration("fault-hold", chaos.DefaultHold, "how long a pause, partition or quorum loss lasts")
 	maxFaults := cmd.Int("max-faults", 0, "stop after this many faults (0: run for --duration)")
+	requireAll := cmd.Bool("require-all-faults", false, "fail the run (a failed checker) when a kind in --faults was never injected")
 	powerLossDirs := cmd.String("powerloss-dirs", string(lazyfs.DirsPOSIX), "with --faults powerloss: which fsync makes a directory entry durable, posix (its directory's) or journal (any fsync)")
 	resolveTimeout := cmd.Duration("resolve-timeout", chaos.DefaultResolveTimeout, "bound on the wait for 202s and for the nodes to catch up at the end")
 	leases := cmd.Int("leases", chaos.DefaultLeases, "leases of the lease workload (0: no lease workload, and no pause-holder)")
@@ -128,7 +130,7 @@ func (c *cli) chaos(ctx context.Context, args []string) error {
 		Commands: cmds,
 		Workload: chaos.WorkloadConfig{Clients: *clients, Rate: *rate, Keys: *keys, HotKeys: *hotKeys, Acks: ackMix, Client: *clientMode},
 		Nemesis:  chaos.NemesisConfig{Faults: weights, Interval: *interval, Hold: *hold, MaxFaults: *maxFaults},
-		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout,
+		Duration: *duration, Seed: *seed, ResolveTimeout: *resolveTimeout, RequireAllFaults: *requireAll,
 		PowerLossDirs: dirs,
 		Progress:      c.stderr,
 		Leases:        chaos.LeaseConfig{Off: *leases == 0, Leases: *leases, Contenders: *contenders, TTL: *leaseTTL},

@@ -250,3 +250,28 @@ func TestChaosUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestChaosRequireAllFaults: a fault kind the targets cannot inject
+// (pause-leader without --pause-cmd) is named as never injected; with
+// --require-all-faults the run fails by the checker that says so.
+func TestChaosRequireAllFaults(t *testing.T) {
+	faults := []string{"--faults", "kill-follower,pause-leader"}
+	r, _ := chaosAgainstFake(t, &kvFake{}, faults...)
+	if r.code != 0 || !strings.Contains(r.stdout, "fault kinds never injected: 1 of 2 configured: pause-leader") {
+		t.Fatalf("exit %d, want 0 and the never-injected line\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	r, dir := chaosAgainstFake(t, &kvFake{}, append(faults, "--require-all-faults")...)
+	if r.code != 1 || !strings.Contains(r.stdout, "8. FAIL  every configured fault kind injected") || !strings.Contains(r.stdout, "pause-leader: never injected") {
+		t.Fatalf("exit %d, want 1 and the failed checker\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var rep struct {
+		Never  []string `json:"faults_never_injected"`
+		Checks []struct {
+			Number int  `json:"number"`
+			Pass   bool `json:"pass"`
+		} `json:"checks"`
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "r.json")); err != nil || json.Unmarshal(b, &rep) != nil || len(rep.Never) != 1 || len(rep.Checks) != 8 || rep.Checks[7].Number != 8 || rep.Checks[7].Pass {
+		t.Fatalf("report JSON: %v, %+v", err, rep)
+	}
+}

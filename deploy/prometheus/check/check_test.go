@@ -20,7 +20,7 @@ import (
 
 // wantAlerts are the rules txlogd evaluates itself (alert/rules.go).
 var wantAlerts = []string{"TxlogNoLeader", "TxlogLeaderChanged", "TxlogMemberUnreachable", "TxlogParkedBacklog",
-	"TxlogParkedOldest", "TxlogRedisBreakerOpen", "TxlogFsyncSlow", "TxlogDiskFreeLow"}
+	"TxlogParkedOldest", "TxlogRedisBreakerOpen", "TxlogFsyncSlow", "TxlogDiskFreeLow", "TxlogBackupStale"}
 
 // documented returns the metric names of docs/operations.md's Metrics table.
 func documented(t *testing.T) map[string]bool {
