@@ -140,7 +140,7 @@ func firing(evs []alert.Event) []ui.Alert {
 		if e.Status != alert.Firing {
 			continue
 		}
-		out = append(out, ui.Alert{Alert: e.Alert, Severity: e.Severity, Node: e.Node, Summary: e.Summary, Labels: e.Labels, Since: e.Since})
+		out = append(out, ui.Alert{Alert: e.Alert, Severity: e.Severity, Node: e.Node, Summary: e.Summary, Labels: e.Labels, Since: e.Since, FiredAt: e.FiredAt})
 	}
 	return out
 }
