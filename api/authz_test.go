@@ -36,6 +36,8 @@ var allRoutes = []route{
 	{"GET", "/v1/tx?idempotency_key=k1", "", "read"},
 	{"GET", "/v1/tx/" + txid101(), "", "read"},
 	{"GET", "/v1/kv/al/1", "", "read"},
+	{"GET", "/v1/kv?prefix=al/", "", "read"},
+	{"GET", "/v1/kv?limit=3", "", "read"},
 	{"GET", "/v1/log?from=1", "", "read"},
 	{"GET", "/v1/log/stream?from=1", "", "read"},
 	{"GET", "/v1/leases", "", "read"},

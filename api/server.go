@@ -281,6 +281,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 	on("/v1/tx/batch", accessWrite, tx.handleSubmitBatch).Methods(http.MethodPost)
 	on("/v1/tx/{txid}", accessRead, tx.handleTx).Methods(http.MethodGet)
 	on("/v1/kv/{key:.+}", accessRead, tx.handleGet).Methods(http.MethodGet)
+	on("/v1/kv", accessRead, tx.handleRange).Methods(http.MethodGet) // range.go
 	on("/v1/log", accessRead, lg.handleLog).Methods(http.MethodGet)
 	on(wire.LogStreamPath, accessRead, lg.handleLogStream).Methods(http.MethodGet)
 
@@ -305,6 +306,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 
 	if internal {
 		on("/v1/internal/propose", accessOpen, tx.handlePropose).Methods(http.MethodPost)
+		on("/v1/internal/range", accessOpen, tx.handleInternalRange).Methods(http.MethodPost) // range.go
 	}
 	if m := s.cfg.MetricsHandler; m != nil {
 		on("/metrics", s.openIf(s.cfg.MetricsOpen), s.unscoped(m).ServeHTTP).Methods(http.MethodGet)
@@ -470,6 +472,8 @@ func (a *answers) writeJSON(w http.ResponseWriter, status int, v any) {
 		b, err = a.logPageJSON(v)
 	case wire.KV:
 		b, err = a.kvJSON(v)
+	case rangeAnswer:
+		b, err = a.rangeJSON(v) // range.go
 	default:
 		b, err = wire.MarshalJSON(v)
 	}

@@ -10,27 +10,8 @@ import (
 )
 
 // KeySpan is the keys from Start (included) to End (excluded); End "" has no
-// end. The keys under a prefix P are PrefixSpan(P).
+// end.
 type KeySpan struct{ Start, End string }
-
-// PrefixSpan returns the span of the keys that start with prefix: all keys
-// for "".
-func PrefixSpan(prefix string) KeySpan {
-	return KeySpan{Start: prefix, End: prefixEnd(prefix)}
-}
-
-// prefixEnd returns the least key above every key that starts with prefix,
-// "" when there is none (prefix is empty or all 0xff bytes).
-func prefixEnd(prefix string) string {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1])
-		}
-	}
-	return ""
-}
 
 // has reports whether key is in s.
 func (s KeySpan) has(key string) bool {
