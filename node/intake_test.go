@@ -117,7 +117,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 	lookup := func(key string) (wire.TxResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return n.TxByIdempotencyKey(ctx, key, 0, wire.ReadOptions{})
+		return n.TxByIdempotencyKey(ctx, key, 0, wire.ReadOptions{Consistency: wire.ConsistencyStale}) // no leader: this node's view
 	}
 	wantPending := func(what string, r wire.TxResult, id txid.ID) {
 		t.Helper()
@@ -144,7 +144,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 			t.Fatalf("%sTxByIdempotencyKey(k) = %v, want pending", what, err)
 		}
 		wantPending(what+"lookup by key", res, id)
-		if res, err := n.Tx(context.Background(), id, 0, wire.ReadOptions{}); err != nil {
+		if res, err := n.Tx(context.Background(), id, 0, wire.ReadOptions{Consistency: wire.ConsistencyStale}); err != nil {
 			t.Fatalf("%sTx(%s) = %v", what, id, err)
 		} else {
 			wantPending(what+"lookup by txid", res, id)
