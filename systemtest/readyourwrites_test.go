@@ -573,3 +573,80 @@ func TestRangeScoped(t *testing.T) {
 		t.Errorf("range without a credential = %s, want 401", a)
 	}
 }
+
+// TestReadsWithoutLeader stops two of three nodes and reads every route
+// through the third: by default each answers as a kv read does then (503
+// no_leader), and with consistency=stale each answers from the node's own
+// state.
+func TestReadsWithoutLeader(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	leader := mustLeaderID(ctx, t, c)
+	base := c.URL(leader)
+	res := rywSubmit(ctx, t, base, `{"idempotency_key":"nl-1","ops":[{"op":"put","key":"nl/a","value":1},{"op":"commit_offset","group":"nl-g","offset":1}]}`)
+	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}, Timeout: 10 * time.Second})
+	if _, err := cl.AcquireLease(ctx, "nl/l", "h", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	survivor := aFollower(c, leader)
+	waitUntil(ctx, t, "the lease on "+survivor, func() bool {
+		status, _ := httpDo(ctx, t, http.MethodGet, c.URL(survivor)+"/v1/leases/nl/l?consistency=stale", "")
+		return status == http.StatusOK
+	})
+	for _, p := range c.Nodes() {
+		if p.ID() != survivor {
+			if err := p.Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	surl := c.URL(survivor)
+	waitUntil(ctx, t, survivor+" without a leader", func() bool {
+		status, body := httpDo(ctx, t, http.MethodGet, surl+"/v1/cluster?consistency=stale", "")
+		var st wire.ClusterStatus
+		return status == http.StatusOK && json.Unmarshal(body, &st) == nil && st.LeaderID == ""
+	})
+	paths := []string{"/v1/kv/nl/a", "/v1/kv?prefix=nl/", "/v1/tx/" + res.TxID.String(), "/v1/tx?idempotency_key=nl-1",
+		"/v1/leases/nl/l", "/v1/leases", "/v1/consumers/nl-g", "/v1/consumers", "/v1/cluster"}
+	type got struct {
+		status int
+		code   string
+	}
+	read := func(consistency string) map[string]got {
+		var mu sync.Mutex
+		out := map[string]got{}
+		var wg sync.WaitGroup
+		for _, p := range paths {
+			wg.Go(func() {
+				sep := "?"
+				if strings.Contains(p, "?") {
+					sep = "&"
+				}
+				u := surl + p
+				if consistency != "" {
+					u += sep + "consistency=" + consistency
+				}
+				status, body := rywGet(ctx, u)
+				var e struct{ Error wire.ErrorBody }
+				_ = json.Unmarshal(body, &e)
+				mu.Lock()
+				out[p] = got{status, e.Error.Code}
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return out
+	}
+	def := read("")
+	for _, p := range paths {
+		if def[p] != def["/v1/kv/nl/a"] || def[p].code != wire.CodeNoLeader {
+			t.Errorf("GET %s without a leader = %+v, want as GET /v1/kv/nl/a: %+v (no_leader)", p, def[p], def["/v1/kv/nl/a"])
+		}
+	}
+	for p, g := range read(wire.ConsistencyStale) {
+		if g.status != http.StatusOK {
+			t.Errorf("GET %s?consistency=stale without a leader = %+v, want 200", p, g)
+		}
+	}
+}
