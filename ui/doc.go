@@ -24,8 +24,9 @@
 //     browser's credentials for that node (Basic, a client certificate) apply
 //     to every request it makes; /v1/stats has no CORS header.
 //   - assets/: the page. It polls /v1/cluster, /v1/stats/members,
-//     /v1/events, /v1/leases and /v1/consumers (hidden when it answers 404)
-//     every 2 s, all of its own origin, and says in words when an answer is
+//     /v1/events, /v1/leases and /v1/consumers (hidden when it answers 404),
+//     the first and the last two with consistency=stale (the serving node's
+//     own view, which it has with a leader or without), every 2 s, all of its own origin, and says in words when an answer is
 //     401 (sign in) or 403 (the credential cannot read that part).
 //
 // # What it must not import
