@@ -123,6 +123,10 @@ func newWorld() *world {
 	b.ClusterFunc = func(context.Context) (wire.ClusterStatus, error) {
 		return wire.ClusterStatus{ID: "n1", State: "leader"}, nil
 	}
+	// The keys of a range read: in and out of the scope, as the log has them.
+	b.RangeFunc = func(_ context.Context, req wire.RangeRequest, _ wire.ReadOptions) (wire.KVPage, error) {
+		return rangeOver([]string{"_txlog/audit/x", "al/1", "al/2", "al/3", "al/4", "al/5", "bee/1", "bee/2"}, req), nil
+	}
 	b.JoinFunc = func(context.Context, wire.JoinRequest) (wire.JoinResult, error) {
 		w.wrote("join")
 		return wire.JoinResult{NodeNumber: 2}, nil
@@ -179,7 +183,7 @@ func (w *world) ReleaseLease(_ context.Context, name, _ string, _ uint64, _ bool
 	return nil
 }
 
-func (w *world) Lease(_ context.Context, name string, _ time.Duration, _ uint64) (wire.Lease, error) {
+func (w *world) Lease(_ context.Context, name string, _ time.Duration, _ uint64, _ wire.ReadOptions) (wire.Lease, error) {
 	for _, l := range w.leases {
 		if l.Name == name {
 			return l, nil
@@ -188,9 +192,11 @@ func (w *world) Lease(_ context.Context, name string, _ time.Duration, _ uint64)
 	return wire.Lease{}, wire.ErrNotFound
 }
 
-func (w *world) Leases(context.Context) ([]wire.Lease, error) { return slices.Clone(w.leases), nil }
+func (w *world) Leases(context.Context, wire.ReadOptions) ([]wire.Lease, error) {
+	return slices.Clone(w.leases), nil
+}
 
-func (w *world) Consumer(_ context.Context, group string) (wire.ConsumerGroup, error) {
+func (w *world) Consumer(_ context.Context, group string, _ wire.ReadOptions) (wire.ConsumerGroup, error) {
 	for _, g := range w.groups {
 		if g.Group == group {
 			return g, nil
@@ -199,7 +205,7 @@ func (w *world) Consumer(_ context.Context, group string) (wire.ConsumerGroup, e
 	return wire.ConsumerGroup{}, wire.ErrNotFound
 }
 
-func (w *world) Consumers(context.Context) ([]wire.ConsumerGroup, error) {
+func (w *world) Consumers(context.Context, wire.ReadOptions) ([]wire.ConsumerGroup, error) {
 	return slices.Clone(w.groups), nil
 }
 
@@ -256,4 +262,30 @@ func ask(t *testing.T, h http.Handler, method, target, body, token string, hdr .
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// rangeOver answers req over keys (sorted) as a store would: the keys in
+// req.Spans strictly after req.After, at most req.Limit.
+func rangeOver(keys []string, req wire.RangeRequest) wire.KVPage {
+	page := wire.KVPage{Index: 9, KVs: []wire.KV{}, Next: req.After}
+	for _, k := range keys {
+		in := false
+		for _, s := range req.Spans {
+			in = in || (k >= s.Start && (s.End == "" || k < s.End))
+		}
+		if !in || (req.After != "" && k <= req.After) {
+			continue
+		}
+		if len(page.KVs) == req.Limit {
+			page.More = true
+			break
+		}
+		kv := wire.KV{Key: k, Version: 1, Index: 1}
+		if !req.KeysOnly {
+			kv.Value = json.RawMessage("1")
+		}
+		page.KVs = append(page.KVs, kv)
+		page.Next = k
+	}
+	return page
 }

@@ -38,6 +38,8 @@ var allRoutes = []route{
 	{"GET", wire.TxStreamPath, "", "write"}, // without Upgrade: 400 once the role passes (txstream_test.go opens streams)
 	{"GET", "/v1/tx/" + txid101(), "", "read"},
 	{"GET", "/v1/kv/al/1", "", "read"},
+	{"GET", "/v1/kv?prefix=al/", "", "read"},
+	{"GET", "/v1/kv?limit=3", "", "read"},
 	{"GET", "/v1/log?from=1", "", "read"},
 	{"GET", "/v1/log/stream?from=1", "", "read"},
 	{"GET", "/v1/leases", "", "read"},

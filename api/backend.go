@@ -40,18 +40,24 @@ type Backend interface {
 	Propose(ctx context.Context, payloads [][]byte, opts wire.SubmitOptions) ([]wire.TxResult, error)
 	// Tx looks a transaction up by its ID. With wait > 0 it waits up to wait for a
 	// pending or in-flight transaction to be resolved.
-	Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error)
-	// TxByIdempotencyKey looks a transaction up by its idempotency key. With
-	// forwarded (another node asks: header X-Txlog-Forwarded), it answers only
-	// a transaction that this node accepted and has not resolved, pending, and
-	// asks no other node.
-	TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error)
+	//
+	// Every read takes wire.ReadOptions: its consistency level, which it
+	// keeps as Get does (docs/api.md, "Consistency"), and whether another
+	// node forwarded it.
+	Tx(ctx context.Context, id txid.ID, wait time.Duration, opts wire.ReadOptions) (wire.TxResult, error)
+	// TxByIdempotencyKey looks a transaction up by its idempotency key. Forwarded
+	// without a consistency level (another node asks: header X-Txlog-Forwarded),
+	// it answers only a transaction that this node accepted and has not resolved,
+	// pending, and asks no other node.
+	TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, opts wire.ReadOptions) (wire.TxResult, error)
 	// Get reads one key.
 	Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error)
+	// Range reads a page of keys (api/range.go).
+	Range(ctx context.Context, req wire.RangeRequest, opts wire.ReadOptions) (wire.KVPage, error)
 	// Log returns up to limit committed transactions from index from on.
 	Log(ctx context.Context, from uint64, limit int) (wire.LogPage, error)
 	// Cluster describes this node and the cluster as this node sees it.
-	Cluster(ctx context.Context) (wire.ClusterStatus, error)
+	Cluster(ctx context.Context, opts wire.ReadOptions) (wire.ClusterStatus, error)
 	// Join adds a server to the cluster (forwarded to the leader when needed)
 	// and gives the txid node number it holds there.
 	Join(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error)

@@ -44,8 +44,8 @@ func (h *clusterHandlers) handleReady(w http.ResponseWriter, r *http.Request) {
 
 // handleCluster serves GET /v1/cluster.
 func (h *clusterHandlers) handleCluster(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}) (wire.ClusterStatus, error) {
-		st, err := h.b.Cluster(ctx)
+	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}, opts wire.ReadOptions) (wire.ClusterStatus, error) {
+		st, err := h.b.Cluster(ctx, opts)
 		if st.Members == nil {
 			st.Members = []wire.Member{}
 		}

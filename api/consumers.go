@@ -12,12 +12,12 @@ import (
 // Backend that does not implement it answers those paths 404. Offsets are
 // committed by transactions (Backend.Submit with a commit_offset op).
 type ConsumerBackend interface {
-	// Consumer reads a group's committed offset as this node has applied
-	// it, ErrNotFound when the group has none; Lag is this node's last
-	// applied index minus the offset.
-	Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error)
+	// Consumer reads a group's committed offset at the consistency of opts
+	// (as Backend.Get reads a key), ErrNotFound when the group has none; Lag
+	// is the last applied index of the node that read it minus the offset.
+	Consumer(ctx context.Context, group string, opts wire.ReadOptions) (wire.ConsumerGroup, error)
 	// Consumers lists the groups in name order, as Consumer reads one.
-	Consumers(ctx context.Context) ([]wire.ConsumerGroup, error)
+	Consumers(ctx context.Context, opts wire.ReadOptions) ([]wire.ConsumerGroup, error)
 }
 
 // offsetFields records which of a commit_offset's fields an op object has.
@@ -212,8 +212,8 @@ func (h *consumerHandlers) handleCommitOffset(w http.ResponseWriter, r *http.Req
 
 // handleGet serves GET /v1/consumers/{group}.
 func (h *consumerHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, nil, h.groupArg, func(ctx context.Context, group string) (wire.ConsumerGroup, error) {
-		g, err := h.cb.Consumer(ctx, group)
+	serveRead(h.answers, w, r, nil, h.groupArg, func(ctx context.Context, group string, opts wire.ReadOptions) (wire.ConsumerGroup, error) {
+		g, err := h.cb.Consumer(ctx, group, opts)
 		return g, named(err, wire.MsgConsumerNotFound, group)
 	})
 }
@@ -229,8 +229,8 @@ func (h *consumerHandlers) groupArg(r *http.Request, _ query) (string, time.Dura
 
 // handleList serves GET /v1/consumers.
 func (h *consumerHandlers) handleList(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}) (wire.ConsumerList, error) {
-		cs, err := h.cb.Consumers(ctx)
+	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}, opts wire.ReadOptions) (wire.ConsumerList, error) {
+		cs, err := h.cb.Consumers(ctx, opts)
 		cs = scopeGroups(seer(ctx), cs)
 		if cs == nil {
 			cs = []wire.ConsumerGroup{}

@@ -18,8 +18,12 @@
 //     error answers; errors are answered through wire's code table.
 //   - handlers.go: txHandlers: POST /v1/tx and /v1/tx/batch, the lookups of
 //     GET /v1/tx, GET /v1/kv/{key} and POST /v1/internal/propose.
-//   - read.go: serveRead, the one shape of a read handler (parse, call the
+//   - read.go: serveRead, the one shape of a read handler (parse, read the
+//     consistency and the forwarded header every read takes, call the
 //     backend, answer the error or the JSON).
+//   - range.go: GET /v1/kv?prefix= (range reads), the key spans a credential
+//     sees, and POST /v1/internal/range, by which a node forwards one to the
+//     leader.
 //   - cluster.go: /healthz, /readyz and the /v1/cluster paths.
 //   - decode.go, params.go: request bodies and query parameters, decoded
 //     strictly. Nothing is silently repaired: invalid UTF-8, unknown or

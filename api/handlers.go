@@ -262,8 +262,8 @@ func (h *txHandlers) propose(ctx context.Context, q query, body []byte) ([]wire.
 // handleTx serves GET /v1/tx/{txid}; with auth on, a transaction outside
 // the credential's scope is not found (scopeTx).
 func (h *txHandlers) handleTx(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, []string{"wait"}, h.txArg, func(ctx context.Context, x txLookup) (wire.TxResult, error) {
-		res, err := h.b.Tx(ctx, x.id, x.wait)
+	serveRead(h.answers, w, r, []string{"wait"}, h.txArg, func(ctx context.Context, x txLookup, opts wire.ReadOptions) (wire.TxResult, error) {
+		res, err := h.b.Tx(ctx, x.id, x.wait, opts)
 		if err == nil {
 			res, err = scopeTx(ctx, h.b, seer(ctx), res)
 		}
@@ -273,10 +273,13 @@ func (h *txHandlers) handleTx(w http.ResponseWriter, r *http.Request) {
 
 // txLookup is the argument of a transaction lookup.
 type txLookup struct {
-	id        txid.ID
-	key       string // by idempotency key
-	wait      time.Duration
-	forwarded bool
+	id   txid.ID
+	key  string // by idempotency key
+	wait time.Duration
+	// pendingAsk is a lookup by key that another node forwarded without a
+	// consistency level: it asks for this node's pending transaction only
+	// (Backend.TxByIdempotencyKey).
+	pendingAsk bool
 }
 
 // txArg reads the wait and the {txid} of GET /v1/tx/{txid}.
@@ -299,8 +302,11 @@ func (h *txHandlers) txArg(r *http.Request, q query) (txLookup, time.Duration, e
 // handleTxByIdempotencyKey serves GET /v1/tx?idempotency_key=…, scoped as
 // handleTx is.
 func (h *txHandlers) handleTxByIdempotencyKey(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, []string{"idempotency_key", "wait"}, h.keyArg, func(ctx context.Context, x txLookup) (wire.TxResult, error) {
-		res, err := h.b.TxByIdempotencyKey(ctx, x.key, x.wait, x.forwarded)
+	serveRead(h.answers, w, r, []string{"idempotency_key", "wait"}, h.keyArg, func(ctx context.Context, x txLookup, opts wire.ReadOptions) (wire.TxResult, error) {
+		if x.pendingAsk {
+			opts.Consistency = "" // as Backend.TxByIdempotencyKey reads it
+		}
+		res, err := h.b.TxByIdempotencyKey(ctx, x.key, x.wait, opts)
 		if err == nil {
 			res, err = scopeTx(ctx, h.b, seer(ctx), res)
 		}
@@ -308,7 +314,7 @@ func (h *txHandlers) handleTxByIdempotencyKey(w http.ResponseWriter, r *http.Req
 	})
 }
 
-// keyArg reads the wait, the idempotency_key and the forwarded header of
+// keyArg reads the wait and the idempotency_key of
 // GET /v1/tx?idempotency_key=….
 func (h *txHandlers) keyArg(r *http.Request, q query) (txLookup, time.Duration, error) {
 	wait, err := q.duration("wait", 0, h.cfg.MaxTimeout, true)
@@ -326,7 +332,7 @@ func (h *txHandlers) keyArg(r *http.Request, q query) (txLookup, time.Duration, 
 	if err != nil {
 		return txLookup{}, 0, err
 	}
-	return txLookup{key: key, wait: wait, forwarded: forwarded}, wait, nil
+	return txLookup{key: key, wait: wait, pendingAsk: forwarded && !q.has(paramConsistency)}, wait, nil
 }
 
 // forwardedHeader reads the header HeaderForwarded: absent, or "1".
@@ -343,37 +349,23 @@ func forwardedHeader(r *http.Request) (bool, error) {
 
 // handleGet serves GET /v1/kv/{key}.
 func (h *txHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, []string{"consistency"}, h.getArg, func(ctx context.Context, x keyRead) (wire.KV, error) {
-		kv, err := h.b.Get(ctx, x.key, x.opts)
+	serveRead(h.answers, w, r, nil, h.getArg, func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
+		kv, err := h.b.Get(ctx, key, opts)
 		if kv.Value == nil {
 			kv.Value = []byte("null")
 		}
-		return kv, named(err, wire.MsgKeyNotFound, x.key)
+		return kv, named(err, wire.MsgKeyNotFound, key)
 	})
 }
 
-// keyRead is the argument of GET /v1/kv/{key}.
-type keyRead struct {
-	key  string
-	opts wire.ReadOptions
-}
-
-// getArg reads the consistency, the forwarded header and the {key} of
-// GET /v1/kv/{key}.
-func (h *txHandlers) getArg(r *http.Request, q query) (keyRead, time.Duration, error) {
-	var x keyRead
-	var err error
-	if x.opts.Consistency, err = q.choice("consistency", wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale); err != nil {
-		return x, 0, err
+// getArg reads the {key} of GET /v1/kv/{key}.
+func (h *txHandlers) getArg(r *http.Request, _ query) (string, time.Duration, error) {
+	key, err := pathVar(r, "key")
+	if err != nil {
+		return "", 0, err
 	}
-	if x.opts.Forwarded, err = forwardedHeader(r); err != nil {
-		return x, 0, err
+	if err := checkKey(key, "key", h.cfg.MaxKeyBytes); err != nil {
+		return "", 0, asError(err, wire.CodeInvalidParam)
 	}
-	if x.key, err = pathVar(r, "key"); err != nil {
-		return x, 0, err
-	}
-	if err := checkKey(x.key, "key", h.cfg.MaxKeyBytes); err != nil {
-		return x, 0, asError(err, wire.CodeInvalidParam)
-	}
-	return x, 0, checkSees(seer(r.Context()), "key", x.key)
+	return key, 0, checkSees(seer(r.Context()), "key", key)
 }

@@ -25,10 +25,11 @@ type LeaseBackend interface {
 	// Lease reads a live lease, ErrNotFound when it is free or expired. With
 	// wait > 0 it waits up to wait: with afterToken 0 for the lease to be
 	// held, else until it is held with a token above afterToken or free;
-	// after wait it answers as it is.
-	Lease(ctx context.Context, name string, wait time.Duration, afterToken uint64) (wire.Lease, error)
-	// Leases lists the live leases in name order.
-	Leases(ctx context.Context) ([]wire.Lease, error)
+	// after wait it answers as it is. It reads at the consistency of opts,
+	// as Backend.Get reads a key.
+	Lease(ctx context.Context, name string, wait time.Duration, afterToken uint64, opts wire.ReadOptions) (wire.Lease, error)
+	// Leases lists the live leases in name order, as Lease reads one.
+	Leases(ctx context.Context, opts wire.ReadOptions) ([]wire.Lease, error)
 }
 
 // leaseHandlers serve /v1/leases. Without a LeaseBackend (lb nil) the
@@ -210,8 +211,8 @@ func positiveParam(q query, name string) (uint64, error) {
 
 // handleGet serves GET /v1/leases/{name}[?wait=D&after_token=N].
 func (h *leaseHandlers) handleGet(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, []string{"wait", "after_token"}, h.getArg, func(ctx context.Context, x leaseRead) (wire.Lease, error) {
-		l, err := h.lb.Lease(ctx, x.name, x.wait, x.after)
+	serveRead(h.answers, w, r, []string{"wait", "after_token"}, h.getArg, func(ctx context.Context, x leaseRead, opts wire.ReadOptions) (wire.Lease, error) {
+		l, err := h.lb.Lease(ctx, x.name, x.wait, x.after, opts)
 		return scopeLease(seer(ctx), l), named(err, wire.MsgLeaseNotFound, x.name)
 	})
 }
@@ -247,8 +248,8 @@ func (h *leaseHandlers) getArg(r *http.Request, q query) (leaseRead, time.Durati
 
 // handleList serves GET /v1/leases.
 func (h *leaseHandlers) handleList(w http.ResponseWriter, r *http.Request) {
-	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}) (wire.LeaseList, error) {
-		ls, err := h.lb.Leases(ctx)
+	serveRead(h.answers, w, r, nil, noArg, func(ctx context.Context, _ struct{}, opts wire.ReadOptions) (wire.LeaseList, error) {
+		ls, err := h.lb.Leases(ctx, opts)
 		ls = scopeLeases(seer(ctx), ls)
 		if ls == nil {
 			ls = []wire.Lease{}

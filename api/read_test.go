@@ -28,7 +28,7 @@ func TestServeRead(t *testing.T) {
 		serveRead(a, rec, r, []string{"x"}, func(_ *http.Request, q query) (string, time.Duration, error) {
 			v, _ := q.get("x")
 			return v, wait, argErr
-		}, func(ctx context.Context, x string) (out, error) {
+		}, func(ctx context.Context, x string, _ wire.ReadOptions) (out, error) {
 			called = true
 			if x != "7" {
 				t.Errorf("call got %q, want 7", x)

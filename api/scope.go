@@ -167,11 +167,34 @@ func scopeTx(ctx context.Context, b Backend, p *auth.Principal, res wire.TxResul
 		res.Versions, res.Conflict = nil, nil
 		return res, nil
 	}
-	page, err := b.Log(ctx, res.Index, 1)
+	page, err := logAt(ctx, b, res.Index)
 	if err != nil || len(page.Entries) == 0 || page.Entries[0].Index != res.Index || !seesEntry(p, &page.Entries[0]) {
 		return wire.TxResult{}, wire.ErrNotFound
 	}
 	return scopeResult(p, res), nil
+}
+
+// logAt reads the log page of one entry from index on. A lookup read at the
+// leader (linearizable or leader consistency) may name an entry this node has
+// not applied yet: it waits for this node to apply it, until ctx ends, when
+// the Backend tells when it applies (LogFollower.Applied).
+func logAt(ctx context.Context, b Backend, index uint64) (wire.LogPage, error) {
+	applied, _ := b.(interface{ Applied() <-chan struct{} })
+	for {
+		var ch <-chan struct{}
+		if applied != nil {
+			ch = applied.Applied() // before the read: an apply after it closes ch
+		}
+		page, err := b.Log(ctx, index, 1)
+		if err != nil || len(page.Entries) > 0 || ch == nil {
+			return page, err
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return page, nil
+		}
+	}
 }
 
 // scopeLeases returns the leases of ls that p sees, without their tokens

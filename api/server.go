@@ -292,6 +292,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 	on(wire.TxStreamPath, accessWrite, s.txStreamRoute(internal)).Methods(http.MethodGet) // txstream.go
 	on("/v1/tx/{txid}", accessRead, tx.handleTx).Methods(http.MethodGet)
 	on("/v1/kv/{key:.+}", accessRead, tx.handleGet).Methods(http.MethodGet)
+	on("/v1/kv", accessRead, tx.handleRange).Methods(http.MethodGet) // range.go
 	on("/v1/log", accessRead, lg.handleLog).Methods(http.MethodGet)
 	on(wire.LogStreamPath, accessRead, lg.handleLogStream).Methods(http.MethodGet)
 
@@ -316,6 +317,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 
 	if internal {
 		on("/v1/internal/propose", accessOpen, tx.handlePropose).Methods(http.MethodPost)
+		on("/v1/internal/range", accessOpen, tx.handleInternalRange).Methods(http.MethodPost) // range.go
 	}
 	if m := s.cfg.MetricsHandler; m != nil {
 		on("/metrics", s.openIf(s.cfg.MetricsOpen), s.unscoped(m).ServeHTTP).Methods(http.MethodGet)
@@ -482,6 +484,8 @@ func (a *answers) writeJSON(w http.ResponseWriter, status int, v any) {
 		b, err = a.logPageJSON(v)
 	case wire.KV:
 		b, err = a.kvJSON(v)
+	case rangeAnswer:
+		b, err = a.rangeJSON(v) // range.go
 	default:
 		b, err = wire.MarshalJSON(v)
 	}

@@ -285,7 +285,7 @@ func (ts *txStreams) leader(ctx context.Context) (string, string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, ts.s.cfg.DefaultTimeout)
 	defer cancel()
-	cs, _ := ts.s.tx.b.Cluster(ctx)
+	cs, _ := ts.s.tx.b.Cluster(ctx, wire.ReadOptions{Consistency: wire.ConsistencyStale}) // this node's own view, leader or not
 	return cs.ID, cs.LeaderHTTPAddr
 }
 

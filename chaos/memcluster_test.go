@@ -129,7 +129,7 @@ func (n *memNode) Propose(context.Context, [][]byte, wire.SubmitOptions) ([]wire
 	return nil, errMemUnsupported
 }
 
-func (n *memNode) Tx(_ context.Context, id txid.ID, _ time.Duration) (wire.TxResult, error) {
+func (n *memNode) Tx(_ context.Context, id txid.ID, _ time.Duration, _ wire.ReadOptions) (wire.TxResult, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	if i, ok := n.s.byID[id]; ok {
@@ -138,7 +138,7 @@ func (n *memNode) Tx(_ context.Context, id txid.ID, _ time.Duration) (wire.TxRes
 	return wire.TxResult{}, wire.ErrNotFound
 }
 
-func (n *memNode) TxByIdempotencyKey(_ context.Context, key string, _ time.Duration, _ bool) (wire.TxResult, error) {
+func (n *memNode) TxByIdempotencyKey(_ context.Context, key string, _ time.Duration, _ wire.ReadOptions) (wire.TxResult, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	if i, ok := n.s.byKey[key]; ok {
@@ -171,7 +171,11 @@ func (n *memNode) Log(_ context.Context, from uint64, limit int) (wire.LogPage, 
 	return page, nil
 }
 
-func (n *memNode) Cluster(context.Context) (wire.ClusterStatus, error) {
+func (n *memNode) Range(context.Context, wire.RangeRequest, wire.ReadOptions) (wire.KVPage, error) {
+	return wire.KVPage{}, wire.ErrNotFound
+}
+
+func (n *memNode) Cluster(context.Context, wire.ReadOptions) (wire.ClusterStatus, error) {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	leader := n.leader()

@@ -13,19 +13,25 @@ import (
 // state.
 type cluster struct{ *conn }
 
-// Cluster describes the cluster as any node sees it.
+// Cluster describes the cluster through any node, linearizable: the
+// leader, term, commit index and members are the leader's, current as of
+// the call (docs/api.md, "Consistency"); no leader is ErrNoLeader.
 func (c *cluster) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster"}, true, &st)
 	return st, err
 }
 
-// ClusterFrom describes the cluster as the node at baseURL sees it.
+// ClusterFrom describes the cluster as the node at baseURL sees it
+// (consistency=stale), with a leader or without.
 func (c *cluster) ClusterFrom(ctx context.Context, baseURL string) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	err := c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/v1/cluster"}, &st)
+	err := c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/v1/cluster", query: staleQuery()}, &st)
 	return st, err
 }
+
+// staleQuery is the query of a read of one node's own view.
+func staleQuery() url.Values { return url.Values{"consistency": {wire.ConsistencyStale}} }
 
 func joinRequest(req wire.JoinRequest) (request, error) {
 	body, err := wire.MarshalJSON(req)

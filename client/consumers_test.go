@@ -19,7 +19,7 @@ type fakeConsumers struct {
 
 var _ api.ConsumerBackend = (*fakeConsumers)(nil)
 
-func (f *fakeConsumers) Consumer(_ context.Context, group string) (wire.ConsumerGroup, error) {
+func (f *fakeConsumers) Consumer(_ context.Context, group string, _ wire.ReadOptions) (wire.ConsumerGroup, error) {
 	g, ok := f.groups[group]
 	if !ok {
 		return wire.ConsumerGroup{}, wire.ErrNotFound
@@ -27,7 +27,7 @@ func (f *fakeConsumers) Consumer(_ context.Context, group string) (wire.Consumer
 	return g, nil
 }
 
-func (f *fakeConsumers) Consumers(context.Context) ([]wire.ConsumerGroup, error) {
+func (f *fakeConsumers) Consumers(context.Context, wire.ReadOptions) ([]wire.ConsumerGroup, error) {
 	var out []wire.ConsumerGroup
 	for _, name := range []string{"a/b", "z"} {
 		if g, ok := f.groups[name]; ok {

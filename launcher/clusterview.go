@@ -88,7 +88,7 @@ func (v *clusterView) agreedLeader(ctx context.Context) (string, error) {
 func (v *clusterView) status(ctx context.Context, id string) (wire.ClusterStatus, error) {
 	c := v.c
 	var s wire.ClusterStatus
-	body, err := c.get(ctx, id, "/v1/cluster")
+	body, err := c.get(ctx, id, "/v1/cluster?consistency=stale") // its own view, leader or not
 	if err != nil {
 		return s, err
 	}

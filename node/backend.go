@@ -139,8 +139,29 @@ func (n *Node) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.
 	return res, err
 }
 
-// Cluster implements api.Backend.
-func (n *Node) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
+// Cluster implements api.Backend: this node (its ID, state, applied index
+// and extra) and the cluster: as this node sees it with consistency stale,
+// else as the leader does (consistentRead), so that the leader, term,
+// commit index and members are the leader's, current as of the read.
+func (n *Node) Cluster(ctx context.Context, opts wire.ReadOptions) (wire.ClusterStatus, error) {
+	if opts.Consistency == wire.ConsistencyStale {
+		return n.clusterHere(ctx)
+	}
+	cs, err := consistentRead(ctx, n.lookups, opts, n.clusterHere, func(ctx context.Context, addr string, opts wire.ReadOptions) (wire.ClusterStatus, error) {
+		var st wire.ClusterStatus
+		err := n.peers.client.Read(ctx, addr, "/v1/cluster", nil, opts, &st)
+		return st, err
+	})
+	if err != nil || cs.ID == n.cfg.ID {
+		return cs, err
+	}
+	here, err := n.clusterHere(ctx)
+	cs.ID, cs.State, cs.AppliedIndex, cs.Extra = here.ID, here.State, here.AppliedIndex, here.Extra
+	return cs, err
+}
+
+// clusterHere describes this node and the cluster as this node sees it.
+func (n *Node) clusterHere(ctx context.Context) (wire.ClusterStatus, error) {
 	st := n.raft.Status()
 	cs := wire.ClusterStatus{
 		ID:           n.cfg.ID,

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"net/url"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -19,33 +20,44 @@ type consumers struct {
 	db   *store.DB
 }
 
-// Consumer implements api.ConsumerBackend. It reads this node's applied
-// state after catching up with the leader's commit index, as a lookup does.
-func (cg *consumers) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
-	cg.look.catchUp(ctx)
-	c, err := cg.db.Reads().Consumer(group)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return wire.ConsumerGroup{}, wire.New(wire.MsgConsumerNotFound, group)
-	case err != nil:
-		return wire.ConsumerGroup{}, err
-	}
-	return fromConsumer(c, cg.db.AppliedIndex()), nil
+// Consumer implements api.ConsumerBackend, at the consistency of opts
+// (consistentRead).
+func (cg *consumers) Consumer(ctx context.Context, group string, opts wire.ReadOptions) (wire.ConsumerGroup, error) {
+	return consistentRead(ctx, cg.look, opts, func(context.Context) (wire.ConsumerGroup, error) {
+		c, err := cg.db.Reads().Consumer(group)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return wire.ConsumerGroup{}, wire.New(wire.MsgConsumerNotFound, group)
+		case err != nil:
+			return wire.ConsumerGroup{}, err
+		}
+		return fromConsumer(c, cg.db.AppliedIndex()), nil
+	}, func(ctx context.Context, addr string, opts wire.ReadOptions) (wire.ConsumerGroup, error) {
+		var g wire.ConsumerGroup
+		err := cg.look.peers.client.Read(ctx, addr, "/v1/consumers/"+url.PathEscape(group), nil, opts, &g)
+		return g, err
+	})
 }
 
-// Consumers implements api.ConsumerBackend.
-func (cg *consumers) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
-	cg.look.catchUp(ctx)
-	cs, err := cg.db.Reads().Consumers()
-	if err != nil {
-		return nil, err
-	}
-	applied := cg.db.AppliedIndex()
-	out := make([]wire.ConsumerGroup, len(cs))
-	for i, c := range cs {
-		out[i] = fromConsumer(c, applied)
-	}
-	return out, nil
+// Consumers implements api.ConsumerBackend, at the consistency of opts
+// (consistentRead).
+func (cg *consumers) Consumers(ctx context.Context, opts wire.ReadOptions) ([]wire.ConsumerGroup, error) {
+	return consistentRead(ctx, cg.look, opts, func(context.Context) ([]wire.ConsumerGroup, error) {
+		cs, err := cg.db.Reads().Consumers()
+		if err != nil {
+			return nil, err
+		}
+		applied := cg.db.AppliedIndex()
+		out := make([]wire.ConsumerGroup, len(cs))
+		for i, c := range cs {
+			out[i] = fromConsumer(c, applied)
+		}
+		return out, nil
+	}, func(ctx context.Context, addr string, opts wire.ReadOptions) ([]wire.ConsumerGroup, error) {
+		var list wire.ConsumerList
+		err := cg.look.peers.client.Read(ctx, addr, "/v1/consumers", nil, opts, &list)
+		return list.Consumers, err
+	})
 }
 
 // fromConsumer converts a group's state; lag is applied minus the offset,

@@ -13,7 +13,8 @@
 // Node): the write path (writer, write.go) over the intake (intake.go), the
 // proposer (propose.go) and ack=all's checks (ackall.go); the replayer
 // (replay.go); lookups, the reads of api.Backend and api.LogFollower
-// (lookup.go), leases, api.LeaseBackend (lease.go), and consumers,
+// (lookup.go, range.go), each at its consistency through consistentRead
+// (consistent.go), leases, api.LeaseBackend (lease.go), and consumers,
 // api.ConsumerBackend (consumer.go), which Node embeds, so that Node itself
 // is what api.NewServer serves; callbacks, the deliverer on the leader
 // (notify.go); peers, the one place that finds other nodes' peer addresses

@@ -240,7 +240,7 @@ func TestProposeRefusesBadFrames(t *testing.T) {
 		t.Fatalf("the good frame = %+v (error %+v), want committed", r, r.Error)
 	}
 	for _, id := range []txid.ID{notJSON, other, future} {
-		if _, err := n.Tx(ctx, id, 0); !errors.Is(err, wire.ErrNotFound) {
+		if _, err := n.Tx(ctx, id, 0, wire.ReadOptions{}); !errors.Is(err, wire.ErrNotFound) {
 			t.Fatalf("Tx(%s) of a refused frame = %v, want not found", id, err)
 		}
 	}

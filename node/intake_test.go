@@ -117,7 +117,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 	lookup := func(key string) (wire.TxResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return n.TxByIdempotencyKey(ctx, key, 0, false)
+		return n.TxByIdempotencyKey(ctx, key, 0, wire.ReadOptions{Consistency: wire.ConsistencyStale}) // no leader: this node's view
 	}
 	wantPending := func(what string, r wire.TxResult, id txid.ID) {
 		t.Helper()
@@ -144,7 +144,7 @@ func TestIntakeIdempotencyKeys(t *testing.T) {
 			t.Fatalf("%sTxByIdempotencyKey(k) = %v, want pending", what, err)
 		}
 		wantPending(what+"lookup by key", res, id)
-		if res, err := n.Tx(context.Background(), id, 0); err != nil {
+		if res, err := n.Tx(context.Background(), id, 0, wire.ReadOptions{Consistency: wire.ConsistencyStale}); err != nil {
 			t.Fatalf("%sTx(%s) = %v", what, id, err)
 		} else {
 			wantPending(what+"lookup by txid", res, id)
@@ -257,7 +257,7 @@ func TestProposeReusedKey(t *testing.T) {
 	if r := res[1]; r.Error != nil || !r.Duplicate || r.TxID != orig.TxID || r.Status != wire.StatusCommitted {
 		t.Fatalf("the same transaction under k = %+v, want a duplicate of %s", r, orig.TxID)
 	}
-	if _, err := n.Tx(ctx, other, 0); !errors.Is(err, wire.ErrNotFound) {
+	if _, err := n.Tx(ctx, other, 0, wire.ReadOptions{}); !errors.Is(err, wire.ErrNotFound) {
 		t.Fatalf("Tx() of the refused proposal = %v, want not found", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/txlog/txlog/api"
@@ -141,11 +143,25 @@ func leaseNow(db *store.DB) int64 {
 	return now
 }
 
-// Lease implements api.LeaseBackend. It reads this node's applied state
-// after catching up with the leader's commit index, as a lookup does; the
-// long poll wakes on each applied entry and at the lease's expiry.
-func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
-	lb.look.catchUp(ctx)
+// Lease implements api.LeaseBackend, at the consistency of opts
+// (consistentRead).
+func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, after uint64, opts wire.ReadOptions) (wire.Lease, error) {
+	return consistentRead(ctx, lb.look, opts, func(ctx context.Context) (wire.Lease, error) {
+		return lb.lease(ctx, name, wait, after)
+	}, func(ctx context.Context, addr string, opts wire.ReadOptions) (wire.Lease, error) {
+		q := waitQuery(wait)
+		if after > 0 {
+			q.Set("after_token", strconv.FormatUint(after, 10))
+		}
+		var l wire.Lease
+		err := lb.look.peers.client.Read(ctx, addr, "/v1/leases/"+url.PathEscape(name), q, opts, &l)
+		return l, err
+	})
+}
+
+// lease reads a lease from this node's applied state; the long poll wakes
+// on each applied entry and at the lease's expiry.
+func (lb *leases) lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		// The index before the read: an entry applied after it wakes the
@@ -182,10 +198,20 @@ func (lb *leases) Lease(ctx context.Context, name string, wait time.Duration, af
 	}
 }
 
-// Leases implements api.LeaseBackend: the live leases in this node's
-// applied state.
-func (lb *leases) Leases(ctx context.Context) ([]wire.Lease, error) {
-	lb.look.catchUp(ctx)
+// Leases implements api.LeaseBackend: the live leases, at the consistency
+// of opts (consistentRead).
+func (lb *leases) Leases(ctx context.Context, opts wire.ReadOptions) ([]wire.Lease, error) {
+	return consistentRead(ctx, lb.look, opts, func(context.Context) ([]wire.Lease, error) {
+		return lb.leases()
+	}, func(ctx context.Context, addr string, opts wire.ReadOptions) ([]wire.Lease, error) {
+		var list wire.LeaseList
+		err := lb.look.peers.client.Read(ctx, addr, "/v1/leases", nil, opts, &list)
+		return list.Leases, err
+	})
+}
+
+// leases returns the live leases in this node's applied state.
+func (lb *leases) leases() ([]wire.Lease, error) {
 	ls, err := lb.db.Reads().Leases()
 	if err != nil {
 		return nil, err

@@ -114,7 +114,7 @@ func TestLeaseFenceThroughNode(t *testing.T) {
 	if fencedEntries != 3 {
 		t.Fatalf("%d log entries show their fence, want 3", fencedEntries)
 	}
-	ls, err := n.Leases(ctx)
+	ls, err := n.Leases(ctx, wire.ReadOptions{})
 	if err != nil || len(ls) != 1 || ls[0].Holder != "b" || ls[0].Token != b.Token {
 		t.Fatalf("Leases() = %+v, %v", ls, err)
 	}
@@ -134,7 +134,7 @@ func TestLeaseLongPoll(t *testing.T) {
 	poll := func(after uint64) chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			l, err := n.Lease(ctx, "l", 15*time.Second, after)
+			l, err := n.Lease(ctx, "l", 15*time.Second, after, wire.ReadOptions{})
 			ch <- answer{l, err}
 		}()
 		return ch

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"net/url"
 	"sync"
 	"time"
 
@@ -27,19 +28,40 @@ type lookups struct {
 	mem    *membership
 }
 
-// Tx implements api.Backend: a transaction by its txid.
-func (l *lookups) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
-	return l.lookup(ctx, wait, id, func() (store.Outcome, error) { return l.db.Reads().Tx(id) },
-		func(ctx context.Context) (wire.TxResult, bool) { return l.pendingAnywhere(ctx, id) })
+// Tx implements api.Backend: a transaction by its txid, at the consistency
+// of opts (consistentRead).
+func (l *lookups) Tx(ctx context.Context, id txid.ID, wait time.Duration, opts wire.ReadOptions) (wire.TxResult, error) {
+	return consistentRead(ctx, l, opts, func(ctx context.Context) (wire.TxResult, error) {
+		return l.lookup(ctx, wait, id, func() (store.Outcome, error) { return l.db.Reads().Tx(id) },
+			func(ctx context.Context) (wire.TxResult, bool) { return l.pendingAnywhere(ctx, id) })
+	}, func(ctx context.Context, addr string, opts wire.ReadOptions) (wire.TxResult, error) {
+		var res wire.TxResult
+		err := l.peers.client.Read(ctx, addr, "/v1/tx/"+id.String(), waitQuery(wait), opts, &res)
+		return res, err
+	})
 }
 
-// TxByIdempotencyKey implements api.Backend. A key that is not in the store
+// waitQuery is the query of a forwarded long poll: wait, if any.
+func waitQuery(wait time.Duration) url.Values {
+	q := url.Values{}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	return q
+}
+
+// TxByIdempotencyKey implements api.Backend, at the consistency of opts
+// (consistentRead). A key that is not in the store
 // but unresolved in a node's intake (in flight or parked) is "pending", with
 // the txid that node gave it: this node's intake, else every other node's,
 // which it asks (forwarded, so that they ask no further). A key names no node,
 // as a txid does, hence the asking of all.
-func (l *lookups) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, forwarded bool) (wire.TxResult, error) {
-	if forwarded {
+//
+// A forwarded lookup without a consistency level is such an ask
+// (peer.Client.PendingKey): it answers only from this node's intake. One
+// with a level is a read another node forwards to this one, the leader.
+func (l *lookups) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, opts wire.ReadOptions) (wire.TxResult, error) {
+	if opts.Forwarded && opts.Consistency == "" {
 		// The store is the same on every node: what the asking node did not
 		// find there, only an intake may hold.
 		if res, ok := l.pendingKeyHere(key); ok {
@@ -47,13 +69,21 @@ func (l *lookups) TxByIdempotencyKey(ctx context.Context, key string, wait time.
 		}
 		return wire.TxResult{}, wire.ErrNotFound
 	}
-	return l.lookup(ctx, wait, 0, func() (store.Outcome, error) { return l.db.Reads().TxByIdempotencyKey(key) },
-		func(ctx context.Context) (wire.TxResult, bool) {
-			if res, ok := l.pendingKeyHere(key); ok {
-				return res, true
-			}
-			return l.pendingKeyElsewhere(ctx, key)
-		})
+	return consistentRead(ctx, l, opts, func(ctx context.Context) (wire.TxResult, error) {
+		return l.lookup(ctx, wait, 0, func() (store.Outcome, error) { return l.db.Reads().TxByIdempotencyKey(key) },
+			func(ctx context.Context) (wire.TxResult, bool) {
+				if res, ok := l.pendingKeyHere(key); ok {
+					return res, true
+				}
+				return l.pendingKeyElsewhere(ctx, key)
+			})
+	}, func(ctx context.Context, addr string, opts wire.ReadOptions) (wire.TxResult, error) {
+		var res wire.TxResult
+		q := waitQuery(wait)
+		q.Set("idempotency_key", key)
+		err := l.peers.client.Read(ctx, addr, "/v1/tx", q, opts, &res)
+		return res, err
+	})
 }
 
 // pendingKeyHere returns the pending result of the transaction under key that
@@ -99,11 +129,10 @@ func (l *lookups) pendingKeyElsewhere(ctx context.Context, key string) (wire.TxR
 	}
 }
 
-// lookup finds a transaction's outcome after catching up with the leader's
-// commit index, waiting up to wait for it to appear. A transaction that
+// lookup finds a transaction's outcome in this node's applied state, waiting
+// up to wait for it to appear. A transaction that
 // pending finds accepted and not resolved yet is "pending".
 func (l *lookups) lookup(ctx context.Context, wait time.Duration, id txid.ID, find func() (store.Outcome, error), pending func(context.Context) (wire.TxResult, bool)) (wire.TxResult, error) {
-	l.catchUp(ctx)
 	deadline := time.Now().Add(wait)
 	for {
 		// The index before the read: an entry applied after it wakes the
@@ -161,20 +190,6 @@ func (l *lookups) pendingAnywhere(ctx context.Context, id txid.ID) (wire.TxResul
 	return wire.TxResult{}, false
 }
 
-// catchUp waits briefly until this node has applied what it knows is committed:
-// on the leader through a ReadIndex, elsewhere up to the commit index the leader
-// last told it.
-func (l *lookups) catchUp(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	if l.raft.IsLeader() {
-		if _, err := l.raft.ReadIndex(ctx); err == nil {
-			return
-		}
-	}
-	_ = l.raft.WaitCurrent(ctx, l.raft.Status().CommitIndex)
-}
-
 // get reads key from this node's applied state.
 func (l *lookups) get(key string) (wire.KV, error) {
 	kv, err := l.db.Reads().Get(key)
@@ -184,31 +199,11 @@ func (l *lookups) get(key string) (wire.KV, error) {
 	return fromKV(kv), nil
 }
 
-// Get implements api.Backend.
+// Get implements api.Backend, at the consistency of opts (consistentRead).
 func (l *lookups) Get(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error) {
-	switch opts.Consistency {
-	case wire.ConsistencyStale:
-		return l.get(key)
-	case wire.ConsistencyLeader, wire.ConsistencyLinearizable, "":
-	default:
-		return wire.KV{}, &wire.Error{Code: wire.CodeInvalidParam, Message: "consistency: want linearizable, leader or stale"}
-	}
-	var kv wire.KV
-	err := l.peers.viaLeader(ctx, opts.Forwarded, func(ctx context.Context) error {
-		if opts.Consistency != wire.ConsistencyLeader {
-			if _, err := l.raft.ReadIndex(ctx); err != nil {
-				return translate(err)
-			}
-		}
-		var err error
-		kv, err = l.get(key)
-		return err
-	}, func(ctx context.Context, base string) error {
-		var err error
-		kv, err = l.peers.client.Get(ctx, base, key, opts)
-		return err
+	return consistentRead(ctx, l, opts, func(context.Context) (wire.KV, error) { return l.get(key) }, func(ctx context.Context, addr string, opts wire.ReadOptions) (wire.KV, error) {
+		return l.peers.client.Get(ctx, addr, key, opts)
 	})
-	return kv, err
 }
 
 // Log implements api.Backend. It reads this node's applied log.

@@ -41,11 +41,11 @@ func (b refusedBackend) Propose(context.Context, [][]byte, wire.SubmitOptions) (
 	return nil, b.err
 }
 
-func (b refusedBackend) Tx(context.Context, txid.ID, time.Duration) (wire.TxResult, error) {
+func (b refusedBackend) Tx(context.Context, txid.ID, time.Duration, wire.ReadOptions) (wire.TxResult, error) {
 	return wire.TxResult{}, b.err
 }
 
-func (b refusedBackend) TxByIdempotencyKey(context.Context, string, time.Duration, bool) (wire.TxResult, error) {
+func (b refusedBackend) TxByIdempotencyKey(context.Context, string, time.Duration, wire.ReadOptions) (wire.TxResult, error) {
 	return wire.TxResult{}, b.err
 }
 
@@ -57,7 +57,11 @@ func (b refusedBackend) Log(context.Context, uint64, int) (wire.LogPage, error) 
 	return wire.LogPage{}, b.err
 }
 
-func (b refusedBackend) Cluster(context.Context) (wire.ClusterStatus, error) {
+func (b refusedBackend) Range(context.Context, wire.RangeRequest, wire.ReadOptions) (wire.KVPage, error) {
+	return wire.KVPage{}, b.err
+}
+
+func (b refusedBackend) Cluster(context.Context, wire.ReadOptions) (wire.ClusterStatus, error) {
 	return wire.ClusterStatus{}, b.err
 }
 

@@ -117,7 +117,7 @@ func TestSquattedTxIDReissued(t *testing.T) {
 		}
 		for {
 			n.replay.once() // the replayer's step (oneNode runs no loops)
-			got, err := n.TxByIdempotencyKey(ctx, "parked", 0, false)
+			got, err := n.TxByIdempotencyKey(ctx, "parked", 0, wire.ReadOptions{})
 			if err == nil && got.Status == wire.StatusCommitted {
 				if got.TxID == taken || got.Versions["own-p"] != 1 {
 					t.Fatalf("replayed write = %+v, want committed under a fresh txid with its own versions", got)

@@ -17,7 +17,8 @@
 //     as a new store file.
 //   - The reads the API serves, on DB.Reads, a Reader (reads.go): transactions
 //     by txid or idempotency key, keys, the transaction log, the registered
-//     nodes, leases, consumer groups and pending callbacks.
+//     nodes, leases, consumer groups and pending callbacks; pages of keys
+//     over key spans (range.go).
 //
 // DB holds Apply, Snapshot, Restore, Close, Sync, Checkpoint and the applied
 // indexes, and the parts they use, each a view of the DB: the Reader; the

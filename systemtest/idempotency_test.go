@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -62,6 +63,19 @@ func lookupKey(ctx context.Context, t *testing.T, base, key string) (wire.TxResu
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}, Timeout: 5 * time.Second})
 	return cl.TxByIdempotencyKey(ctx, key, 0)
+}
+
+// lookupKeyStale looks key up on the node at base with consistency=stale:
+// that node's own view, the one a node without a leader gives (a
+// linearizable lookup answers 503 no_leader then).
+func lookupKeyStale(ctx context.Context, t *testing.T, base, key string) (wire.TxResult, error) {
+	t.Helper()
+	status, body := httpDo(ctx, t, http.MethodGet, base+"/v1/tx?consistency=stale&idempotency_key="+url.QueryEscape(key), "")
+	var res wire.TxResult
+	if status != http.StatusOK {
+		return res, fmt.Errorf("answer %d %s", status, body)
+	}
+	return res, json.Unmarshal(body, &res)
 }
 
 func putTx(key, value string) wire.TxRequest {
@@ -134,7 +148,7 @@ func TestIdempotencyKeys(t *testing.T) {
 			t.Fatalf("without quorum: %d %+v, want 202 pending held by the wal and redis", first.status, first.res)
 		}
 		parked := first.res.TxID
-		res, err := lookupKey(ctx, t, base, key)
+		res, err := lookupKeyStale(ctx, t, base, key)
 		if err != nil || res.Status != wire.StatusPending || res.TxID != parked {
 			t.Fatalf("lookup by key of the parked write = %+v, %v; want pending %s", res, err, parked)
 		}
@@ -237,7 +251,7 @@ func TestIdempotencyKeyElsewhere(t *testing.T) {
 		t.Fatalf("on the cut-off follower: %d %+v, want 202", first.status, first.res)
 	}
 	for _, p := range c.Nodes() {
-		res, err := lookupKey(ctx, t, c.URL(p.ID()), key)
+		res, err := lookupKeyStale(ctx, t, c.URL(p.ID()), key)
 		if err != nil || res.Status != wire.StatusPending || res.TxID != first.res.TxID {
 			t.Fatalf("%s: lookup by key = %+v, %v; want pending %s (parked on %s)", p.ID(), res, err, first.res.TxID, cut)
 		}

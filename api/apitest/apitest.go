@@ -23,6 +23,7 @@ type Backend struct {
 	// TxByIdempotencyKeyFunc is not told whether the request was forwarded.
 	TxByIdempotencyKeyFunc func(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error)
 	GetFunc                func(ctx context.Context, key string, opts wire.ReadOptions) (wire.KV, error)
+	RangeFunc              func(ctx context.Context, req wire.RangeRequest, opts wire.ReadOptions) (wire.KVPage, error)
 	LogFunc                func(ctx context.Context, from uint64, limit int) (wire.LogPage, error)
 	ClusterFunc            func(ctx context.Context) (wire.ClusterStatus, error)
 	JoinFunc               func(ctx context.Context, req wire.JoinRequest) (wire.JoinResult, error)
@@ -52,14 +53,14 @@ func (f *Backend) Propose(ctx context.Context, payloads [][]byte, opts wire.Subm
 	return f.ProposeFunc(ctx, payloads, opts)
 }
 
-func (f *Backend) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+func (f *Backend) Tx(ctx context.Context, id txid.ID, wait time.Duration, _ wire.ReadOptions) (wire.TxResult, error) {
 	if f.TxFunc == nil {
 		return wire.TxResult{}, ErrNotSet
 	}
 	return f.TxFunc(ctx, id, wait)
 }
 
-func (f *Backend) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, _ bool) (wire.TxResult, error) {
+func (f *Backend) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, _ wire.ReadOptions) (wire.TxResult, error) {
 	if f.TxByIdempotencyKeyFunc == nil {
 		return wire.TxResult{}, ErrNotSet
 	}
@@ -80,7 +81,14 @@ func (f *Backend) Log(ctx context.Context, from uint64, limit int) (wire.LogPage
 	return f.LogFunc(ctx, from, limit)
 }
 
-func (f *Backend) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
+func (f *Backend) Range(ctx context.Context, req wire.RangeRequest, opts wire.ReadOptions) (wire.KVPage, error) {
+	if f.RangeFunc == nil {
+		return wire.KVPage{}, ErrNotSet
+	}
+	return f.RangeFunc(ctx, req, opts)
+}
+
+func (f *Backend) Cluster(ctx context.Context, _ wire.ReadOptions) (wire.ClusterStatus, error) {
 	if f.ClusterFunc == nil {
 		return wire.ClusterStatus{}, ErrNotSet
 	}
@@ -141,14 +149,14 @@ func (f *LeaseBackend) ReleaseLease(ctx context.Context, name, holder string, to
 	return f.ReleaseFunc(ctx, name, holder, token, forwarded)
 }
 
-func (f *LeaseBackend) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
+func (f *LeaseBackend) Lease(ctx context.Context, name string, wait time.Duration, after uint64, _ wire.ReadOptions) (wire.Lease, error) {
 	if f.LeaseFunc == nil {
 		return wire.Lease{}, ErrNotSet
 	}
 	return f.LeaseFunc(ctx, name, wait, after)
 }
 
-func (f *LeaseBackend) Leases(ctx context.Context) ([]wire.Lease, error) {
+func (f *LeaseBackend) Leases(ctx context.Context, _ wire.ReadOptions) ([]wire.Lease, error) {
 	if f.LeasesFunc == nil {
 		return nil, ErrNotSet
 	}
@@ -162,14 +170,14 @@ type ConsumerBackend struct {
 	ConsumersFunc func(ctx context.Context) ([]wire.ConsumerGroup, error)
 }
 
-func (f *ConsumerBackend) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
+func (f *ConsumerBackend) Consumer(ctx context.Context, group string, _ wire.ReadOptions) (wire.ConsumerGroup, error) {
 	if f.ConsumerFunc == nil {
 		return wire.ConsumerGroup{}, ErrNotSet
 	}
 	return f.ConsumerFunc(ctx, group)
 }
 
-func (f *ConsumerBackend) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
+func (f *ConsumerBackend) Consumers(ctx context.Context, _ wire.ReadOptions) ([]wire.ConsumerGroup, error) {
 	if f.ConsumersFunc == nil {
 		return nil, ErrNotSet
 	}

@@ -26,11 +26,12 @@ func calls(b any) map[string]error {
 		_, out["Submit"] = b.Submit(ctx, wire.TxRequest{}, wire.SubmitOptions{})
 		_, out["SubmitBatch"] = b.SubmitBatch(ctx, nil, wire.SubmitOptions{})
 		_, out["Propose"] = b.Propose(ctx, nil, wire.SubmitOptions{})
-		_, out["Tx"] = b.Tx(ctx, 1, 0)
-		_, out["TxByIdempotencyKey"] = b.TxByIdempotencyKey(ctx, "k", 0, false)
+		_, out["Tx"] = b.Tx(ctx, 1, 0, wire.ReadOptions{})
+		_, out["TxByIdempotencyKey"] = b.TxByIdempotencyKey(ctx, "k", 0, wire.ReadOptions{})
 		_, out["Get"] = b.Get(ctx, "k", wire.ReadOptions{})
+		_, out["Range"] = b.Range(ctx, wire.RangeRequest{}, wire.ReadOptions{})
 		_, out["Log"] = b.Log(ctx, 1, 1)
-		_, out["Cluster"] = b.Cluster(ctx)
+		_, out["Cluster"] = b.Cluster(ctx, wire.ReadOptions{})
 		_, out["Join"] = b.Join(ctx, wire.JoinRequest{})
 		out["Remove"] = b.Remove(ctx, "n")
 		_, out["TransferLeadership"] = b.TransferLeadership(ctx, wire.TransferRequest{})
@@ -39,12 +40,12 @@ func calls(b any) map[string]error {
 	if b, ok := b.(api.LeaseBackend); ok {
 		_, out["AcquireLease"] = b.AcquireLease(ctx, wire.LeaseRequest{}, false)
 		out["ReleaseLease"] = b.ReleaseLease(ctx, "l", "h", 1, false)
-		_, out["Lease"] = b.Lease(ctx, "l", 0, 0)
-		_, out["Leases"] = b.Leases(ctx)
+		_, out["Lease"] = b.Lease(ctx, "l", 0, 0, wire.ReadOptions{})
+		_, out["Leases"] = b.Leases(ctx, wire.ReadOptions{})
 	}
 	if b, ok := b.(api.ConsumerBackend); ok {
-		_, out["Consumer"] = b.Consumer(ctx, "g")
-		_, out["Consumers"] = b.Consumers(ctx)
+		_, out["Consumer"] = b.Consumer(ctx, "g", wire.ReadOptions{})
+		_, out["Consumers"] = b.Consumers(ctx, wire.ReadOptions{})
 	}
 	return out
 }
@@ -59,9 +60,9 @@ func TestUnsetFails(t *testing.T) {
 		b    any
 		n    int
 	}{
-		{"Backend", &apitest.Backend{}, 12},
-		{"LeaseBackend", &apitest.LeaseBackend{}, 16},
-		{"ConsumerBackend", &apitest.ConsumerBackend{}, 14},
+		{"Backend", &apitest.Backend{}, 13},
+		{"LeaseBackend", &apitest.LeaseBackend{}, 17},
+		{"ConsumerBackend", &apitest.ConsumerBackend{}, 15},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := calls(tc.b)
@@ -103,7 +104,7 @@ func TestSetCalls(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	if res, err := b.TxByIdempotencyKey(ctx, "key", time.Second, true); err != nil || res.TxID != 7 || gotKey != "key" || gotWait != time.Second {
+	if res, err := b.TxByIdempotencyKey(ctx, "key", time.Second, wire.ReadOptions{Forwarded: true}); err != nil || res.TxID != 7 || gotKey != "key" || gotWait != time.Second {
 		t.Fatalf("TxByIdempotencyKey() = %+v, %v; the field saw %q, %v", res, err, gotKey, gotWait)
 	}
 	if err := b.Ready(ctx); err != injected {

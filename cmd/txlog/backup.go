@@ -92,7 +92,7 @@ func pickBackupNode(ctx context.Context, cfg client.ClientConfig) (string, error
 		one := cfg
 		one.Endpoints = []string{ep}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		st, err := client.NewClient(one).Cluster(cctx)
+		st, err := client.NewClient(one).ClusterFrom(cctx, ep) // its own state, leader or not
 		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", ep, err))

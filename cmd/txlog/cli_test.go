@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"slices"
@@ -122,6 +123,12 @@ func TestUsage(t *testing.T) {
 		{"get without key", []string{"get"}, 2, "", "get takes one KEY"},
 		{"get two keys", []string{"get", "a", "b"}, 2, "", "get takes one KEY"},
 		{"get bad consistency", []string{"get", "--consistency", "weird", "k"}, 2, "", `--consistency "weird"`},
+		{"get prefix with key", []string{"get", "--prefix", "a", "k"}, 2, "", "get --prefix takes no KEY"},
+		{"get limit without prefix", []string{"get", "--limit", "3", "k"}, 2, "", "go with --prefix"},
+		{"get keys-only without prefix", []string{"get", "--keys-only", "k"}, 2, "", "go with --prefix"},
+		{"get negative limit", []string{"get", "--prefix", "a", "--limit", "-1"}, 2, "", "--limit -1"},
+		{"get keys-only value-only", []string{"get", "--prefix", "a", "--keys-only", "--print-value-only"}, 2, "", "exclude each other"},
+		{"get bad output", []string{"get", "--prefix", "a", "-o", "yaml"}, 2, "", `-o "yaml"`},
 		{"bad targets", []string{"get", "--targets", "ftp://x", "k"}, 2, "", "--targets"},
 		{"empty targets", []string{"get", "--targets", ",", "k"}, 2, "", "--targets: no URLs"},
 		{"log zero limit", []string{"log", "--limit", "0"}, 2, "", "--limit 0"},
@@ -323,6 +330,51 @@ func TestGet(t *testing.T) {
 	r = runCLI(t, ctx, env, "get", "missing")
 	if r.code != 1 || !strings.Contains(r.stderr, `key "missing" not found`) || strings.Count(r.stderr, "missing") != 1 {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 1, the node's 404 said once", r.code, r.stderr)
+	}
+}
+
+// TestGetPrefix pages through a fake node's keys: every key once, in order,
+// in each output form, and --limit stops early.
+func TestGetPrefix(t *testing.T) {
+	ctx := testCtx(t)
+	var keys []string
+	for i := range 2500 {
+		keys = append(keys, fmt.Sprintf("p/%04d", i))
+	}
+	pages := 0
+	url := serve(t, &fakeBackend{RangeFunc: func(_ context.Context, req wire.RangeRequest, _ wire.ReadOptions) (wire.KVPage, error) {
+		pages++
+		page := wire.KVPage{Index: 1, Next: req.After}
+		for _, k := range keys {
+			if req.After != "" && k <= req.After || !strings.HasPrefix(k, req.Spans[0].Start) {
+				continue
+			}
+			if len(page.KVs) == req.Limit {
+				page.More = true
+				break
+			}
+			page.KVs = append(page.KVs, wire.KV{Key: k, Value: json.RawMessage(`"` + k + `"`), Version: 1, Index: 2})
+			page.Next = k
+		}
+		return page, nil
+	}})
+	env := map[string]string{targetsEnv: url}
+	r := runCLI(t, ctx, env, "get", "--prefix", "p/")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != len(keys) || pages != 3 || lines[2499] != `{"key":"p/2499","value":"p/2499","version":1,"index":2}` {
+		t.Fatalf("exit %d, %d lines in %d pages, last %q; stderr %s", r.code, len(lines), pages, lines[len(lines)-1], r.stderr)
+	}
+	r = runCLI(t, ctx, env, "get", "--prefix", "p/", "--keys-only", "--limit", "2", "-o", "table")
+	if want := "KEY     VERSION  INDEX\np/0000  1        2\np/0001  1        2\n"; r.code != 0 || r.stdout != want {
+		t.Fatalf("table = exit %d %q, want %q", r.code, r.stdout, want)
+	}
+	r = runCLI(t, ctx, env, "get", "--prefix", "p/1", "--print-value-only", "--limit", "1")
+	if r.code != 0 || r.stdout != "\"p/1000\"\n" {
+		t.Fatalf("value only = exit %d %q", r.code, r.stdout)
+	}
+	r = runCLI(t, ctx, env, "get", "--prefix", "q/")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("empty prefix = exit %d %q, want 0 and nothing", r.code, r.stdout)
 	}
 }
 

@@ -21,7 +21,7 @@ var groups = []wire.ConsumerGroup{
 	{Group: "billing", Offset: 9, UpdatedAt: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Lag: 1},
 }
 
-func (f *fakeConsumers) Consumer(_ context.Context, group string) (wire.ConsumerGroup, error) {
+func (f *fakeConsumers) Consumer(_ context.Context, group string, _ wire.ReadOptions) (wire.ConsumerGroup, error) {
 	for _, g := range groups {
 		if g.Group == group {
 			return g, nil
@@ -30,7 +30,9 @@ func (f *fakeConsumers) Consumer(_ context.Context, group string) (wire.Consumer
 	return wire.ConsumerGroup{}, wire.ErrNotFound
 }
 
-func (f *fakeConsumers) Consumers(context.Context) ([]wire.ConsumerGroup, error) { return groups, nil }
+func (f *fakeConsumers) Consumers(context.Context, wire.ReadOptions) ([]wire.ConsumerGroup, error) {
+	return groups, nil
+}
 
 func TestConsumersCommand(t *testing.T) {
 	srv := httptest.NewServer(api.NewServer(api.Config{}, &fakeConsumers{fakeLeases: newFakeLeases()}))

@@ -74,7 +74,7 @@ func (f *fakeLeases) ReleaseLease(_ context.Context, name, holder string, token 
 
 // Lease long-polls as a node does: with wait, while the lease is free (after
 // 0) or held with a token up to after.
-func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration, after uint64) (wire.Lease, error) {
+func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration, after uint64, _ wire.ReadOptions) (wire.Lease, error) {
 	deadline := time.After(wait)
 	for {
 		f.mu.Lock()
@@ -98,7 +98,7 @@ func (f *fakeLeases) Lease(ctx context.Context, name string, wait time.Duration,
 	}
 }
 
-func (f *fakeLeases) Leases(context.Context) ([]wire.Lease, error) {
+func (f *fakeLeases) Leases(context.Context, wire.ReadOptions) ([]wire.Lease, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []wire.Lease

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -22,23 +23,45 @@ import (
 var consistencies = []string{wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale}
 
 func (c *cli) get(ctx context.Context, args []string) error {
-	cmd := c.command("get", "[flags] KEY")
+	cmd := c.command("get", "[flags] KEY | --prefix P [--limit N] [--keys-only]\n\n"+
+		"With --prefix, every key under P (\"\" for all) in key order, read a page at a time\n"+
+		"(each page within --timeout), one JSON object a line (-o json) or a table.")
 	targets := cmd.targets()
 	consistency := cmd.String("consistency", wire.ConsistencyLinearizable, "linearizable, leader or stale")
 	valueOnly := cmd.Bool("print-value-only", false, "print the value alone, as JSON")
+	prefix := cmd.String("prefix", "", "list the keys under this prefix instead of reading KEY")
+	limit := cmd.Int("limit", 0, "with --prefix, print at most this many keys (0: all)")
+	keysOnly := cmd.Bool("keys-only", false, "with --prefix, print keys and versions without values")
+	out := cmd.output(outputJSON)
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
+	ranged := given(cmd.FlagSet, "prefix")
+	switch {
+	case ranged && len(pos) != 0:
+		return usagef("get --prefix takes no KEY, got %q", pos)
+	case !ranged && len(pos) != 1:
 		return usagef("get takes one KEY, got %d arguments", len(pos))
+	case !ranged && (given(cmd.FlagSet, "limit") || *keysOnly):
+		return usagef("--limit and --keys-only go with --prefix")
+	case *limit < 0:
+		return usagef("--limit %d: want 0 (all) or more", *limit)
+	case *keysOnly && *valueOnly:
+		return usagef("--keys-only and --print-value-only exclude each other")
 	}
 	if !slices.Contains(consistencies, *consistency) {
 		return usagef("--consistency %q: want linearizable, leader or stale", *consistency)
 	}
+	if err := checkOutput(*out); err != nil {
+		return err
+	}
 	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
+	}
+	if ranged {
+		return c.getPrefix(ctx, cl, *prefix, rangePrint{limit: *limit, keysOnly: *keysOnly, valueOnly: *valueOnly, output: *out}, *consistency)
 	}
 	kv, err := cl.Get(ctx, pos[0], wire.ReadOptions{Consistency: *consistency})
 	if err != nil {
@@ -47,7 +70,104 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	if *valueOnly {
 		return printValue(c.stdout, kv.Value)
 	}
+	if *out == outputTable {
+		return printKVs(c.stdout, []wire.KV{kv}, false)
+	}
 	return printJSON(c.stdout, kv)
+}
+
+// rangePrint is how get --prefix prints.
+type rangePrint struct {
+	limit               int // keys at most, 0 all
+	keysOnly, valueOnly bool
+	output              string
+}
+
+// getPrefix prints the keys under prefix, paging through them.
+func (c *cli) getPrefix(ctx context.Context, cl *client.Client, prefix string, p rangePrint, consistency string) error {
+	opts := client.RangeOptions{Limit: wire.MaxRangeLimit, KeysOnly: p.keysOnly, Consistency: consistency}
+	if p.limit > 0 {
+		opts.Limit = min(p.limit, wire.MaxRangeLimit)
+	}
+	var rows []wire.KV // for a table, which aligns its columns over all rows
+	printed := 0
+	errEnough := errors.New("enough")
+	err := cl.RangeAll(ctx, prefix, opts, func(page wire.KVPage) error {
+		kvs := page.KVs
+		if p.limit > 0 {
+			kvs = kvs[:min(len(kvs), p.limit-printed)]
+		}
+		printed += len(kvs)
+		for _, kv := range kvs {
+			var err error
+			switch {
+			case p.valueOnly:
+				err = printValue(c.stdout, kv.Value)
+			case p.output == outputTable:
+				rows = append(rows, kv)
+			default:
+				err = printJSONLine(c.stdout, kv, p.keysOnly)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if p.limit > 0 && printed >= p.limit {
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return fmt.Errorf("get --prefix %q: %w", prefix, err)
+	}
+	if p.output == outputTable && !p.valueOnly {
+		return printKVs(c.stdout, rows, p.keysOnly)
+	}
+	return nil
+}
+
+// printJSONLine writes kv as one line of JSON, without its value when
+// keysOnly.
+func printJSONLine(w io.Writer, kv wire.KV, keysOnly bool) error {
+	var v any = kv
+	if keysOnly {
+		v = struct {
+			Key     string `json:"key"`
+			Version uint64 `json:"version"`
+			Index   uint64 `json:"index"`
+		}{kv.Key, kv.Version, kv.Index}
+	}
+	b, err := wire.MarshalJSON(v)
+	if err != nil {
+		r, _ := kv.Readable()
+		if b, err = wire.MarshalJSON(r); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// printKVs prints keys as a table: KEY VERSION INDEX and, unless keysOnly,
+// VALUE (compact JSON).
+func printKVs(w io.Writer, kvs []wire.KV, keysOnly bool) error {
+	header := []string{"KEY", "VERSION", "INDEX", "VALUE"}
+	if keysOnly {
+		header = header[:3]
+	}
+	return printTable(w, header, len(kvs), func(i int) []string {
+		kv := kvs[i]
+		row := []string{kv.Key, fmt.Sprint(kv.Version), fmt.Sprint(kv.Index)}
+		if !keysOnly {
+			var b bytes.Buffer
+			if json.Compact(&b, kv.Value) != nil {
+				b.Reset()
+				b.Write(kv.Value)
+			}
+			row = append(row, b.String())
+		}
+		return row
+	})
 }
 
 // printValue writes a JSON value on one line, compacted.
@@ -305,4 +425,11 @@ func (c *cli) log(ctx context.Context, args []string) error {
 		}
 	}
 	return nil
+}
+
+// given reports whether the command line set the flag name.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

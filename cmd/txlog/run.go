@@ -95,7 +95,7 @@ func init() {
 	commands = []entry{
 		{name: "local", synopsis: "[flags] [-- TXLOGD-FLAGS...]", summary: "run a cluster of txlogd processes on this machine until Ctrl-C", run: (*cli).local},
 		{name: "submit", synopsis: "[flags] KEY VALUE | --delete KEY | --tx JSON", summary: "run a transaction and print its result", run: (*cli).submit},
-		{name: "get", synopsis: "[flags] KEY", summary: "read a key", run: (*cli).get},
+		{name: "get", synopsis: "[flags] KEY | --prefix P", summary: "read a key, or page through the keys under a prefix", run: (*cli).get},
 		{name: "watch", synopsis: "[flags] KEY | --prefix P", summary: "print each committed change of a key, or of the keys under a prefix", run: (*cli).watch},
 		{name: "status", synopsis: "[flags]", summary: "show each node's view of the cluster; exit 1 without a leader or with a member down", run: (*cli).status},
 		{name: "log", synopsis: "[flags]", summary: "print committed transactions, with --follow as they commit", run: (*cli).log},

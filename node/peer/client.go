@@ -278,12 +278,13 @@ func (c *Client) Propose(ctx context.Context, addr string, payloads [][]byte, op
 
 var forwarded = http.Header{wire.HeaderForwarded: {"1"}}
 
-// Tx looks transaction id up on the node at addr, waiting up to wait for a
-// pending one to be resolved. ErrNotFound when it does not know it. A lookup
+// Tx looks transaction id up on the node at addr, in its own applied state
+// (consistency=stale: what that node has applied is the question), waiting
+// up to wait for a pending one to be resolved. ErrNotFound when it does not know it. A lookup
 // that got no answer is asked again, after a pause of up to txRetryMax,
 // until ctx ends: it changes nothing.
 func (c *Client) Tx(ctx context.Context, addr string, id txid.ID, wait time.Duration) (wire.TxResult, error) {
-	q := url.Values{}
+	q := url.Values{"consistency": {wire.ConsistencyStale}}
 	if wait > 0 {
 		q.Set("wait", wait.String())
 	}
@@ -317,19 +318,44 @@ func (c *Client) PendingKey(ctx context.Context, addr, key string) (wire.TxResul
 // Get reads key on the node at addr, marked forwarded so that it does not
 // forward the read again.
 func (c *Client) Get(ctx context.Context, addr, key string, opts wire.ReadOptions) (wire.KV, error) {
-	req := request{method: http.MethodGet, path: "/v1/kv/" + url.PathEscape(key), header: forwarded}
-	if opts.Consistency != "" {
-		req.query = url.Values{"consistency": {opts.Consistency}}
-	}
 	var kv wire.KV
-	err := c.do(ctx, addr, req, &kv)
+	err := c.Read(ctx, addr, "/v1/kv/"+url.PathEscape(key), nil, opts, &kv)
 	return kv, err
 }
 
-// Cluster describes the cluster as the node at addr sees it.
+// Read sends the node at addr, the leader, a read this node forwards to
+// it: GET path (escaped) with query and the consistency of opts, marked
+// forwarded so that it does not forward the read again; out takes the
+// answer.
+func (c *Client) Read(ctx context.Context, addr, path string, query url.Values, opts wire.ReadOptions, out any) error {
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	if opts.Consistency != "" {
+		q.Set("consistency", opts.Consistency)
+	}
+	return c.do(ctx, addr, request{method: http.MethodGet, path: path, query: q, header: forwarded}, out)
+}
+
+// Range sends the node at addr, the leader, a range read this node
+// forwards to it (POST /v1/internal/range).
+func (c *Client) Range(ctx context.Context, addr string, req wire.RangeRequest, opts wire.ReadOptions) (wire.KVPage, error) {
+	req.Consistency = opts.Consistency
+	var page wire.KVPage
+	r, err := jsonRequest(http.MethodPost, "/v1/internal/range", req)
+	if err == nil {
+		r.header = forwarded
+		err = c.do(ctx, addr, r, &page)
+	}
+	return page, err
+}
+
+// Cluster describes the cluster as the node at addr sees it
+// (consistency=stale: its own view, whether or not there is a leader).
 func (c *Client) Cluster(ctx context.Context, addr string) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	err := c.do(ctx, addr, request{method: http.MethodGet, path: "/v1/cluster"}, &st)
+	err := c.do(ctx, addr, request{method: http.MethodGet, path: "/v1/cluster", query: url.Values{"consistency": {wire.ConsistencyStale}}}, &st)
 	return st, err
 }
 
