@@ -10,11 +10,12 @@
 #
 # Each binary is built with CGO_ENABLED=0 (static: no libc, runs on any Linux of
 # its architecture and in a scratch image), -trimpath (no path of the build
-# machine inside) and -ldflags -X stamping main.version (VERSION) and, inside a
-# git checkout, main.revision (the commit) and main.modified (true when the tree
-# has uncommitted changes); `txlogd --version` prints them (cmd/txlogd/version.go).
+# machine inside) and -ldflags -X stamping the Version (VERSION) of package
+# internal/buildinfo and, inside a git checkout, its Revision (the commit) and
+# Modified (true when the tree has uncommitted changes); `txlogd --version` and
+# `txlog --version` print them.
 #
-# TXLOG_REVISION, when set, is stamped as main.revision instead of git's answer.
+# TXLOG_REVISION, when set, is stamped as the Revision instead of git's answer.
 # TXLOG_RELEASE_PLATFORMS (default "linux/amd64 linux/arm64") limits the
 # platforms, as GOOS/GOARCH separated by spaces or commas. The release test
 # (cmd/txlogd/release_test.go) runs this script for the host's platform alone,
@@ -47,7 +48,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
 
-ldflags="-s -w -X main.version=$version"
+bi=github.com/txlog/txlog/internal/buildinfo
+ldflags="-s -w -X $bi.Version=$version"
 if [[ -n ${TXLOG_REVISION:-} ]]; then
   # A build without the git history (the Dockerfile's: .git stays out of
   # its context) is told the commit.
@@ -55,11 +57,11 @@ if [[ -n ${TXLOG_REVISION:-} ]]; then
     echo "release.sh: TXLOG_REVISION $(printf '%q' "$TXLOG_REVISION"): want a commit hash" >&2
     exit 2
   fi
-  ldflags+=" -X main.revision=$TXLOG_REVISION"
+  ldflags+=" -X $bi.Revision=$TXLOG_REVISION"
 elif rev=$(git -C "$root" rev-parse HEAD 2>/dev/null); then
-  ldflags+=" -X main.revision=$rev"
+  ldflags+=" -X $bi.Revision=$rev"
   if [[ -n $(git -C "$root" status --porcelain 2>/dev/null) ]]; then
-    ldflags+=" -X main.modified=true"
+    ldflags+=" -X $bi.Modified=true"
   fi
 fi
 

@@ -5,8 +5,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/txlog/txlog/internal/buildinfo"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strings"
 )
@@ -143,56 +143,6 @@ func (c *cli) version(args []string) error {
 	if len(args) > 0 {
 		return usagef("version takes no arguments, got %q", args)
 	}
-	fmt.Fprintln(c.stdout, versionLine("txlog"))
+	fmt.Fprintln(c.stdout, buildinfo.Running("txlog"))
 	return nil
-}
-
-// version, revision and modified are stamped by scripts/release.sh with
-// -ldflags "-X main.version=..." (as in txlogd): the release's name, the
-// commit it was built from, and "true" for a tree with uncommitted changes.
-// A plain go build leaves them empty.
-var version, revision, modified string
-
-// versionLine describes the build of the running binary: its version (the
-// stamped one, else the module's), VCS revision and time (with "+dirty" for
-// uncommitted changes), and the Go version.
-func versionLine(prog string) string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		if version != "" {
-			return prog + " " + version + " revision " + revision
-		}
-		return prog + " (no build information)"
-	}
-	v := version
-	if v == "" {
-		v = bi.Main.Version
-	}
-	if v == "" {
-		v = "(devel)"
-	}
-	rev, at, dirty := revision, "", ""
-	if modified == "true" {
-		dirty = "+dirty"
-	}
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
-	}
-	line := prog + " " + v
-	if rev != "" {
-		line += " revision " + rev + dirty
-		if at != "" {
-			line += " " + at
-		}
-	}
-	return line + " " + bi.GoVersion
 }

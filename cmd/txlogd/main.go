@@ -32,6 +32,8 @@ import (
 	"syscall"
 
 	"github.com/txlog/txlog/node"
+
+	"github.com/txlog/txlog/internal/buildinfo"
 )
 
 func main() {
@@ -64,7 +66,7 @@ instead of a node:
 `
 
 // isVersionFlag reports whether a is --version, which makes txlogd print
-// versionLine and exit wherever it appears among the arguments.
+// buildinfo.Running and exit wherever it appears among the arguments.
 func isVersionFlag(a string) bool { return a == "-version" || a == "--version" }
 
 // healthcheckURL returns the URL of `txlogd --healthcheck URL` (or
@@ -114,7 +116,7 @@ const (
 
 func run(args []string) error {
 	if slices.ContainsFunc(args, isVersionFlag) {
-		fmt.Println(versionLine(debug.ReadBuildInfo()))
+		fmt.Println(buildinfo.Running("txlogd"))
 		return nil
 	}
 	if u, ok, err := healthcheckURL(args); ok {

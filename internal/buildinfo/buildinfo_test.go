@@ -1,4 +1,4 @@
-package main
+package buildinfo
 
 import (
 	"runtime"
@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestVersionLine: what --version prints from the stamped variables and
+// TestLine: what --version prints from the stamped variables and
 // the build info, each missing in turn.
-func TestVersionLine(t *testing.T) {
+func TestLine(t *testing.T) {
 	info := func(mainVersion string, settings ...string) *debug.BuildInfo {
 		bi := &debug.BuildInfo{GoVersion: "go1.99", Main: debug.Module{Path: "github.com/txlog/txlog", Version: mainVersion}}
 		for i := 0; i+1 < len(settings); i += 2 {
@@ -39,15 +39,15 @@ func TestVersionLine(t *testing.T) {
 			"txlogd (unknown) revision unknown " + runtime.Version() + platform},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			version, revision, modified = tc.stamped, tc.stampedRev, tc.m
-			defer func() { version, revision, modified = "", "", "" }()
-			if got := versionLine(tc.info, tc.ok); got != tc.want {
-				t.Errorf("versionLine() = %q, want %q", got, tc.want)
+			Version, Revision, Modified = tc.stamped, tc.stampedRev, tc.m
+			defer func() { Version, Revision, Modified = "", "", "" }()
+			if got := Line("txlogd", tc.info, tc.ok); got != tc.want {
+				t.Errorf("Line() = %q, want %q", got, tc.want)
 			}
 		})
 	}
 	// This test binary's own build info: a line that names txlogd.
-	if got := versionLine(debug.ReadBuildInfo()); !strings.HasPrefix(got, "txlogd ") {
-		t.Errorf("versionLine(ReadBuildInfo()) = %q", got)
+	if got := Running("txlogd"); !strings.HasPrefix(got, "txlogd ") {
+		t.Errorf("Running() = %q", got)
 	}
 }
