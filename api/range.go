@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -99,20 +100,28 @@ func (h *txHandlers) handleInternalRange(w http.ResponseWriter, r *http.Request)
 // decodeRangeRequest decodes and checks the body of POST /v1/internal/range.
 func decodeRangeRequest(b []byte) (wire.RangeRequest, error) {
 	var req wire.RangeRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "range request: " + err.Error()}
+	// Strict as a public body: unknown fields and trailing data are refused
+	// (another node sends it, but a byte from the network is checked before
+	// it is trusted).
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "range request body: " + err.Error()}
+	}
+	if dec.More() {
+		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "range request body: data after the JSON object"}
 	}
 	switch req.Consistency {
 	case wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale, "":
 	default:
-		return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("consistency=%q: want one of linearizable, leader, stale", req.Consistency)}
+		return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("body field consistency=%q: want one of linearizable, leader, stale", req.Consistency)}
 	}
 	if req.Limit < 1 || req.Limit > wire.MaxRangeLimit {
-		return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("limit=%d: want an integer from 1 to %d", req.Limit, wire.MaxRangeLimit)}
+		return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("body field limit=%d: want an integer from 1 to %d", req.Limit, wire.MaxRangeLimit)}
 	}
 	for i, s := range req.Spans {
 		if (s.End != "" && s.End <= s.Start) || (i > 0 && (req.Spans[i-1].End == "" || req.Spans[i-1].End > s.Start)) {
-			return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("spans[%d]: empty, out of order or overlapping", i)}
+			return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("body field spans[%d]: empty, out of order or overlapping", i)}
 		}
 	}
 	return req, nil
