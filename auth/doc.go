@@ -14,7 +14,8 @@
 //   - file.go: File, the credentials in force, re-read when the file
 //     changes (a stat every Config.Interval: mtime, size, inode, mode; read
 //     once two stats agree) and on Reload; a file that does not parse, or that anyone may write, is
-//     refused and the previous credentials stay. NewToken and HashToken.
+//     refused and the previous credentials stay. NewToken and HashToken
+//     (the format itself is package auth/token's, which the launcher uses too).
 //   - authenticate.go: Authenticate, the request's credential (a bearer
 //     token, Basic on GET and HEAD only, or a verified client certificate's
 //     CN) matched against the file, tokens by SHA-256 in constant time.
@@ -28,5 +29,5 @@
 // auth imports only the standard library and the Prometheus client (its
 // reload counter): the API and the node import it, never the reverse.
 //
-// Imports only: std, github.com/prometheus/client_golang/prometheus
+// Imports only: std, github.com/prometheus/client_golang/prometheus, github.com/txlog/txlog/auth/token
 package auth

@@ -1,10 +1,6 @@
 package auth
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	tokens "github.com/txlog/txlog/auth/token"
 )
 
 // DefaultInterval is how often Open's watcher stats the auth file.
@@ -236,24 +233,10 @@ func statFile(name string) (stamp, error) {
 	return stamp{mtime: fi.ModTime(), size: fi.Size(), inode: inode(fi), mode: fi.Mode().Perm()}, nil
 }
 
-// tokenPrefix starts every token NewToken makes, so that one is easy to
-// recognise (in a leaked file, by a secret scanner).
-const tokenPrefix = "txlog_"
+// NewToken returns a new random bearer token (token.New): "txlog_" and 32
+// bytes from crypto/rand in unpadded base64url.
+func NewToken() (string, error) { return tokens.New() }
 
-// NewToken returns a new random bearer token: "txlog_" and 32 bytes from
-// crypto/rand in unpadded base64url (RFC 4648 §5), 49 characters that need
-// no quoting in a header, a URL or a shell.
-func NewToken() (string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("new token: %w", err)
-	}
-	return tokenPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
-}
-
-// HashToken returns the lowercase hex SHA-256 of token's bytes: what the
-// auth file stores of it.
-func HashToken(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(h[:])
-}
+// HashToken returns the lowercase hex SHA-256 of a token's bytes (token.Hash):
+// what the auth file stores of it.
+func HashToken(tok string) string { return tokens.Hash(tok) }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	tokens "github.com/txlog/txlog/auth/token"
 	"github.com/txlog/txlog/internal/certgen"
 )
 
@@ -506,8 +507,8 @@ func TestNewToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, tokenPrefix))
-		if !strings.HasPrefix(tok, tokenPrefix) || err != nil || len(raw) != 32 || len(tok) != 49 {
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, tokens.Prefix))
+		if !strings.HasPrefix(tok, tokens.Prefix) || err != nil || len(raw) != 32 || len(tok) != 49 {
 			t.Fatalf("NewToken() = %q; want txlog_ and 32 bytes in base64url", tok)
 		}
 		if seen[tok] {

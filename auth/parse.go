@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	tokens "github.com/txlog/txlog/auth/token"
 	"slices"
 	"strings"
 )
@@ -36,7 +37,7 @@ const maxNameBytes = 128
 
 // Credential-kind prefixes of a line's first field.
 const (
-	kindHash = "sha256:"
+	kindHash = tokens.HashKind
 	kindCert = "cert:"
 )
 
@@ -222,12 +223,7 @@ func quoteIfOdd(s string) string {
 // "sha256:<hash> <role> <name> prefix=<p>...". It checks nothing: parse it
 // to know whether the file will take it.
 func Line(hash string, role Role, name string, prefixes []string) string {
-	var b strings.Builder
-	b.WriteString(kindHash + hash + " " + role.String() + " " + name)
-	for _, p := range prefixes {
-		b.WriteString(" prefix=" + p)
-	}
-	return b.String()
+	return tokens.Line(hash, role.String(), name, prefixes)
 }
 
 // CheckLine reports what the auth file would refuse of line, as a file of

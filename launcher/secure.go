@@ -1,11 +1,7 @@
 package launcher
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/txlog/txlog/auth/token"
 	"github.com/txlog/txlog/internal/certgen"
 )
 
@@ -113,12 +110,12 @@ func newSecurity(dir string, ids, hosts []string, sc SecureConfig) (*Security, e
 		return nil, err
 	}
 	s.clientTLS = &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	if s.AdminToken, err = NewToken(); err != nil {
+	if s.AdminToken, err = token.New(); err != nil {
 		return nil, err
 	}
 	s.AuthFile = filepath.Join(dir, secureAuthName)
 	content := "# written by the launcher; only hashes of tokens are stored\n" +
-		AuthLine(HashToken(s.AdminToken), "admin", AdminName) + "\n" +
+		token.Line(token.Hash(s.AdminToken), "admin", AdminName, nil) + "\n" +
 		"cert:" + AdminName + " admin " + AdminName + "-cert\n"
 	if err := writeFileAtomic(s.AuthFile, []byte(content)); err != nil {
 		return nil, fmt.Errorf("write auth file: %w", err)
@@ -146,7 +143,7 @@ func (s *Security) nodeArgs(id string) []string {
 // roots, and the client certificate.
 func (s *Security) TLSConfig() *tls.Config { return s.clientTLS.Clone() }
 
-// AddAuthLine appends line (see AuthLine) to the auth file, replacing the
+// AddAuthLine appends line (see token.Line) to the auth file, replacing the
 // file at once so that a node never reads half of it.
 func (s *Security) AddAuthLine(line string) error {
 	if strings.ContainsAny(line, "\r\n") {
@@ -167,11 +164,11 @@ func (s *Security) AddAuthLine(line string) error {
 // AddToken makes a new token with role and name, scoped to prefixes if any,
 // adds its line to the auth file and returns it.
 func (s *Security) AddToken(role, name string, prefixes ...string) (string, error) {
-	tok, err := NewToken()
+	tok, err := token.New()
 	if err != nil {
 		return "", err
 	}
-	return tok, s.AddAuthLine(AuthLine(HashToken(tok), role, name, prefixes...))
+	return tok, s.AddAuthLine(token.Line(token.Hash(tok), role, name, prefixes))
 }
 
 // IssueClientCert makes a client certificate with CommonName cn signed by
@@ -183,35 +180,6 @@ func (s *Security) IssueClientCert(cn, name string) (certgen.Files, error) {
 		return certgen.Files{}, err
 	}
 	return leaf.WriteFiles(s.Dir, name)
-}
-
-// NewToken returns a new bearer token as auth.NewToken makes them: "txlog_"
-// and 32 random bytes, base64url without padding. (launcher does not import
-// auth, which brings the server's metrics with it.)
-func NewToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return "txlog_" + base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-// HashToken returns the lowercase hex SHA-256 of the token's bytes, as the
-// auth file stores it.
-func HashToken(token string) string {
-	h := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(h[:])
-}
-
-// AuthLine returns the auth file's line of a token hash:
-// "sha256:<hex> <role> <name> prefix=<p>...".
-func AuthLine(hash, role, name string, prefixes ...string) string {
-	var b strings.Builder
-	b.WriteString("sha256:" + hash + " " + role + " " + name)
-	for _, p := range prefixes {
-		b.WriteString(" prefix=" + p)
-	}
-	return b.String()
 }
 
 // writeFileAtomic replaces path with b: a temporary file in its directory,

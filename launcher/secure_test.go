@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txlog/txlog/auth/token"
 )
 
 // TestSecureCluster starts a secured cluster of fake nodes that serve HTTPS,
@@ -41,7 +43,7 @@ func TestSecureCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), sec.AdminToken) || !strings.Contains(string(b), HashToken(sec.AdminToken)) {
+	if strings.Contains(string(b), sec.AdminToken) || !strings.Contains(string(b), token.Hash(sec.AdminToken)) {
 		t.Errorf("auth file:\n%s\nwant the admin token's hash, never the token", b)
 	}
 	if p := c.Node("n1"); !strings.Contains(strings.Join(p.Args(), " "), "--tls-client-ca-file="+sec.CAFile) {
@@ -90,7 +92,7 @@ func TestSecureCluster(t *testing.T) {
 			}
 		})
 	}
-	if !strings.Contains(mustRead(t, sec.AuthFile), "sha256:"+HashToken(extra)+" read reader prefix=app/") {
+	if !strings.Contains(mustRead(t, sec.AuthFile), "sha256:"+token.Hash(extra)+" read reader prefix=app/") {
 		t.Errorf("auth file after AddToken:\n%s", mustRead(t, sec.AuthFile))
 	}
 	if err := sec.AddAuthLine("two\nlines"); err == nil {
@@ -108,24 +110,6 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func TestNewToken(t *testing.T) {
-	a, err := NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := NewToken()
-	if a == b || len(a) != 49 || !strings.HasPrefix(a, "txlog_") {
-		t.Errorf("NewToken() = %q, %q; want two different 49-character tokens starting txlog_", a, b)
-	}
-	// The SHA-256 of "abc".
-	if got, want := HashToken("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"; got != want {
-		t.Errorf("HashToken(abc) = %s, want %s", got, want)
-	}
-	if got, want := AuthLine("00", "write", "w", "a/", "b/"), "sha256:00 write w prefix=a/ prefix=b/"; got != want {
-		t.Errorf("AuthLine() = %q, want %q", got, want)
-	}
 }
 
 func TestSecureNodeArgs(t *testing.T) {
