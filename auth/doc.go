@@ -26,8 +26,8 @@
 //
 // # What it must not import
 //
-// auth imports only the standard library and the Prometheus client (its
-// reload counter): the API and the node import it, never the reverse.
+// auth imports only the standard library, the Prometheus client (its
+// reload counter) and auth/token: the API and the node import it, never the reverse.
 //
 // Imports only: std, github.com/prometheus/client_golang/prometheus, github.com/txlog/txlog/auth/token
 package auth
