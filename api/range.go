@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -99,8 +100,10 @@ func (h *txHandlers) handleInternalRange(w http.ResponseWriter, r *http.Request)
 // decodeRangeRequest decodes and checks the body of POST /v1/internal/range.
 func decodeRangeRequest(b []byte) (wire.RangeRequest, error) {
 	var req wire.RangeRequest
-	if err := json.Unmarshal(b, &req); err != nil {
-		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "range request: " + err.Error()}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a field this version does not know is refused by name
+	if err := dec.Decode(&req); err != nil {
+		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "body: range request: " + err.Error()}
 	}
 	switch req.Consistency {
 	case wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale, "":

@@ -100,6 +100,7 @@ const (
 	MsgLeaseNotFound                     // lease name
 	MsgConsumerNotFound                  // group
 	MsgNotMember                         // server id
+	MsgNotServed                         // the kind of thing (leases, consumer groups)
 	MsgUnknownParam                      // parameter, the parameters the route takes
 	MsgUnknownParamNone                  // parameter
 	MsgParamRepeated                     // parameter, times
@@ -126,6 +127,7 @@ var messages = [...]struct {
 	MsgLeaseNotFound:          {CodeNotFound, "lease %q not found (free or expired)"},
 	MsgConsumerNotFound:       {CodeNotFound, "consumer group %q has no committed offset"},
 	MsgNotMember:              {CodeNotFound, "node %q is not a member"},
+	MsgNotServed:              {CodeNotFound, "%s are not served by this node"},
 	MsgUnknownParam:           {CodeInvalidParam, "unknown parameter %q; this route takes: %s"},
 	MsgUnknownParamNone:       {CodeInvalidParam, "unknown parameter %q; this route takes no parameters"},
 	MsgParamRepeated:          {CodeInvalidParam, "parameter %q given %d times; give it once"},
