@@ -142,7 +142,7 @@ func TestConsumerRoutes(t *testing.T) {
 		{"bad json", "POST", "/v1/consumers/g/offset", `{"offset":`, wire.CodeInvalidJSON, ""},
 		{"group too long", "POST", "/v1/consumers/" + strings.Repeat("g", 17) + "/offset", `{"offset":1}`, wire.CodeInvalidParam, "group: 17 bytes, limit 16"},
 		{"get group bad utf8", "GET", "/v1/consumers/a%EF%BF%BD", "", wire.CodeInvalidUTF8, "group"},
-		{"list with param", "GET", "/v1/consumers?wait=1s", "", wire.CodeInvalidParam, `unknown parameter "wait"; this route takes no parameters`},
+		{"list with param", "GET", "/v1/consumers?wait=1s", "", wire.CodeInvalidParam, `unknown parameter "wait"; this route takes: consistency`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := serve(t, testConfig, b, tt.method, tt.target, tt.body, nil)

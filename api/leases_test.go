@@ -61,7 +61,7 @@ func TestLeaseBadRequests(t *testing.T) {
 		{"get wait over max", "GET", "/v1/leases/l?wait=2m", ``, 400, wire.CodeInvalidParam, `parameter wait="2m": want a duration of at most 1m0s`},
 		{"get after_token bad", "GET", "/v1/leases/l?wait=1s&after_token=-1", ``, 400, wire.CodeInvalidParam, "after_token"},
 		{"get unknown param", "GET", "/v1/leases/l?holder=a", ``, 400, wire.CodeInvalidParam, `unknown parameter "holder"; this route takes: wait, after_token`},
-		{"list with param", "GET", "/v1/leases?wait=1s", ``, 400, wire.CodeInvalidParam, `unknown parameter "wait"; this route takes no parameters`},
+		{"list with param", "GET", "/v1/leases?wait=1s", ``, 400, wire.CodeInvalidParam, `unknown parameter "wait"; this route takes: consistency`},
 		{"post", "POST", "/v1/leases/l", `{}`, 405, wire.CodeMethodNotAllowed, ""},
 		{"forwarded header bad", "PUT", "/v1/leases/l", `{"holder":"a","ttl":"5s"}`, 400, wire.CodeInvalidParam, wire.HeaderForwarded},
 	}

@@ -561,13 +561,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		rc.SetReadDeadline(time.Time{})
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, &wire.Error{Code: wire.CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
+		return nil, wire.New(wire.MsgBodyTooLarge, limit)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, &wire.Error{Code: wire.CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
+		return nil, wire.New(wire.MsgBodySlow, timeout)
 	}
 	if err != nil {
-		return nil, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}
+		return nil, wire.New(wire.MsgBodyRead, err)
 	}
 	return body, nil
 }
