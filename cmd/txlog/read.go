@@ -22,12 +22,26 @@ import (
 
 var consistencies = []string{wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale}
 
+// consistencyFlag defines --consistency, the consistency of a read
+// (docs/api.md, "Consistency"), on cmd.
+func consistencyFlag(cmd *command) *string {
+	return cmd.String("consistency", wire.ConsistencyLinearizable, "linearizable, leader or stale (stale: the node's own view, answered without a leader)")
+}
+
+// checkConsistency refuses a --consistency value no read takes.
+func checkConsistency(v string) error {
+	if !slices.Contains(consistencies, v) {
+		return usagef("--consistency %q: want linearizable, leader or stale", v)
+	}
+	return nil
+}
+
 func (c *cli) get(ctx context.Context, args []string) error {
 	cmd := c.command("get", "[flags] KEY | --prefix P [--limit N] [--keys-only]\n\n"+
 		"With --prefix, every key under P (\"\" for all) in key order, read a page at a time\n"+
 		"(each page within --timeout), one JSON object a line (-o json) or a table.")
 	targets := cmd.targets()
-	consistency := cmd.String("consistency", wire.ConsistencyLinearizable, "linearizable, leader or stale")
+	consistency := consistencyFlag(cmd)
 	valueOnly := cmd.Bool("print-value-only", false, "print the value alone, as JSON")
 	prefix := cmd.String("prefix", "", "list the keys under this prefix instead of reading KEY")
 	limit := cmd.Int("limit", 0, "with --prefix, print at most this many keys (0: all)")
@@ -50,8 +64,8 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	case *keysOnly && *valueOnly:
 		return usagef("--keys-only and --print-value-only exclude each other")
 	}
-	if !slices.Contains(consistencies, *consistency) {
-		return usagef("--consistency %q: want linearizable, leader or stale", *consistency)
+	if err := checkConsistency(*consistency); err != nil {
+		return err
 	}
 	if err := checkOutput(*out); err != nil {
 		return err
