@@ -197,6 +197,17 @@ func runDocExamples(t *testing.T, c *launcher.Cluster, exs []docexec.Example) []
 				leader = tr.LeaderID
 			}
 		}
+		if len(report) == 0 && e.Output != "" {
+			// -o FILE: the answer goes to a file of the test's, not the doc's directory.
+			file := filepath.Join(t.TempDir(), filepath.Base(e.Output))
+			if len(got) == 0 {
+				report = append(report, fmt.Sprintf("-o %s: an empty body", e.Output))
+			} else if err := os.WriteFile(file, got, 0o600); err != nil {
+				report = append(report, fmt.Sprintf("-o %s: %v", e.Output, err))
+			} else {
+				got = []byte(fmt.Sprintf("(%d bytes written to %s)", len(got), filepath.Base(file)))
+			}
+		}
 		if len(report) == 0 {
 			if testing.Verbose() {
 				t.Logf("%s: ok: %s", e.Where(), bytes.TrimSpace(got))

@@ -92,7 +92,7 @@ func TestParse(t *testing.T) {
 		e.Answer.Status != 409 || e.Answer.Line != 10 || strings.TrimSpace(string(e.Answer.Body)) != `{"status":"rejected"}` {
 		t.Fatalf("first example %+v (answer %+v)", e, e.Answer)
 	}
-	if exs[1].Skip != "needs a token" || exs[1].Answer != nil {
+	if exs[1].Skip != "needs a token" || exs[1].Answer != nil || exs[1].Output != "f" || exs[0].Output != "" {
 		t.Fatalf("second example %+v, want skipped", exs[1])
 	}
 	if exs[2].Skip != "" || exs[2].Answer != nil || exs[2].Target != "/healthz" {
