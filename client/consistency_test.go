@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -70,5 +71,29 @@ func TestReadConsistency(t *testing.T) {
 				t.Fatalf("consistency sent = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// TestGiveUpNamesTheAnswer: a read that gives up while one node answers
+// no_leader and another does not answer at all reports the node's answer
+// (ErrNoLeader), whichever endpoint it tried last, not the refused
+// connection.
+func TestGiveUpNamesTheAnswer(t *testing.T) {
+	noLeader := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		w.Write([]byte(`{"error":{"code":"no_leader","message":"no leader reachable"}}` + "\n"))
+	}))
+	t.Cleanup(noLeader.Close)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close() // connections to it are refused
+	for _, eps := range [][]string{{noLeader.URL, dead.URL}, {dead.URL, noLeader.URL}} {
+		c := testHTTPClient(eps...)
+		ctx, cancel := context.WithTimeout(t.Context(), 700*time.Millisecond)
+		_, err := c.Leases(ctx)
+		cancel()
+		if !errors.Is(err, wire.ErrNoLeader) {
+			t.Errorf("Leases via %v = %v, want ErrNoLeader (a node's answer)", eps, err)
+		}
 	}
 }
