@@ -37,7 +37,7 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 	if len(pos) == 1 {
 		g, err := cl.Consumer(ctx, pos[0], ro)
 		if err != nil {
-			return about(fmt.Sprintf("consumer group %q", pos[0]), err)
+			return about(fmt.Sprintf("consumer group %q", pos[0]), noLeader(cl, err))
 		}
 		if *out == outputTable {
 			return printGroups(c.stdout, []wire.ConsumerGroup{g})
@@ -46,7 +46,7 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 	}
 	gs, err := cl.Consumers(ctx, ro)
 	if err != nil {
-		return fmt.Errorf("list consumer groups: %w", err)
+		return fmt.Errorf("list consumer groups: %w", noLeader(cl, err))
 	}
 	if gs == nil {
 		gs = []wire.ConsumerGroup{}

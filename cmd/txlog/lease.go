@@ -147,13 +147,13 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 	case "get":
 		l, err := cl.LeaseWith(ctx, name, *wait, *after, ro)
 		if err != nil {
-			return about(fmt.Sprintf("lease %q", name), err)
+			return about(fmt.Sprintf("lease %q", name), noLeader(cl, err))
 		}
 		return printJSON(c.stdout, l)
 	case "list":
 		ls, err := cl.Leases(ctx, ro)
 		if err != nil {
-			return fmt.Errorf("list leases: %w", err)
+			return fmt.Errorf("list leases: %w", noLeader(cl, err))
 		}
 		if ls == nil {
 			ls = []wire.Lease{}
