@@ -111,6 +111,16 @@ func runDocExamples(t *testing.T, c *launcher.Cluster, exs []docexec.Example) []
 			t.Logf("%s: skipped: %s", e.Where(), e.Skip)
 			continue
 		}
+		if _, ok := to[docexec.FourthHTTPPort]; !ok && docexec.NamesFourth(e) {
+			// n4, not a member, to be joined by hand by the example.
+			n4 := startBackupNode(t, t.TempDir(), "n4")
+			http4, err := n4.HTTPAddr(ctx)
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("%s: the fourth node: %v", e.Where(), err))
+				return failures
+			}
+			to[docexec.FourthHTTPPort], to[docexec.FourthRaftPort] = http4, raftAddrOf(n4)
+		}
 		if err := lead(ctx, c, leader); err != nil {
 			failures = append(failures, fmt.Sprintf("%s: before it, waiting for leader %s: %v", e.Where(), leader, err))
 			return failures
@@ -357,4 +367,14 @@ func nothingDone(status int, body []byte) bool {
 		return false
 	}
 	return slices.Contains([]string{"no_leader", "not_leader", "shutting_down", "not_ready"}, e.Error.Code)
+}
+
+// raftAddrOf returns the --raft-addr p was started with.
+func raftAddrOf(p *launcher.Process) string {
+	for _, a := range p.Args() {
+		if v, ok := strings.CutPrefix(a, "--raft-addr="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -140,3 +140,22 @@ func FuzzCompare(f *testing.F) {
 		Substitute(string(got), []Binding{{Field: "txid", Doc: `"` + string(want) + `"`, Got: `"x"`}, {Field: "index", Doc: "7", Got: "9"}})
 	})
 }
+
+// TestNamesFourth: an example that names the fourth node's ports, in its
+// body or answer, gets one started; the others do not.
+func TestNamesFourth(t *testing.T) {
+	for _, tt := range []struct {
+		e    Example
+		want bool
+	}{
+		{Example{Host: "localhost:8081", Target: "/v1/cluster/join", Body: `{"id":"n4","raft_addr":"127.0.0.1:7104","http_addr":"127.0.0.1:8084"}`}, true},
+		{Example{Host: "localhost:8084", Target: "/healthz"}, true},
+		{Example{Host: "localhost:8081", Target: "/v1/cluster", Answer: &Answer{Body: []byte(`{"http_addr":"127.0.0.1:8084"}`)}}, true},
+		{Example{Host: "localhost:8081", Target: "/v1/cluster", Body: `{"raft_addr":"127.0.0.1:7103","n":8084}`}, false},
+		{Example{Host: "localhost:8083", Target: "/v1/kv/k"}, false},
+	} {
+		if got := NamesFourth(tt.e); got != tt.want {
+			t.Errorf("NamesFourth(%+v) = %v, want %v", tt.e, got, tt.want)
+		}
+	}
+}
