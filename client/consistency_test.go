@@ -42,7 +42,10 @@ func TestReadConsistency(t *testing.T) {
 			_, err := c.TxByIdempotencyKey(ctx, "k", 0, o...)
 			return err
 		}},
-		{"Consumer", func(ctx context.Context, o ...wire.ReadOptions) error { _, err := c.Consumer(ctx, "g", o...); return err }},
+		{"Consumer", func(ctx context.Context, o ...wire.ReadOptions) error {
+			_, err := c.Consumer(ctx, "g", o...)
+			return err
+		}},
 		{"Consumers", func(ctx context.Context, o ...wire.ReadOptions) error { _, err := c.Consumers(ctx, o...); return err }},
 		{"Leases", func(ctx context.Context, o ...wire.ReadOptions) error { _, err := c.Leases(ctx, o...); return err }},
 		{"LeaseWith", func(ctx context.Context, o ...wire.ReadOptions) error {
