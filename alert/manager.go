@@ -205,7 +205,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.gap <= 0 {
 		cfg.gap = max(3*cfg.interval, 3*time.Second)
 	}
-	m := &Manager{cfg: cfg, t: cfg.Thresholds.withDefaults(), log: cfg.Logger, active: map[string]*state{}, ring: make([]Event, cfg.RingSize)}
+	m := &Manager{cfg: cfg, t: cfg.Thresholds.WithDefaults(), log: cfg.Logger, active: map[string]*state{}, ring: make([]Event, cfg.RingSize)}
 	for range cfg.Webhooks {
 		m.queues = append(m.queues, make(chan Event, 256))
 	}

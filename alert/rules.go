@@ -65,7 +65,10 @@ type Thresholds struct {
 	BackupStale      time.Duration // --alert-backup-stale: TxlogBackupStale past this age of the last good backup; the node sets 2x --backup-interval when 0
 }
 
-func (t Thresholds) withDefaults() Thresholds {
+// WithDefaults returns t with each zero field set to its default (the
+// values above), as the Manager compares against them; the dashboard
+// colours its numbers against the same bounds.
+func (t Thresholds) WithDefaults() Thresholds {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v

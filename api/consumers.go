@@ -57,7 +57,7 @@ func (of *offsetFields) decode(op *wire.Op, f field, path string) error {
 		op.Offset, err = uintValue(f.raw, path)
 	case "reset":
 		if k := kind(f.raw); k != "boolean" {
-			return fieldErr(path, "want boolean, got %s", k)
+			return fieldErr(path, wire.MsgFieldKind, "boolean", k)
 		}
 		op.Reset = f.raw[0] == 't'
 	}
@@ -91,17 +91,17 @@ func (d *fastDecoder) offsetField(op *wire.Op, of *offsetFields, name string) (o
 func checkOffsetOp(op wire.Op, of offsetFields, path string, lim limits) error {
 	switch {
 	case op.Key != "":
-		return fieldErr(join(path, "key"), "not allowed on a %s (the group names it)", wire.OpCommitOffset)
+		return fieldErr(join(path, "key"), wire.MsgFieldKeyOnCommit, wire.OpCommitOffset)
 	case op.Value != nil:
-		return fieldErr(join(path, "value"), "not allowed on a %s", wire.OpCommitOffset)
+		return fieldErr(join(path, "value"), wire.MsgFieldNotAllowedOn, wire.OpCommitOffset)
 	case op.IfVersion != nil:
-		return fieldErr(join(path, "if_version"), "not allowed on a %s", wire.OpCommitOffset)
+		return fieldErr(join(path, "if_version"), wire.MsgFieldNotAllowedOn, wire.OpCommitOffset)
 	case !of.group:
-		return fieldErr(join(path, "group"), "missing")
+		return fieldErr(join(path, "group"), wire.MsgFieldMissing)
 	case !of.offset && !op.Reset:
-		return fieldErr(join(path, "offset"), "missing")
+		return fieldErr(join(path, "offset"), wire.MsgFieldMissing)
 	case op.Offset == 0 && !op.Reset:
-		return fieldErr(join(path, "offset"), "must be positive (0 only with reset)")
+		return fieldErr(join(path, "offset"), wire.MsgFieldOffsetNotPositive)
 	}
 	return checkKey(op.Group, join(path, "group"), lim.maxKeyBytes)
 }
@@ -146,7 +146,7 @@ func decodeOffsetBody(body []byte, group string, lim limits) (wire.TxRequest, er
 		case "fence":
 			tx.Fence, err = decodeFence(f.raw, f.name, lim)
 		default:
-			err = fieldErr(f.name, "unknown field")
+			err = fieldErr(f.name, wire.MsgFieldUnknown)
 		}
 		if err != nil {
 			return wire.TxRequest{}, asError(err, wire.CodeInvalidTx)

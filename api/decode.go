@@ -44,15 +44,19 @@ type limits struct {
 
 // fieldError is a body that is valid JSON but breaks the schema or a rule. The
 // entry points turn it into an *Error with the code of the body they decode.
+// Its wording is m of wire's messages table with parts, formatted only when
+// the error is written (Error), never on the decoders' way to an accepted
+// body.
 type fieldError struct {
-	path string
-	msg  string
+	path  string
+	m     wire.Msg
+	parts []any
 }
 
-func (e *fieldError) Error() string { return e.path + ": " + e.msg }
+func (e *fieldError) Error() string { return e.path + ": " + wire.Text(e.m, e.parts...) }
 
-func fieldErr(path, format string, args ...any) error {
-	return &fieldError{path: path, msg: fmt.Sprintf(format, args...)}
+func fieldErr(path string, m wire.Msg, parts ...any) error {
+	return &fieldError{path: path, m: m, parts: parts}
 }
 
 // asError gives err, from a decoder of this file, the wire code schemaCode when
@@ -115,18 +119,18 @@ func decodeBatch(raw json.RawMessage, lim limits) (wire.BatchRequest, error) {
 		case "txs":
 			txs = f.raw
 		default:
-			return req, fieldErr(f.name, "unknown field")
+			return req, fieldErr(f.name, wire.MsgFieldUnknown)
 		}
 	}
 	if txs == nil {
-		return req, fieldErr("txs", "missing")
+		return req, fieldErr("txs", wire.MsgFieldMissing)
 	}
 	elems, err := arrayElems(txs, "txs", lim.maxTxs)
 	if err != nil {
 		return req, err
 	}
 	if len(elems) == 0 {
-		return req, fieldErr("txs", "empty")
+		return req, fieldErr("txs", wire.MsgFieldEmpty)
 	}
 	req.Txs = make([]wire.TxRequest, len(elems))
 	first := make(map[string]int) // idempotency key → index of the first tx with it
@@ -137,7 +141,7 @@ func decodeBatch(raw json.RawMessage, lim limits) (wire.BatchRequest, error) {
 		}
 		if k := req.Txs[i].IdempotencyKey; k != "" {
 			if j, ok := first[k]; ok {
-				return req, fieldErr(path+".idempotency_key", "same as txs[%d]", j)
+				return req, fieldErr(path+".idempotency_key", wire.MsgFieldSameKey, j)
 			}
 			first[k] = i
 		}
@@ -174,19 +178,19 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (wire.TxRequest, err
 				return tx, err
 			}
 		default:
-			return tx, fieldErr(fp, "unknown field")
+			return tx, fieldErr(fp, wire.MsgFieldUnknown)
 		}
 	}
 	opsPath := join(path, "ops")
 	if ops == nil {
-		return tx, fieldErr(opsPath, "missing")
+		return tx, fieldErr(opsPath, wire.MsgFieldMissing)
 	}
 	elems, err := arrayElems(ops, opsPath, lim.maxOps)
 	if err != nil {
 		return tx, err
 	}
 	if len(elems) == 0 {
-		return tx, fieldErr(opsPath, "empty")
+		return tx, fieldErr(opsPath, wire.MsgFieldEmpty)
 	}
 	tx.Ops = make([]wire.Op, len(elems))
 	for i, e := range elems {
@@ -195,7 +199,7 @@ func decodeTx(raw json.RawMessage, path string, lim limits) (wire.TxRequest, err
 		}
 	}
 	if i, j := dupGroup(tx.Ops); j >= 0 {
-		return tx, fieldErr(fmt.Sprintf("%s[%d].group", opsPath, j), "%q committed twice (also ops[%d])", tx.Ops[j].Group, i)
+		return tx, fieldErr(fmt.Sprintf("%s[%d].group", opsPath, j), wire.MsgFieldGroupTwice, tx.Ops[j].Group, i)
 	}
 	return tx, nil
 }
@@ -223,16 +227,16 @@ func decodeFence(raw json.RawMessage, path string, lim limits) (*wire.Fence, err
 				return nil, err
 			}
 		default:
-			return nil, fieldErr(fp, "unknown field")
+			return nil, fieldErr(fp, wire.MsgFieldUnknown)
 		}
 	}
 	switch {
 	case !hasLease:
-		return nil, fieldErr(join(path, "lease"), "missing")
+		return nil, fieldErr(join(path, "lease"), wire.MsgFieldMissing)
 	case !hasToken:
-		return nil, fieldErr(join(path, "token"), "missing")
+		return nil, fieldErr(join(path, "token"), wire.MsgFieldMissing)
 	case f.Token == 0:
-		return nil, fieldErr(join(path, "token"), "must be positive")
+		return nil, fieldErr(join(path, "token"), wire.MsgFieldNotPositive)
 	}
 	if err := checkKey(f.Lease, join(path, "lease"), lim.maxKeyBytes); err != nil {
 		return nil, err
@@ -259,14 +263,14 @@ func decodeNotify(raw json.RawMessage, path string, lim limits) (*wire.Notify, e
 				return nil, err
 			}
 		default:
-			return nil, fieldErr(fp, "unknown field")
+			return nil, fieldErr(fp, wire.MsgFieldUnknown)
 		}
 	}
 	if !hasURL {
-		return nil, fieldErr(join(path, "url"), "missing")
+		return nil, fieldErr(join(path, "url"), wire.MsgFieldMissing)
 	}
 	if err := lim.notify.Check(n.URL); err != nil {
-		return nil, &wire.Error{Code: wire.CodeNotifyNotAllowed, Message: join(path, "url") + ": " + err.Error()}
+		return nil, wire.New(wire.MsgNotifyRefused, join(path, "url"), err)
 	}
 	return n, nil
 }
@@ -303,7 +307,7 @@ func decodeOp(raw json.RawMessage, path string, lim limits) (wire.Op, error) {
 		case "value":
 			var buf bytes.Buffer
 			if err := json.Compact(&buf, f.raw); err != nil {
-				return op, fieldErr(fp, "%v", err) // unreachable: raw is valid JSON
+				return op, fieldErr(fp, wire.MsgFieldInvalid, err) // unreachable: raw is valid JSON
 			}
 			op.Value = buf.Bytes()
 		case "if_version":
@@ -313,29 +317,29 @@ func decodeOp(raw json.RawMessage, path string, lim limits) (wire.Op, error) {
 			}
 			op.IfVersion = &v
 		default:
-			return op, fieldErr(fp, "unknown field")
+			return op, fieldErr(fp, wire.MsgFieldUnknown)
 		}
 	}
 	switch {
 	case !hasOp:
-		return op, fieldErr(join(path, "op"), "missing")
+		return op, fieldErr(join(path, "op"), wire.MsgFieldMissing)
 	case op.Op == wire.OpCommitOffset:
 		return op, checkOffsetOp(op, of, path, lim)
 	case op.Op != wire.OpPut && op.Op != wire.OpDelete:
-		return op, fieldErr(join(path, "op"), "unknown %q, want %q, %q or %q", op.Op, wire.OpPut, wire.OpDelete, wire.OpCommitOffset)
+		return op, fieldErr(join(path, "op"), wire.MsgFieldOpUnknown, op.Op, wire.OpPut, wire.OpDelete, wire.OpCommitOffset)
 	case of.first != "":
-		return op, fieldErr(join(path, of.first), "only on a %s", wire.OpCommitOffset)
+		return op, fieldErr(join(path, of.first), wire.MsgFieldOnlyOn, wire.OpCommitOffset)
 	case !hasKey:
-		return op, fieldErr(join(path, "key"), "missing")
+		return op, fieldErr(join(path, "key"), wire.MsgFieldMissing)
 	}
 	if err := checkKey(op.Key, join(path, "key"), lim.maxKeyBytes); err != nil {
 		return op, err
 	}
 	if op.Op == wire.OpPut && op.Value == nil {
-		return op, fieldErr(join(path, "value"), "missing; a put needs a value (null is a value)")
+		return op, fieldErr(join(path, "value"), wire.MsgFieldPutValue)
 	}
 	if op.Op == wire.OpDelete && op.Value != nil {
-		return op, fieldErr(join(path, "value"), "not allowed on a delete")
+		return op, fieldErr(join(path, "value"), wire.MsgFieldNotAllowedOn, wire.OpDelete)
 	}
 	return op, nil
 }
@@ -347,9 +351,9 @@ func decodeOp(raw json.RawMessage, path string, lim limits) (wire.Op, error) {
 func checkKey(key, path string, max int) error {
 	switch {
 	case key == "":
-		return fieldErr(path, "empty")
+		return fieldErr(path, wire.MsgFieldEmpty)
 	case len(key) > max:
-		return fieldErr(path, "%d bytes, limit %d", len(key), max)
+		return fieldErr(path, wire.MsgFieldTooLong, len(key), max)
 	}
 	return checkText(key, path)
 }
@@ -357,7 +361,7 @@ func checkKey(key, path string, max int) error {
 // checkIdempotencyKey checks an idempotency key; empty means none.
 func checkIdempotencyKey(key, path string) error {
 	if len(key) > MaxIdempotencyKeyBytes {
-		return fieldErr(path, "%d bytes, limit %d", len(key), MaxIdempotencyKeyBytes)
+		return fieldErr(path, wire.MsgFieldTooLong, len(key), MaxIdempotencyKeyBytes)
 	}
 	return checkText(key, path)
 }
@@ -365,10 +369,10 @@ func checkIdempotencyKey(key, path string) error {
 // checkText refuses invalid UTF-8 and U+FFFD with code invalid_utf8.
 func checkText(s, path string) error {
 	if !utf8.ValidString(s) {
-		return &wire.Error{Code: wire.CodeInvalidUTF8, Message: path + ": not valid UTF-8"}
+		return wire.New(wire.MsgNotUTF8, path)
 	}
 	if strings.ContainsRune(s, utf8.RuneError) {
-		return &wire.Error{Code: wire.CodeInvalidUTF8, Message: path + ": contains U+FFFD (a lone surrogate escape or a replaced byte)"}
+		return wire.New(wire.MsgHasReplacement, path)
 	}
 	return nil
 }
@@ -377,7 +381,7 @@ func checkText(s, path string) error {
 // returns that value.
 func jsonBody(body []byte) (json.RawMessage, error) {
 	if !utf8.Valid(body) {
-		return nil, &wire.Error{Code: wire.CodeInvalidUTF8, Message: "body: not valid UTF-8"}
+		return nil, wire.New(wire.MsgNotUTF8, "body")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var raw json.RawMessage
@@ -386,22 +390,22 @@ func jsonBody(body []byte) (json.RawMessage, error) {
 	}
 	off := dec.InputOffset()
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, &wire.Error{Code: wire.CodeInvalidJSON, Message: fmt.Sprintf("body: data after the JSON value at offset %d", off)}
+		return nil, wire.New(wire.MsgBodyTrailing, off)
 	}
 	return raw, nil
 }
 
 func syntaxError(err error) error {
 	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return &wire.Error{Code: wire.CodeInvalidJSON, Message: fmt.Sprintf("body: invalid JSON at offset %d: %v", se.Offset, se)}
+		return wire.New(wire.MsgBodySyntax, se.Offset, se)
 	}
 	switch {
 	case errors.Is(err, io.EOF):
-		return &wire.Error{Code: wire.CodeInvalidJSON, Message: "body: empty"}
+		return wire.New(wire.MsgBodyEmpty)
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &wire.Error{Code: wire.CodeInvalidJSON, Message: "body: truncated JSON"}
+		return wire.New(wire.MsgBodyTruncated)
 	}
-	return &wire.Error{Code: wire.CodeInvalidJSON, Message: fmt.Sprintf("body: %v", err)}
+	return wire.New(wire.MsgBodyBadJSON, err)
 }
 
 // field is one member of a JSON object, in the order of the text.
@@ -415,7 +419,7 @@ type field struct {
 // that comes twice.
 func objectFields(raw json.RawMessage, path string) ([]field, error) {
 	if k := kind(raw); k != "object" {
-		return nil, fieldErr(orBody(path), "want object, got %s", k)
+		return nil, fieldErr(orBody(path), wire.MsgFieldKind, "object", k)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // {
@@ -430,7 +434,7 @@ func objectFields(raw json.RawMessage, path string) ([]field, error) {
 		}
 		name, _ := tok.(string) // object keys are always strings
 		if seen[name] {
-			return nil, fieldErr(join(path, name), "given twice")
+			return nil, fieldErr(join(path, name), wire.MsgFieldTwice)
 		}
 		seen[name] = true
 		var v json.RawMessage
@@ -446,7 +450,7 @@ func objectFields(raw json.RawMessage, path string) ([]field, error) {
 // at most max elements.
 func arrayElems(raw json.RawMessage, path string, max int) ([]json.RawMessage, error) {
 	if k := kind(raw); k != "array" {
-		return nil, fieldErr(path, "want array, got %s", k)
+		return nil, fieldErr(path, wire.MsgFieldKind, "array", k)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // [
@@ -455,7 +459,7 @@ func arrayElems(raw json.RawMessage, path string, max int) ([]json.RawMessage, e
 	var elems []json.RawMessage
 	for dec.More() {
 		if len(elems) == max {
-			return nil, fieldErr(path, "more than %d elements", max)
+			return nil, fieldErr(path, wire.MsgFieldTooMany, max)
 		}
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
@@ -469,11 +473,11 @@ func arrayElems(raw json.RawMessage, path string, max int) ([]json.RawMessage, e
 // stringValue decodes a JSON string.
 func stringValue(raw json.RawMessage, path string) (string, error) {
 	if k := kind(raw); k != "string" {
-		return "", fieldErr(path, "want string, got %s", k)
+		return "", fieldErr(path, wire.MsgFieldKind, "string", k)
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fieldErr(path, "%v", err) // unreachable: raw is a valid string
+		return "", fieldErr(path, wire.MsgFieldInvalid, err) // unreachable: raw is a valid string
 	}
 	return s, nil
 }
@@ -482,18 +486,18 @@ func stringValue(raw json.RawMessage, path string) (string, error) {
 // written without fraction or exponent.
 func uintValue(raw json.RawMessage, path string) (uint64, error) {
 	if k := kind(raw); k != "number" {
-		return 0, fieldErr(path, "want non-negative integer, got %s", k)
+		return 0, fieldErr(path, wire.MsgFieldKind, "non-negative integer", k)
 	}
 	s := string(raw)
 	if strings.HasPrefix(s, "-") {
-		return 0, fieldErr(path, "negative (%s)", s)
+		return 0, fieldErr(path, wire.MsgFieldNegative, s)
 	}
 	if strings.ContainsAny(s, ".eE") {
-		return 0, fieldErr(path, "want non-negative integer, got %s", s)
+		return 0, fieldErr(path, wire.MsgFieldKind, "non-negative integer", s)
 	}
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return 0, fieldErr(path, "%s does not fit 64 bits", s)
+		return 0, fieldErr(path, wire.MsgFieldOverflow, s)
 	}
 	return v, nil
 }
@@ -559,23 +563,23 @@ func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 			case "voter":
 				var v bool
 				if k := kind(f.raw); k != "boolean" {
-					return fieldErr(f.name, "want boolean, got %s", k)
+					return fieldErr(f.name, wire.MsgFieldKind, "boolean", k)
 				}
 				v = f.raw[0] == 't'
 				req.Voter = &v
 			case "replace":
 				if k := kind(f.raw); k != "boolean" {
-					return fieldErr(f.name, "want boolean, got %s", k)
+					return fieldErr(f.name, wire.MsgFieldKind, "boolean", k)
 				}
 				req.Replace = f.raw[0] == 't'
 			case "node_number":
 				var v uint64
 				if v, err = uintValue(f.raw, f.name); err == nil && (v < 1 || v > txid.MaxNode) {
-					err = fieldErr(f.name, "%d: want 1..%d (omit it to have one assigned)", v, txid.MaxNode)
+					err = fieldErr(f.name, wire.MsgFieldNodeNumber, v, txid.MaxNode)
 				}
 				req.NodeNumber = int(v)
 			default:
-				err = fieldErr(f.name, "unknown field")
+				err = fieldErr(f.name, wire.MsgFieldUnknown)
 			}
 			if err != nil {
 				return err
@@ -583,7 +587,7 @@ func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 		}
 		for _, c := range []struct{ name, v string }{{"id", req.ID}, {"raft_addr", req.RaftAddr}, {"http_addr", req.HTTPAddr}} {
 			if c.v == "" && c.name != "http_addr" {
-				return fieldErr(c.name, "missing or empty")
+				return fieldErr(c.name, wire.MsgFieldMissingOrEmpty)
 			}
 			if err := checkText(c.v, c.name); err != nil {
 				return err
@@ -601,13 +605,13 @@ func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 func checkPeerAddr(addr, name string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fieldErr(name, "%q: want host:port", addr)
+		return fieldErr(name, wire.MsgFieldAddrForm, addr)
 	}
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fieldErr(name, "%q: want a host other nodes can dial, not an empty or unspecified one", addr)
+		return fieldErr(name, wire.MsgFieldAddrHost, addr)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fieldErr(name, "%q: want a port in 1..65535", addr)
+		return fieldErr(name, wire.MsgFieldAddrPort, addr)
 	}
 	return nil
 }
@@ -630,7 +634,7 @@ func decodeTransferBody(body []byte) (wire.TransferRequest, error) {
 		}
 		for _, f := range fields {
 			if f.name != "id" {
-				return fieldErr(f.name, "unknown field")
+				return fieldErr(f.name, wire.MsgFieldUnknown)
 			}
 			if req.ID, err = stringValue(f.raw, "id"); err != nil {
 				return err

@@ -43,6 +43,23 @@ func (a *answers) handleNotFound(w http.ResponseWriter, r *http.Request) {
 	a.writeError(w, wire.New(wire.MsgNoRoute, r.Method, r.URL.EscapedPath()))
 }
 
+// pageFiles returns d, answering the JSON 404 of the wording table for a
+// path under /ui/ that names none of the page's files (when d tells them
+// apart: ui.Handler does), instead of net/http's plain-text one.
+func (s *Server) pageFiles(d http.Handler) http.Handler {
+	files, ok := d.(interface{ Serves(path string) bool })
+	if !ok {
+		return d
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !files.Serves(r.URL.Path) {
+			s.handleNotFound(w, r)
+			return
+		}
+		d.ServeHTTP(w, r)
+	})
+}
+
 // methodNotAllowed returns the handler of a request whose path a route of
 // router serves with other methods: 405, with those methods in Allow. HEAD
 // and OPTIONS are not served by any route, so they get the same answer.

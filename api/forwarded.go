@@ -33,7 +33,7 @@ func CheckIdempotencyKey(key, path string) error {
 // notify_not_allowed).
 func CheckNotify(url, path string, allow *notify.AllowList) error {
 	if err := allow.Check(url); err != nil {
-		return &wire.Error{Code: wire.CodeNotifyNotAllowed, Message: path + ": " + err.Error()}
+		return wire.New(wire.MsgNotifyRefused, path, err)
 	}
 	return nil
 }
@@ -47,21 +47,21 @@ func CheckNotify(url, path string, allow *notify.AllowList) error {
 // scanner accepts.
 func CheckValue(v []byte, path string, max int) error {
 	if len(v) > max {
-		return &wire.Error{Code: wire.CodeInvalidTx, Message: fieldErr(path, "%d bytes, limit %d", len(v), max).Error()}
+		return asError(fieldErr(path, wire.MsgFieldTooLong, len(v), max), wire.CodeInvalidTx)
 	}
 	if !utf8.Valid(v) {
-		return &wire.Error{Code: wire.CodeInvalidUTF8, Message: path + ": not valid UTF-8"}
+		return wire.New(wire.MsgNotUTF8, path)
 	}
 	d := fastDecoder{b: v}
 	if d.value(maxFastDepth) && d.i == len(v) && d.spaces == 0 {
 		return nil
 	}
 	if !json.Valid(v) {
-		return &wire.Error{Code: wire.CodeInvalidJSON, Message: path + ": not a JSON value"}
+		return wire.New(wire.MsgNotJSONValue, path)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, v); err != nil || !bytes.Equal(buf.Bytes(), v) {
-		return &wire.Error{Code: wire.CodeInvalidJSON, Message: path + ": JSON with white space (values are stored compacted)"}
+		return wire.New(wire.MsgJSONSpaced, path)
 	}
 	return nil
 }

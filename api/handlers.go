@@ -112,7 +112,7 @@ func mergeIdempotencyHeader(r *http.Request, tx *wire.TxRequest) error {
 		return nil
 	}
 	if len(vs) > 1 {
-		return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s header: given %d times", HeaderIdempotencyKey, len(vs))}
+		return wire.New(wire.MsgHeaderRepeated, HeaderIdempotencyKey, len(vs))
 	}
 	h := vs[0]
 	if err := checkIdempotencyKey(h, HeaderIdempotencyKey+" header"); err != nil {
@@ -120,11 +120,11 @@ func mergeIdempotencyHeader(r *http.Request, tx *wire.TxRequest) error {
 	}
 	switch {
 	case h == "":
-		return &wire.Error{Code: wire.CodeInvalidParam, Message: HeaderIdempotencyKey + " header: empty"}
+		return wire.New(wire.MsgHeaderEmpty, HeaderIdempotencyKey)
 	case tx.IdempotencyKey == "":
 		tx.IdempotencyKey = strings.Clone(h) // not a part of the fast path's header string, which it would keep
 	case tx.IdempotencyKey != h:
-		return &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s header %q differs from idempotency_key %q", HeaderIdempotencyKey, h, tx.IdempotencyKey)}
+		return wire.New(wire.MsgHeaderDiffers, HeaderIdempotencyKey, h, tx.IdempotencyKey)
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (h *txHandlers) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Header.Get(HeaderIdempotencyKey) != "" {
-		h.writeError(w, &wire.Error{Code: wire.CodeInvalidParam, Message: HeaderIdempotencyKey + " header: not allowed on a batch; set idempotency_key in each transaction"})
+		h.writeError(w, wire.New(wire.MsgHeaderOnBatch, HeaderIdempotencyKey))
 		return
 	}
 	body, err := readBody(w, r, h.cfg.MaxBodyBytes, h.cfg.BodyTimeout)
@@ -343,7 +343,7 @@ func forwardedHeader(r *http.Request) (bool, error) {
 	case len(fwd) == 1 && fwd[0] == "1":
 		return true, nil
 	default:
-		return false, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("%s header: %q, want 1", wire.HeaderForwarded, strings.Join(fwd, ","))}
+		return false, wire.New(wire.MsgHeaderValue, wire.HeaderForwarded, strings.Join(fwd, ","), "1")
 	}
 }
 

@@ -55,9 +55,9 @@ func (h *leaseHandlers) leaseName(r *http.Request) (string, error) {
 func checkHolder(h, path string) error {
 	switch {
 	case h == "":
-		return fieldErr(path, "empty")
+		return fieldErr(path, wire.MsgFieldEmpty)
 	case len(h) > wire.MaxLeaseHolderBytes:
-		return fieldErr(path, "%d bytes, limit %d", len(h), wire.MaxLeaseHolderBytes)
+		return fieldErr(path, wire.MsgFieldTooLong, len(h), wire.MaxLeaseHolderBytes)
 	}
 	return checkText(h, path)
 }
@@ -89,10 +89,10 @@ func decodeLeaseBody(body []byte) (wire.LeaseRequest, error) {
 			hasTTL = true
 		case "token":
 			if req.Token, err = uintValue(f.raw, f.name); err == nil && req.Token == 0 {
-				err = fieldErr(f.name, "must be positive (leave it out to acquire)")
+				err = fieldErr(f.name, wire.MsgFieldTokenNotPositive)
 			}
 		default:
-			err = fieldErr(f.name, "unknown field")
+			err = fieldErr(f.name, wire.MsgFieldUnknown)
 		}
 		if err != nil {
 			return req, asError(err, wire.CodeBadRequest)
@@ -100,9 +100,9 @@ func decodeLeaseBody(body []byte) (wire.LeaseRequest, error) {
 	}
 	switch {
 	case !hasHolder:
-		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "holder: missing"}
+		return req, asError(fieldErr("holder", wire.MsgFieldMissing), wire.CodeBadRequest)
 	case !hasTTL:
-		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "ttl: missing"}
+		return req, asError(fieldErr("ttl", wire.MsgFieldMissing), wire.CodeBadRequest)
 	}
 	return req, nil
 }
@@ -112,9 +112,9 @@ func leaseTTL(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	switch {
 	case err != nil:
-		return 0, fieldErr("ttl", "%q: want a duration such as 5s", s)
+		return 0, fieldErr("ttl", wire.MsgFieldDuration, s)
 	case d < wire.MinLeaseTTL || d > wire.MaxLeaseTTL:
-		return 0, fieldErr("ttl", "%s: want %s to %s", s, wire.MinLeaseTTL, wire.MaxLeaseTTL)
+		return 0, fieldErr("ttl", wire.MsgFieldBetween, s, wire.MinLeaseTTL, wire.MaxLeaseTTL)
 	}
 	return d, nil
 }

@@ -180,7 +180,7 @@ func paramError(name, value string, err error) error {
 	if len(value) > maxEchoBytes {
 		value = value[:maxEchoBytes] + "…"
 	}
-	return wire.New(wire.MsgParamInvalid, name, value, fe.msg)
+	return wire.New(wire.MsgParamInvalid, name, value, wire.Text(fe.m, fe.parts...))
 }
 
 // maxEchoBytes bounds the part of a bad value an error message repeats.

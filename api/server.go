@@ -298,14 +298,14 @@ func (s *Server) routes(internal bool) *mux.Router {
 
 	// Without a LeaseBackend (ConsumerBackend) the lease (consumer read)
 	// paths answer 404.
-	on("/v1/leases", accessRead, s.unless(ls.lb == nil, ls.handleList)).Methods(http.MethodGet)
-	on("/v1/leases/{name:.+}", accessWrite, s.unless(ls.lb == nil, ls.handlePut)).Methods(http.MethodPut)
-	on("/v1/leases/{name:.+}", accessWrite, s.unless(ls.lb == nil, ls.handleDelete)).Methods(http.MethodDelete)
-	on("/v1/leases/{name:.+}", accessRead, s.unless(ls.lb == nil, ls.handleGet)).Methods(http.MethodGet)
+	on("/v1/leases", accessRead, s.unless(ls.lb == nil, "leases", ls.handleList)).Methods(http.MethodGet)
+	on("/v1/leases/{name:.+}", accessWrite, s.unless(ls.lb == nil, "leases", ls.handlePut)).Methods(http.MethodPut)
+	on("/v1/leases/{name:.+}", accessWrite, s.unless(ls.lb == nil, "leases", ls.handleDelete)).Methods(http.MethodDelete)
+	on("/v1/leases/{name:.+}", accessRead, s.unless(ls.lb == nil, "leases", ls.handleGet)).Methods(http.MethodGet)
 
-	on("/v1/consumers", accessRead, s.unless(cs.cb == nil, cs.handleList)).Methods(http.MethodGet)
+	on("/v1/consumers", accessRead, s.unless(cs.cb == nil, "consumer groups", cs.handleList)).Methods(http.MethodGet)
 	on("/v1/consumers/{group:.+}/offset", accessWrite, cs.handleCommitOffset).Methods(http.MethodPost)
-	on("/v1/consumers/{group:.+}", accessRead, s.unless(cs.cb == nil, cs.handleGet)).Methods(http.MethodGet)
+	on("/v1/consumers/{group:.+}", accessRead, s.unless(cs.cb == nil, "consumer groups", cs.handleGet)).Methods(http.MethodGet)
 
 	on("/v1/cluster", accessRead, cl.handleCluster).Methods(http.MethodGet)
 	on("/v1/cluster/join", accessAdmin, cl.handleJoin).Methods(http.MethodPost)
@@ -328,7 +328,7 @@ func (s *Server) routes(internal bool) *mux.Router {
 		on("/v1/stats", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
 		on("/v1/stats/members", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
 		on("/v1/events", accessRead, s.noQuery(d).ServeHTTP).Methods(http.MethodGet)
-		r.PathPrefix("/ui/").Handler(g(s.openIf(s.cfg.UIOpen), d)).Methods(http.MethodGet)
+		r.PathPrefix("/ui/").Handler(g(s.openIf(s.cfg.UIOpen), s.pageFiles(d))).Methods(http.MethodGet)
 		r.Handle("/", g(s.openIf(s.cfg.UIOpen), d)).Methods(http.MethodGet) // a redirect to /ui/
 	}
 	s.met.instrumentRoutes(r)
@@ -344,10 +344,11 @@ func (s *Server) openIf(open bool) access {
 	return accessRead
 }
 
-// unless returns h, or with missing the handler that answers 404.
-func (s *Server) unless(missing bool, h http.HandlerFunc) http.HandlerFunc {
+// unless returns h, or with missing the handler that answers 404 saying
+// that this node does not serve kind (a Backend without that part).
+func (s *Server) unless(missing bool, kind string, h http.HandlerFunc) http.HandlerFunc {
 	if missing {
-		return s.handleNotFound
+		return func(w http.ResponseWriter, r *http.Request) { s.writeError(w, wire.New(wire.MsgNotServed, kind)) }
 	}
 	return h
 }
@@ -560,13 +561,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		rc.SetReadDeadline(time.Time{})
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, &wire.Error{Code: wire.CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
+		return nil, wire.New(wire.MsgBodyTooLarge, limit)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return nil, &wire.Error{Code: wire.CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
+		return nil, wire.New(wire.MsgBodySlow, timeout)
 	}
 	if err != nil {
-		return nil, &wire.Error{Code: wire.CodeBadRequest, Message: fmt.Sprintf("body: read: %v", err)}
+		return nil, wire.New(wire.MsgBodyRead, err)
 	}
 	return body, nil
 }

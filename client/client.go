@@ -345,19 +345,36 @@ func waitQuery(wait time.Duration) url.Values {
 	return q
 }
 
+// readQuery adds the consistency of opts (the last given; the node's
+// default, linearizable, when none sets it) to q, which it returns (a new
+// one when q is nil). Only Consistency is read: a client never marks a
+// read forwarded.
+func readQuery(q url.Values, opts []wire.ReadOptions) url.Values {
+	for _, o := range opts {
+		if o.Consistency != "" {
+			if q == nil {
+				q = url.Values{}
+			}
+			q.Set("consistency", o.Consistency)
+		}
+	}
+	return q
+}
+
 // Tx looks a transaction up by its ID on any node. With wait > 0 the server
 // waits up to wait for a pending transaction to be resolved. An unknown ID
-// gives ErrNotFound.
-func (c *kv) Tx(ctx context.Context, id txid.ID, wait time.Duration) (wire.TxResult, error) {
+// gives ErrNotFound. It reads linearizably unless opts set another
+// Consistency, as Get does (docs/api.md, "Consistency").
+func (c *kv) Tx(ctx context.Context, id txid.ID, wait time.Duration, opts ...wire.ReadOptions) (wire.TxResult, error) {
 	var res wire.TxResult
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/tx/" + id.String(), query: waitQuery(wait), serverTime: wait}, true, &res)
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/tx/" + id.String(), query: readQuery(waitQuery(wait), opts), serverTime: wait}, true, &res)
 	return res, err
 }
 
 // TxByIdempotencyKey looks a transaction up by its idempotency key on any node;
-// wait as for Tx.
-func (c *kv) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration) (wire.TxResult, error) {
-	q := waitQuery(wait)
+// wait and opts as for Tx.
+func (c *kv) TxByIdempotencyKey(ctx context.Context, key string, wait time.Duration, opts ...wire.ReadOptions) (wire.TxResult, error) {
+	q := readQuery(waitQuery(wait), opts)
 	q.Set("idempotency_key", key)
 	var res wire.TxResult
 	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/tx", query: q, serverTime: wait}, true, &res)

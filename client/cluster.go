@@ -15,10 +15,12 @@ type cluster struct{ *conn }
 
 // Cluster describes the cluster through any node, linearizable: the
 // leader, term, commit index and members are the leader's, current as of
-// the call (docs/api.md, "Consistency"); no leader is ErrNoLeader.
-func (c *cluster) Cluster(ctx context.Context) (wire.ClusterStatus, error) {
+// the call (docs/api.md, "Consistency"); no leader is ErrNoLeader. With
+// opts of Consistency stale, the first node that answers describes the
+// cluster as it sees it, with a leader or without.
+func (c *cluster) Cluster(ctx context.Context, opts ...wire.ReadOptions) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster"}, true, &st)
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/cluster", query: readQuery(nil, opts)}, true, &st)
 	return st, err
 }
 

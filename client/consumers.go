@@ -34,17 +34,19 @@ func offsetTx(group string, offset uint64, reset bool, fence *wire.Fence) wire.T
 	return wire.TxRequest{Fence: fence, Ops: []wire.Op{{Op: wire.OpCommitOffset, Group: group, Offset: offset, Reset: reset}}}
 }
 
-// Consumer reads group's committed offset from any node, as that node has
-// applied it; ErrNotFound when the group has none.
-func (c *consumers) Consumer(ctx context.Context, group string) (wire.ConsumerGroup, error) {
+// Consumer reads group's committed offset from any node, linearizably
+// unless opts set another Consistency (as Get); ErrNotFound when the group
+// has none.
+func (c *consumers) Consumer(ctx context.Context, group string, opts ...wire.ReadOptions) (wire.ConsumerGroup, error) {
 	var g wire.ConsumerGroup
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers/" + url.PathEscape(group)}, true, &g)
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers/" + url.PathEscape(group), query: readQuery(nil, opts)}, true, &g)
 	return g, err
 }
 
-// Consumers lists the consumer groups in name order, from any node.
-func (c *consumers) Consumers(ctx context.Context) ([]wire.ConsumerGroup, error) {
+// Consumers lists the consumer groups in name order, from any node; opts
+// as for Consumer.
+func (c *consumers) Consumers(ctx context.Context, opts ...wire.ReadOptions) ([]wire.ConsumerGroup, error) {
 	var l wire.ConsumerList
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers"}, true, &l)
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/consumers", query: readQuery(nil, opts)}, true, &l)
 	return l.Consumers, err
 }

@@ -12,10 +12,15 @@
 //     leases (leases.go), consumers (consumers.go) and cluster (cluster.go),
 //     so callers write c.Submit, c.Follow, c.AcquireLease as before. kv's
 //     reads are here: Tx, TxByIdempotencyKey, Get and the calls that name a
-//     node.
+//     node. Every read is linearizable unless given a wire.ReadOptions with
+//     another Consistency: Get's argument, and a trailing variadic option
+//     of Tx, TxByIdempotencyKey, Consumer(s), Leases and Cluster (LeaseWith
+//     for a lease, as Lease keeps the signature lease.Client names).
 //   - exchange.go: conn's exchanges: one HTTP exchange, its classification
 //     through wire's code table, and failover with backoff between
-//     endpoints, passing over the endpoints whose last exchange got no
+//     endpoints (a call that gives up reports the last refusal a node
+//     answered, such as no_leader, before a node that did not answer),
+//     passing over the endpoints whose last exchange got no
 //     answer while another has not failed (Client.Down tells a tool which,
 //     so that it can try them last next time); TransportError for a request that got no answer,
 //     HandshakeError for a TLS handshake that failed (never retried); the

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -301,17 +302,20 @@ func (c *conn) call(ctx context.Context, req request, idempotent bool, out any) 
 	if err != nil {
 		return err
 	}
-	var last error
+	// last is the last failure; answered the last refusal a node answered
+	// (no_leader, …), which says more than a node that did not answer: a
+	// call that gives up reports it, when there is one.
+	var last, answered error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := c.pause(ctx, attempt); err != nil {
-				return giveUp(last, err)
+				return giveUp(cmp.Or(answered, last), err)
 			}
 		}
 		a, err := c.roundTrip(ctx, base, req)
 		if te, ok := errors.AsType[*TransportError](err); ok {
 			if ctx.Err() != nil {
-				return giveUp(last, ctx.Err())
+				return giveUp(cmp.Or(answered, last), ctx.Err())
 			}
 			if te.sent && !idempotent {
 				return err
@@ -329,9 +333,9 @@ func (c *conn) call(ctx context.Context, req request, idempotent bool, out any) 
 		code, aerr := classify(a)
 		switch {
 		case refused(code):
-			last, base = aerr, c.afterRefusal(ctx, base, code)
+			last, answered, base = aerr, aerr, c.afterRefusal(ctx, base, code)
 		case idempotent && ambiguousCode(code):
-			last, base = aerr, c.next(base)
+			last, answered, base = aerr, aerr, c.next(base)
 		default:
 			return aerr
 		}

@@ -100,10 +100,16 @@ func (c *leases) ReleaseLeaseVia(ctx context.Context, baseURL, name, holder stri
 	return c.callAt(ctx, baseURL, releaseRequest(name, holder, token, true), nil)
 }
 
-// Lease reads a live lease from any node (ErrNotFound when free). With wait
-// > 0 it long-polls as LeaseBackend.Lease says.
+// Lease reads a live lease from any node (ErrNotFound when free),
+// linearizably. With wait > 0 it long-polls as LeaseBackend.Lease says.
 func (c *leases) Lease(ctx context.Context, name string, wait time.Duration, afterToken uint64) (wire.Lease, error) {
-	q := waitQuery(wait)
+	return c.LeaseWith(ctx, name, wait, afterToken, wire.ReadOptions{})
+}
+
+// LeaseWith is Lease at the Consistency of opts (as Get takes it): Lease
+// keeps the signature lease.Client and consumer's fakes implement.
+func (c *leases) LeaseWith(ctx context.Context, name string, wait time.Duration, afterToken uint64, opts wire.ReadOptions) (wire.Lease, error) {
+	q := readQuery(waitQuery(wait), []wire.ReadOptions{opts})
 	if afterToken > 0 {
 		q.Set("after_token", strconv.FormatUint(afterToken, 10))
 	}
@@ -112,9 +118,10 @@ func (c *leases) Lease(ctx context.Context, name string, wait time.Duration, aft
 	return l, err
 }
 
-// Leases lists the live leases, from any node.
-func (c *leases) Leases(ctx context.Context) ([]wire.Lease, error) {
+// Leases lists the live leases, from any node, linearizably unless opts
+// set another Consistency.
+func (c *leases) Leases(ctx context.Context, opts ...wire.ReadOptions) ([]wire.Lease, error) {
 	var ls wire.LeaseList
-	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/leases"}, true, &ls)
+	err := c.call(ctx, request{method: http.MethodGet, path: "/v1/leases", query: readQuery(nil, opts)}, true, &ls)
 	return ls.Leases, err
 }

@@ -35,10 +35,13 @@ func newDashInfo(n *Node) *dashInfo {
 	return &dashInfo{version: buildVersion(), started: time.Now(), dataDir: n.cfg.DataDir, intake: n.intake, thresholds: thresholds(n.cfg.Alert.Thresholds)}
 }
 
-// thresholds converts the alert flags' bounds for the page. A zero field
-// (a Config not made by ParseConfig, whose flags fill every default) stays
-// zero: the page then colours nothing against it.
+// thresholds converts the alert rules' bounds for the page: the flags'
+// values, and for a zero field the default the rules use
+// (alert.Thresholds.WithDefaults), so that the page colours against what
+// fires (--alert-disk-free-percent has no flag default, yet the rule
+// compares against 10%).
 func thresholds(t alert.Thresholds) ui.Thresholds {
+	t = t.WithDefaults()
 	return ui.Thresholds{
 		ParkedMax:             t.ParkedMax,
 		ParkedAgeSeconds:      t.ParkedAge.Seconds(),

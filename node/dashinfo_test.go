@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txlog/txlog/alert"
+	"github.com/txlog/txlog/ui"
 )
 
 func TestFiring(t *testing.T) {
@@ -64,6 +65,16 @@ func TestThresholds(t *testing.T) {
 	}
 }
 
+// TestThresholdsDefaults: a zero Thresholds (a Config not made by
+// ParseConfig) gets the rules' defaults, not zeros that colour nothing.
+func TestThresholdsDefaults(t *testing.T) {
+	got := thresholds(alert.Thresholds{})
+	want := ui.Thresholds{ParkedMax: 1000, ParkedAgeSeconds: 60, UnreachableForSeconds: 10, FsyncP99Ms: 50, DiskFreePercent: 10}
+	if got != want {
+		t.Fatalf("thresholds(zero) = %+v, want %+v", got, want)
+	}
+}
+
 func TestDashInfoRead(t *testing.T) {
 	dir := t.TempDir()
 	di := &dashInfo{version: buildVersion(), started: time.Now().Add(-time.Minute), dataDir: dir}
@@ -84,15 +95,15 @@ func TestDashInfoRead(t *testing.T) {
 
 // TestDashInfoThresholds: the page's bounds are the --alert-* flags' values
 // (their defaults included), not copies. --alert-disk-free-percent has no
-// flag default (alert fills 10 in where the page cannot see it), so the
-// page colours the disk only when it is given.
+// flag default: the page takes the rule's default (10%) from
+// alert.Thresholds.WithDefaults, so the disk is coloured without the flag.
 func TestDashInfoThresholds(t *testing.T) {
 	for _, tt := range []struct {
 		args     []string
 		want     int
 		wantDisk float64
 	}{
-		{[]string{"--id", "n1"}, 1000, 0},
+		{[]string{"--id", "n1"}, 1000, 10},
 		{[]string{"--id", "n1", "--alert-parked-max", "7", "--alert-disk-free-percent", "12.5"}, 7, 12.5},
 	} {
 		cfg, err := ParseConfig(tt.args, func(string) (string, bool) { return "", false })

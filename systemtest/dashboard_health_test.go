@@ -38,6 +38,7 @@ type healthRow struct {
 	Version      string `json:"version"`
 	Uptime       string `json:"uptime"`
 	Disk         string `json:"disk"`
+	DiskClass    string `json:"diskClass"`
 	Fsync        string `json:"fsync"`
 	RaftLog      string `json:"raftlog"`
 	Snapshots    string `json:"snapshots"`
@@ -77,7 +78,7 @@ const readHealth = `JSON.stringify({
       lag: c("lag").textContent, lagClass: c("lag").className,
       contact: c("contact").textContent, contactClass: c("contact").className,
       parked: c("parked").textContent, parkedClass: c("parked").className,
-      version: c("version").textContent, uptime: c("uptime").textContent, disk: c("disk").textContent,
+      version: c("version").textContent, uptime: c("uptime").textContent, disk: c("disk").textContent, diskClass: c("disk").className,
       fsync: c("fsync").textContent, raftlog: c("raftlog").textContent, snapshots: c("snapshots").textContent };
   }),
   err: document.getElementById("err").textContent,
@@ -120,7 +121,8 @@ var numbered = regexp.MustCompile(`^[0-9]`)
 
 // checkLive accepts a page on which each of ids is reachable, in a Raft
 // state, and shows its version, uptime, term, disk, fsync p99, Raft log
-// and snapshot sizes.
+// and snapshot sizes, its disk coloured against the alert bound (the
+// cluster runs without --alert-disk-free-percent: the rule's default).
 func checkLive(ids ...string) func(healthView) error {
 	return func(v healthView) error {
 		for _, id := range ids {
@@ -138,6 +140,9 @@ func checkLive(ids ...string) func(healthView) error {
 				if !numbered.MatchString(cell) {
 					return fmt.Errorf("row %s: %s %q, want a number", id, name, cell)
 				}
+			}
+			if r.DiskClass != "ok" && r.DiskClass != "bad" {
+				return fmt.Errorf("row %s: disk %q has class %q, want ok or bad (coloured against the default bound)", id, r.Disk, r.DiskClass)
 			}
 			if strings.Contains(r.Contact, "silent") || strings.Contains(r.Contact, "never") {
 				return fmt.Errorf("row %s is reachable but its last contact says %q", id, r.Contact)
@@ -254,7 +259,7 @@ func all(checks ...func(healthView) error) func(healthView) error {
 // the good page it was made from.
 func TestDashboardHealthCheckersFail(t *testing.T) {
 	live := healthRow{ID: "n1", Reachable: "yes", State: "leader", Term: "3", Lag: "0", LagClass: "ok", Contact: "leader",
-		Parked: "0", ParkedClass: "ok", Version: "(devel) (abc)", Uptime: "12 s", Disk: "1.0 GiB / 2.0 GiB", Fsync: "1.20 ms", RaftLog: "64.0 MiB", Snapshots: "0 B"}
+		Parked: "0", ParkedClass: "ok", Version: "(devel) (abc)", Uptime: "12 s", Disk: "1.0 GiB / 2.0 GiB", DiskClass: "ok", Fsync: "1.20 ms", RaftLog: "64.0 MiB", Snapshots: "0 B"}
 	down := healthRow{ID: "n2", Reachable: "no", State: "unreachable", Lag: "≥ 17", LagClass: "warn", Contact: "silent, last answer 4 s ago; raft 3 s ago", ContactClass: "bad",
 		Parked: "–", Version: "–", Uptime: "–", Disk: "–", Fsync: "–", RaftLog: "–", Snapshots: "–"}
 	good := healthView{Rate: "250", P99: "4.10 ms", Rows: []healthRow{live, down},
@@ -288,6 +293,7 @@ func TestDashboardHealthCheckersFail(t *testing.T) {
 		{"writing", with(func(v *healthView) { v.P99 = "–" })},
 		{"live", with(func(v *healthView) { v.Rows[0].Version = "–" })},
 		{"live", with(func(v *healthView) { v.Rows[0].Uptime = "–" })},
+		{"live", with(func(v *healthView) { v.Rows[0].DiskClass = "" })}, // disk not coloured without --alert-disk-free-percent
 		{"live", with(func(v *healthView) { v.Rows[0].Reachable, v.Rows[0].State = "no", "unreachable" })},
 		{"live", with(func(v *healthView) { v.Rows[0].Contact = "silent, last answer 3 s ago" })},
 		{"live", with(func(v *healthView) { v.Rows = v.Rows[1:] })},

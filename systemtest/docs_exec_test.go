@@ -111,6 +111,16 @@ func runDocExamples(t *testing.T, c *launcher.Cluster, exs []docexec.Example) []
 			t.Logf("%s: skipped: %s", e.Where(), e.Skip)
 			continue
 		}
+		if _, ok := to[docexec.FourthHTTPPort]; !ok && docexec.NamesFourth(e) {
+			// n4, not a member, to be joined by hand by the example.
+			n4 := startBackupNode(t, t.TempDir(), "n4")
+			http4, err := n4.HTTPAddr(ctx)
+			if err != nil {
+				failures = append(failures, fmt.Sprintf("%s: the fourth node: %v", e.Where(), err))
+				return failures
+			}
+			to[docexec.FourthHTTPPort], to[docexec.FourthRaftPort] = http4, raftAddrOf(n4)
+		}
 		if err := lead(ctx, c, leader); err != nil {
 			failures = append(failures, fmt.Sprintf("%s: before it, waiting for leader %s: %v", e.Where(), leader, err))
 			return failures
@@ -195,6 +205,17 @@ func runDocExamples(t *testing.T, c *launcher.Cluster, exs []docexec.Example) []
 			}
 			if json.Unmarshal(got, &tr) == nil && tr.LeaderID != "" {
 				leader = tr.LeaderID
+			}
+		}
+		if len(report) == 0 && e.Output != "" {
+			// -o FILE: the answer goes to a file of the test's, not the doc's directory.
+			file := filepath.Join(t.TempDir(), filepath.Base(e.Output))
+			if len(got) == 0 {
+				report = append(report, fmt.Sprintf("-o %s: an empty body", e.Output))
+			} else if err := os.WriteFile(file, got, 0o600); err != nil {
+				report = append(report, fmt.Sprintf("-o %s: %v", e.Output, err))
+			} else {
+				got = []byte(fmt.Sprintf("(%d bytes written to %s)", len(got), filepath.Base(file)))
 			}
 		}
 		if len(report) == 0 {
@@ -346,4 +367,14 @@ func nothingDone(status int, body []byte) bool {
 		return false
 	}
 	return slices.Contains([]string{"no_leader", "not_leader", "shutting_down", "not_ready"}, e.Error.Code)
+}
+
+// raftAddrOf returns the --raft-addr p was started with.
+func raftAddrOf(p *launcher.Process) string {
+	for _, a := range p.Args() {
+		if v, ok := strings.CutPrefix(a, "--raft-addr="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -39,6 +39,8 @@ func TestErrorAnswers(t *testing.T) {
 			{"GET", "/v1/leases/nolease", 404, `lease "nolease" not found (free or expired)`},
 			{"DELETE", "/v1/cluster/nodes/n9", 404, `node "n9" is not a member`},
 			{"GET", "/v1/nope", 404, "no route GET /v1/nope"},
+			{"GET", "/ui/nope", 404, "no route GET /ui/nope"}, // not net/http's plain text
+			{"POST", "/v1/tx", 400, "id: unknown field"},      // a body's field, worded by the table
 			{"PATCH", "/v1/tx", 405, "method PATCH not allowed on /v1/tx; it takes GET, POST"},
 			{"GET", "/v1/kv/k?foo=1", 400, `unknown parameter "foo"; this route takes: consistency`},
 			{"GET", "/v1/log?limit=-1", 400, `parameter limit="-1": want an integer from 1 to 1000`},

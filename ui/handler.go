@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -78,6 +79,7 @@ type Config struct {
 type Handler struct {
 	cfg    Config
 	static http.Handler
+	files  fs.FS        // the page's files, under /ui/
 	share  membersShare // GET /v1/stats/members' answer
 	seen   lastSeen     // when each member last answered
 }
@@ -96,7 +98,7 @@ func NewHandler(cfg Config) *Handler {
 	if err != nil {
 		panic(err) // the embedded tree always has assets/
 	}
-	h := &Handler{cfg: cfg, static: http.StripPrefix("/ui/", http.FileServerFS(sub))}
+	h := &Handler{cfg: cfg, static: http.StripPrefix("/ui/", http.FileServerFS(sub)), files: sub}
 	h.seen.start = time.Now()
 	return h
 }
@@ -132,6 +134,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
 		h.static.ServeHTTP(w, r)
 	}
+}
+
+// Serves reports whether path (a request's URL path) is one Handler
+// answers: /, /ui/, a file of the page under /ui/, and the /v1/ paths of
+// its doc. The caller answers any other path under /ui/ with its own 404.
+func (h *Handler) Serves(path string) bool {
+	switch path {
+	case "/", "/ui/", "/v1/stats", "/v1/stats/members", "/v1/events":
+		return true
+	}
+	name, ok := strings.CutPrefix(path, "/ui/")
+	if !ok || !fs.ValidPath(name) {
+		return false
+	}
+	st, err := fs.Stat(h.files, name)
+	return err == nil && !st.IsDir()
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

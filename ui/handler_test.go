@@ -76,3 +76,17 @@ func TestHandlerRedirect(t *testing.T) {
 		t.Fatalf("GET / = %d, Location %q, Content-Type %q; want 302 to /ui/, not JSON", w.Code, w.Header().Get("Location"), w.Header().Get("Content-Type"))
 	}
 }
+
+// TestHandlerServes: Serves tells the page's files and routes from any
+// other path, so that the API can answer those with its JSON 404.
+func TestHandlerServes(t *testing.T) {
+	h := NewHandler(Config{ID: "n1", Stats: NewStats(time.Unix(0, 0)), Events: &Events{}})
+	for path, want := range map[string]bool{
+		"/": true, "/ui/": true, "/ui/index.html": true, "/v1/stats": true, "/v1/events": true, "/v1/stats/members": true,
+		"/ui/nope": false, "/ui/nope/x.js": false, "/ui/../etc/passwd": false, "/ui//index.html": false, "/v1/nope": false, "/ui": false,
+	} {
+		if got := h.Serves(path); got != want {
+			t.Errorf("Serves(%q) = %v, want %v", path, got, want)
+		}
+	}
+}

@@ -14,7 +14,9 @@
 //     the Client (ErrorBody.Err, RetryableCode: code → error) use; and the
 //     messages table, the wording of each error the handlers build (New: a
 //     Msg with its parts, such as the kind and id of a 404 or a parameter,
-//     its value and what is wanted). A wire error of a code with a sentinel
+//     its value and what is wanted; the wordings of a body's fields, headers
+//     and bodies, which api's decoders keep unformatted until the error is
+//     written: Text). A wire error of a code with a sentinel
 //     reads as its message alone, so that no message says its cause twice.
 //   - raw.go: how a stored value that is not JSON, or a record that cannot
 //     be decoded, is answered (RawValue, LogEntry.Readable, KV.Readable,

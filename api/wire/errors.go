@@ -100,6 +100,7 @@ const (
 	MsgLeaseNotFound                     // lease name
 	MsgConsumerNotFound                  // group
 	MsgNotMember                         // server id
+	MsgNotServed                         // the kind of thing (leases, consumer groups)
 	MsgUnknownParam                      // parameter, the parameters the route takes
 	MsgUnknownParamNone                  // parameter
 	MsgParamRepeated                     // parameter, times
@@ -108,6 +109,60 @@ const (
 	MsgParamInvalid                      // parameter, value, what is wrong with it
 	MsgTransferNotMember                 // the id of the body
 	MsgTransferNoVoter                   // the leader's id
+
+	// The wordings of a body's field, which follow its path
+	// ("ops[0].key: empty"): the decoder of the body gives the code
+	// (invalid_transaction for a transaction, bad_request for the other
+	// bodies); the table's bad_request is the one of a body without its own.
+	// The decoders keep the Msg and its parts and format only when the
+	// error is written.
+	MsgFieldUnknown
+	MsgFieldMissing
+	MsgFieldEmpty
+	MsgFieldMissingOrEmpty
+	MsgFieldTwice
+	MsgFieldKind       // the kind wanted, the kind given (or its text)
+	MsgFieldTooLong    // its length, the limit
+	MsgFieldTooMany    // the limit
+	MsgFieldNegative   // the number
+	MsgFieldOverflow   // the number
+	MsgFieldInvalid    // what encoding/json said
+	MsgFieldSameKey    // the other transaction's index
+	MsgFieldGroupTwice // group, the other op's index
+	MsgFieldNotPositive
+	MsgFieldTokenNotPositive
+	MsgFieldOffsetNotPositive
+	MsgFieldOpUnknown    // the op given, the ops
+	MsgFieldOnlyOn       // the op
+	MsgFieldNotAllowedOn // the op
+	MsgFieldKeyOnCommit  // the op
+	MsgFieldPutValue
+	MsgFieldNodeNumber // the number, the highest
+	MsgFieldAddrForm   // the address
+	MsgFieldAddrHost   // the address
+	MsgFieldAddrPort   // the address
+	MsgFieldDuration   // the text
+	MsgFieldBetween    // the value, the bounds
+
+	// Body and header errors, each with its own code.
+	MsgNotUTF8        // the field's path, or body
+	MsgHasReplacement // the field's path
+	MsgBodyEmpty
+	MsgBodyTruncated
+	MsgBodySyntax     // offset, what encoding/json said
+	MsgBodyBadJSON    // what encoding/json said
+	MsgBodyTrailing   // offset
+	MsgBodyTooLarge   // the limit
+	MsgBodySlow       // the time allowed
+	MsgBodyRead       // the read's error
+	MsgHeaderRepeated // header, times
+	MsgHeaderEmpty    // header
+	MsgHeaderValue    // header, value, what is wanted
+	MsgHeaderDiffers  // header, its value, the body's key
+	MsgHeaderOnBatch  // header
+	MsgNotJSONValue   // the field's path
+	MsgJSONSpaced     // the field's path
+	MsgNotifyRefused  // the field's path, why
 )
 
 // messages is the one table of the wording of error messages: each Msg's
@@ -126,6 +181,7 @@ var messages = [...]struct {
 	MsgLeaseNotFound:          {CodeNotFound, "lease %q not found (free or expired)"},
 	MsgConsumerNotFound:       {CodeNotFound, "consumer group %q has no committed offset"},
 	MsgNotMember:              {CodeNotFound, "node %q is not a member"},
+	MsgNotServed:              {CodeNotFound, "%s are not served by this node"},
 	MsgUnknownParam:           {CodeInvalidParam, "unknown parameter %q; this route takes: %s"},
 	MsgUnknownParamNone:       {CodeInvalidParam, "unknown parameter %q; this route takes no parameters"},
 	MsgParamRepeated:          {CodeInvalidParam, "parameter %q given %d times; give it once"},
@@ -134,6 +190,52 @@ var messages = [...]struct {
 	MsgParamInvalid:           {CodeInvalidParam, "parameter %s=%q: %s"},
 	MsgTransferNotMember:      {CodeInvalidParam, "body field id=%q: not a member; want the id of a voter"},
 	MsgTransferNoVoter:        {CodeConflict, "no voter but the leader %q to hand leadership to; name one with id, or join one first"},
+
+	MsgFieldUnknown:           {CodeBadRequest, "unknown field"},
+	MsgFieldMissing:           {CodeBadRequest, "missing"},
+	MsgFieldEmpty:             {CodeBadRequest, "empty"},
+	MsgFieldMissingOrEmpty:    {CodeBadRequest, "missing or empty"},
+	MsgFieldTwice:             {CodeBadRequest, "given twice"},
+	MsgFieldKind:              {CodeBadRequest, "want %s, got %s"},
+	MsgFieldTooLong:           {CodeBadRequest, "%d bytes, limit %d"},
+	MsgFieldTooMany:           {CodeBadRequest, "more than %d elements"},
+	MsgFieldNegative:          {CodeBadRequest, "negative (%s)"},
+	MsgFieldOverflow:          {CodeBadRequest, "%s does not fit 64 bits"},
+	MsgFieldInvalid:           {CodeBadRequest, "%v"},
+	MsgFieldSameKey:           {CodeBadRequest, "same as txs[%d]"},
+	MsgFieldGroupTwice:        {CodeBadRequest, "%q committed twice (also ops[%d])"},
+	MsgFieldNotPositive:       {CodeBadRequest, "must be positive"},
+	MsgFieldTokenNotPositive:  {CodeBadRequest, "must be positive (leave it out to acquire)"},
+	MsgFieldOffsetNotPositive: {CodeBadRequest, "must be positive (0 only with reset)"},
+	MsgFieldOpUnknown:         {CodeBadRequest, "unknown %q, want %q, %q or %q"},
+	MsgFieldOnlyOn:            {CodeBadRequest, "only on a %s"},
+	MsgFieldNotAllowedOn:      {CodeBadRequest, "not allowed on a %s"},
+	MsgFieldKeyOnCommit:       {CodeBadRequest, "not allowed on a %s (the group names it)"},
+	MsgFieldPutValue:          {CodeBadRequest, "missing; a put needs a value (null is a value)"},
+	MsgFieldNodeNumber:        {CodeBadRequest, "%d: want 1..%d (omit it to have one assigned)"},
+	MsgFieldAddrForm:          {CodeBadRequest, "%q: want host:port"},
+	MsgFieldAddrHost:          {CodeBadRequest, "%q: want a host other nodes can dial, not an empty or unspecified one"},
+	MsgFieldAddrPort:          {CodeBadRequest, "%q: want a port in 1..65535"},
+	MsgFieldDuration:          {CodeBadRequest, "%q: want a duration such as 5s"},
+	MsgFieldBetween:           {CodeBadRequest, "%s: want %s to %s"},
+	MsgNotUTF8:                {CodeInvalidUTF8, "%s: not valid UTF-8"},
+	MsgHasReplacement:         {CodeInvalidUTF8, "%s: contains U+FFFD (a lone surrogate escape or a replaced byte)"},
+	MsgBodyEmpty:              {CodeInvalidJSON, "body: empty"},
+	MsgBodyTruncated:          {CodeInvalidJSON, "body: truncated JSON"},
+	MsgBodySyntax:             {CodeInvalidJSON, "body: invalid JSON at offset %d: %v"},
+	MsgBodyBadJSON:            {CodeInvalidJSON, "body: %v"},
+	MsgBodyTrailing:           {CodeInvalidJSON, "body: data after the JSON value at offset %d"},
+	MsgBodyTooLarge:           {CodePayloadTooLarge, "body: more than %d bytes"},
+	MsgBodySlow:               {CodeRequestTimeout, "body: not all of it within %v"},
+	MsgBodyRead:               {CodeBadRequest, "body: read: %v"},
+	MsgHeaderRepeated:         {CodeInvalidParam, "%s header: given %d times"},
+	MsgHeaderEmpty:            {CodeInvalidParam, "%s header: empty"},
+	MsgHeaderValue:            {CodeInvalidParam, "%s header: %q, want %s"},
+	MsgHeaderDiffers:          {CodeInvalidParam, "%s header %q differs from idempotency_key %q"},
+	MsgHeaderOnBatch:          {CodeInvalidParam, "%s header: not allowed on a batch; set idempotency_key in each transaction"},
+	MsgNotJSONValue:           {CodeInvalidJSON, "%s: not a JSON value"},
+	MsgJSONSpaced:             {CodeInvalidJSON, "%s: JSON with white space (values are stored compacted)"},
+	MsgNotifyRefused:          {CodeNotifyNotAllowed, "%s: %v"},
 }
 
 // New returns the *Error of wording m with its parts, through the messages
@@ -142,6 +244,11 @@ func New(m Msg, parts ...any) *Error {
 	t := messages[m]
 	return &Error{Code: t.code, Message: fmt.Sprintf(t.format, parts...)}
 }
+
+// Text returns the wording m with its parts, without a code: the part
+// after a field's path in a body's error. Call it only on the error path
+// (it formats).
+func Text(m Msg, parts ...any) string { return fmt.Sprintf(messages[m].format, parts...) }
 
 // MsgCode returns the wire code of wording m.
 func MsgCode(m Msg) string { return messages[m].code }

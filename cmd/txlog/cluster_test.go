@@ -20,7 +20,9 @@ import (
 // member that exists (3); leader transfer; lease acquire, renew and
 // release with the default holder; exclusive with its command's status;
 // then, with two nodes stopped, status exits 1 naming them and no leader,
-// and a stale read from the one left comes back within the timeout.
+// a stale read from the one left comes back within the timeout, and member
+// list, lease get/list and consumers answer at once (stale) or say "no
+// leader" (linearizable).
 func TestCommandsAgainstCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a txlogd cluster")
@@ -181,6 +183,39 @@ func TestCommandsAgainstCluster(t *testing.T) {
 	}
 	t.Logf("submit with no leader: exit %d after %v: %s", r.code, took.Round(time.Millisecond), strings.TrimSpace(r.stderr))
 	run(exitFailed, "endpoint", "health", "--timeout", "1s")
+
+	// Without a leader the read commands answer at once: member list
+	// prints the members as the node left sees them and exits 1 saying
+	// so, and the stale reads of leases and consumer groups answer from
+	// that node; a linearizable one says "no leader", never a bare 503.
+	// --timeout 20s: each must answer well before it.
+	quick := func(want int, args ...string) result {
+		t.Helper()
+		start := time.Now()
+		r := runCLI(t, ctx, env, append(args, "--timeout", "20s")...)
+		if took := time.Since(start); r.code != want || took > 10*time.Second {
+			t.Fatalf("txlog %s with no leader: exit %d after %v, want %d well within --timeout 20s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, took, want, r.stdout, r.stderr)
+		}
+		if strings.Contains(r.stderr, "503") {
+			t.Errorf("txlog %s: stderr names a status, not the cause: %q", strings.Join(args, " "), r.stderr)
+		}
+		return r
+	}
+	r = quick(exitFailed, "member", "list", "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &members); err != nil || len(members) != 3 || !strings.Contains(r.stderr, "no leader") {
+		t.Fatalf("member list with no leader printed %s (%v), stderr %q; want the 3 members and \"no leader\"", r.stdout, err, r.stderr)
+	}
+	if r = quick(exitFailed, "lease", "get", "--consistency", "stale", "jobs/nightly"); !strings.Contains(r.stderr, `lease "jobs/nightly" not found`) {
+		t.Fatalf("stale lease get of a released lease: stderr %q, want it not found", r.stderr)
+	}
+	quick(exitOK, "lease", "list", "--consistency", "stale")
+	quick(exitOK, "consumers", "--consistency", "stale")
+	if r = runCLI(t, ctx, env, "lease", "list", "--timeout", "2s"); r.code != exitFailed || !strings.Contains(r.stderr, "no leader") || !strings.Contains(r.stderr, "--consistency stale") {
+		t.Fatalf("linearizable lease list with no leader: exit %d, stderr %q; want 1, \"no leader\" and how to read anyway", r.code, r.stderr)
+	}
+	if r = runCLI(t, ctx, env, "consumers", "--consistency", "sometimes"); r.code != exitUsage {
+		t.Fatalf("consumers --consistency sometimes: exit %d, want %d", r.code, exitUsage)
+	}
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.

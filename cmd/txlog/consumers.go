@@ -15,6 +15,7 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 	cmd := c.command("consumers", "[flags] [GROUP]")
 	targets := cmd.targets()
 	out := cmd.output(outputJSON)
+	consistency := consistencyFlag(cmd)
 	pos, err := cmd.parse(args)
 	if err != nil {
 		return err
@@ -25,23 +26,27 @@ func (c *cli) consumers(ctx context.Context, args []string) error {
 	if err := checkOutput(*out); err != nil {
 		return err
 	}
+	if err := checkConsistency(*consistency); err != nil {
+		return err
+	}
+	ro := wire.ReadOptions{Consistency: *consistency}
 	cl, err := cmd.newClient(*targets)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 1 {
-		g, err := cl.Consumer(ctx, pos[0])
+		g, err := cl.Consumer(ctx, pos[0], ro)
 		if err != nil {
-			return about(fmt.Sprintf("consumer group %q", pos[0]), err)
+			return about(fmt.Sprintf("consumer group %q", pos[0]), noLeader(cl, err))
 		}
 		if *out == outputTable {
 			return printGroups(c.stdout, []wire.ConsumerGroup{g})
 		}
 		return printJSON(c.stdout, g)
 	}
-	gs, err := cl.Consumers(ctx)
+	gs, err := cl.Consumers(ctx, ro)
 	if err != nil {
-		return fmt.Errorf("list consumer groups: %w", err)
+		return fmt.Errorf("list consumer groups: %w", noLeader(cl, err))
 	}
 	if gs == nil {
 		gs = []wire.ConsumerGroup{}

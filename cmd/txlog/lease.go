@@ -26,6 +26,8 @@ Subcommands:
   release [--holder H] --token N NAME             give it back
   get     [--wait 30s --after-token N] NAME       show it (long-poll with --wait)
   list    [-o json|table]                         show every live lease
+  (get and list take --consistency linearizable|leader|stale; stale answers
+  from the node's own view while the cluster has no leader)
   watch   NAME                                    print each change of holder
 
 The holder defaults to $TXLOG_LEASE_HOLDER, else USER@HOST, the same on every
@@ -75,7 +77,7 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 	var holder *string
 	var ttl, wait *time.Duration
 	var token, after *uint64
-	var out *string
+	var out, consistency *string
 	switch sub {
 	case "acquire", "renew", "release":
 		holder = cmd.String("holder", c.defaultHolder(), "who holds the lease, 1 to 128 bytes (env "+holderEnv+"; default USER@HOST)")
@@ -88,8 +90,10 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 	case "get":
 		wait = cmd.Duration("wait", 0, "long-poll up to this long for a change")
 		after = cmd.Uint64("after-token", 0, "with --wait: answer once the token passes this or the lease is free")
+		consistency = consistencyFlag(cmd)
 	case "list":
 		out = cmd.output(outputJSON)
+		consistency = consistencyFlag(cmd)
 	case "watch":
 	case "help", "-h", "--help":
 		fmt.Fprint(c.stdout, leaseUsage)
@@ -113,6 +117,12 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 		return usagef("--ttl %v: want %v to %v", *ttl, wire.MinLeaseTTL, wire.MaxLeaseTTL)
 	case out != nil && checkOutput(*out) != nil:
 		return checkOutput(*out)
+	case consistency != nil && checkConsistency(*consistency) != nil:
+		return checkConsistency(*consistency)
+	}
+	var ro wire.ReadOptions
+	if consistency != nil {
+		ro.Consistency = *consistency
 	}
 	cl, err := cmd.newClient(*targets)
 	if err != nil {
@@ -135,15 +145,15 @@ func (c *cli) lease(ctx context.Context, args []string) error {
 		}
 		return printJSON(c.stdout, wire.LeaseReleased{Name: name, Released: true})
 	case "get":
-		l, err := cl.Lease(ctx, name, *wait, *after)
+		l, err := cl.LeaseWith(ctx, name, *wait, *after, ro)
 		if err != nil {
-			return about(fmt.Sprintf("lease %q", name), err)
+			return about(fmt.Sprintf("lease %q", name), noLeader(cl, err))
 		}
 		return printJSON(c.stdout, l)
 	case "list":
-		ls, err := cl.Leases(ctx)
+		ls, err := cl.Leases(ctx, ro)
 		if err != nil {
-			return fmt.Errorf("list leases: %w", err)
+			return fmt.Errorf("list leases: %w", noLeader(cl, err))
 		}
 		if ls == nil {
 			ls = []wire.Lease{}

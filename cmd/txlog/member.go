@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,20 +83,13 @@ func (c *cli) member(ctx context.Context, args []string) error {
 		if err != nil {
 			return fmt.Errorf("member list: %w", err)
 		}
-		if *out == outputJSON {
-			return printJSON(c.stdout, st.Members)
+		if err := printMembers(c.stdout, st, *out); err != nil {
+			return err
 		}
-		return printTable(c.stdout, []string{"ID", "SUFFRAGE", "RAFT ADDR", "HTTP ADDR", "LEADER", "NODE NUMBER", "LAST CONTACT"}, len(st.Members), func(i int) []string {
-			m := st.Members[i]
-			leader, num := "", ""
-			if m.Leader {
-				leader = "*"
-			}
-			if m.NodeNumber > 0 {
-				num = strconv.Itoa(m.NodeNumber)
-			}
-			return []string{m.ID, m.Suffrage, m.RaftAddr, m.HTTPAddr, leader, num, m.LastContact}
-		})
+		if st.LeaderID == "" {
+			return fmt.Errorf("member list: no leader; the members as %s sees them", st.ID)
+		}
+		return nil
 	case "add", "replace":
 		req := wire.JoinRequest{ID: pos[0], RaftAddr: pos[1], HTTPAddr: *httpAddr, Replace: sub == "replace"}
 		if nonvoter != nil && *nonvoter {
@@ -117,10 +111,30 @@ func (c *cli) member(ctx context.Context, args []string) error {
 	return printJSON(c.stdout, map[string]any{"removed": pos[0]})
 }
 
-// leaderView returns the cluster as the leader describes it, else as any
-// node does.
+// printMembers writes the members of st as JSON or a table (out).
+func printMembers(w io.Writer, st wire.ClusterStatus, out string) error {
+	if out == outputJSON {
+		return printJSON(w, st.Members)
+	}
+	return printTable(w, []string{"ID", "SUFFRAGE", "RAFT ADDR", "HTTP ADDR", "LEADER", "NODE NUMBER", "LAST CONTACT"}, len(st.Members), func(i int) []string {
+		m := st.Members[i]
+		leader, num := "", ""
+		if m.Leader {
+			leader = "*"
+		}
+		if m.NodeNumber > 0 {
+			num = strconv.Itoa(m.NodeNumber)
+		}
+		return []string{m.ID, m.Suffrage, m.RaftAddr, m.HTTPAddr, leader, num, m.LastContact}
+	})
+}
+
+// leaderView returns the cluster as the leader describes it, else as the
+// first node that answers does. It asks that node for its own view
+// (consistency=stale), then the leader it names: without a leader a
+// linearizable read would wait out --timeout for an answer of 503.
 func leaderView(ctx context.Context, cl *client.Client) (wire.ClusterStatus, error) {
-	st, err := cl.Cluster(ctx)
+	st, err := cl.Cluster(ctx, wire.ReadOptions{Consistency: wire.ConsistencyStale})
 	if err != nil {
 		return st, err
 	}

@@ -22,12 +22,52 @@ import (
 
 var consistencies = []string{wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale}
 
+// consistencyFlag defines --consistency, the consistency of a read
+// (docs/api.md, "Consistency"), on cmd.
+func consistencyFlag(cmd *command) *string {
+	return cmd.String("consistency", wire.ConsistencyLinearizable, "linearizable, leader or stale (stale: the node's own view, answered without a leader)")
+}
+
+// noLeaderProbe bounds noLeader's question to the nodes, which comes after
+// --timeout ran out: a node that answers at all answers a stale read of
+// its own view at once.
+const noLeaderProbe = 300 * time.Millisecond
+
+// noLeader returns err, or when no node answered it (a linearizable read
+// waits on a node for a leader longer than one attempt's share of
+// --timeout) and the first node that answers a stale read knows no
+// leader, an error that says so (errors.Is ErrNoLeader) and how to read
+// anyway, wrapping err.
+func noLeader(cl *client.Client, err error) error {
+	if err == nil || errors.Is(err, wire.ErrNoLeader) || errors.Is(err, wire.ErrNotFound) {
+		return err
+	}
+	if _, ok := errors.AsType[*wire.Error](err); ok {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), noLeaderProbe)
+	defer cancel()
+	st, serr := cl.Cluster(ctx, wire.ReadOptions{Consistency: wire.ConsistencyStale})
+	if serr != nil || st.LeaderID != "" {
+		return err
+	}
+	return fmt.Errorf("%w (node %s knows none; --consistency stale reads its own view): %w", wire.ErrNoLeader, st.ID, err)
+}
+
+// checkConsistency refuses a --consistency value no read takes.
+func checkConsistency(v string) error {
+	if !slices.Contains(consistencies, v) {
+		return usagef("--consistency %q: want linearizable, leader or stale", v)
+	}
+	return nil
+}
+
 func (c *cli) get(ctx context.Context, args []string) error {
 	cmd := c.command("get", "[flags] KEY | --prefix P [--limit N] [--keys-only]\n\n"+
 		"With --prefix, every key under P (\"\" for all) in key order, read a page at a time\n"+
 		"(each page within --timeout), one JSON object a line (-o json) or a table.")
 	targets := cmd.targets()
-	consistency := cmd.String("consistency", wire.ConsistencyLinearizable, "linearizable, leader or stale")
+	consistency := consistencyFlag(cmd)
 	valueOnly := cmd.Bool("print-value-only", false, "print the value alone, as JSON")
 	prefix := cmd.String("prefix", "", "list the keys under this prefix instead of reading KEY")
 	limit := cmd.Int("limit", 0, "with --prefix, print at most this many keys (0: all)")
@@ -50,8 +90,8 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	case *keysOnly && *valueOnly:
 		return usagef("--keys-only and --print-value-only exclude each other")
 	}
-	if !slices.Contains(consistencies, *consistency) {
-		return usagef("--consistency %q: want linearizable, leader or stale", *consistency)
+	if err := checkConsistency(*consistency); err != nil {
+		return err
 	}
 	if err := checkOutput(*out); err != nil {
 		return err
@@ -65,7 +105,7 @@ func (c *cli) get(ctx context.Context, args []string) error {
 	}
 	kv, err := cl.Get(ctx, pos[0], wire.ReadOptions{Consistency: *consistency})
 	if err != nil {
-		return about(fmt.Sprintf("get %q", pos[0]), err)
+		return about(fmt.Sprintf("get %q", pos[0]), noLeader(cl, err))
 	}
 	if *valueOnly {
 		return printValue(c.stdout, kv.Value)

@@ -16,6 +16,15 @@
 // answer that `txlog local` opens (HTTP 8081–8083, Raft 7101–7103, with
 // `localhost` or `127.0.0.1`) is rewritten to the real node's.
 //
+// An example that names 127.0.0.1:8084 or :7104 (FourthHTTPPort,
+// FourthRaftPort) gets a fourth txlogd, n4, started before it, not a member,
+// with those ports rewritten to its own: docs/api.md joins it by hand and
+// removes it again.
+//
+// An example with -o FILE writes the answer's body to a file of FILE's base
+// name in the runner's temporary directory, never next to the doc; it must
+// answer 2xx with a body that is not empty.
+//
 // The ```json block that follows the example, with nothing between but blank
 // lines and HTML comments, is its answer. One of those comments gives the
 // status, in the form every answer of docs/api.md has for its schema check:

@@ -92,7 +92,7 @@ func TestParse(t *testing.T) {
 		e.Answer.Status != 409 || e.Answer.Line != 10 || strings.TrimSpace(string(e.Answer.Body)) != `{"status":"rejected"}` {
 		t.Fatalf("first example %+v (answer %+v)", e, e.Answer)
 	}
-	if exs[1].Skip != "needs a token" || exs[1].Answer != nil {
+	if exs[1].Skip != "needs a token" || exs[1].Answer != nil || exs[1].Output != "f" || exs[0].Output != "" {
 		t.Fatalf("second example %+v, want skipped", exs[1])
 	}
 	if exs[2].Skip != "" || exs[2].Answer != nil || exs[2].Target != "/healthz" {
@@ -139,4 +139,23 @@ func FuzzCompare(f *testing.F) {
 		Parse("f.md", want)
 		Substitute(string(got), []Binding{{Field: "txid", Doc: `"` + string(want) + `"`, Got: `"x"`}, {Field: "index", Doc: "7", Got: "9"}})
 	})
+}
+
+// TestNamesFourth: an example that names the fourth node's ports, in its
+// body or answer, gets one started; the others do not.
+func TestNamesFourth(t *testing.T) {
+	for _, tt := range []struct {
+		e    Example
+		want bool
+	}{
+		{Example{Host: "localhost:8081", Target: "/v1/cluster/join", Body: `{"id":"n4","raft_addr":"127.0.0.1:7104","http_addr":"127.0.0.1:8084"}`}, true},
+		{Example{Host: "localhost:8084", Target: "/healthz"}, true},
+		{Example{Host: "localhost:8081", Target: "/v1/cluster", Answer: &Answer{Body: []byte(`{"http_addr":"127.0.0.1:8084"}`)}}, true},
+		{Example{Host: "localhost:8081", Target: "/v1/cluster", Body: `{"raft_addr":"127.0.0.1:7103","n":8084}`}, false},
+		{Example{Host: "localhost:8083", Target: "/v1/kv/k"}, false},
+	} {
+		if got := NamesFourth(tt.e); got != tt.want {
+			t.Errorf("NamesFourth(%+v) = %v, want %v", tt.e, got, tt.want)
+		}
+	}
 }

@@ -23,6 +23,7 @@ type Example struct {
 	Target string      // path and query of the URL, as in the doc
 	Header http.Header // -H
 	Body   string      // -d
+	Output string      // -o: the file the answer's body goes to ("": none)
 	Skip   string      // the reason of an exec: skip directive; "" runs it
 
 	Answer *Answer // nil: the doc shows none, any 2xx will do
@@ -202,6 +203,8 @@ func parseCurl(cmd string) (Example, error) {
 				e.Header.Add(name, strings.TrimSpace(value))
 			case "-d":
 				e.Body = words[i]
+			case "-o":
+				e.Output = words[i]
 			}
 		case !strings.HasPrefix(w, "-") && e.Host == "":
 			u := strings.TrimPrefix(strings.TrimPrefix(w, "http://"), "https://")

@@ -11,7 +11,28 @@ import (
 var (
 	LocalHTTPPorts = []int{8081, 8082, 8083}
 	LocalRaftPorts = []int{7101, 7102, 7103}
+	// FourthHTTPPort and FourthRaftPort are the ports of n4, the server
+	// docs/api.md joins by hand: the runner starts a fourth txlogd, not a
+	// member, before the first example that names either.
+	FourthHTTPPort = 8084
+	FourthRaftPort = 7104
 )
+
+// NamesFourth reports whether e names a port of the fourth node in its URL,
+// body or answer.
+func NamesFourth(e Example) bool {
+	s := e.Host + e.Target + e.Body
+	if e.Answer != nil {
+		s += string(e.Answer.Body)
+	}
+	for _, hp := range HostPorts(s) {
+		_, p, _ := strings.Cut(hp, ":")
+		if p == strconv.Itoa(FourthHTTPPort) || p == strconv.Itoa(FourthRaftPort) {
+			return true
+		}
+	}
+	return false
+}
 
 // hostPort is a loopback host:port as the docs write one.
 var hostPort = regexp.MustCompile(`\b(localhost|127\.0\.0\.1):([0-9]{1,5})\b`)
