@@ -560,7 +560,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		rc.SetReadDeadline(time.Time{})
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, &wire.Error{Code: wire.CodePayloadTooLarge, Message: fmt.Sprintf("body: more than %d bytes", limit)}
+		return nil, bodyTooLarge(limit)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, &wire.Error{Code: wire.CodeRequestTimeout, Message: fmt.Sprintf("body: not all of it within %v", timeout)}
