@@ -343,7 +343,8 @@ func (st *txStream) read(br *bufio.Reader) {
 			st.send(streamOut{id, status, append(body, '\n')})
 			continue
 		}
-		st.running.Go(func() { st.serve(id, q, payload) })
+		st.running.Add(1)
+		go st.serve(id, q, payload) // one closure, where running.Go makes two
 	}
 }
 
@@ -395,7 +396,9 @@ func (st *txStream) credentialHolds() error {
 
 // serve runs one request as POST /v1/tx would (submitMessage) and queues its
 // answer.
+// It calls st.running.Done when it returns.
 func (st *txStream) serve(id uint64, q string, payload []byte) {
+	defer st.running.Done()
 	h := st.ts.s.tx
 	sub := h.submitMessage(st.ctx, q, payload)
 	st.mu.Lock()
