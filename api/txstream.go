@@ -33,8 +33,12 @@ import (
 //
 // One stream is three kinds of goroutines: the handler's, which reads the
 // messages (bufio, the length bounded before anything is allocated), answers
-// pings and refusals itself and hands each request to a goroutine of its
-// own; those, one per request in flight (at most Config.ClientStreamInflight);
+// pings and refusals itself and hands each request to a goroutine that waits
+// for work, else to a new one; those, which stay for the stream's next
+// requests, so that a request pays neither for a new goroutine nor for
+// growing its stack (docs/performance.md, "The client stream's server
+// side"), never more than the most requests in flight at once (at most
+// Config.ClientStreamInflight);
 // and one writer, which takes the answers off a bounded queue, frames all
 // that are queued into one buffer and writes it in one Write. The reader stops reading while the queue is
 // full. A goaway (a bad message, a credential gone, the node shutting down)
@@ -166,7 +170,7 @@ type txStream struct {
 	mu      sync.Mutex          // guards ids, ended and the read deadline
 	ids     map[uint64]struct{} // the requests in flight
 	ended   bool                // a goaway was sent: nothing more is read or answered
-	running sync.WaitGroup      // the requests' goroutines
+	running sync.WaitGroup      // the requests' goroutines, which end when read does
 }
 
 // handle serves GET /v1/tx/stream: the checks of the upgrade, 101, and the
@@ -293,10 +297,19 @@ func (ts *txStreams) leader(ctx context.Context) (string, string) {
 	return cs.ID, cs.LeaderHTTPAddr
 }
 
+// streamRequest is one request read from a client stream.
+type streamRequest struct {
+	id      uint64
+	q       string
+	payload []byte
+}
+
 // read reads st's messages until the client closes the stream, a message is
 // bad (goaway) or the stream ends.
 func (st *txStream) read(br *bufio.Reader) {
 	limit := wire.TxStreamLimit(st.ts.s.cfg.MaxBodyBytes)
+	work := make(chan streamRequest) // unbuffered: taken only by a waiting goroutine
+	defer close(work)
 	for {
 		st.armIdle()
 		msg, err := wire.ReadStreamMessage(br, limit)
@@ -343,8 +356,17 @@ func (st *txStream) read(br *bufio.Reader) {
 			st.send(streamOut{id, status, append(body, '\n')})
 			continue
 		}
-		st.running.Add(1)
-		go st.serve(id, q, payload) // one closure, where running.Go makes two
+		r := streamRequest{id: id, q: q, payload: payload}
+		select {
+		case work <- r:
+		default:
+			st.running.Go(func() {
+				st.serve(r)
+				for next := range work {
+					st.serve(next)
+				}
+			})
+		}
 	}
 }
 
@@ -396,11 +418,10 @@ func (st *txStream) credentialHolds() error {
 
 // serve runs one request as POST /v1/tx would (submitMessage) and queues its
 // answer.
-// It calls st.running.Done when it returns.
-func (st *txStream) serve(id uint64, q string, payload []byte) {
-	defer st.running.Done()
+func (st *txStream) serve(r streamRequest) {
 	h := st.ts.s.tx
-	sub := h.submitMessage(st.ctx, q, payload)
+	sub := h.submitMessage(st.ctx, r.q, r.payload)
+	id := r.id
 	st.mu.Lock()
 	delete(st.ids, id)
 	if len(st.ids) == 0 && st.ts.idle > 0 && !st.ended {
