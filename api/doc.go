@@ -44,7 +44,8 @@
 //     POST /v1/internal/propose runs its body (handlers.go).
 //   - txstream.go: GET /v1/tx/stream, the client stream: the upgrade's
 //     checks, the hijacked connection, its reader, one goroutine per
-//     request in flight (each runs handleSubmit, as POST /v1/tx does), the
+//     request in flight (each runs submitMessage, handleSubmit's steps on
+//     the message's parts, and submitTx, the core of POST /v1/tx), the
 //     writer that coalesces the answers, the bound on requests in flight
 //     (Config.ClientStreamInflight, 429 stream_full), pings, goaways and
 //     CloseTxStreams, which the node calls at shutdown (the connections are

@@ -54,54 +54,118 @@ func (h *txHandlers) handleSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // submit runs a decoded transaction and answers it as handleSubmit says.
+func (h *txHandlers) submit(w http.ResponseWriter, r *http.Request, tx wire.TxRequest, opts wire.SubmitOptions) {
+	h.writeSubmitted(w, h.submitTx(r.Context(), tx, opts))
+}
+
+// submitted is the outcome of a write, as POST /v1/tx answers it: res with
+// status (200, 409, 202, or 503 when the outcome is unknown: res then carries
+// the error object, and err is its cause, for the request log), or, when
+// status is 0, the error answer of err.
+type submitted struct {
+	status int
+	res    wire.TxResult
+	err    error
+}
+
+// submitTx runs a decoded transaction, on behalf of the credential of ctx:
+// the core of POST /v1/tx, of POST /v1/consumers/{group}/offset and of the
+// client stream's requests (txstream.go).
 //
 // With auth on, a transaction that touches a key, group or lease outside the
 // credential's scope, or a reserved one, is refused 403 (scope.go).
-func (h *txHandlers) submit(w http.ResponseWriter, r *http.Request, tx wire.TxRequest, opts wire.SubmitOptions) {
-	if err := checkTxScope(auth.FromContext(r.Context()), &tx, ""); err != nil {
-		h.writeError(w, err)
-		return
+func (h *txHandlers) submitTx(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) submitted {
+	if err := checkTxScope(auth.FromContext(ctx), &tx, ""); err != nil {
+		return submitted{err: err}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), opts.Timeout)
+	sctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	res, err := h.b.Submit(ctx, tx, opts)
-	res, err = scopeResult(seer(r.Context()), res), scopeSubmitErr(seer(r.Context()), tx.IdempotencyKey, err)
+	res, err := h.b.Submit(sctx, tx, opts)
+	sp := seer(ctx)
+	res, err = scopeResult(sp, res), scopeSubmitErr(sp, tx.IdempotencyKey, err)
 	if res.IdempotencyKey == "" {
 		res.IdempotencyKey = tx.IdempotencyKey
 	}
 	if err != nil && !errors.Is(err, wire.ErrUnknownOutcome) {
-		h.writeError(w, err)
-		return
+		return submitted{err: err}
 	}
 	if err != nil || res.Status == wire.StatusUnknown {
-		h.writeUnknown(w, res, err)
-		return
+		// The outcome is unknown: 503 with the fields of res, status
+		// "unknown" and an error object with code unknown_outcome.
+		if err == nil {
+			err = wire.ErrUnknownOutcome
+		}
+		res.Status = wire.StatusUnknown
+		res.Error = &wire.ErrorBody{Code: wire.CodeUnknownOutcome, Message: err.Error(), TxID: res.TxID}
+		return submitted{status: http.StatusServiceUnavailable, res: res, err: err}
 	}
 	switch res.Status {
 	case wire.StatusCommitted:
-		h.writeJSON(w, http.StatusOK, res)
+		return submitted{status: http.StatusOK, res: res}
 	case wire.StatusRejected:
-		h.writeJSON(w, http.StatusConflict, res)
+		return submitted{status: http.StatusConflict, res: res}
 	case wire.StatusPending:
-		h.writeJSON(w, http.StatusAccepted, res)
-	default:
-		h.writeError(w, fmt.Errorf("backend: transaction %s has status %q", res.TxID, res.Status))
+		return submitted{status: http.StatusAccepted, res: res}
+	}
+	return submitted{err: fmt.Errorf("backend: transaction %s has status %q", res.TxID, res.Status)}
+}
+
+// writeSubmitted writes the answer of a write.
+func (a *answers) writeSubmitted(w http.ResponseWriter, s submitted) {
+	switch s.status {
+	case 0:
+		a.writeError(w, s.err)
+		return
+	case http.StatusServiceUnavailable:
+		if rec, ok := w.(*recorder); ok {
+			rec.err = s.err
+		}
+		w.Header().Set("Retry-After", "1")
+	}
+	// writeJSON's bytes, without boxing res.
+	status, b := a.submittedBody(s)
+	w.WriteHeader(status)
+	if _, err := w.Write(b); err != nil {
+		a.log.Debug("write answer", "err", err)
 	}
 }
 
-// writeUnknown answers a transaction whose outcome is unknown: 503 with the
-// fields of res, status "unknown" and an error object with code unknown_outcome.
-func (a *answers) writeUnknown(w http.ResponseWriter, res wire.TxResult, err error) {
-	if err == nil {
-		err = wire.ErrUnknownOutcome
+// submittedBody returns the status and the body (its last byte a newline)
+// that writeSubmitted would write for s.
+func (a *answers) submittedBody(s submitted) (int, []byte) {
+	if s.status == 0 {
+		status, b := a.errorAnswer(s.err)
+		return status, append(b, '\n')
 	}
-	if rec, ok := w.(*recorder); ok {
-		rec.err = err
+	return s.status, append(wire.AppendTxResultJSON(make([]byte, 0, 256), &s.res), '\n')
+}
+
+// submitMessage runs the request of a client stream with query text q and
+// payload: handleSubmit's steps on the message's parts, without an
+// http.Request, a copy of the payload or an Idempotency-Key header, so that
+// it is answered as the same POST /v1/tx would be (TestTxStreamSameAnswers).
+func (h *txHandlers) submitMessage(ctx context.Context, q string, payload []byte) submitted {
+	qp, err := parseRawQuery(q, "timeout", "ack")
+	if err != nil {
+		return submitted{err: err}
 	}
-	res.Status = wire.StatusUnknown
-	res.Error = &wire.ErrorBody{Code: wire.CodeUnknownOutcome, Message: err.Error(), TxID: res.TxID}
-	w.Header().Set("Retry-After", "1")
-	a.writeJSON(w, http.StatusServiceUnavailable, res)
+	opts, err := h.submitOptions(qp)
+	if err != nil {
+		return submitted{err: err}
+	}
+	if int64(len(payload)) > h.cfg.MaxBodyBytes {
+		return submitted{err: bodyTooLarge(h.cfg.MaxBodyBytes)}
+	}
+	tx, err := decodeTxBody(payload, h.lim)
+	if err != nil {
+		return submitted{err: err}
+	}
+	return h.submitTx(ctx, tx, opts)
+}
+
+// bodyTooLarge is the error of a body of more than limit bytes.
+func bodyTooLarge(limit int64) error {
+	return wire.New(wire.MsgBodyTooLarge, limit)
 }
 
 // mergeIdempotencyHeader takes the idempotency key from the Idempotency-Key

@@ -561,7 +561,7 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, timeout time.
 		rc.SetReadDeadline(time.Time{})
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return nil, wire.New(wire.MsgBodyTooLarge, limit)
+		return nil, bodyTooLarge(limit)
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, wire.New(wire.MsgBodySlow, timeout)

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -25,17 +24,23 @@ import (
 
 // The client stream (wire/txstream.go; docs/api.md, "Client stream"): GET
 // /v1/tx/stream upgrades a connection of the client port, and each request
-// read from it then runs through handleSubmit, the handler of POST /v1/tx,
-// as a request of its own: the same query and body checks, the same key
-// scope, the same Backend.Submit (so forwarding to the leader, parking and
-// deduplication are the same), the same answer bytes.
+// read from it then runs through the steps of handleSubmit, the handler of
+// POST /v1/tx (submitMessage, handlers.go), on the message's query text and
+// payload: the same query and body checks, the same key scope, the same
+// Backend.Submit (so forwarding to the leader, parking and deduplication are
+// the same), the same answer bytes; without an http.Request or a copy of the
+// payload.
 //
 // One stream is three kinds of goroutines: the handler's, which reads the
 // messages (bufio, the length bounded before anything is allocated), answers
-// pings and refusals itself and hands each request to a goroutine of its
-// own; those, one per request in flight (at most Config.ClientStreamInflight);
-// and one writer, which takes the answers off a bounded queue and writes all
-// that are queued in one Write. The reader stops reading while the queue is
+// pings and refusals itself and hands each request to a goroutine that waits
+// for work, else to a new one; those, which stay for the stream's next
+// requests, so that a request pays neither for a new goroutine nor for
+// growing its stack (docs/performance.md, "The client stream's server
+// side"), never more than the most requests in flight at once (at most
+// Config.ClientStreamInflight);
+// and one writer, which takes the answers off a bounded queue, frames all
+// that are queued into one buffer and writes it in one Write. The reader stops reading while the queue is
 // full. A goaway (a bad message, a credential gone, the node shutting down)
 // cancels the requests in flight, which go unanswered, and is the writer's
 // last message before it closes the connection.
@@ -77,6 +82,8 @@ type txStreams struct {
 
 	open    prometheus.Gauge
 	results *prometheus.CounterVec
+	// counts are the results' counters by label, looked up once.
+	counts map[string]prometheus.Counter
 
 	mu     sync.Mutex
 	conns  map[*txStream]struct{}
@@ -93,6 +100,7 @@ func newTxStreams(s *Server) *txStreams {
 		inflight:     s.cfg.ClientStreamInflight,
 		idle:         s.cfg.ClientStreamIdleTimeout,
 		conns:        map[*txStream]struct{}{},
+		counts:       map[string]prometheus.Counter{},
 		open: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "txlog_client_streams",
 			Help: "Client streams (GET /v1/tx/stream) open on this node.",
@@ -106,7 +114,7 @@ func newTxStreams(s *Server) *txStreams {
 		ts.inflight = DefaultClientStreamInflight
 	}
 	for _, r := range []string{"committed", "pending", "conflict", "stream_full", "refused", "unavailable", "error", "unanswered"} {
-		ts.results.WithLabelValues(r)
+		ts.counts[r] = ts.results.WithLabelValues(r)
 	}
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.MustRegister(ts.open, ts.results)
@@ -155,14 +163,14 @@ type txStream struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	out    chan []byte   // answers to the writer; bounded
-	goaway chan []byte   // the last message; at most one
-	done   chan struct{} // closed when the writer has stopped
+	out    chan streamOut // answers to the writer; bounded
+	goaway chan streamOut // the last message; at most one
+	done   chan struct{}  // closed when the writer has stopped
 
 	mu      sync.Mutex          // guards ids, ended and the read deadline
 	ids     map[uint64]struct{} // the requests in flight
 	ended   bool                // a goaway was sent: nothing more is read or answered
-	running sync.WaitGroup      // the requests' goroutines
+	running sync.WaitGroup      // the requests' goroutines, which end when read does
 }
 
 // handle serves GET /v1/tx/stream: the checks of the upgrade, 101, and the
@@ -201,7 +209,7 @@ func (ts *txStreams) handle(w http.ResponseWriter, r *http.Request) {
 		rec.status = http.StatusSwitchingProtocols
 	}
 	st := &txStream{ts: ts, conn: conn, up: r, ids: map[uint64]struct{}{},
-		out: make(chan []byte, ts.inflight), goaway: make(chan []byte, 1), done: make(chan struct{})}
+		out: make(chan streamOut, ts.inflight), goaway: make(chan streamOut, 1), done: make(chan struct{})}
 	// net/http cancels r's context when it reads the client's EOF before
 	// the hijack; the stream still answers what came before it.
 	st.ctx, st.cancel = context.WithCancel(context.WithoutCancel(r.Context()))
@@ -289,10 +297,19 @@ func (ts *txStreams) leader(ctx context.Context) (string, string) {
 	return cs.ID, cs.LeaderHTTPAddr
 }
 
+// streamRequest is one request read from a client stream.
+type streamRequest struct {
+	id      uint64
+	q       string
+	payload []byte
+}
+
 // read reads st's messages until the client closes the stream, a message is
 // bad (goaway) or the stream ends.
 func (st *txStream) read(br *bufio.Reader) {
 	limit := wire.TxStreamLimit(st.ts.s.cfg.MaxBodyBytes)
+	work := make(chan streamRequest) // unbuffered: taken only by a waiting goroutine
+	defer close(work)
 	for {
 		st.armIdle()
 		msg, err := wire.ReadStreamMessage(br, limit)
@@ -315,7 +332,7 @@ func (st *txStream) read(br *bufio.Reader) {
 		if id == wire.PingID {
 			node, leader := st.ts.leader(st.ctx)
 			b, _ := json.Marshal(wire.TxStreamPing{Node: node, Leader: leader})
-			st.send(wire.AppendTxStreamAnswer(nil, wire.PingID, http.StatusOK, b))
+			st.send(streamOut{wire.PingID, http.StatusOK, b})
 			continue
 		}
 		if err := st.credentialHolds(); err != nil {
@@ -335,11 +352,21 @@ func (st *txStream) read(br *bufio.Reader) {
 			return
 		case full:
 			status, body := st.ts.s.errorAnswer(&wire.Error{Code: wire.CodeStreamFull, Message: fmt.Sprintf("%d requests in flight on this stream, the most it takes (--client-stream-inflight): retry once an answer came back", st.ts.inflight)})
-			st.ts.results.WithLabelValues(resultLabel(status)).Inc()
-			st.send(wire.AppendTxStreamAnswer(nil, id, status, append(body, '\n')))
+			st.ts.counts[resultLabel(status)].Inc()
+			st.send(streamOut{id, status, append(body, '\n')})
 			continue
 		}
-		st.running.Go(func() { st.serve(id, q, payload) })
+		r := streamRequest{id: id, q: q, payload: payload}
+		select {
+		case work <- r:
+		default:
+			st.running.Go(func() {
+				st.serve(r)
+				for next := range work {
+					st.serve(next)
+				}
+			})
+		}
 	}
 }
 
@@ -389,24 +416,12 @@ func (st *txStream) credentialHolds() error {
 	return nil
 }
 
-// serve runs one request through handleSubmit and queues its answer.
-func (st *txStream) serve(id uint64, q string, payload []byte) {
-	ans := &streamAnswer{status: http.StatusOK}
-	req := (&http.Request{
-		Method:        http.MethodPost,
-		URL:           &url.URL{Path: "/v1/tx", RawQuery: q},
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-		Header:        http.Header{},
-		Body:          io.NopCloser(bytes.NewReader(payload)),
-		ContentLength: int64(len(payload)),
-		Host:          st.up.Host,
-		RemoteAddr:    st.up.RemoteAddr,
-		RequestURI:    "/v1/tx?" + q,
-		TLS:           st.up.TLS,
-	}).WithContext(st.ctx)
-	st.ts.s.tx.handleSubmit(ans, req)
+// serve runs one request as POST /v1/tx would (submitMessage) and queues its
+// answer.
+func (st *txStream) serve(r streamRequest) {
+	h := st.ts.s.tx
+	sub := h.submitMessage(st.ctx, r.q, r.payload)
+	id := r.id
 	st.mu.Lock()
 	delete(st.ids, id)
 	if len(st.ids) == 0 && st.ts.idle > 0 && !st.ended {
@@ -414,15 +429,24 @@ func (st *txStream) serve(id uint64, q string, payload []byte) {
 	}
 	st.mu.Unlock()
 	if st.ctx.Err() != nil {
-		st.ts.results.WithLabelValues("unanswered").Inc()
+		st.ts.counts["unanswered"].Inc()
 		return
 	}
-	st.ts.results.WithLabelValues(resultLabel(ans.status)).Inc()
-	st.send(wire.AppendTxStreamAnswer(make([]byte, 0, 2*10+len(ans.body.Bytes())), id, ans.status, ans.body.Bytes()))
+	status, body := h.submittedBody(sub)
+	st.ts.counts[resultLabel(status)].Inc()
+	st.send(streamOut{id, status, body})
+}
+
+// streamOut is an answer for the writer to frame (wire.AppendTxStreamAnswer):
+// the request's id, the status and the JSON body.
+type streamOut struct {
+	id     uint64
+	status int
+	body   []byte
 }
 
 // send queues msg for the writer, or drops it once the stream has ended.
-func (st *txStream) send(msg []byte) {
+func (st *txStream) send(msg streamOut) {
 	select {
 	case st.out <- msg:
 	case <-st.ctx.Done():
@@ -441,7 +465,7 @@ func (st *txStream) goAway(err error) {
 	st.mu.Unlock()
 	status, body := st.ts.s.errorAnswer(err)
 	// Queued before the cancel, so that a writer that sees the cancel finds it.
-	st.goaway <- wire.AppendTxStreamAnswer(nil, wire.PingID, status, append(body, '\n'))
+	st.goaway <- streamOut{wire.PingID, status, append(body, '\n')}
 	st.cancel()
 }
 
@@ -464,12 +488,12 @@ func (st *txStream) write() {
 			}
 			return
 		case msg := <-st.out:
-			buf = append(buf[:0], msg...)
+			buf = wire.AppendTxStreamAnswer(buf[:0], msg.id, msg.status, msg.body)
 		drain:
 			for len(buf) < 1<<20 {
 				select {
 				case msg := <-st.out:
-					buf = append(buf, msg...)
+					buf = wire.AppendTxStreamAnswer(buf, msg.id, msg.status, msg.body)
 				default:
 					break drain
 				}
@@ -491,9 +515,9 @@ func (st *txStream) write() {
 }
 
 // writeGoaway writes the stream's last message and closes the connection.
-func (st *txStream) writeGoaway(msg []byte) {
+func (st *txStream) writeGoaway(msg streamOut) {
 	_ = st.conn.SetWriteDeadline(time.Now().Add(goawayWriteTimeout))
-	_, _ = st.conn.Write(msg)
+	_, _ = st.conn.Write(wire.AppendTxStreamAnswer(nil, msg.id, msg.status, msg.body))
 	st.closeConn()
 }
 
@@ -541,31 +565,4 @@ func (s *Server) CloseTxStreams(ctx context.Context) error {
 	ts.mu.Unlock()
 	<-done
 	return fmt.Errorf("close client streams: %w", ctx.Err())
-}
-
-// streamAnswer is the http.ResponseWriter a stream's request is answered
-// to: the status and body go into the answer message.
-type streamAnswer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	wrote  bool
-}
-
-func (a *streamAnswer) Header() http.Header {
-	if a.header == nil {
-		a.header = http.Header{}
-	}
-	return a.header
-}
-
-func (a *streamAnswer) WriteHeader(status int) {
-	if !a.wrote {
-		a.status, a.wrote = status, true
-	}
-}
-
-func (a *streamAnswer) Write(b []byte) (int, error) {
-	a.wrote = true
-	return a.body.Write(b)
 }
