@@ -169,6 +169,8 @@ cluster {
 		}
 	}
 	err = launcher.Poll(ctx, pollInterval, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		nc, err := nats.Connect(urls[0], nats.Timeout(time.Second))
 		if err != nil {
 			return err
