@@ -7,6 +7,7 @@
 # Systems, each a fresh three-node cluster on loopback ports chosen at run
 # time, with its data in a temporary directory removed at the end:
 #   txlog-stream  txlog, fsync on, through client.Client shared by the clients
+#   txlog-async   the same Client's SubmitAsync with 64 writes in flight
 #   txlog-http    txlog, fsync on, POST /v1/tx with net/http round the nodes
 #   nats          nats-server (JetStream, R3 file stream, sync_interval: always),
 #                 js.Publish with the clients sharing one connection
@@ -24,12 +25,12 @@
 #   REPEATS=2          runs of each system at each client count
 #   DURATION=10s       measured time of a run, after WARMUP=2s
 #   CLIENTS="1 16 64"  client counts
-#   SYSTEMS="txlog-stream txlog-http nats nats-async etcd"
+#   SYSTEMS="txlog-stream txlog-async txlog-http nats nats-async etcd"
 #   CACHE=<user cache dir>/txlog-compare   where the built servers are kept
 #   OUT=<temp dir>     where runs.jsonl and summary.md go (kept)
 #   NATS_VERSION=v2.15.3  ETCD_VERSION=v3.7.3
 #
-# With the defaults, 30 runs of about 16 s each: about 9 minutes after the
+# With the defaults, 36 runs of about 16 s each: about 10 minutes after the
 # builds. Timings are noisy on a small shared machine: compare the ratios of
 # one run.
 set -euo pipefail
@@ -39,7 +40,7 @@ REPEATS=${REPEATS:-2}
 DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
 CLIENTS=${CLIENTS:-"1 16 64"}
-SYSTEMS=${SYSTEMS:-"txlog-stream txlog-http nats nats-async etcd"}
+SYSTEMS=${SYSTEMS:-"txlog-stream txlog-async txlog-http nats nats-async etcd"}
 NATS_VERSION=${NATS_VERSION:-v2.15.3}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.3}
 CACHE=${CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/txlog-compare}
@@ -92,7 +93,8 @@ for rep in $(seq 1 "$REPEATS"); do
 			if out=$("$BIN/compare" run --system "$s" --clients "$c" --duration "$DURATION" --warmup "$WARMUP" \
 				--dir "$WORK" --nats-server "$nats_bin" --etcd "$etcd_bin" --txlogd "$BIN/txlogd" 2>"$WORK/err"); then
 				printf '%s\n' "$out" >>"$OUT/runs.jsonl"
-				printf '%s\n' "$out" | sed -E 's/.*"tx_per_sec":([0-9.]+).*"p50_ms":([0-9.]+),"p99_ms":([0-9.]+).*/\1 tx\/s, p50 \2 ms, p99 \3 ms/' | awk '{printf "%.0f %s %s %s %s %s %s %s\n", $1, $2, $3, $4, $5, $6, $7, $8}'
+				printf '%s\n' "$out" | sed -E 's/.*"tx_per_sec":([0-9.e+-]+).*"p50_ms":([0-9.e+-]+),"p99_ms":([0-9.e+-]+).*/\1 \2 \3/' |
+					awk '{printf "%.0f tx/s, p50 %.2f ms, p99 %.2f ms\n", $1, $2, $3}'
 			else
 				echo "failed"
 				sed 's/^/    /' "$WORK/err" | tail -20

@@ -102,27 +102,41 @@ func newLoader(cfg config, targets []string) (*loader, error) {
 			},
 			close: func() { cli.Close() },
 		}, nil
-	case systemTxlogStream:
+	case systemTxlogStream, systemTxlogAsync:
 		// One client.Client shared by every goroutine, as a program holds
 		// one: it writes over its streams to the leader.
-		c := client.NewClient(client.ClientConfig{Endpoints: targets, Timeout: cfg.timeout})
+		c := client.NewClient(client.ClientConfig{Endpoints: targets, Timeout: cfg.timeout, MaxAsyncPending: cfg.inflight})
 		rngs := perClientRand(cfg.clients)
 		jsonValue := json.RawMessage(strconv.Quote(string(value)))
 		run := strconv.FormatUint(rand.Uint64()%(1<<40), 36)
-		return &loader{
-			write: func(ctx context.Context, i int, seq uint64) error {
-				tx := wire.TxRequest{
-					IdempotencyKey: fmt.Sprintf("cmp-%s-%d-%d", run, i, seq),
-					Ops:            []wire.Op{{Op: wire.OpPut, Key: key(rngs[i].IntN(cfg.keys)), Value: jsonValue}},
+		tx := func(i int, seq uint64) wire.TxRequest {
+			return wire.TxRequest{
+				IdempotencyKey: fmt.Sprintf("cmp-%s-%d-%d", run, i, seq),
+				Ops:            []wire.Op{{Op: wire.OpPut, Key: key(rngs[i].IntN(cfg.keys)), Value: jsonValue}},
+			}
+		}
+		opts := wire.SubmitOptions{Ack: wire.AckQuorum}
+		l := &loader{close: func() { c.Close() }}
+		if cfg.system == systemTxlogStream {
+			l.write = func(ctx context.Context, i int, seq uint64) error {
+				return committed(c.Submit(ctx, tx(i, seq), opts))
+			}
+			return l, nil
+		}
+		l.loop = pipelined(cfg, func(ctx context.Context, i int, seq uint64) (future, error) {
+			f := c.SubmitAsync(ctx, tx(i, seq), opts)
+			return func(ctx context.Context, timeout <-chan time.Time) error {
+				select {
+				case <-f.Done():
+					return committed(f.Result())
+				case <-timeout:
+					return context.DeadlineExceeded
+				case <-ctx.Done():
+					return ctx.Err()
 				}
-				res, err := c.Submit(ctx, tx, wire.SubmitOptions{Ack: wire.AckQuorum})
-				if err == nil && res.Status != wire.StatusCommitted {
-					err = fmt.Errorf("status %s", res.Status)
-				}
-				return err
-			},
-			close: func() { c.Close() },
-		}, nil
+			}, nil
+		})
+		return l, nil
 	case systemTxlogHTTP:
 		return httpLoader(cfg, targets, value)
 	}
@@ -173,7 +187,8 @@ func httpLoader(cfg config, targets []string, value []byte) (*loader, error) {
 
 // natsLoader publishes to the JetStream stream over one connection to the
 // first server, shared by every goroutine: js.Publish (nats), or
-// js.PublishAsync with cfg.inflight publishes in flight in all (nats-async).
+// js.PublishAsync with cfg.inflight publishes in flight in all (nats-async,
+// see pipelined).
 func natsLoader(cfg config, targets []string, value []byte) (*loader, error) {
 	nc, err := nats.Connect(targets[0], nats.Timeout(5*time.Second))
 	if err != nil {
@@ -194,21 +209,51 @@ func natsLoader(cfg config, targets []string, value []byte) (*loader, error) {
 		}
 		return l, nil
 	}
-	// Each client keeps its share of the publishes in flight and waits for
-	// the oldest: a stream acknowledges in order.
+	l.loop = pipelined(cfg, func(context.Context, int, uint64) (future, error) {
+		f, err := js.PublishAsync(natsSubject, value)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, timeout <-chan time.Time) error {
+			select {
+			case <-f.Ok():
+				return nil
+			case err := <-f.Err():
+				return err
+			case <-timeout:
+				return nats.ErrTimeout
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}, nil
+	})
+	return l, nil
+}
+
+// future waits for the answer to one asynchronous write, until timeout
+// fires or ctx ends.
+type future func(ctx context.Context, timeout <-chan time.Time) error
+
+// pipelined returns the loop of a client that keeps its share of
+// cfg.inflight asynchronous writes in flight (at least one) and waits for
+// the oldest: a log acknowledges in order, so the oldest is the next to
+// resolve. send starts client i's next write.
+func pipelined(cfg config, send func(ctx context.Context, i int, seq uint64) (future, error)) func(context.Context, int, *window, *tally) {
 	share := max(1, cfg.inflight/cfg.clients)
-	l.loop = func(ctx context.Context, _ int, w *window, t *tally) {
+	return func(ctx context.Context, i int, w *window, t *tally) {
 		type pending struct {
-			f       nats.PubAckFuture
+			f       future
 			started time.Time
 		}
 		var q []pending
+		var seq uint64
 		timer := time.NewTimer(cfg.timeout)
 		defer timer.Stop()
 		for {
 			for !w.stop.Load() && ctx.Err() == nil && len(q) < share {
 				started := time.Now()
-				f, err := js.PublishAsync(natsSubject, value)
+				f, err := send(ctx, i, seq)
+				seq++
 				if err != nil {
 					t.record(w, started, time.Now(), err)
 					pause(ctx)
@@ -222,19 +267,19 @@ func natsLoader(cfg config, targets []string, value []byte) (*loader, error) {
 			p := q[0]
 			q = q[1:]
 			timer.Reset(max(time.Until(p.started.Add(cfg.timeout)), 0))
-			var err error
-			select {
-			case <-p.f.Ok():
-			case err = <-p.f.Err():
-			case <-timer.C:
-				err = nats.ErrTimeout
-			case <-ctx.Done():
-				err = ctx.Err()
-			}
+			err := p.f(ctx, timer.C)
 			t.record(w, p.started, time.Now(), err)
 		}
 	}
-	return l, nil
+}
+
+// committed returns err, or an error for a transaction that was not
+// committed.
+func committed(res wire.TxResult, err error) error {
+	if err == nil && res.Status != wire.StatusCommitted {
+		err = fmt.Errorf("status %s", res.Status)
+	}
+	return err
 }
 
 // pause waits errorPause or until ctx ends.

@@ -23,6 +23,8 @@
 //	etcd          clientv3 Put, one client over the three members shared
 //	txlog-stream  client.Client.Submit, one Client shared (writes over its
 //	              client streams, to the leader)
+//	txlog-async   the same Client's SubmitAsync with --inflight (64) writes
+//	              in flight in all, as nats-async
 //	txlog-http    POST /v1/tx with Go's net/http, each client going round
 //	              the nodes
 //
@@ -63,10 +65,11 @@ const (
 	systemEtcd        = "etcd"
 	systemTxlogStream = "txlog-stream"
 	systemTxlogHTTP   = "txlog-http"
+	systemTxlogAsync  = "txlog-async"
 )
 
 // systems lists them in the order of the table.
-var systems = []string{systemTxlogStream, systemTxlogHTTP, systemNATS, systemNATSAsync, systemEtcd}
+var systems = []string{systemTxlogStream, systemTxlogAsync, systemTxlogHTTP, systemNATS, systemNATSAsync, systemEtcd}
 
 // config is what the command line of run asks for.
 type config struct {
@@ -116,14 +119,14 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("compare run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c config
-	fs.StringVar(&c.system, "system", "", "nats, nats-async, etcd, txlog-stream or txlog-http")
+	fs.StringVar(&c.system, "system", "", "nats, nats-async, etcd, txlog-stream, txlog-async or txlog-http")
 	fs.IntVar(&c.clients, "clients", 16, "concurrent clients")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to measure, after --warmup")
 	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "how long to run before measuring")
 	fs.IntVar(&c.valueSize, "value-size", 256, "bytes of each written value")
 	fs.IntVar(&c.keys, "keys", 100_000, "distinct keys (etcd, txlog)")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "timeout of each write")
-	fs.IntVar(&c.inflight, "inflight", 64, "nats-async: publishes in flight in all")
+	fs.IntVar(&c.inflight, "inflight", 64, "nats-async, txlog-async: writes in flight in all")
 	fs.StringVar(&c.dir, "dir", "", "where the cluster's directory goes (default: the system's temporary directory)")
 	fs.StringVar(&c.natsServer, "nats-server", "nats-server", "the nats-server binary")
 	fs.StringVar(&c.etcd, "etcd", "etcd", "the etcd binary")
