@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -27,8 +28,21 @@ func (c *cluster) Cluster(ctx context.Context, opts ...wire.ReadOptions) (wire.C
 // ClusterFrom describes the cluster as the node at baseURL sees it
 // (consistency=stale), with a leader or without.
 func (c *cluster) ClusterFrom(ctx context.Context, baseURL string) (wire.ClusterStatus, error) {
+	return c.ownView(ctx, baseURL)
+}
+
+// ownView asks the node at base for GET /v1/cluster as it sees it
+// (consistency=stale). A node from before read consistency refuses the
+// parameter (400 invalid_parameter) and is asked again without it, which
+// such a node answers from its own state anyway: a newer client keeps
+// working against an older node during a rolling upgrade.
+func (c *conn) ownView(ctx context.Context, base string) (wire.ClusterStatus, error) {
 	var st wire.ClusterStatus
-	err := c.callAt(ctx, baseURL, request{method: http.MethodGet, path: "/v1/cluster", query: staleQuery()}, &st)
+	err := c.callAt(ctx, base, request{method: http.MethodGet, path: "/v1/cluster", query: staleQuery()}, &st)
+	var e *wire.Error
+	if errors.As(err, &e) && e.Code == wire.CodeInvalidParam {
+		err = c.callAt(ctx, base, request{method: http.MethodGet, path: "/v1/cluster"}, &st)
+	}
 	return st, err
 }
 

@@ -253,8 +253,8 @@ func (c *conn) afterRefusal(ctx context.Context, base, code string) string {
 
 // learnLeader asks base for the leader's HTTP address and prefers it.
 func (c *conn) learnLeader(ctx context.Context, base string) (string, bool) {
-	var st wire.ClusterStatus
-	if err := c.callAt(ctx, base, request{method: http.MethodGet, path: "/v1/cluster", query: staleQuery()}, &st); err != nil {
+	st, err := c.ownView(ctx, base)
+	if err != nil {
 		return "", false
 	}
 	leader, ok := leaderURL(base, st.LeaderHTTPAddr)

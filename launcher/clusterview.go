@@ -89,6 +89,11 @@ func (v *clusterView) status(ctx context.Context, id string) (wire.ClusterStatus
 	c := v.c
 	var s wire.ClusterStatus
 	body, err := c.get(ctx, id, "/v1/cluster?consistency=stale") // its own view, leader or not
+	if errors.Is(err, errBadRequest) {
+		// A node from before read consistency refuses the parameter; it
+		// answers the plain request from its own state anyway.
+		body, err = c.get(ctx, id, "/v1/cluster")
+	}
 	if err != nil {
 		return s, err
 	}
@@ -140,11 +145,17 @@ func (v *clusterView) get(ctx context.Context, id, path string) ([]byte, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", id, path, err)
 	}
+	if resp.StatusCode == http.StatusBadRequest {
+		return nil, fmt.Errorf("%s: GET %s: %w: %s", id, path, errBadRequest, strings.TrimSpace(string(body)))
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%s: GET %s: %s: %s", id, path, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return body, nil
 }
+
+// errBadRequest is get's error for a 400 answer.
+var errBadRequest = errors.New("400 Bad Request")
 
 // WaitReady polls every live node until all answer GET /v1/cluster as
 // themselves (see CheckNode) and GET /readyz with 200.
