@@ -7,8 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,43 +46,8 @@ func TestReplaceDeadMember(t *testing.T) {
 		return out
 	}
 
-	var (
-		mu      sync.Mutex
-		results []ack
-		next    atomic.Int64
-		stop    atomic.Bool
-		wg      sync.WaitGroup
-	)
-	urls := c.HTTPAddrs()
-	for w := range 3 {
-		eps := append(append([]string(nil), urls[w:]...), urls[:w]...)
-		cl := client.NewClient(client.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
-		wg.Go(func() {
-			for !stop.Load() && ctx.Err() == nil {
-				a := blindPut(ctx, cl, next.Add(1))
-				mu.Lock()
-				results = append(results, a)
-				mu.Unlock()
-			}
-		})
-	}
-	committed := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, r := range results {
-			if r.err == nil && r.res.Status == wire.StatusCommitted {
-				n++
-			}
-		}
-		return n
-	}
-	moreWrites := func(after string) {
-		t.Helper()
-		from := committed()
-		waitUntil(ctx, t, "writes to commit after "+after, func() bool { return committed() >= from+20 })
-	}
-	moreWrites("the start")
+	w := startRollingWriters(ctx, c)
+	w.more(ctx, t, "the start")
 
 	leader := mustLeaderID(ctx, t, c)
 	leaderURL := c.URL(leader)
@@ -132,7 +95,7 @@ func TestReplaceDeadMember(t *testing.T) {
 	url1 := startNode(ctx, t, ownProcess(t, gone, dir1, []string{"--id=" + gone, "--data-dir=" + dir1,
 		"--http-addr=127.0.0.1:0", "--raft-addr=" + raft1, "--join=" + leaderURL, "--shutdown-timeout=3s"}))
 	rejoined(gone, raft1, []string{leaderURL, c.URL(followers[1]), url1})
-	moreWrites(gone + " rejoined")
+	w.more(ctx, t, gone+" rejoined")
 
 	// Replace: re-point the member, then start it there.
 	moved := followers[1]
@@ -144,9 +107,8 @@ func TestReplaceDeadMember(t *testing.T) {
 	url2 := startNode(ctx, t, ownProcess(t, moved, dir2, []string{"--id=" + moved, "--data-dir=" + dir2,
 		"--http-addr=" + http2, "--raft-addr=" + raft2, "--join=" + leaderURL, "--shutdown-timeout=3s"}))
 	rejoined(moved, raft2, []string{leaderURL, url1, url2})
-	moreWrites(moved + " replaced")
-	stop.Store(true)
-	wg.Wait() // the writers are done: results is ours
+	w.more(ctx, t, moved+" replaced")
+	results := w.finish()
 
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{leaderURL}})
 	st, err := cl.ClusterFrom(ctx, leaderURL)
@@ -160,5 +122,5 @@ func TestReplaceDeadMember(t *testing.T) {
 	if err := checkCluster(results, logs); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s removed and joined again, %s replaced: %d writes acknowledged once in every log of %d entries", gone, moved, committed(), len(logs[leader]))
+	t.Logf("%s removed and joined again, %s replaced: %d writes acknowledged once in every log of %d entries", gone, moved, w.committed(), len(logs[leader]))
 }
