@@ -16,7 +16,8 @@
 #   PAIRS=8          A/B pairs
 #   OLD_ENV, NEW_ENV environment settings (VAR=value ...) for the runs of one
 #                    build: the load generator and the nodes it starts (a
-#                    runtime setting measured with OLD and NEW the same build)
+#                    runtime setting such as GOGC, measured with OLD and NEW
+#                    the same build)
 #   OLD_FLAGS, NEW_FLAGS
 #                    extra txlog bench flags for the runs of one build, after
 #                    the workload's: what security costs, on one build, is
@@ -83,6 +84,7 @@ build "$new" new
 echo "$built" | tee -a "$OUT/summary.txt"
 if [ -n "${OLD_ENV:-}${NEW_ENV:-}" ]; then echo "environment: old ${OLD_ENV:-(none)}, new ${NEW_ENV:-(none)}" | tee -a "$OUT/summary.txt"; fi
 if [ -n "${OLD_FLAGS:-}${NEW_FLAGS:-}" ]; then echo "bench flags: old ${OLD_FLAGS:-(none)}, new ${NEW_FLAGS:-(none)}" | tee -a "$OUT/summary.txt"; fi
+if [ -n "${OLD_NODE_FLAGS:-}${NEW_NODE_FLAGS:-}" ]; then echo "txlogd flags: old ${OLD_NODE_FLAGS:-(none)}, new ${NEW_NODE_FLAGS:-(none)}" | tee -a "$OUT/summary.txt"; fi
 echo "workload: txlog bench --local ${flags[*]} --duration $DURATION --warmup $WARMUP; $PAIRS pairs" | tee -a "$OUT/summary.txt"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/summary.txt"
 
@@ -92,17 +94,20 @@ run() {
 	local name=$1 pair=$2 data out
 	data=$(mktemp -d "$WORK/run-XXXXXX")
 	out="$OUT/pair$pair-$name.txt"
-	local -a envs=() extra=()
+	local -a envs=() extra=() nodeflags=()
 	local rc
 	if [ "$name" = old ]; then
 		read -ra envs <<<"${OLD_ENV:-}"
 		read -ra extra <<<"${OLD_FLAGS:-}"
+		read -ra nodeflags <<<"${OLD_NODE_FLAGS:-}"
 	else
 		read -ra envs <<<"${NEW_ENV:-}"
 		read -ra extra <<<"${NEW_FLAGS:-}"
+		read -ra nodeflags <<<"${NEW_NODE_FLAGS:-}"
 	fi
+	if [ ${#nodeflags[@]} -gt 0 ]; then nodeflags=(-- "${nodeflags[@]}"); fi
 	env "${envs[@]}" "$WORK/bin/txlog" bench --local --local-dir "$data" --txlogd "$WORK/bin/$name" \
-		"${flags[@]}" "${extra[@]}" --duration "$DURATION" --warmup "$WARMUP" --progress 0 >"$out" 2>&1 && rc=0 || rc=$?
+		"${flags[@]}" "${extra[@]}" --duration "$DURATION" --warmup "$WARMUP" --progress 0 "${nodeflags[@]}" >"$out" 2>&1 && rc=0 || rc=$?
 	rm -rf "$data"
 	local tp cpu p50 steal
 	tp=$(sed -n 's/^throughput  *\([0-9.]*\) tx\/s.*/\1/p' "$out")
