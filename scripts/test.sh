@@ -37,7 +37,48 @@ third_party/verify.sh
 third_party/verify_test.sh
 
 echo "== go test -race"
-go test -race -count=1 -timeout 20m ./... "$@"
+if [ $# -gt 0 ]; then
+	go test -race -count=1 -timeout 20m ./... "$@"
+else
+	# systemtest, the process-level tests, takes longer than all the other
+	# packages together (about 15 minutes under -race on 2 cores). Its test
+	# binary is built once and its tests run in two halves (alternate names)
+	# beside the other packages, so that the suite does not end waiting on it
+	# alone.
+	st=$(mktemp -d)
+	go test -race -c -o "$st/systemtest.test" ./systemtest
+	names=$(sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T) {$/\1/p' systemtest/*_test.go | sort)
+	declared=$(grep -h '^func Test' systemtest/*_test.go | grep -cv '^func TestMain(')
+	if [ "$(echo "$names" | wc -l)" -ne "$declared" ]; then
+		echo "systemtest: $declared tests declared but $(echo "$names" | wc -l) found for the halves: write each as func TestX(t *testing.T) {"
+		exit 1
+	fi
+	half() { echo "$names" | awk -v k="$1" 'NR % 2 == k' | paste -sd'|'; }
+	pids=()
+	began=$SECONDS
+	for k in 0 1; do
+		(
+			cd systemtest
+			"$st/systemtest.test" -test.count=1 -test.timeout=20m -test.run "^($(half $k))\$" >"$st/half$k.log" 2>&1 && r=0 || r=$?
+			echo "$SECONDS" >"$st/half$k.seconds"
+			exit "$r"
+		) &
+		pids+=($!)
+	done
+	rc=0
+	go test -race -count=1 -timeout 20m $(go list ./... | grep -v '/systemtest$') || rc=1
+	for k in 0 1; do
+		if wait "${pids[$k]}"; then
+			echo "ok  	systemtest, half $((k + 1)) of 2, $(($(cat "$st/half$k.seconds") - began)) s"
+		else
+			rc=1
+			cat "$st/half$k.log"
+			echo "FAIL	systemtest, half $((k + 1)) of 2"
+		fi
+	done
+	rm -rf "$st"
+	if [ "$rc" -ne 0 ]; then exit 1; fi
+fi
 (cd tools && go test -count=1 ./...)
 
 echo "== deploy/prometheus: the alert rules and the Grafana dashboard parse (own module)"
