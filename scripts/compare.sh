@@ -27,7 +27,10 @@
 #   CLIENTS="1 16 64"  client counts
 #   SYSTEMS="txlog-stream txlog-async txlog-http nats nats-async etcd"
 #   CACHE=<user cache dir>/txlog-compare   where the built servers are kept
-#   OUT=<temp dir>     where runs.jsonl and summary.md go (kept)
+#   OUT=<temp dir>     where runs.jsonl, summary.md and the floors (floor*.json,
+#                      floor.md: tools/floor in the data directory's file
+#                      system before the runs, between the repeats and after,
+#                      and the 1-client p50 target they give) go (kept)
 #   NATS_VERSION=v2.15.3  ETCD_VERSION=v3.7.3
 #
 # With the defaults, 36 runs of about 16 s each: about 10 minutes after the
@@ -70,7 +73,7 @@ if [ ! -x "$etcd_bin" ]; then
 		GOFLAGS="${GOFLAGS:-} -mod=mod" go build -o "$etcd_bin" go.etcd.io/etcd/server/v3)
 fi
 go build -o "$BIN/txlogd" ./cmd/txlogd
-(cd tools && go build -o "$BIN/compare" ./compare)
+(cd tools && go build -o "$BIN/compare" ./compare && go build -o "$BIN/floor" ./floor && go build -o "$BIN/benchsummary" ./benchsummary)
 
 {
 	echo "cores: $(nproc)"
@@ -83,9 +86,20 @@ go build -o "$BIN/txlogd" ./cmd/txlogd
 	echo "repeats: $REPEATS, duration: $DURATION after $WARMUP of warmup, clients: $CLIENTS"
 } | tee "$OUT/machine.txt"
 
+echo "== floor (in the data directory's file system)"
+"$BIN/floor" --dir "$WORK" --json >"$OUT/floor.json"
+"$BIN/benchsummary" --floor "$OUT/floor.json"
+
 read -r -a systems <<<"$SYSTEMS"
 : >"$OUT/runs.jsonl"
+during=()
 for rep in $(seq 1 "$REPEATS"); do
+	if [ "$rep" -gt 1 ]; then
+		# The floor between the repeats too: the 1-client target is taken
+		# from the medians of every floor of the run.
+		"$BIN/floor" --dir "$WORK" --json >"$OUT/floor-$rep.json"
+		during+=(--floor-during "$OUT/floor-$rep.json")
+	fi
 	for c in $CLIENTS; do
 		for j in "${!systems[@]}"; do
 			s=${systems[$(((j + rep - 1) % ${#systems[@]}))]}
@@ -103,6 +117,9 @@ for rep in $(seq 1 "$REPEATS"); do
 	done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt"
+echo "== floor again, after the runs"
+"$BIN/floor" --dir "$WORK" --json >"$OUT/floor-after.json"
+"$BIN/benchsummary" --floor "$OUT/floor.json" --floor "$OUT/floor-after.json" "${during[@]}" | tee "$OUT/floor.md"
 
 echo "== summary (medians of $REPEATS runs; ratios of throughput to JetStream's best at each client count)"
 "$BIN/compare" table "$OUT/runs.jsonl" | tee "$OUT/summary.md"
