@@ -259,7 +259,9 @@ func lastIndex(ctx context.Context, t *testing.T, c *launcher.Cluster) uint64 {
 func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []wire.LogEntry {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
-	deadline := time.Now().Add(30 * time.Second)
+	// A minute: on a loaded machine (fsync p99 of seconds) a node has been
+	// seen 4 entries behind its commit index for 30 s.
+	deadline := time.Now().Add(time.Minute)
 	for {
 		st, err := cl.ClusterFrom(ctx, base)
 		if err == nil && st.AppliedIndex >= upTo {

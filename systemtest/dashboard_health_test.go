@@ -18,7 +18,6 @@ import (
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/client"
-	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/node/parking/redistest"
 )
 
@@ -470,26 +469,7 @@ func TestDashboardHealth(t *testing.T) {
 // most d.
 func waitHealth(t *testing.T, bctx context.Context, d time.Duration, what string, ok func(healthView) error) healthView {
 	t.Helper()
-	wctx, cancel := context.WithTimeout(bctx, d)
-	defer cancel()
-	var last healthView
-	var lastErr error
-	err := launcher.Poll(wctx, 200*time.Millisecond, func(ctx context.Context) error {
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](readHealth))
-		if err != nil {
-			lastErr = err
-			return err
-		}
-		if lastErr = json.Unmarshal([]byte(s), &last); lastErr != nil {
-			return lastErr
-		}
-		lastErr = ok(last)
-		return lastErr
-	})
-	if err != nil {
-		t.Fatalf("%s within %v: %v (page shows %+v)", what, d, lastErr, last)
-	}
-	return last
+	return waitView(t, bctx, d, 200*time.Millisecond, what, readHealth, ok)
 }
 
 // TestDashboardHealthReaderFails runs readHealth and the checkers in a real

@@ -73,19 +73,29 @@ const readPageState = `JSON.stringify({
 // waitPage polls the page in bctx until ok accepts what it shows, for at most d.
 func waitPage(t *testing.T, bctx context.Context, d time.Duration, what string, ok func(pageState) error) pageState {
 	t.Helper()
+	return waitView(t, bctx, d, 100*time.Millisecond, what, readPageState, ok)
+}
+
+// waitView polls the page in bctx every interval, reading it with script (a
+// JavaScript expression that gives a JSON text of a T), until ok accepts
+// what it shows; the test fails if that has not happened within d.
+func waitView[T any](t *testing.T, bctx context.Context, d, interval time.Duration, what, script string, ok func(T) error) T {
+	t.Helper()
 	wctx, cancel := context.WithTimeout(bctx, d)
 	defer cancel()
-	var last pageState
+	var last T
 	var lastErr error
-	err := launcher.Poll(wctx, 100*time.Millisecond, func(ctx context.Context) error {
-		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](readPageState))
+	err := launcher.Poll(wctx, interval, func(ctx context.Context) error {
+		s, err := chromedp.Run(ctx, chromedp.Evaluate[string](script))
 		if err != nil {
 			lastErr = err
 			return err
 		}
-		if lastErr = json.Unmarshal([]byte(s), &last); lastErr != nil {
+		var v T
+		if lastErr = json.Unmarshal([]byte(s), &v); lastErr != nil {
 			return lastErr
 		}
+		last = v
 		lastErr = ok(last)
 		return lastErr
 	})
