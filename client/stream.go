@@ -154,9 +154,9 @@ func (s *streams) setLeader(from, addr string) {
 // false when base does not take streams: send req over HTTP.
 func (s *streams) roundTrip(ctx context.Context, base string, req request) (a answer, err error, ok bool) {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.AttemptTimeout+req.serverTime)
+	ctx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout+req.serverTime)
 	defer cancel()
-	q := req.query.Encode()
+	q := req.queryText()
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := s.c.pause(ctx, attempt); err != nil {

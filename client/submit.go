@@ -43,26 +43,42 @@ func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
 	return min(d, left), true
 }
 
-// writeQuery returns the query of a write and the time it asks the server for:
-// opts.Timeout (none: the server's default), fitted to ctx; false when too
-// little time is left to try.
-func writeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, time.Duration, bool) {
-	q := url.Values{}
-	if opts.Ack != "" {
-		q.Set("ack", opts.Ack)
-	}
+// writeQuery returns the query text of a write and the time it asks the
+// server for: opts.Timeout (none: the server's default), fitted to ctx; false
+// when too little time is left to try. The text is what url.Values.Encode
+// writes for ack and timeout, built without a map per write.
+func writeQuery(ctx context.Context, opts wire.SubmitOptions) (string, time.Duration, bool) {
 	want := opts.Timeout
 	if want <= 0 {
 		want = wire.DefaultTimeout
 	}
 	d, ok := fit(ctx, want)
 	if !ok {
-		return nil, 0, false
+		return "", 0, false
 	}
+	q := ackQuery(opts.Ack)
 	if opts.Timeout > 0 || d < want {
-		q.Set("timeout", d.String())
+		if q != "" {
+			q += "&"
+		}
+		q += "timeout=" + url.QueryEscape(d.String())
 	}
 	return q, d, true
+}
+
+// ackQuery returns the query text of ack, "" for none.
+func ackQuery(ack string) string {
+	switch ack {
+	case "":
+		return ""
+	case wire.AckQuorum:
+		return "ack=" + wire.AckQuorum
+	case wire.AckAll:
+		return "ack=" + wire.AckAll
+	case wire.AckAccepted:
+		return "ack=" + wire.AckAccepted
+	}
+	return "ack=" + url.QueryEscape(ack)
 }
 
 // serverTimeout is the timeout a write asks the server for at most.
@@ -90,7 +106,7 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 	if tx.IdempotencyKey == "" {
 		tx.IdempotencyKey = newIdempotencyKey()
 	}
-	body, err := wire.MarshalJSON(tx)
+	body, err := wire.AppendTxRequestJSON(make([]byte, 0, txRequestSize(&tx)), &tx)
 	if err != nil {
 		return wire.TxResult{}, fmt.Errorf("encode transaction: %w", err)
 	}
@@ -131,7 +147,7 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 			// Not known to the cluster: submit again, with the same key.
 		}
 		var ok bool
-		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+		if req.rawQuery, req.serverTime, ok = writeQuery(ctx, opts); !ok {
 			return s.giveUp(ErrNoTimeLeft)
 		}
 		a, err := c.writeTrip(ctx, base, req)
@@ -149,8 +165,10 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 		switch a.status {
 		case http.StatusOK, http.StatusAccepted, http.StatusConflict:
 			var res wire.TxResult
-			if err := decodeAnswer(a, &res); err != nil {
-				return wire.TxResult{}, err
+			if !wire.DecodeTxResultJSON(a.body, &res) {
+				if err := decodeAnswer(a, &res); err != nil {
+					return wire.TxResult{}, err
+				}
 			}
 			if a.status != http.StatusConflict || res.Status == wire.StatusRejected {
 				c.prefer(base)
@@ -173,6 +191,15 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 			return wire.TxResult{}, aerr
 		}
 	}
+}
+
+// txRequestSize is about the length of tx's JSON, to size its buffer once.
+func txRequestSize(tx *wire.TxRequest) int {
+	n := 64 + len(tx.IdempotencyKey)
+	for i := range tx.Ops {
+		n += 48 + len(tx.Ops[i].Key) + len(tx.Ops[i].Value)
+	}
+	return n
 }
 
 // submission is the state of one Submit across its attempts.
@@ -296,7 +323,7 @@ func (c *kv) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.Su
 			}
 		}
 		var ok bool
-		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+		if req.rawQuery, req.serverTime, ok = writeQuery(ctx, opts); !ok {
 			return unknown(ErrNoTimeLeft)
 		}
 		a, err := c.roundTrip(ctx, base, req)
