@@ -256,6 +256,29 @@ func (s *streams) stream(ctx context.Context, base string) (*txStream, answer, e
 	return t, answer{}, nil
 }
 
+// open returns base's stream when it is open and working already, else nil:
+// it opens nothing and waits for nothing.
+func (s *streams) open(base string) *txStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	t := s.conns[base]
+	if t == nil {
+		return nil
+	}
+	select {
+	case <-t.ready:
+	default:
+		return nil
+	}
+	if t.rwc == nil || t.stale(time.Now()) {
+		return nil
+	}
+	return t
+}
+
 // drop forgets t if it is still its node's stream.
 func (s *streams) drop(t *txStream) {
 	s.mu.Lock()
@@ -312,10 +335,21 @@ type txStream struct {
 	refreshed    time.Time // when the last ping went out, for the leader
 }
 
-// streamCall is one request waiting for its answer.
+// streamCall is one request waiting for its answer: on ch, or, for
+// SubmitAsync, by a call of fn (in the reading goroutine: it must not block).
 type streamCall struct {
 	ch      chan streamReply // capacity 1
-	written bool             // under txStream.mu: its message went to a Write
+	fn      func(streamReply)
+	written bool // under txStream.mu: its message went to a Write
+}
+
+// deliver hands r to the call.
+func (c *streamCall) deliver(r streamReply) {
+	if c.fn != nil {
+		c.fn(r)
+		return
+	}
+	c.ch <- r
 }
 
 type streamReply struct {
@@ -398,11 +432,31 @@ func (t *txStream) call(ctx context.Context, q string, body []byte) (answer, err
 		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
 	}
 	c := &streamCall{ch: make(chan streamReply, 1)}
+	id, err := t.enqueue(q, body, c)
+	if err != nil {
+		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
+	}
+
+	select {
+	case r := <-c.ch:
+		return r.a, r.err
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	delete(t.pending, id)
+	t.mu.Unlock()
+	// Queued or written, the message goes out: the node may carry it out.
+	return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", ctx.Err()), sent: true}
+}
+
+// enqueue queues the request of query q and body for c and returns its id;
+// the error of the stream if it failed.
+func (t *txStream) enqueue(q string, body []byte, c *streamCall) (uint64, error) {
 	t.mu.Lock()
 	if t.err != nil {
 		err := t.err
 		t.mu.Unlock()
-		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
+		return 0, err
 	}
 	t.id++
 	id := t.id
@@ -421,17 +475,17 @@ func (t *txStream) call(ctx context.Context, q string, body []byte) (answer, err
 	case t.kick <- struct{}{}:
 	default:
 	}
+	return id, nil
+}
 
-	select {
-	case r := <-c.ch:
-		return r.a, r.err
-	case <-ctx.Done():
-	}
+// forget removes the call of id from those waiting; false when its answer
+// (or the stream's failure) took it first.
+func (t *txStream) forget(id uint64) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.pending[id]
 	delete(t.pending, id)
-	t.mu.Unlock()
-	// Queued or written, the message goes out: the node may carry it out.
-	return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", ctx.Err()), sent: true}
+	return ok
 }
 
 // write sends everything queued in one Write, until the stream fails. A
@@ -504,7 +558,7 @@ func (t *txStream) read() {
 				t.s.setLeader(t.base, p.Leader)
 			}
 		case c != nil:
-			c.ch <- streamReply{a: answer{status: status, body: body}}
+			c.deliver(streamReply{a: answer{status: status, body: body}})
 		}
 	}
 }
@@ -594,6 +648,6 @@ func (t *txStream) fail(err error, down bool) {
 		t.s.c.setDown(t.base, true)
 	}
 	for _, c := range pending {
-		c.ch <- streamReply{err: &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err), sent: written[c]}}
+		c.deliver(streamReply{err: &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err), sent: written[c]}})
 	}
 }

@@ -32,7 +32,12 @@ var ErrNoTimeLeft = fmt.Errorf("too little time left: %w", context.DeadlineExcee
 // margin before ctx ends; false when too little time is left to try at all.
 func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
 	dl, ok := ctx.Deadline()
-	if !ok {
+	return fitBy(dl, ok, d)
+}
+
+// fitBy is fit for a deadline dl (none when hasDL is false).
+func fitBy(dl time.Time, hasDL bool, d time.Duration) (time.Duration, bool) {
+	if !hasDL {
 		return d, true
 	}
 	left := time.Until(dl)
@@ -48,11 +53,17 @@ func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
 // when too little time is left to try. The text is what url.Values.Encode
 // writes for ack and timeout, built without a map per write.
 func writeQuery(ctx context.Context, opts wire.SubmitOptions) (string, time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	return writeQueryBy(dl, ok, opts)
+}
+
+// writeQueryBy is writeQuery for a deadline dl (none when hasDL is false).
+func writeQueryBy(dl time.Time, hasDL bool, opts wire.SubmitOptions) (string, time.Duration, bool) {
 	want := opts.Timeout
 	if want <= 0 {
 		want = wire.DefaultTimeout
 	}
-	d, ok := fit(ctx, want)
+	d, ok := fitBy(dl, hasDL, want)
 	if !ok {
 		return "", 0, false
 	}
@@ -103,21 +114,45 @@ func serverTimeout(opts wire.SubmitOptions) time.Duration {
 // Status StatusUnknown, the idempotency key, and the txid when known: look it
 // up later with Tx or TxByIdempotencyKey.
 func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
-	if tx.IdempotencyKey == "" {
-		tx.IdempotencyKey = newIdempotencyKey()
-	}
-	body, err := wire.AppendTxRequestJSON(make([]byte, 0, txRequestSize(&tx)), &tx)
+	req, err := writeRequest(&tx)
 	if err != nil {
-		return wire.TxResult{}, fmt.Errorf("encode transaction: %w", err)
+		return wire.TxResult{}, err
 	}
-	req := request{method: http.MethodPost, path: "/v1/tx", body: body}
 	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
 	defer cancel()
 	base, err := c.firstWrite()
 	if err != nil {
 		return wire.TxResult{}, err
 	}
-	s := submission{key: tx.IdempotencyKey}
+	return c.submit(ctx, base, req, opts, tx.IdempotencyKey, nil)
+}
+
+// writeRequest gives tx an idempotency key if it has none and returns the
+// request of POST /v1/tx with its body.
+func writeRequest(tx *wire.TxRequest) (request, error) {
+	if tx.IdempotencyKey == "" {
+		tx.IdempotencyKey = newIdempotencyKey()
+	}
+	body, err := wire.AppendTxRequestJSON(make([]byte, 0, txRequestSize(tx)), tx)
+	if err != nil {
+		return request{}, fmt.Errorf("encode transaction: %w", err)
+	}
+	return request{method: http.MethodPost, path: "/v1/tx", body: body}, nil
+}
+
+// attemptOutcome is what one attempt of a write to a node got: an answer or
+// an error.
+type attemptOutcome struct {
+	a   answer
+	err error
+}
+
+// submit runs Submit's attempts of req, the write of the transaction with
+// idempotency key, starting at base, within ctx (the call's bound). first,
+// when not nil, is the outcome of the first attempt, already sent to base
+// (SubmitAsync's): the loop goes on from there.
+func (c *kv) submit(ctx context.Context, base string, req request, opts wire.SubmitOptions, key string, first *attemptOutcome) (wire.TxResult, error) {
+	s := submission{key: key}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := c.pause(ctx, attempt); err != nil {
@@ -146,11 +181,17 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 			}
 			// Not known to the cluster: submit again, with the same key.
 		}
-		var ok bool
-		if req.rawQuery, req.serverTime, ok = writeQuery(ctx, opts); !ok {
-			return s.giveUp(ErrNoTimeLeft)
+		var a answer
+		var err error
+		if first != nil {
+			a, err, first = first.a, first.err, nil
+		} else {
+			var ok bool
+			if req.rawQuery, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+				return s.giveUp(ErrNoTimeLeft)
+			}
+			a, err = c.writeTrip(ctx, base, req)
 		}
-		a, err := c.writeTrip(ctx, base, req)
 		if te, ok := errors.AsType[*TransportError](err); ok {
 			s.ambiguous = s.ambiguous || te.sent
 			if ctx.Err() != nil {
