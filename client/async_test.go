@@ -202,3 +202,54 @@ func TestSubmitAsyncDeadline(t *testing.T) {
 		t.Errorf("AsyncPending() = %d, want 0", got)
 	}
 }
+
+// TestStreamAttemptDeadline checks that an attempt on an open stream ends at
+// AttemptTimeout plus the server's time, not earlier and not only at the
+// call's end, and that Submit and SubmitAsync then go on: look the write up,
+// send it again, once.
+func TestStreamAttemptDeadline(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprint("async=", async), func(t *testing.T) {
+			l := newLedger()
+			n := newStreamNode(t, l.backend())
+			hold := make(chan struct{})
+			defer close(hold)
+			n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
+				if k == 2 {
+					<-hold // the first attempt: never answered; pings are
+					return action{drop: true}
+				}
+				return action{}
+			}
+			c := NewClient(ClientConfig{Endpoints: []string{n.srv.URL}, Timeout: 20 * time.Second,
+				AttemptTimeout: 300 * time.Millisecond, MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+				LookupWait: 10 * time.Millisecond, streamPingAfter: 50 * time.Millisecond, streamDeadAfter: 5 * time.Second})
+			defer c.Close()
+			openStream(t, c)
+			tx := put("k")
+			tx.IdempotencyKey = "attempt-1"
+			opts := wire.SubmitOptions{Timeout: 100 * time.Millisecond}
+			start := time.Now()
+			var res wire.TxResult
+			var err error
+			if async {
+				res, err = c.SubmitAsync(t.Context(), tx, opts).Result()
+			} else {
+				res, err = c.Submit(t.Context(), tx, opts)
+			}
+			took := time.Since(start)
+			if err != nil || res.Status != wire.StatusCommitted {
+				t.Fatalf("= %+v, %v; want committed by the second attempt", res, err)
+			}
+			if took < 400*time.Millisecond || took > 10*time.Second {
+				t.Errorf("took %v, want the first attempt to end at its bound (400ms) and well before the call's (20s)", took)
+			}
+			if got := n.requests.Load(); got != 3 {
+				t.Errorf("stream requests = %d, want 3 (opening, lost, again)", got)
+			}
+			if got := l.count("attempt-1"); got != 1 {
+				t.Errorf("carried out %d times, want once", got)
+			}
+		})
+	}
+}

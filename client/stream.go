@@ -154,10 +154,21 @@ func (s *streams) setLeader(from, addr string) {
 // false when base does not take streams: send req over HTTP.
 func (s *streams) roundTrip(ctx context.Context, base string, req request) (a answer, err error, ok bool) {
 	parent := ctx
-	ctx, cancel := attemptContext(ctx, s.c.cfg.AttemptTimeout+req.serverTime)
-	defer cancel()
 	q := req.queryText()
-	for attempt := 0; ; attempt++ {
+	tryDL := time.Now().Add(s.c.cfg.AttemptTimeout + req.serverTime)
+	first := 0
+	if t := s.open(base); t != nil {
+		// The stream is open: the attempt's bound is a timer in call, not
+		// a context of its own.
+		a, err := t.call(ctx, tryDL, q, req.body)
+		if a, err, again := s.took(parent, tryDL, base, a, err); !again {
+			return a, err, true
+		}
+		first = 1
+	}
+	ctx, cancel := context.WithDeadline(ctx, tryDL)
+	defer cancel()
+	for attempt := first; ; attempt++ {
 		if attempt > 0 {
 			if err := s.c.pause(ctx, attempt); err != nil {
 				return answer{}, &TransportError{endpoint: base, err: fmt.Errorf("write stream: %w", err)}, true
@@ -170,21 +181,32 @@ func (s *streams) roundTrip(ctx context.Context, base string, req request) (a an
 		case t == nil:
 			return answer{}, nil, false
 		}
-		a, err = t.call(ctx, q, req.body)
-		if err != nil {
-			if te, ok := errors.AsType[*TransportError](err); ok && parent.Err() == nil && ctx.Err() == nil && te.sent {
-				s.c.setDown(base, true)
-			}
-			return answer{}, err, true
+		a, err = t.call(ctx, tryDL, q, req.body)
+		if a, err, again := s.took(parent, tryDL, base, a, err); !again {
+			return a, err, true
 		}
-		s.c.setDown(base, false)
-		if a.status == http.StatusTooManyRequests {
-			if code, _ := classify(a); code == wire.CodeStreamFull {
-				continue // not carried out: send it again after a pause
-			}
-		}
-		return a, nil, true
 	}
+}
+
+// took notes what an attempt on base's stream got (the answer a or the
+// error err), within the caller's parent and by the attempt's deadline
+// tryDL: a node that lost a request sent is down, one that answered is up.
+// again is true for an answer 429 stream_full, which was not carried out:
+// send it again after a pause.
+func (s *streams) took(parent context.Context, tryDL time.Time, base string, a answer, err error) (answer, error, bool) {
+	if err != nil {
+		if te, ok := errors.AsType[*TransportError](err); ok && te.sent && parent.Err() == nil && time.Now().Before(tryDL) {
+			s.c.setDown(base, true)
+		}
+		return answer{}, err, false
+	}
+	s.c.setDown(base, false)
+	if a.status == http.StatusTooManyRequests {
+		if code, _ := classify(a); code == wire.CodeStreamFull {
+			return a, nil, true
+		}
+	}
+	return a, nil, false
 }
 
 // stream returns base's open stream, opening it if there is none (the first
@@ -424,10 +446,10 @@ func (t *txStream) stale(now time.Time) bool {
 	return len(t.pending) == 0 && now.Sub(t.lastRead) > streamStaleAfter && now.Sub(t.lastWrite) > streamStaleAfter
 }
 
-// call queues the request of query q and body and waits for its answer, or
-// for ctx. A call that ends with ctx leaves the stream open: whether the node
-// is still there is watch's to tell.
-func (t *txStream) call(ctx context.Context, q string, body []byte) (answer, error) {
+// call queues the request of query q and body and waits for its answer, for
+// ctx or for the deadline dl. A call that ends with ctx or dl leaves the
+// stream open: whether the node is still there is watch's to tell.
+func (t *txStream) call(ctx context.Context, dl time.Time, q string, body []byte) (answer, error) {
 	if err := ctx.Err(); err != nil {
 		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
 	}
@@ -436,17 +458,25 @@ func (t *txStream) call(ctx context.Context, q string, body []byte) (answer, err
 	if err != nil {
 		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
 	}
-
+	var expired <-chan time.Time
+	if cdl, ok := ctx.Deadline(); !ok || dl.Before(cdl) {
+		timer := time.NewTimer(time.Until(dl))
+		defer timer.Stop()
+		expired = timer.C
+	}
+	cause := context.DeadlineExceeded
 	select {
 	case r := <-c.ch:
 		return r.a, r.err
 	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-expired:
 	}
 	t.mu.Lock()
 	delete(t.pending, id)
 	t.mu.Unlock()
 	// Queued or written, the message goes out: the node may carry it out.
-	return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", ctx.Err()), sent: true}
+	return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", cause), sent: true}
 }
 
 // enqueue queues the request of query q and body for c and returns its id;

@@ -159,7 +159,7 @@ func DecodeTxResultJSON(b []byte, r *TxResult) bool {
 		return false
 	}
 	var ok bool
-	if out.Status, ok = d.str(); !ok {
+	if out.Status, ok = d.word(); !ok {
 		return false
 	}
 	if d.next("idempotency_key") {
@@ -189,7 +189,7 @@ func DecodeTxResultJSON(b []byte, r *TxResult) bool {
 		out.Duplicate = true
 	}
 	if d.next("durability") {
-		if out.Durability, ok = d.str(); !ok {
+		if out.Durability, ok = d.word(); !ok {
 			return false
 		}
 	}
@@ -249,8 +249,35 @@ func (d *resultDecoder) next(name string) bool {
 // str consumes a string without escapes or control characters, in valid
 // UTF-8.
 func (d *resultDecoder) str() (string, bool) {
+	b, ok := d.strBytes()
+	return string(b), ok
+}
+
+// word is str for a status or an acknowledgement level: the known ones are
+// the constants, without a copy.
+func (d *resultDecoder) word() (string, bool) {
+	b, ok := d.strBytes()
+	switch string(b) {
+	case StatusCommitted:
+		return StatusCommitted, ok
+	case StatusPending:
+		return StatusPending, ok
+	case StatusRejected:
+		return StatusRejected, ok
+	case AckQuorum:
+		return AckQuorum, ok
+	case AckAll:
+		return AckAll, ok
+	case AckAccepted:
+		return AckAccepted, ok
+	}
+	return string(b), ok
+}
+
+// strBytes is str's text, aliasing the input.
+func (d *resultDecoder) strBytes() ([]byte, bool) {
 	if !d.byte('"') {
-		return "", false
+		return nil, false
 	}
 	start := d.i
 	ascii := true
@@ -261,16 +288,16 @@ func (d *resultDecoder) str() (string, bool) {
 			s := d.b[start:d.i]
 			d.i++
 			if !ascii && !utf8.Valid(s) {
-				return "", false
+				return nil, false
 			}
-			return string(s), true
+			return s, true
 		case c < 0x20 || c == '\\':
-			return "", false
+			return nil, false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // uint consumes an unsigned integer without leading zeros that fits 64 bits.
