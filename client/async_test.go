@@ -253,3 +253,31 @@ func TestStreamAttemptDeadline(t *testing.T) {
 		})
 	}
 }
+
+func TestSubmitAsyncUnknownOutcome(t *testing.T) {
+	l := newLedger()
+	n := newStreamNode(t, l.backend())
+	n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
+		if k == 2 {
+			r := l.submit(tx) // carried out; the answer says the outcome is open
+			return action{status: http.StatusServiceUnavailable,
+				body: fmt.Sprintf(`{"error":{"code":"unknown_outcome","message":"lost the leader","txid":%q},"txid":%q,"status":"unknown"}`, r.TxID, r.TxID)}
+		}
+		return action{}
+	}
+	c := streamClient(n.srv.URL)
+	defer c.Close()
+	openStream(t, c)
+	tx := put("k")
+	tx.IdempotencyKey = "open-outcome"
+	res, err := c.SubmitAsync(t.Context(), tx, wire.SubmitOptions{}).Result()
+	if err != nil || res.Status != wire.StatusCommitted {
+		t.Fatalf("Result() = %+v, %v; want committed, found by a lookup", res, err)
+	}
+	if got := l.count("open-outcome"); got != 1 {
+		t.Errorf("carried out %d times, want once", got)
+	}
+	if got := n.requests.Load(); got != 2 {
+		t.Errorf("stream requests = %d, want 2: looked up, not sent again", got)
+	}
+}
