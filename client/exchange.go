@@ -29,11 +29,31 @@ type request struct {
 	method string
 	path   string // escaped, starting with "/"
 	query  url.Values
-	header http.Header
-	body   []byte
+	// rawQuery is the query text when query is empty (writes build theirs
+	// as text: writeQuery).
+	rawQuery string
+	header   http.Header
+	body     []byte
 	// serverTime is the timeout or wait the request asks the server for; the
 	// attempt and call deadlines are extended by it.
 	serverTime time.Duration
+}
+
+// queryText returns req's query as the text of a URL.
+func (req *request) queryText() string {
+	if len(req.query) > 0 {
+		return req.query.Encode()
+	}
+	return req.rawQuery
+}
+
+// attemptContext bounds one attempt by d from now, unless ctx ends earlier
+// anyway: then ctx itself does, without a timer of its own.
+func attemptContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && !dl.After(time.Now().Add(d)) {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // answer is a complete HTTP answer.
@@ -58,11 +78,11 @@ func (e *TransportError) Unwrap() error { return e.err }
 // roundTrip sends req to base once and reads the whole answer.
 func (c *conn) roundTrip(ctx context.Context, base string, req request) (answer, error) {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.AttemptTimeout+req.serverTime)
+	ctx, cancel := attemptContext(ctx, c.cfg.AttemptTimeout+req.serverTime)
 	defer cancel()
 	u := base + req.path
-	if len(req.query) > 0 {
-		u += "?" + req.query.Encode()
+	if q := req.queryText(); q != "" {
+		u += "?" + q
 	}
 	var body io.Reader
 	if req.body != nil {

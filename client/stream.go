@@ -154,10 +154,21 @@ func (s *streams) setLeader(from, addr string) {
 // false when base does not take streams: send req over HTTP.
 func (s *streams) roundTrip(ctx context.Context, base string, req request) (a answer, err error, ok bool) {
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.AttemptTimeout+req.serverTime)
+	q := req.queryText()
+	tryDL := time.Now().Add(s.c.cfg.AttemptTimeout + req.serverTime)
+	first := 0
+	if t := s.open(base); t != nil {
+		// The stream is open: the attempt's bound is a timer in call, not
+		// a context of its own.
+		a, err := t.call(ctx, tryDL, q, req.body)
+		if a, err, again := s.took(parent, tryDL, base, a, err); !again {
+			return a, err, true
+		}
+		first = 1
+	}
+	ctx, cancel := context.WithDeadline(ctx, tryDL)
 	defer cancel()
-	q := req.query.Encode()
-	for attempt := 0; ; attempt++ {
+	for attempt := first; ; attempt++ {
 		if attempt > 0 {
 			if err := s.c.pause(ctx, attempt); err != nil {
 				return answer{}, &TransportError{endpoint: base, err: fmt.Errorf("write stream: %w", err)}, true
@@ -170,21 +181,32 @@ func (s *streams) roundTrip(ctx context.Context, base string, req request) (a an
 		case t == nil:
 			return answer{}, nil, false
 		}
-		a, err = t.call(ctx, q, req.body)
-		if err != nil {
-			if te, ok := errors.AsType[*TransportError](err); ok && parent.Err() == nil && ctx.Err() == nil && te.sent {
-				s.c.setDown(base, true)
-			}
-			return answer{}, err, true
+		a, err = t.call(ctx, tryDL, q, req.body)
+		if a, err, again := s.took(parent, tryDL, base, a, err); !again {
+			return a, err, true
 		}
-		s.c.setDown(base, false)
-		if a.status == http.StatusTooManyRequests {
-			if code, _ := classify(a); code == wire.CodeStreamFull {
-				continue // not carried out: send it again after a pause
-			}
-		}
-		return a, nil, true
 	}
+}
+
+// took notes what an attempt on base's stream got (the answer a or the
+// error err), within the caller's parent and by the attempt's deadline
+// tryDL: a node that lost a request sent is down, one that answered is up.
+// again is true for an answer 429 stream_full, which was not carried out:
+// send it again after a pause.
+func (s *streams) took(parent context.Context, tryDL time.Time, base string, a answer, err error) (answer, error, bool) {
+	if err != nil {
+		if te, ok := errors.AsType[*TransportError](err); ok && te.sent && parent.Err() == nil && time.Now().Before(tryDL) {
+			s.c.setDown(base, true)
+		}
+		return answer{}, err, false
+	}
+	s.c.setDown(base, false)
+	if a.status == http.StatusTooManyRequests {
+		if code, _ := classify(a); code == wire.CodeStreamFull {
+			return a, nil, true
+		}
+	}
+	return a, nil, false
 }
 
 // stream returns base's open stream, opening it if there is none (the first
@@ -256,6 +278,29 @@ func (s *streams) stream(ctx context.Context, base string) (*txStream, answer, e
 	return t, answer{}, nil
 }
 
+// open returns base's stream when it is open and working already, else nil:
+// it opens nothing and waits for nothing.
+func (s *streams) open(base string) *txStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	t := s.conns[base]
+	if t == nil {
+		return nil
+	}
+	select {
+	case <-t.ready:
+	default:
+		return nil
+	}
+	if t.rwc == nil || t.stale(time.Now()) {
+		return nil
+	}
+	return t
+}
+
 // drop forgets t if it is still its node's stream.
 func (s *streams) drop(t *txStream) {
 	s.mu.Lock()
@@ -312,10 +357,21 @@ type txStream struct {
 	refreshed    time.Time // when the last ping went out, for the leader
 }
 
-// streamCall is one request waiting for its answer.
+// streamCall is one request waiting for its answer: on ch, or, for
+// SubmitAsync, by a call of fn (in the reading goroutine: it must not block).
 type streamCall struct {
 	ch      chan streamReply // capacity 1
-	written bool             // under txStream.mu: its message went to a Write
+	fn      func(streamReply)
+	written bool // under txStream.mu: its message went to a Write
+}
+
+// deliver hands r to the call.
+func (c *streamCall) deliver(r streamReply) {
+	if c.fn != nil {
+		c.fn(r)
+		return
+	}
+	c.ch <- r
 }
 
 type streamReply struct {
@@ -390,19 +446,47 @@ func (t *txStream) stale(now time.Time) bool {
 	return len(t.pending) == 0 && now.Sub(t.lastRead) > streamStaleAfter && now.Sub(t.lastWrite) > streamStaleAfter
 }
 
-// call queues the request of query q and body and waits for its answer, or
-// for ctx. A call that ends with ctx leaves the stream open: whether the node
-// is still there is watch's to tell.
-func (t *txStream) call(ctx context.Context, q string, body []byte) (answer, error) {
+// call queues the request of query q and body and waits for its answer, for
+// ctx or for the deadline dl. A call that ends with ctx or dl leaves the
+// stream open: whether the node is still there is watch's to tell.
+func (t *txStream) call(ctx context.Context, dl time.Time, q string, body []byte) (answer, error) {
 	if err := ctx.Err(); err != nil {
 		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
 	}
 	c := &streamCall{ch: make(chan streamReply, 1)}
+	id, err := t.enqueue(q, body, c)
+	if err != nil {
+		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
+	}
+	var expired <-chan time.Time
+	if cdl, ok := ctx.Deadline(); !ok || dl.Before(cdl) {
+		timer := time.NewTimer(time.Until(dl))
+		defer timer.Stop()
+		expired = timer.C
+	}
+	cause := context.DeadlineExceeded
+	select {
+	case r := <-c.ch:
+		return r.a, r.err
+	case <-ctx.Done():
+		cause = ctx.Err()
+	case <-expired:
+	}
+	t.mu.Lock()
+	delete(t.pending, id)
+	t.mu.Unlock()
+	// Queued or written, the message goes out: the node may carry it out.
+	return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", cause), sent: true}
+}
+
+// enqueue queues the request of query q and body for c and returns its id;
+// the error of the stream if it failed.
+func (t *txStream) enqueue(q string, body []byte, c *streamCall) (uint64, error) {
 	t.mu.Lock()
 	if t.err != nil {
 		err := t.err
 		t.mu.Unlock()
-		return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err)}
+		return 0, err
 	}
 	t.id++
 	id := t.id
@@ -421,17 +505,17 @@ func (t *txStream) call(ctx context.Context, q string, body []byte) (answer, err
 	case t.kick <- struct{}{}:
 	default:
 	}
+	return id, nil
+}
 
-	select {
-	case r := <-c.ch:
-		return r.a, r.err
-	case <-ctx.Done():
-	}
+// forget removes the call of id from those waiting; false when its answer
+// (or the stream's failure) took it first.
+func (t *txStream) forget(id uint64) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.pending[id]
 	delete(t.pending, id)
-	t.mu.Unlock()
-	// Queued or written, the message goes out: the node may carry it out.
-	return answer{}, &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", ctx.Err()), sent: true}
+	return ok
 }
 
 // write sends everything queued in one Write, until the stream fails. A
@@ -504,7 +588,7 @@ func (t *txStream) read() {
 				t.s.setLeader(t.base, p.Leader)
 			}
 		case c != nil:
-			c.ch <- streamReply{a: answer{status: status, body: body}}
+			c.deliver(streamReply{a: answer{status: status, body: body}})
 		}
 	}
 }
@@ -594,6 +678,6 @@ func (t *txStream) fail(err error, down bool) {
 		t.s.c.setDown(t.base, true)
 	}
 	for _, c := range pending {
-		c.ch <- streamReply{err: &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err), sent: written[c]}}
+		c.deliver(streamReply{err: &TransportError{endpoint: t.base, err: fmt.Errorf("write stream: %w", err), sent: written[c]}})
 	}
 }

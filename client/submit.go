@@ -32,7 +32,12 @@ var ErrNoTimeLeft = fmt.Errorf("too little time left: %w", context.DeadlineExcee
 // margin before ctx ends; false when too little time is left to try at all.
 func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
 	dl, ok := ctx.Deadline()
-	if !ok {
+	return fitBy(dl, ok, d)
+}
+
+// fitBy is fit for a deadline dl (none when hasDL is false).
+func fitBy(dl time.Time, hasDL bool, d time.Duration) (time.Duration, bool) {
+	if !hasDL {
 		return d, true
 	}
 	left := time.Until(dl)
@@ -43,26 +48,48 @@ func fit(ctx context.Context, d time.Duration) (time.Duration, bool) {
 	return min(d, left), true
 }
 
-// writeQuery returns the query of a write and the time it asks the server for:
-// opts.Timeout (none: the server's default), fitted to ctx; false when too
-// little time is left to try.
-func writeQuery(ctx context.Context, opts wire.SubmitOptions) (url.Values, time.Duration, bool) {
-	q := url.Values{}
-	if opts.Ack != "" {
-		q.Set("ack", opts.Ack)
-	}
+// writeQuery returns the query text of a write and the time it asks the
+// server for: opts.Timeout (none: the server's default), fitted to ctx; false
+// when too little time is left to try. The text is what url.Values.Encode
+// writes for ack and timeout, built without a map per write.
+func writeQuery(ctx context.Context, opts wire.SubmitOptions) (string, time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	return writeQueryBy(dl, ok, opts)
+}
+
+// writeQueryBy is writeQuery for a deadline dl (none when hasDL is false).
+func writeQueryBy(dl time.Time, hasDL bool, opts wire.SubmitOptions) (string, time.Duration, bool) {
 	want := opts.Timeout
 	if want <= 0 {
 		want = wire.DefaultTimeout
 	}
-	d, ok := fit(ctx, want)
+	d, ok := fitBy(dl, hasDL, want)
 	if !ok {
-		return nil, 0, false
+		return "", 0, false
 	}
+	q := ackQuery(opts.Ack)
 	if opts.Timeout > 0 || d < want {
-		q.Set("timeout", d.String())
+		if q != "" {
+			q += "&"
+		}
+		q += "timeout=" + url.QueryEscape(d.String())
 	}
 	return q, d, true
+}
+
+// ackQuery returns the query text of ack, "" for none.
+func ackQuery(ack string) string {
+	switch ack {
+	case "":
+		return ""
+	case wire.AckQuorum:
+		return "ack=" + wire.AckQuorum
+	case wire.AckAll:
+		return "ack=" + wire.AckAll
+	case wire.AckAccepted:
+		return "ack=" + wire.AckAccepted
+	}
+	return "ack=" + url.QueryEscape(ack)
 }
 
 // serverTimeout is the timeout a write asks the server for at most.
@@ -87,21 +114,45 @@ func serverTimeout(opts wire.SubmitOptions) time.Duration {
 // Status StatusUnknown, the idempotency key, and the txid when known: look it
 // up later with Tx or TxByIdempotencyKey.
 func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
-	if tx.IdempotencyKey == "" {
-		tx.IdempotencyKey = newIdempotencyKey()
-	}
-	body, err := wire.MarshalJSON(tx)
+	req, err := writeRequest(&tx)
 	if err != nil {
-		return wire.TxResult{}, fmt.Errorf("encode transaction: %w", err)
+		return wire.TxResult{}, err
 	}
-	req := request{method: http.MethodPost, path: "/v1/tx", body: body}
 	ctx, cancel := c.callContext(ctx, serverTimeout(opts))
 	defer cancel()
 	base, err := c.firstWrite()
 	if err != nil {
 		return wire.TxResult{}, err
 	}
-	s := submission{key: tx.IdempotencyKey}
+	return c.submit(ctx, base, req, opts, tx.IdempotencyKey, nil)
+}
+
+// writeRequest gives tx an idempotency key if it has none and returns the
+// request of POST /v1/tx with its body.
+func writeRequest(tx *wire.TxRequest) (request, error) {
+	if tx.IdempotencyKey == "" {
+		tx.IdempotencyKey = newIdempotencyKey()
+	}
+	body, err := wire.AppendTxRequestJSON(make([]byte, 0, txRequestSize(tx)), tx)
+	if err != nil {
+		return request{}, fmt.Errorf("encode transaction: %w", err)
+	}
+	return request{method: http.MethodPost, path: "/v1/tx", body: body}, nil
+}
+
+// attemptOutcome is what one attempt of a write to a node got: an answer or
+// an error.
+type attemptOutcome struct {
+	a   answer
+	err error
+}
+
+// submit runs Submit's attempts of req, the write of the transaction with
+// idempotency key, starting at base, within ctx (the call's bound). first,
+// when not nil, is the outcome of the first attempt, already sent to base
+// (SubmitAsync's): the loop goes on from there.
+func (c *kv) submit(ctx context.Context, base string, req request, opts wire.SubmitOptions, key string, first *attemptOutcome) (wire.TxResult, error) {
+	s := submission{key: key}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := c.pause(ctx, attempt); err != nil {
@@ -130,11 +181,17 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 			}
 			// Not known to the cluster: submit again, with the same key.
 		}
-		var ok bool
-		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
-			return s.giveUp(ErrNoTimeLeft)
+		var a answer
+		var err error
+		if first != nil {
+			a, err, first = first.a, first.err, nil
+		} else {
+			var ok bool
+			if req.rawQuery, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+				return s.giveUp(ErrNoTimeLeft)
+			}
+			a, err = c.writeTrip(ctx, base, req)
 		}
-		a, err := c.writeTrip(ctx, base, req)
 		if te, ok := errors.AsType[*TransportError](err); ok {
 			s.ambiguous = s.ambiguous || te.sent
 			if ctx.Err() != nil {
@@ -149,8 +206,10 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 		switch a.status {
 		case http.StatusOK, http.StatusAccepted, http.StatusConflict:
 			var res wire.TxResult
-			if err := decodeAnswer(a, &res); err != nil {
-				return wire.TxResult{}, err
+			if !wire.DecodeTxResultJSON(a.body, &res) {
+				if err := decodeAnswer(a, &res); err != nil {
+					return wire.TxResult{}, err
+				}
 			}
 			if a.status != http.StatusConflict || res.Status == wire.StatusRejected {
 				c.prefer(base)
@@ -173,6 +232,15 @@ func (c *kv) Submit(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOpti
 			return wire.TxResult{}, aerr
 		}
 	}
+}
+
+// txRequestSize is about the length of tx's JSON, to size its buffer once.
+func txRequestSize(tx *wire.TxRequest) int {
+	n := 64 + len(tx.IdempotencyKey)
+	for i := range tx.Ops {
+		n += 48 + len(tx.Ops[i].Key) + len(tx.Ops[i].Value)
+	}
+	return n
 }
 
 // submission is the state of one Submit across its attempts.
@@ -296,7 +364,7 @@ func (c *kv) SubmitBatch(ctx context.Context, txs []wire.TxRequest, opts wire.Su
 			}
 		}
 		var ok bool
-		if req.query, req.serverTime, ok = writeQuery(ctx, opts); !ok {
+		if req.rawQuery, req.serverTime, ok = writeQuery(ctx, opts); !ok {
 			return unknown(ErrNoTimeLeft)
 		}
 		a, err := c.roundTrip(ctx, base, req)

@@ -9,9 +9,12 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -318,6 +321,8 @@ type result struct {
 	ServerCPU  *float64         `json:"server_cpu_us_per_tx,omitempty"`
 	CPUError   string           `json:"server_cpu_error,omitempty"`
 	ServerPIDs []int            `json:"server_pids,omitempty"`
+	// ClientCPU is the load generator's own CPU per transaction, µs.
+	ClientCPU *float64 `json:"client_cpu_us_per_tx,omitempty"`
 }
 
 // sampleCPU reads each PID's utime+stime from /proc/PID/stat; a process it
@@ -335,7 +340,8 @@ func sampleCPU(pids []int) cpuSample {
 
 // runLoad runs cfg.clients clients against l for cfg.warmup and then
 // cfg.duration, sampling the CPU time of pids at both ends of the window.
-func runLoad(ctx context.Context, cfg config, l *loader, pids []int) *result {
+// A --cpuprofile covers the window only.
+func runLoad(ctx context.Context, cfg config, l *loader, pids []int) (*result, error) {
 	w := &window{from: time.Now().Add(cfg.warmup)}
 	w.until = w.from.Add(cfg.duration)
 	tallies := make([]*tally, cfg.clients)
@@ -359,11 +365,16 @@ func runLoad(ctx context.Context, cfg config, l *loader, pids []int) *result {
 		})
 	}
 	sleepUntil(ctx, w.from)
-	cpu0 := sampleCPU(pids)
+	stopProfile, perr := startProfile(cfg.cpuProfile)
+	cpu0, self0 := sampleCPU(pids), selfCPU()
 	sleepUntil(ctx, w.until)
-	cpu1 := sampleCPU(pids)
+	cpu1, self1 := sampleCPU(pids), selfCPU()
+	stopProfile()
 	w.stop.Store(true)
 	wg.Wait()
+	if perr != nil {
+		return nil, perr
+	}
 
 	res := &result{
 		System: cfg.system, Clients: cfg.clients, ValueSize: cfg.valueSize,
@@ -392,7 +403,41 @@ func runLoad(ctx context.Context, cfg config, l *loader, pids []int) *result {
 			res.ServerCPU = &c
 		}
 	}
-	return res
+	if res.Txs > 0 && self0 >= 0 && self1 >= self0 {
+		c := float64(self1-self0) / float64(time.Microsecond) / float64(res.Txs)
+		res.ClientCPU = &c
+	}
+	return res, nil
+}
+
+// selfCPU returns the load generator's utime+stime so far; -1 when
+// getrusage fails.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// startProfile starts a CPU profile into path ("" for none) and returns
+// what stops it.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return func() {}, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // sleepUntil waits until t or until ctx ends.

@@ -11,7 +11,11 @@
 // started and ended inside the measured window, errors by kind, and the
 // server CPU per transaction (the sum over the three server processes of
 // utime+stime from /proc/PID/stat, end of the window less its start, divided
-// by the window's transactions; --pids names them for a running cluster).
+// by the window's transactions; --pids names them for a running cluster),
+// and the load generator's own CPU per transaction (its utime+stime from
+// getrusage over the window, divided the same way). --cpuprofile writes a
+// CPU profile of the load generator over the measured window, to see where
+// a system's client spends it.
 //
 // Systems (--system):
 //
@@ -33,6 +37,7 @@
 //	compare run --system S [--clients 16] [--duration 10s] [--warmup 2s]
 //	            [--value-size 256] [--keys 100000] [--timeout 5s] [--inflight 64]
 //	            [--dir DIR] [--nats-server BIN] [--etcd BIN] [--txlogd BIN]
+//	            [--cpuprofile FILE]
 //	            [--targets URL,... [--pids PID,...]]
 //	compare table RESULTS.jsonl...
 //
@@ -87,6 +92,7 @@ type config struct {
 	txlogd     string
 	targets    []string
 	pids       []int
+	cpuProfile string
 }
 
 func main() {
@@ -131,6 +137,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.natsServer, "nats-server", "nats-server", "the nats-server binary")
 	fs.StringVar(&c.etcd, "etcd", "etcd", "the etcd binary")
 	fs.StringVar(&c.txlogd, "txlogd", "txlogd", "the txlogd binary")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the load generator over the measured window to this file")
 	targets := fs.String("targets", "", "client URLs of a running cluster (then no cluster is started)")
 	pids := fs.String("pids", "", "with --targets: the PIDs of its server processes, for the CPU per transaction")
 	if err := fs.Parse(args); err != nil {
@@ -192,10 +199,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: connect: %w", cfg.system, err)
 	}
-	res := runLoad(ctx, cfg, l, pids)
+	res, err := runLoad(ctx, cfg, l, pids)
 	l.close()
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if err != nil {
+		return err
 	}
 	return json.NewEncoder(stdout).Encode(res)
 }

@@ -61,6 +61,7 @@ type row struct {
 	clients, runs            int
 	txPerSec, p50, p99       float64
 	cpu                      float64 // µs per tx; 0 when no run had it
+	clientCPU                float64 // the load generator's µs per tx; 0 when no run had it
 	errors                   int64
 	minTxPerSec, maxTxPerSec float64
 }
@@ -83,8 +84,8 @@ func markdown(runs []result) string {
 	}
 	slices.Sort(counts)
 	var b strings.Builder
-	b.WriteString("| clients | system | tx/s | × JetStream's best | p50 ms | p99 ms | server CPU µs/tx | errors | runs (tx/s range) |\n")
-	b.WriteString("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	b.WriteString("| clients | system | tx/s | × JetStream's best | p50 ms | p99 ms | server CPU µs/tx | client CPU µs/tx | errors | runs (tx/s range) |\n")
+	b.WriteString("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	for _, c := range counts {
 		var rows []row
 		best := 0.0
@@ -104,12 +105,8 @@ func markdown(runs []result) string {
 			if best > 0 {
 				ratio = fmt.Sprintf("%.2f", rw.txPerSec/best)
 			}
-			cpu := "–"
-			if rw.cpu > 0 {
-				cpu = fmt.Sprintf("%.0f", rw.cpu)
-			}
-			fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %.2f | %.2f | %s | %d | %d (%.0f–%.0f) |\n",
-				c, rw.system, rw.txPerSec, ratio, rw.p50, rw.p99, cpu, rw.errors, rw.runs, rw.minTxPerSec, rw.maxTxPerSec)
+			fmt.Fprintf(&b, "| %d | %s | %.0f | %s | %.2f | %.2f | %s | %s | %d | %d (%.0f–%.0f) |\n",
+				c, rw.system, rw.txPerSec, ratio, rw.p50, rw.p99, micros(rw.cpu), micros(rw.clientCPU), rw.errors, rw.runs, rw.minTxPerSec, rw.maxTxPerSec)
 		}
 	}
 	return b.String()
@@ -118,7 +115,7 @@ func markdown(runs []result) string {
 // summarizeRuns returns the medians of rs, the runs of one system at one
 // client count.
 func summarizeRuns(system string, clients int, rs []result) row {
-	var tps, p50, p99, cpu []float64
+	var tps, p50, p99, cpu, clientCPU []float64
 	rw := row{system: system, clients: clients, runs: len(rs)}
 	for _, r := range rs {
 		tps = append(tps, r.TxPerSec)
@@ -127,11 +124,22 @@ func summarizeRuns(system string, clients int, rs []result) row {
 		if r.ServerCPU != nil {
 			cpu = append(cpu, *r.ServerCPU)
 		}
+		if r.ClientCPU != nil {
+			clientCPU = append(clientCPU, *r.ClientCPU)
+		}
 		for _, n := range r.Errors {
 			rw.errors += n
 		}
 	}
-	rw.txPerSec, rw.p50, rw.p99, rw.cpu = median(tps), median(p50), median(p99), median(cpu)
+	rw.txPerSec, rw.p50, rw.p99, rw.cpu, rw.clientCPU = median(tps), median(p50), median(p99), median(cpu), median(clientCPU)
 	rw.minTxPerSec, rw.maxTxPerSec = slices.Min(tps), slices.Max(tps)
 	return rw
+}
+
+// micros formats a CPU figure in µs per tx, "–" for none.
+func micros(v float64) string {
+	if v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", v)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +15,19 @@ func TestMarkdown(t *testing.T) {
 		{System: systemNATSAsync, Clients: 64, TxPerSec: 10000, P50ms: 6, P99ms: 19},
 		{System: systemNATSAsync, Clients: 64, TxPerSec: 10000, P50ms: 6, P99ms: 21},
 		// A bad run among three: the median keeps it out.
-		{System: systemTxlogStream, Clients: 64, TxPerSec: 15000, P50ms: 4, P99ms: 12, ServerCPU: cpu(100)},
-		{System: systemTxlogStream, Clients: 64, TxPerSec: 100, P50ms: 400, P99ms: 5000, ServerCPU: cpu(9000), Errors: map[string]int64{"timeout": 3}},
-		{System: systemTxlogStream, Clients: 64, TxPerSec: 16000, P50ms: 4, P99ms: 14, ServerCPU: cpu(110)},
+		{System: systemTxlogStream, Clients: 64, TxPerSec: 15000, P50ms: 4, P99ms: 12, ServerCPU: cpu(100), ClientCPU: cpu(30)},
+		{System: systemTxlogStream, Clients: 64, TxPerSec: 100, P50ms: 400, P99ms: 5000, ServerCPU: cpu(9000), ClientCPU: cpu(900), Errors: map[string]int64{"timeout": 3}},
+		{System: systemTxlogStream, Clients: 64, TxPerSec: 16000, P50ms: 4, P99ms: 14, ServerCPU: cpu(110), ClientCPU: cpu(34)},
 		{System: systemEtcd, Clients: 1, TxPerSec: 500, P50ms: 2, P99ms: 5},
 	}
 	got := markdown(runs)
 	for _, want := range []string{
 		// 15,000 tx/s against JetStream's best median, nats-async's 10,000.
-		"| 64 | txlog-stream | 15000 | 1.50 | 4.00 | 14.00 | 110 | 3 | 3 (100–16000) |",
-		"| 64 | nats | 9200 | 0.92 | 5.50 | 19.00 | 145 | 0 | 2 (9000–9400) |",
-		"| 64 | nats-async | 10000 | 1.00 | 6.00 | 20.00 | – | 0 | 2 (10000–10000) |",
+		"| 64 | txlog-stream | 15000 | 1.50 | 4.00 | 14.00 | 110 | 34 | 3 | 3 (100–16000) |",
+		"| 64 | nats | 9200 | 0.92 | 5.50 | 19.00 | 145 | – | 0 | 2 (9000–9400) |",
+		"| 64 | nats-async | 10000 | 1.00 | 6.00 | 20.00 | – | – | 0 | 2 (10000–10000) |",
 		// No JetStream run at 1 client: no ratio.
-		"| 1 | etcd | 500 | – | 2.00 | 5.00 | – | 0 | 1 (500–500) |",
+		"| 1 | etcd | 500 | – | 2.00 | 5.00 | – | – | 0 | 1 (500–500) |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("markdown() lacks the row\n%s\ngot:\n%s", want, got)
@@ -60,5 +61,33 @@ func TestTallyWindow(t *testing.T) {
 	}
 	if tl.errors["error"] != 1 {
 		t.Fatalf("errors = %v, want one", tl.errors)
+	}
+}
+
+func TestSelfCPU(t *testing.T) {
+	c0 := selfCPU()
+	if c0 < 0 {
+		t.Fatal("selfCPU() < 0: getrusage failed")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for selfCPU() <= c0 {
+		if time.Now().After(deadline) {
+			t.Fatal("selfCPU() did not grow in 10 s of spinning")
+		}
+	}
+}
+
+func TestStartProfile(t *testing.T) {
+	path := t.TempDir() + "/cpu.pprof"
+	stop, err := startProfile(path)
+	if err != nil {
+		t.Fatalf("startProfile(%s): %v", path, err)
+	}
+	stop()
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Fatalf("profile %s: %v, %v; want a non-empty file", path, st, err)
+	}
+	if _, err := startProfile(t.TempDir() + "/no/such/dir/cpu.pprof"); err == nil {
+		t.Fatal("startProfile(a path in no directory) = nil error")
 	}
 }
