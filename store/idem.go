@@ -147,20 +147,33 @@ type idemBatch struct {
 	hashes map[uint64]idemSlot
 	exact  map[string]idemSlot
 
-	// The last key hashed and its hash (hashOf): Apply looks a
-	// transaction's key up (duplicate) and then indexes it (record).
-	hashedKey string
-	hashed    uint64
-	hashedOK  bool
+	// The last key looked up (find): Apply looks a transaction's key up
+	// (duplicate) and then indexes it (record), with no change between.
+	last lastLookup
 }
 
-// hashOf returns key's hash, hashing it only if it is not the last key hashed.
-func (b *idemBatch) hashOf(key string) uint64 {
-	if b.hashedOK && b.hashedKey == key {
-		return b.hashed
+// lastLookup is the last key a batch looked up, its hash, and what the
+// lookup found, which holds until the batch's next change (valid).
+type lastLookup struct {
+	key           string
+	h             uint64
+	id            txid.ID
+	inExact, ok   bool
+	hashed, valid bool
+}
+
+// find is lookup of key, whose hash it computes: both remembered for the
+// next find of the same key, the lookup's until the batch changes.
+func (b *idemBatch) find(key string) (h uint64, id txid.ID, inExact, ok bool) {
+	l := &b.last
+	if !l.hashed || l.key != key {
+		*l = lastLookup{key: key, h: b.idx.hash(b.idx.seed, key), hashed: true}
 	}
-	b.hashedKey, b.hashed, b.hashedOK = key, b.idx.hash(b.idx.seed, key), true
-	return b.hashed
+	if !l.valid {
+		l.id, l.inExact, l.ok = b.lookup(key, l.h)
+		l.valid = true
+	}
+	return l.h, l.id, l.inExact, l.ok
 }
 
 // lookup returns where key is indexed: its own entry in exact (inExact), or the
@@ -190,7 +203,7 @@ func (b *idemBatch) lookup(key string, h uint64) (id txid.ID, inExact, ok bool) 
 
 // candidate is idemIndex.candidate with the batch's changes.
 func (b *idemBatch) candidate(key string) (txid.ID, bool) {
-	id, _, ok := b.lookup(key, b.hashOf(key))
+	_, id, _, ok := b.find(key)
 	return id, ok
 }
 
@@ -201,8 +214,7 @@ type keyOfFunc func(id txid.ID) (key string, found bool, err error)
 // insert indexes key under id, replacing what key was indexed under. When another
 // key holds the hash, key goes to exact; keyOf tells whose the hash is.
 func (b *idemBatch) insert(key string, id txid.ID, keyOf keyOfFunc) error {
-	h := b.hashOf(key)
-	cur, inExact, ok := b.lookup(key, h)
+	h, cur, inExact, ok := b.find(key)
 	if inExact {
 		b.setExact(key, idemSlot{id, true})
 		return nil
@@ -226,8 +238,7 @@ func (b *idemBatch) insert(key string, id txid.ID, keyOf keyOfFunc) error {
 // remove drops key if it is indexed under id; a key recorded again for another
 // txid since stays.
 func (b *idemBatch) remove(key string, id txid.ID) {
-	h := b.hashOf(key)
-	cur, inExact, ok := b.lookup(key, h)
+	h, cur, inExact, ok := b.find(key)
 	switch {
 	case !ok || cur != id:
 	case inExact:
@@ -237,9 +248,15 @@ func (b *idemBatch) remove(key string, id txid.ID) {
 	}
 }
 
-func (b *idemBatch) setHash(h uint64, s idemSlot) { setSlot(b.hashes, b.idx.byHash, h, s) }
+func (b *idemBatch) setHash(h uint64, s idemSlot) {
+	b.last.valid = false
+	setSlot(b.hashes, b.idx.byHash, h, s)
+}
 
-func (b *idemBatch) setExact(key string, s idemSlot) { setSlot(b.exact, b.idx.exact, key, s) }
+func (b *idemBatch) setExact(key string, s idemSlot) {
+	b.last.valid = false
+	setSlot(b.exact, b.idx.exact, key, s)
+}
 
 // setSlot records s for k in the batch's overlay when the batch has one, else
 // directly in the index's map (an absent slot deletes k).
