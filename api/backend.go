@@ -22,7 +22,8 @@ import (
 // the txid in the TxResult), never one of those.
 //
 // Deadlines: every call's ctx has a deadline. For Submit, SubmitBatch and Propose
-// it is opts.Timeout, which the handlers always fill in; for Tx and
+// it is opts.Timeout, which the handlers always fill in (a SelfTimedBackend's
+// Submit and SubmitBatch apply it themselves); for Tx and
 // TxByIdempotencyKey it is wait plus Config.DefaultTimeout; for the rest it is
 // Config.DefaultTimeout. The options and arguments a Backend receives are already
 // validated (keys, op names, values, limits, ack and consistency levels).
@@ -68,4 +69,26 @@ type Backend interface {
 	// Ready returns nil when a leader is known and this node has applied what that
 	// leader has committed, as far as it knows.
 	Ready(ctx context.Context) error
+}
+
+// SelfTimedBackend is a Backend whose Submit and SubmitBatch, given a ctx
+// without a deadline, end by opts.Timeout on their own: the handlers then
+// pass the request's context as it is, so that a write makes no timer the
+// Backend does not need (node/deadline.go). A ctx with a deadline still
+// gets opts.Timeout as before, and every other call's ctx its deadline.
+type SelfTimedBackend interface {
+	Backend
+	// SubmitTimesItself marks the implementation; it does nothing.
+	SubmitTimesItself()
+}
+
+// submitContext returns the context of a write through b that ends by
+// timeout: ctx itself when b applies the timeout, else ctx with it.
+func submitContext(ctx context.Context, b Backend, timeout time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := b.(SelfTimedBackend); ok {
+		if _, has := ctx.Deadline(); !has {
+			return ctx, func() {}
+		}
+	}
+	return context.WithTimeout(ctx, timeout)
 }

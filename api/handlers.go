@@ -78,7 +78,7 @@ func (h *txHandlers) submitTx(ctx context.Context, tx wire.TxRequest, opts wire.
 	if err := checkTxScope(auth.FromContext(ctx), &tx, ""); err != nil {
 		return submitted{err: err}
 	}
-	sctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	sctx, cancel := submitContext(ctx, h.b, opts.Timeout)
 	defer cancel()
 	res, err := h.b.Submit(sctx, tx, opts)
 	sp := seer(ctx)
@@ -229,7 +229,7 @@ func (h *txHandlers) handleSubmitBatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), opts.Timeout)
+	ctx, cancel := submitContext(r.Context(), h.b, opts.Timeout)
 	defer cancel()
 	results, err := h.b.SubmitBatch(ctx, req.Txs, opts)
 	if err != nil {

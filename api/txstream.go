@@ -171,6 +171,18 @@ type txStream struct {
 	ids     map[uint64]struct{} // the requests in flight
 	ended   bool                // a goaway was sent: nothing more is read or answered
 	running sync.WaitGroup      // the requests' goroutines, which end when read does
+
+	// The credential's last check (credentialHolds), by the reading
+	// goroutine only: it held under the Authenticator's generation heldGen.
+	held    bool
+	heldGen uint64
+}
+
+// generations is what an Authenticator may add so that a client stream
+// checks its credential again only after a reload: *auth.File's
+// Generation, which changes whenever other credentials come into force.
+type generations interface {
+	Generation() uint64
 }
 
 // handle serves GET /v1/tx/stream: the checks of the upgrade, 101, and the
@@ -397,11 +409,25 @@ func (st *txStream) isEnded() bool {
 // credentialHolds checks the stream's credential against the credentials
 // in force now (the auth file may have been re-read since the upgrade): it
 // must still be known (else 401), have role write (else 403) and the same
-// key prefixes (else 401: the credential changed).
+// key prefixes (else 401: the credential changed). With an Authenticator
+// that counts its generations, a credential that held is not checked again
+// until the generation changes (a reload): a stream's request then costs no
+// hash of the token. Called by the reading goroutine only.
 func (st *txStream) credentialHolds() error {
 	s := st.ts.s
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	g, counted := s.cfg.Auth.(generations)
+	var gen uint64
+	if counted {
+		gen = g.Generation() // before Authenticate: a reload after it moves it on
+		if st.held && gen == st.heldGen {
+			return nil
+		}
+	}
 	was := auth.FromContext(st.up.Context())
-	if s.cfg.Auth == nil || was == nil {
+	if was == nil {
 		return nil
 	}
 	now, err := s.cfg.Auth.Authenticate(st.up)
@@ -413,6 +439,7 @@ func (st *txStream) credentialHolds() error {
 	case !slices.Equal(now.Prefixes, was.Prefixes):
 		return &wire.Error{Code: wire.CodeUnauthenticated, Message: "client stream: the credential's key prefixes changed (the auth file was re-read): open a new stream"}
 	}
+	st.held, st.heldGen = counted, gen
 	return nil
 }
 

@@ -14,7 +14,9 @@
 //   - file.go: File, the credentials in force, re-read when the file
 //     changes (a stat every Config.Interval: mtime, size, inode, mode; read
 //     once two stats agree) and on Reload; a file that does not parse, or that anyone may write, is
-//     refused and the previous credentials stay. NewToken and HashToken
+//     refused and the previous credentials stay. Generation counts the
+//     files put in force, so that a decision may be kept until the next
+//     (the client stream's). NewToken and HashToken
 //     (the format itself is package auth/token's, which the launcher uses too).
 //   - authenticate.go: Authenticate, the request's credential (a bearer
 //     token, Basic on GET and HEAD only, or a verified client certificate's

@@ -40,6 +40,7 @@ type File struct {
 	cfg   Config
 	log   *slog.Logger
 	creds atomic.Pointer[creds] // the last good parse; never nil after Open
+	gen   atomic.Uint64         // Generation: counts installs, after creds is stored
 
 	mu      sync.Mutex // serializes reads of the file; guards stamp and changed
 	stamp   stamp      // of the last read, good or bad
@@ -110,6 +111,12 @@ func (f *File) Close() error {
 	return nil
 }
 
+// Generation counts the credentials put in force: it changes at each
+// reload that applies a file, and only then. A decision that Authenticate
+// made after Generation returned g holds as long as Generation returns g
+// (the credentials are stored before the count moves).
+func (f *File) Generation() uint64 { return f.gen.Load() }
+
 // Reload reads the file now (on SIGHUP). On an error the credentials read
 // before stay, and the error is logged and returned.
 func (f *File) Reload() error {
@@ -173,6 +180,7 @@ func (f *File) reloadLocked() error {
 func (f *File) install(st stamp, c *creds) {
 	f.stamp = st
 	f.creds.Store(c)
+	f.gen.Add(1) // after the Store: a Generation read before an Authenticate covers what it saw
 	f.count.Set(float64(c.count()))
 	if c.count() == 0 {
 		f.log.Warn("auth file has no credentials: every request that needs one is refused")

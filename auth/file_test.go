@@ -391,9 +391,13 @@ func TestReloadKeepsOld(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	var logs syncBuffer
 	f, path := openFile(t, goodFile(), Config{Metrics: reg, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Interval: time.Hour})
+	gen := f.Generation()
 	writeFile(t, path, goodFile()+"cert:x superuser x\n")
 	if err := f.Reload(); err == nil || !strings.Contains(err.Error(), "line 9") {
 		t.Fatalf("Reload() of a bad file = %v, want line 9 refused", err)
+	}
+	if g := f.Generation(); g != gen {
+		t.Fatalf("a refused reload moved Generation() from %d to %d", gen, g)
 	}
 	if _, err := f.Authenticate(req("GET", "Bearer "+tokRead)); err != nil {
 		t.Fatalf("after a refused reload, Authenticate() = %v; want the old credentials", err)
@@ -407,6 +411,9 @@ func TestReloadKeepsOld(t *testing.T) {
 	writeFile(t, path, Line(HashToken("new"), RoleAdmin, "new", nil)+"\n")
 	if err := f.Reload(); err != nil {
 		t.Fatalf("Reload() = %v", err)
+	}
+	if g := f.Generation(); g == gen {
+		t.Fatalf("a reload that applied a file left Generation() at %d", g)
 	}
 	if _, err := f.Authenticate(req("GET", "Bearer "+tokRead)); !errors.Is(err, ErrUnauthenticated) {
 		t.Fatalf("a token no longer in the file: Authenticate() = %v, want refused", err)

@@ -10,7 +10,8 @@
 // parked (after a restart, every intake WAL record not marked done).
 //
 // Node composes the parts it runs, each a type of its own (the list is on
-// Node): the write path (writer, write.go) over the intake (intake.go), the
+// Node): the write path (writer, write.go; a request's deadlines, with one
+// timer for the common write, deadline.go) over the intake (intake.go), the
 // proposer (propose.go) and ack=all's checks (ackall.go); the replayer
 // (replay.go); lookups, the reads of api.Backend and api.LogFollower
 // (lookup.go, range.go), each at its consistency through consistentRead

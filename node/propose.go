@@ -115,8 +115,13 @@ func withReserve(ctx context.Context) (context.Context, context.CancelFunc) {
 	if !ok {
 		return context.WithCancel(ctx)
 	}
-	reserve := min(time.Until(dl)/5, time.Second)
-	return context.WithDeadline(ctx, dl.Add(-reserve))
+	return context.WithDeadline(ctx, reserved(dl))
+}
+
+// reserved returns the deadline of a proposal within a deadline dl: a fifth
+// of the time left before dl, at most a second, is kept in reserve.
+func reserved(dl time.Time) time.Time {
+	return dl.Add(-min(time.Until(dl)/5, time.Second))
 }
 
 func unresolved(ps []*pending) []*pending {

@@ -40,6 +40,8 @@ type writer struct {
 //   - accepted: the node waits for the WAL fsync (and parks it in Redis when
 //     configured), answers 202, and the replayer commits it in the background.
 func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.SubmitOptions) ([]wire.TxResult, error) {
+	rd := newReqDeadline(ctx, opts.Timeout)
+	defer rd.stop()
 	if err := w.mem.writeErr(); err != nil {
 		return nil, err // removed, a node number clash, or none yet (number.go)
 	}
@@ -94,9 +96,11 @@ func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.Sub
 		ps, slot, es = keep(ps, held), keep(slot, held), keep(es, held)
 	}
 	if len(ps) == 0 {
-		w.resubmitted(ctx, heldPs, heldEs)
+		if len(heldPs) > 0 {
+			w.resubmitted(rd.ctx(), heldPs, heldEs)
+		}
 		if opts.Ack == wire.AckAll {
-			w.acks.await(ctx, known)
+			w.acks.await(rd.ctx(), known)
 		}
 		return results, nil
 	}
@@ -112,18 +116,20 @@ func (w *writer) submit(ctx context.Context, txs []wire.TxRequest, opts wire.Sub
 		walf = w.intake.appendAsync(es, false)
 		select {
 		case <-walf.done:
-		case <-ctx.Done():
+		case <-rd.ctx().Done():
 		}
 	}
 	if opts.Ack != wire.AckAccepted {
-		pctx, cancel := withReserve(ctx)
+		pctx, cancel := rd.proposal()
 		w.props.proposeReissuing(pctx, ps, es, opts, w.mem, w.intake, w.met, w.log)
 		cancel()
 	}
-	w.parkOrSettle(ctx, ps, es, walf)
-	w.resubmitted(ctx, heldPs, heldEs)
+	w.parkOrSettle(rd, ps, es, walf)
+	if len(heldPs) > 0 {
+		w.resubmitted(rd.ctx(), heldPs, heldEs)
+	}
 	if opts.Ack == wire.AckAll {
-		w.acks.await(ctx, append(slices.Clip(ps), known...))
+		w.acks.await(rd.ctx(), append(slices.Clip(ps), known...))
 	}
 	for j, p := range ps {
 		r := p.st.res
@@ -271,7 +277,9 @@ func (w *writer) resubmitted(ctx context.Context, ps []*pending, es []*intakeEnt
 // path). Open ones are parked: they answer 202 pending once the WAL has them, and
 // the replayer owns them from then on. If the WAL append failed, an open one is
 // settled the old way: looked up, else 503.
-func (w *writer) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEntry, walf *walFuture) {
+//
+// rd is the request's deadline: its context is made only for what is open.
+func (w *writer) parkOrSettle(rd *reqDeadline, ps []*pending, es []*intakeEntry, walf *walFuture) {
 	var open []int
 	for i, p := range ps {
 		if p.st.parkable() {
@@ -308,6 +316,7 @@ func (w *writer) parkOrSettle(ctx context.Context, ps []*pending, es []*intakeEn
 		walf.whenDone(func() { w.intake.finish(es...) })
 		return
 	}
+	ctx := rd.ctx()
 	walOK := w.intake.durable(walf)
 	var parked []*intakeEntry
 	var heldBy [][]string

@@ -538,9 +538,10 @@ func (a *applier) duplicate(tx Tx, payload []byte) (Outcome, seen, error) {
 
 // pending is a key's state as the ops of a transaction leave it.
 type pending struct {
-	key     string
-	version uint64 // 0: the key does not exist
-	value   []byte // nil when version is 0
+	key      string
+	version  uint64 // 0: the key does not exist
+	value    []byte // nil when version is 0
+	overlaid bool   // kvBatch.version's: the batch or the overlay has the key
 }
 
 // evaluateMapOps is the number of ops from which evaluate finds a key's
@@ -576,12 +577,12 @@ func (a *applier) evaluate(ops []Op) ([]pending, *Conflict, error) {
 			ok = i >= 0
 		}
 		if !ok {
-			ver, err := a.overlay.version(&a.kvGet, op.Key)
+			ver, overlaid, err := a.overlay.version(&a.kvGet, op.Key)
 			if err != nil {
 				return nil, nil, err
 			}
 			i = len(writes)
-			writes = append(writes, pending{key: op.Key, version: ver})
+			writes = append(writes, pending{key: op.Key, version: ver, overlaid: overlaid})
 			if at != nil {
 				at[op.Key] = i
 			}
@@ -612,14 +613,14 @@ func (a *applier) evaluate(ops []Op) ([]pending, *Conflict, error) {
 // of its own, so that a small value does not keep a large transaction alive.
 func (a *applier) write(w pending, index uint64, txBytes int) {
 	if w.version == 0 {
-		a.overlay.set(w.key, kvState{modIndex: index})
+		a.overlay.set(w.key, kvState{modIndex: index}, w.overlaid)
 		return
 	}
 	value := w.value
 	if 2*len(value) < txBytes {
 		value = bytes.Clone(value)
 	}
-	a.overlay.set(w.key, kvState{version: w.version, modIndex: index, value: value})
+	a.overlay.set(w.key, kvState{version: w.version, modIndex: index, value: value}, w.overlaid)
 }
 
 // record writes a new outcome to the log and the dedup buckets, and indexes its

@@ -46,6 +46,11 @@ type idemIndex struct {
 	mu     sync.RWMutex
 	byHash map[uint64]txid.ID
 	exact  map[string]txid.ID
+
+	// The maps of the last batch committed, empty, for the next (batch);
+	// used by the apply goroutine only.
+	spareHashes map[uint64]idemSlot
+	spareExact  map[string]idemSlot
 }
 
 func newIdemIndex() *idemIndex {
@@ -71,14 +76,32 @@ func (x *idemIndex) candidate(key string) (txid.ID, bool) {
 	return id, ok
 }
 
-// batch returns an empty overlay of changes to x.
+// batch returns an empty overlay of changes to x, in the maps of the last
+// batch committed, if any.
 func (x *idemIndex) batch() *idemBatch {
-	return &idemBatch{idx: x, hashes: map[uint64]idemSlot{}, exact: map[string]idemSlot{}}
+	b := &idemBatch{idx: x, hashes: x.spareHashes, exact: x.spareExact}
+	x.spareHashes, x.spareExact = nil, nil
+	if b.hashes == nil {
+		b.hashes = map[uint64]idemSlot{}
+	}
+	if b.exact == nil {
+		b.exact = map[string]idemSlot{}
+	}
+	return b
 }
 
 // commit copies the changes of b into x. Call it once the bbolt transaction that
 // made them has committed.
 func (x *idemIndex) commit(b *idemBatch) {
+	if b.hashes != nil && len(b.hashes)+len(b.exact) <= maxSpareKeys {
+		defer func() {
+			// The next batch reuses the maps: no allocation, and no growth
+			// up to the size of the batches so far.
+			clear(b.hashes)
+			clear(b.exact)
+			x.spareHashes, x.spareExact = b.hashes, b.exact
+		}()
+	}
 	if len(b.hashes) == 0 && len(b.exact) == 0 {
 		return
 	}
@@ -123,6 +146,34 @@ type idemBatch struct {
 	// in a batch that writes straight into an index no reader sees yet.
 	hashes map[uint64]idemSlot
 	exact  map[string]idemSlot
+
+	// The last key looked up (find): Apply looks a transaction's key up
+	// (duplicate) and then indexes it (record), with no change between.
+	last lastLookup
+}
+
+// lastLookup is the last key a batch looked up, its hash, and what the
+// lookup found, which holds until the batch's next change (valid).
+type lastLookup struct {
+	key           string
+	h             uint64
+	id            txid.ID
+	inExact, ok   bool
+	hashed, valid bool
+}
+
+// find is lookup of key, whose hash it computes: both remembered for the
+// next find of the same key, the lookup's until the batch changes.
+func (b *idemBatch) find(key string) (h uint64, id txid.ID, inExact, ok bool) {
+	l := &b.last
+	if !l.hashed || l.key != key {
+		*l = lastLookup{key: key, h: b.idx.hash(b.idx.seed, key), hashed: true}
+	}
+	if !l.valid {
+		l.id, l.inExact, l.ok = b.lookup(key, l.h)
+		l.valid = true
+	}
+	return l.h, l.id, l.inExact, l.ok
 }
 
 // lookup returns where key is indexed: its own entry in exact (inExact), or the
@@ -152,7 +203,7 @@ func (b *idemBatch) lookup(key string, h uint64) (id txid.ID, inExact, ok bool) 
 
 // candidate is idemIndex.candidate with the batch's changes.
 func (b *idemBatch) candidate(key string) (txid.ID, bool) {
-	id, _, ok := b.lookup(key, b.idx.hash(b.idx.seed, key))
+	_, id, _, ok := b.find(key)
 	return id, ok
 }
 
@@ -163,8 +214,7 @@ type keyOfFunc func(id txid.ID) (key string, found bool, err error)
 // insert indexes key under id, replacing what key was indexed under. When another
 // key holds the hash, key goes to exact; keyOf tells whose the hash is.
 func (b *idemBatch) insert(key string, id txid.ID, keyOf keyOfFunc) error {
-	h := b.idx.hash(b.idx.seed, key)
-	cur, inExact, ok := b.lookup(key, h)
+	h, cur, inExact, ok := b.find(key)
 	if inExact {
 		b.setExact(key, idemSlot{id, true})
 		return nil
@@ -188,8 +238,7 @@ func (b *idemBatch) insert(key string, id txid.ID, keyOf keyOfFunc) error {
 // remove drops key if it is indexed under id; a key recorded again for another
 // txid since stays.
 func (b *idemBatch) remove(key string, id txid.ID) {
-	h := b.idx.hash(b.idx.seed, key)
-	cur, inExact, ok := b.lookup(key, h)
+	h, cur, inExact, ok := b.find(key)
 	switch {
 	case !ok || cur != id:
 	case inExact:
@@ -199,9 +248,15 @@ func (b *idemBatch) remove(key string, id txid.ID) {
 	}
 }
 
-func (b *idemBatch) setHash(h uint64, s idemSlot) { setSlot(b.hashes, b.idx.byHash, h, s) }
+func (b *idemBatch) setHash(h uint64, s idemSlot) {
+	b.last.valid = false
+	setSlot(b.hashes, b.idx.byHash, h, s)
+}
 
-func (b *idemBatch) setExact(key string, s idemSlot) { setSlot(b.exact, b.idx.exact, key, s) }
+func (b *idemBatch) setExact(key string, s idemSlot) {
+	b.last.valid = false
+	setSlot(b.exact, b.idx.exact, key, s)
+}
 
 // setSlot records s for k in the batch's overlay when the batch has one, else
 // directly in the index's map (an absent slot deletes k).

@@ -91,7 +91,14 @@ type kvOverlay struct {
 	// commit of the flush's last step updates clean. At most maxCleanKeys
 	// entries: past it clean starts again empty.
 	clean map[string]uint64
+	// spare is the map of the last batch committed, empty, for the next
+	// (batch); nil when a flush took it as keys.
+	spare map[string]kvState
 }
+
+// maxSpareKeys bounds the batch maps kept for the next batch (kvOverlay.spare,
+// idemIndex.spareHashes and spareExact): a map keeps the size it grew to.
+const maxSpareKeys = 4096
 
 // maxCleanKeys bounds kvOverlay.clean: with the keys, about 50 bytes each. A
 // variable so that tests can make it small.
@@ -132,9 +139,15 @@ func (ov *kvOverlay) len() int {
 // follows kv_applied.
 func (ov *kvOverlay) empty() bool { return ov.records == 0 && ov.frozen == nil }
 
-// batch returns an empty batch of changes to ov.
+// batch returns an empty batch of changes to ov, in the map of the last
+// batch committed, if ov did not take it.
 func (ov *kvOverlay) batch() *kvBatch {
-	return &kvBatch{ov: ov, keys: map[string]kvState{}}
+	keys := ov.spare
+	ov.spare = nil
+	if keys == nil {
+		keys = map[string]kvState{}
+	}
+	return &kvBatch{ov: ov, keys: keys}
 }
 
 // commit applies the changes of b to ov. Call it once the bbolt transaction
@@ -153,6 +166,13 @@ func (ov *kvOverlay) commit(b *kvBatch) {
 		maps.Copy(ov.keys, b.keys)
 		ov.records += b.records
 		ov.logBytes += b.logBytes
+		// The next batch reuses the map: no allocation, and no growth up
+		// to the size of the batches so far. Not a large one, whose
+		// clear and iteration cost its size for every batch after.
+		if len(b.keys) <= maxSpareKeys {
+			clear(b.keys)
+			ov.spare = b.keys
+		}
 	}
 	if b.stepped {
 		ov.pending = b.pending
@@ -190,40 +210,41 @@ type kvBatch struct {
 }
 
 // version returns key's current version: the batch's, the overlay's, or the
-// kv bucket's. 0 means the key does not exist.
-func (b *kvBatch) version(kv *getter, key string) (uint64, error) {
+// kv bucket's. 0 means the key does not exist. overlaid reports whether the
+// batch's keys or ov.keys have the key, which set takes so as not to look
+// again.
+func (b *kvBatch) version(kv *getter, key string) (ver uint64, overlaid bool, err error) {
 	if s, ok := b.keys[key]; ok {
-		return s.version, nil
+		return s.version, true, nil
 	}
 	// Only this goroutine writes ov's maps.
 	if s, ok := b.ov.keys[key]; ok {
-		return s.version, nil
+		return s.version, true, nil
 	}
 	if s, ok := b.ov.frozen[key]; ok {
-		return s.version, nil
+		return s.version, false, nil
 	}
 	if v, ok := b.ov.clean[key]; ok {
-		return v, nil
+		return v, false, nil
 	}
 	v := kv.string(key)
 	if v == nil {
 		b.ov.remember(key, 0)
-		return 0, nil
+		return 0, false, nil
 	}
 	st, _, err := decodeKV(key, v)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	b.ov.remember(key, st.Version)
-	return st.Version, nil
+	return st.Version, false, nil
 }
 
 // set records key's new state; s.value must not change afterwards.
-func (b *kvBatch) set(key string, s kvState) {
-	if _, ok := b.keys[key]; !ok {
-		if _, ok := b.ov.keys[key]; !ok {
-			b.newKeys++
-		}
+// overlaid is version's for key, with no set of key since.
+func (b *kvBatch) set(key string, s kvState, overlaid bool) {
+	if !overlaid {
+		b.newKeys++
 	}
 	b.keys[key] = s
 }
