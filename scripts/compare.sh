@@ -16,7 +16,8 @@
 # Closed-loop single writes of 256-byte values at 1, 16 and 64 clients. For
 # each repeat and client count the systems run one after the other, the order
 # turned by one at each repeat; each run warms up, measures, and samples the
-# three server processes' utime+stime for the CPU per transaction.
+# three server processes' utime+stime for the server CPU per transaction, and
+# the load generator's own for the client CPU per transaction.
 #
 # nats-server and etcd are built from the Go module proxy, once, into a cache
 # directory outside the repository (CACHE); nothing of them is in the tree.
