@@ -8,17 +8,6 @@ import (
 	"time"
 )
 
-// testConsumer is the consumer workload's command in these tests: the test
-// binary itself, which TestMain turns into ConsumerProcMain.
-func testConsumer(t *testing.T) []string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{"env", consumerEnv + "=1", exe}
-}
-
 // TestConsumerChaosRun runs the consumer workload against a real three-node
 // cluster with a leader kill and the pause-consumer fault, which SIGSTOPs
 // the consumer that holds the group's lease past its TTL: the consumer
@@ -35,7 +24,7 @@ func TestConsumerChaosRun(t *testing.T) {
 		Bin:       needTxlogd(t),
 		Dir:       dir,
 		Workload:  WorkloadConfig{Clients: 2, Rate: 20, Keys: 8, HotKeys: 2},
-		Consumers: ConsumerConfig{Command: testConsumer(t), TTL: 2 * time.Second},
+		Consumers: ConsumerConfig{Command: testChild(t, consumerEnv), TTL: 2 * time.Second},
 		Nemesis: NemesisConfig{Faults: mustFaults(t, "pause-consumer,kill-leader"), Interval: time.Second, MaxFaults: 2,
 			RecoverTimeout: 20 * time.Second},
 		Duration:       45 * time.Second,

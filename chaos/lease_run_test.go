@@ -8,17 +8,6 @@ import (
 	"time"
 )
 
-// testContender is the lease workload's contender command in these tests:
-// the test binary itself, which TestMain turns into ContenderMain.
-func testContender(t *testing.T) []string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{"env", contenderEnv + "=1", exe}
-}
-
 // TestLeaseChaosRun runs the lease workload against a real three-node
 // cluster with a leader kill and the pause-holder fault, which SIGSTOPs the
 // contender process that holds a lease past its TTL: the lease checker
@@ -33,7 +22,7 @@ func TestLeaseChaosRun(t *testing.T) {
 		Bin:      needTxlogd(t),
 		Dir:      dir,
 		Workload: WorkloadConfig{Clients: 2, Rate: 10, Keys: 8, HotKeys: 2},
-		Leases:   LeaseConfig{Command: testContender(t), Leases: 1, Contenders: 2, TTL: 2 * time.Second},
+		Leases:   LeaseConfig{Command: testChild(t, contenderEnv), Leases: 1, Contenders: 2, TTL: 2 * time.Second},
 		Nemesis: NemesisConfig{Faults: mustFaults(t, "pause-holder,kill-leader"), Interval: time.Second, MaxFaults: 2,
 			RecoverTimeout: 20 * time.Second},
 		Duration:       60 * time.Second,
