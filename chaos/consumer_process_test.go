@@ -21,12 +21,8 @@ import (
 // the projection ends with every source entry once, and CheckConsumer
 // passes on the applied log. A few seconds.
 func TestConsumerProc(t *testing.T) {
-	bin, err := realTxlogd()
-	if err != nil {
-		t.Fatalf("build txlogd: %v", err)
-	}
 	ctx := testCtx(t, 90*time.Second)
-	c := startFakeCluster(t, ctx, launcher.ClusterConfig{Bin: bin})
+	c := startFakeCluster(t, ctx, launcher.ClusterConfig{Bin: needTxlogd(t)})
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	dir := t.TempDir()
 	cfg := ConsumerProcConfig{Targets: c.HTTPAddrs(), Group: "chaos", TTL: 2 * time.Second, Sources: []string{"src/"}, Projection: "proj"}
@@ -56,7 +52,8 @@ func TestConsumerProc(t *testing.T) {
 		}
 	}
 	var proj map[uint64]int
-	err = launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
+	err := launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
+		var err error
 		if proj, err = readProjection(ctx, cl, cfg.Projection, last); err != nil {
 			return err
 		}

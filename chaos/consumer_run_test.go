@@ -8,17 +8,6 @@ import (
 	"time"
 )
 
-// testConsumer is the consumer workload's command in these tests: the test
-// binary itself, which TestMain turns into ConsumerProcMain.
-func testConsumer(t *testing.T) []string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{"env", consumerEnv + "=1", exe}
-}
-
 // TestConsumerChaosRun runs the consumer workload against a real three-node
 // cluster with a leader kill and the pause-consumer fault, which SIGSTOPs
 // the consumer that holds the group's lease past its TTL: the consumer
@@ -30,40 +19,21 @@ func TestConsumerChaosRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real cluster and consumer processes")
 	}
-	bin, err := realTxlogd()
-	if err != nil {
-		t.Fatalf("build txlogd: %v", err)
-	}
-	weights, err := ParseFaults("pause-consumer,kill-leader")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	cfg := Config{
-		Bin:       bin,
+		Bin:       needTxlogd(t),
 		Dir:       dir,
 		Workload:  WorkloadConfig{Clients: 2, Rate: 20, Keys: 8, HotKeys: 2},
-		Consumers: ConsumerConfig{Command: testConsumer(t), TTL: 2 * time.Second},
-		Nemesis: NemesisConfig{Faults: weights, Interval: time.Second, MaxFaults: 2,
+		Consumers: ConsumerConfig{Command: testChild(t, consumerEnv), TTL: 2 * time.Second},
+		Nemesis: NemesisConfig{Faults: mustFaults(t, "pause-consumer,kill-leader"), Interval: time.Second, MaxFaults: 2,
 			RecoverTimeout: 20 * time.Second},
 		Duration:       45 * time.Second,
 		Seed:           20261203,
 		ResolveTimeout: 15 * time.Second,
 		CheckTimeout:   15 * time.Second,
 	}
-	start := time.Now()
-	rep, err := Run(testCtx(t, 2*time.Minute), cfg)
-	if err != nil {
-		t.Fatalf("Run() = %v", err)
-	}
-	t.Logf("run took %v\n%s", time.Since(start).Round(time.Second), summary(rep))
-	fail := func(format string, args ...any) {
-		t.Helper()
-		for _, id := range []string{"k1", "k2"} {
-			t.Logf("--- consumer %s log tail:\n%s", id, tailOrErr(filepath.Join(dir, "consumers", id+".log"), 20))
-		}
-		t.Fatalf(format, args...)
-	}
+	rep, _ := runLocal(t, 2*time.Minute, cfg)
+	fail := fatalWithTails(t, dir, 20, "consumers/k1.log", "consumers/k2.log")
 	if rep.Failed() {
 		fail("checkers failed (seed %d)", cfg.Seed)
 	}

@@ -76,10 +76,9 @@ var nodeColors = []string{"#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
 // timelineSVG draws faults, leaders and answers per second on one time axis.
 func (r *Report) timelineSVG() string {
 	const (
-		width, left   = 1100.0, 110.0
-		faultY, rowH  = 20.0, 14.0
-		chartH        = 160.0
-		legendPadding = 18.0
+		width, left  = 1100.0, 110.0
+		faultY, rowH = 20.0, 14.0
+		chartH       = 160.0
 	)
 	secs := max(r.Duration.Seconds(), 1)
 	x := func(t time.Time) float64 { return left + (width-left-10)*t.Sub(r.Started).Seconds()/secs }
@@ -131,13 +130,7 @@ func (r *Report) timelineSVG() string {
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s (term %d) from +%v</title></rect>`,
 			x(l.At), y, max(x(end)-x(l.At), 0.5), rowH-2, color, html.EscapeString(name), l.Term, l.At.Sub(r.Started).Round(time.Millisecond))
 	}
-	lx := left
-	for _, id := range slices.Sorted(maps.Keys(colorOf)) {
-		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
-			lx, y+rowH+4, colorOf[id], lx+14, y+rowH+13, html.EscapeString(id))
-		lx += 60
-	}
-	y += rowH + legendPadding + 8
+	y = legend(&b, y+rowH, slices.Sorted(maps.Keys(colorOf)), func(id string) string { return colorOf[id] })
 	y = r.leaseRows(&b, y, x)
 	y = r.consumerRow(&b, y, x)
 
@@ -210,14 +203,7 @@ func (r *Report) leaseRows(b *strings.Builder, y float64, x func(time.Time) floa
 	if r.Leases == nil {
 		return y
 	}
-	var ids []string
-	for _, s := range r.Leases.Spans {
-		if !slices.Contains(ids, s.Contender) {
-			ids = append(ids, s.Contender)
-		}
-	}
-	slices.Sort(ids)
-	color := func(id string) string { return nodeColors[slices.Index(ids, id)%len(nodeColors)] }
+	ids, color := spanColors(r.Leases.Spans, func(s LeaseSpan) string { return s.Contender })
 	for i, name := range r.Leases.Leases {
 		fmt.Fprintf(b, `<text x="4" y="%.1f" class="lbl">lease %d</text>`, y+rowH-3, i)
 		for _, s := range r.Leases.Spans {
@@ -230,12 +216,7 @@ func (r *Report) leaseRows(b *strings.Builder, y float64, x func(time.Time) floa
 		}
 		y += rowH
 	}
-	for i, id := range ids {
-		lx := 110.0 + float64(i)*60
-		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
-			lx, y+4, color(id), lx+14, y+13, html.EscapeString(id))
-	}
-	return y + 18 + 8
+	return legend(b, y, ids, color)
 }
 
 // consumerRow draws the consumer workload's row from y: each consumer's
@@ -245,14 +226,7 @@ func (r *Report) consumerRow(b *strings.Builder, y float64, x func(time.Time) fl
 	if r.Consumers == nil {
 		return y
 	}
-	var ids []string
-	for _, s := range r.Consumers.Spans {
-		if !slices.Contains(ids, s.Consumer) {
-			ids = append(ids, s.Consumer)
-		}
-	}
-	slices.Sort(ids)
-	color := func(id string) string { return nodeColors[slices.Index(ids, id)%len(nodeColors)] }
+	ids, color := spanColors(r.Consumers.Spans, func(s ConsumerSpan) string { return s.Consumer })
 	fmt.Fprintf(b, `<text x="4" y="%.1f" class="lbl">consumers</text>`, y+rowH-3)
 	for _, s := range r.Consumers.Spans {
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s consumes with token %d from +%v to +%v</title></rect>`,
@@ -260,12 +234,32 @@ func (r *Report) consumerRow(b *strings.Builder, y float64, x func(time.Time) fl
 			s.Token, s.From.Sub(r.Started).Round(time.Millisecond), s.To.Sub(r.Started).Round(time.Millisecond))
 	}
 	y += rowH
+	return legend(b, y, ids, color)
+}
+
+// spanColors returns the holders of spans (id names a span's), distinct
+// and sorted, and a color of nodeColors for each.
+func spanColors[S any](spans []S, id func(S) string) ([]string, func(string) string) {
+	var ids []string
+	for _, s := range spans {
+		if !slices.Contains(ids, id(s)) {
+			ids = append(ids, id(s))
+		}
+	}
+	slices.Sort(ids)
+	return ids, func(id string) string { return nodeColors[slices.Index(ids, id)%len(nodeColors)] }
+}
+
+// legend draws a legend row from y, a swatch of its color and the name of
+// each of ids, and returns the y below it.
+func legend(b *strings.Builder, y float64, ids []string, color func(string) string) float64 {
+	const left, step, padding = 110.0, 60.0, 18.0
 	for i, id := range ids {
-		lx := 110.0 + float64(i)*60
+		lx := left + float64(i)*step
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f" class="lbl">%s</text>`,
 			lx, y+4, color(id), lx+14, y+13, html.EscapeString(id))
 	}
-	return y + 18 + 8
+	return y + padding + 8
 }
 
 var reportPage = template.Must(template.New("report").Funcs(template.FuncMap{

@@ -8,17 +8,6 @@ import (
 	"time"
 )
 
-// testContender is the lease workload's contender command in these tests:
-// the test binary itself, which TestMain turns into ContenderMain.
-func testContender(t *testing.T) []string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{"env", contenderEnv + "=1", exe}
-}
-
 // TestLeaseChaosRun runs the lease workload against a real three-node
 // cluster with a leader kill and the pause-holder fault, which SIGSTOPs the
 // contender process that holds a lease past its TTL: the lease checker
@@ -28,40 +17,21 @@ func TestLeaseChaosRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real cluster and lease contenders")
 	}
-	bin, err := realTxlogd()
-	if err != nil {
-		t.Fatalf("build txlogd: %v", err)
-	}
-	weights, err := ParseFaults("pause-holder,kill-leader")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	cfg := Config{
-		Bin:      bin,
+		Bin:      needTxlogd(t),
 		Dir:      dir,
 		Workload: WorkloadConfig{Clients: 2, Rate: 10, Keys: 8, HotKeys: 2},
-		Leases:   LeaseConfig{Command: testContender(t), Leases: 1, Contenders: 2, TTL: 2 * time.Second},
-		Nemesis: NemesisConfig{Faults: weights, Interval: time.Second, MaxFaults: 2,
+		Leases:   LeaseConfig{Command: testChild(t, contenderEnv), Leases: 1, Contenders: 2, TTL: 2 * time.Second},
+		Nemesis: NemesisConfig{Faults: mustFaults(t, "pause-holder,kill-leader"), Interval: time.Second, MaxFaults: 2,
 			RecoverTimeout: 20 * time.Second},
 		Duration:       60 * time.Second,
 		Seed:           20261202,
 		ResolveTimeout: 15 * time.Second,
 		CheckTimeout:   15 * time.Second,
 	}
-	start := time.Now()
-	rep, err := Run(testCtx(t, 2*time.Minute), cfg)
-	if err != nil {
-		t.Fatalf("Run() = %v", err)
-	}
-	t.Logf("run took %v\n%s", time.Since(start).Round(time.Second), summary(rep))
-	fail := func(format string, args ...any) {
-		t.Helper()
-		for _, id := range []string{"c1", "c2"} {
-			t.Logf("--- contender %s log tail:\n%s", id, tailOrErr(filepath.Join(dir, "leases", id+".log"), 20))
-		}
-		t.Fatalf(format, args...)
-	}
+	rep, _ := runLocal(t, 2*time.Minute, cfg)
+	fail := fatalWithTails(t, dir, 20, "leases/c1.log", "leases/c2.log")
 	if rep.Failed() {
 		fail("checkers failed (seed %d)", cfg.Seed)
 	}

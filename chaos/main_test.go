@@ -19,12 +19,24 @@ import (
 var fakeBin string
 
 // contenderEnv makes the test binary a lease contender (ContenderMain), for
-// the lease workload of the tests' runs (testContender).
+// the lease workload of the tests' runs (testChild).
 const contenderEnv = "CHAOS_TEST_CONTENDER"
 
 // consumerEnv makes the test binary a consumer process (ConsumerProcMain),
-// for the consumer workload of the tests' runs (testConsumer).
+// for the consumer workload of the tests' runs (testChild).
 const consumerEnv = "CHAOS_TEST_CONSUMER"
+
+// testChild is the command of a chaos child process in these tests: the
+// test binary itself, which TestMain turns into the child env names
+// (contenderEnv or consumerEnv).
+func testChild(t *testing.T, env string) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"env", env + "=1", exe}
+}
 
 func TestMain(m *testing.M) {
 	for env, main := range map[string]func(context.Context, []string, io.Writer) error{contenderEnv: ContenderMain, consumerEnv: ConsumerProcMain} {

@@ -223,10 +223,7 @@ func memRun(t *testing.T, s *memStore, mods ...func(*Config)) (*Report, []string
 	cmd := func(what string) string { return "echo " + what + " >> " + faults }
 	away := func(what string) string { return cmd(what) + " && echo {id} >> " + down }
 	back := func(what string) string { return cmd(what) + " && sed -i '/^{id}$/d' " + down }
-	w, err := ParseFaults("kill-leader,pause-leader,partition-oneway,quorum-loss,term-leader")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustFaults(t, "kill-leader,pause-leader,partition-oneway,quorum-loss,term-leader")
 	cfg := Config{
 		Targets: startMemCluster(t, s, down),
 		Commands: Commands{

@@ -3,7 +3,6 @@ package chaos
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,11 +60,8 @@ func TestPowerLossReportLine(t *testing.T) {
 // TestPowerLossNeedsLocal: with --targets the verifier says why it cannot cut
 // the power and which flag leaves the fault out, before it touches anything.
 func TestPowerLossNeedsLocal(t *testing.T) {
-	weights, err := ParseFaults("kill-leader,powerloss")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Run(testCtx(t, 10*time.Second), Config{Targets: []string{"http://127.0.0.1:1"}, Dir: t.TempDir(), Nemesis: NemesisConfig{Faults: weights}})
+	_, err := Run(testCtx(t, 10*time.Second), Config{Targets: []string{"http://127.0.0.1:1"}, Dir: t.TempDir(),
+		Nemesis: NemesisConfig{Faults: mustFaults(t, "kill-leader,powerloss")}})
 	if !errors.Is(err, ErrNoPowerLoss) || !strings.Contains(err.Error(), "leave powerloss out of --faults") {
 		t.Fatalf("Run(--targets, powerloss) = %v, want ErrNoPowerLoss naming the flag", err)
 	}
@@ -94,14 +90,8 @@ func TestPowerLossChaosRun(t *testing.T) {
 	}
 	needFUSE(t)
 	redis := needRedis(t)
-	bin, err := realTxlogd()
-	if err != nil {
-		t.Fatalf("build txlogd: %v", err)
-	}
-	weights, err := ParseFaults(string(FaultPowerLoss))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := needTxlogd(t)
+	weights := mustFaults(t, string(FaultPowerLoss))
 	for i, dirs := range []lazyfs.DirRule{lazyfs.DirsPOSIX, lazyfs.DirsJournal} {
 		t.Run(string(dirs), func(t *testing.T) {
 			dir := t.TempDir()
@@ -118,19 +108,8 @@ func TestPowerLossChaosRun(t *testing.T) {
 				CheckTimeout:   15 * time.Second,
 				PowerLossDirs:  dirs,
 			}
-			start := time.Now()
-			rep, err := Run(testCtx(t, 3*time.Minute), cfg)
-			if err != nil {
-				t.Fatalf("Run() = %v", err)
-			}
-			t.Logf("run took %v\n%s", time.Since(start).Round(time.Second), summary(rep))
-			fail := func(format string, args ...any) {
-				t.Helper()
-				for _, id := range []string{"n1", "n2", "n3"} {
-					t.Logf("--- %s log tail:\n%s", id, tailOrErr(filepath.Join(dir, "cluster", id+".log"), 30))
-				}
-				t.Fatalf(format, args...)
-			}
+			rep, _ := runLocal(t, 3*time.Minute, cfg)
+			fail := fatalWithTails(t, dir, 30, nodeLogs...)
 			targets := map[string]int{}
 			for _, f := range rep.Faults {
 				if f.PowerLoss != nil {

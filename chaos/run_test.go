@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,21 +37,14 @@ func TestShortChaosRun(t *testing.T) {
 		t.Skip("runs a real cluster for up to three minutes")
 	}
 	redis := needRedis(t)
-	bin, err := realTxlogd()
-	if err != nil {
-		t.Fatalf("build txlogd: %v", err)
-	}
-	weights, err := ParseFaults(shortRunFaults)
-	if err != nil {
-		t.Fatal(err)
-	}
+	weights := mustFaults(t, shortRunFaults)
 	round := 0
 	for _, w := range weights {
 		round += w.Weight
 	}
 	dir := t.TempDir()
 	cfg := Config{
-		Bin:      bin,
+		Bin:      needTxlogd(t),
 		RedisBin: redis,
 		Dir:      dir,
 		Workload: WorkloadConfig{Clients: 6, Rate: 30, Keys: 32, HotKeys: 3},
@@ -63,21 +55,8 @@ func TestShortChaosRun(t *testing.T) {
 		ResolveTimeout: 20 * time.Second,
 		CheckTimeout:   20 * time.Second,
 	}
-	start := time.Now()
-	rep, err := Run(testCtx(t, 4*time.Minute), cfg)
-	if err != nil {
-		t.Fatalf("Run() = %v", err)
-	}
-	took := time.Since(start)
-	s := summary(rep)
-	t.Logf("run took %v\n%s", took.Round(time.Second), s)
-	fail := func(format string, args ...any) {
-		t.Helper()
-		for _, id := range []string{"n1", "n2", "n3"} {
-			t.Logf("--- %s log tail:\n%s", id, tailOrErr(filepath.Join(dir, "cluster", id+".log"), 30))
-		}
-		t.Fatalf(format, args...)
-	}
+	rep, took := runLocal(t, 4*time.Minute, cfg)
+	fail := fatalWithTails(t, dir, 30, nodeLogs...)
 	if rep.Failed() {
 		fail("checkers failed (seed %d)", cfg.Seed)
 	}
@@ -105,12 +84,4 @@ func TestShortChaosRun(t *testing.T) {
 	if err := rep.WriteHTML(filepath.Join(dir, "report.html")); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func tailOrErr(path string, n int) string {
-	s, err := launcher.TailFile(path, n)
-	if err != nil {
-		return err.Error()
-	}
-	return strings.TrimSpace(s)
 }

@@ -13,36 +13,22 @@ func TestStreamChaosRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real cluster")
 	}
-	bin, err := realTxlogd()
-	if err != nil {
-		t.Fatalf("build txlogd: %v", err)
-	}
-	weights, err := ParseFaults("kill-leader,pause-leader")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
 	cfg := Config{
-		Bin:       bin,
-		Dir:       dir,
+		Bin:       needTxlogd(t),
+		Dir:       t.TempDir(),
 		Workload:  WorkloadConfig{Clients: 16, Rate: 200, Keys: 32, HotKeys: 3, Client: ClientStream},
 		Leases:    LeaseConfig{Off: true},
 		Consumers: ConsumerConfig{Off: true},
-		Nemesis: NemesisConfig{Faults: weights, Interval: 2 * time.Second, Hold: 2 * time.Second, MaxFaults: 2,
+		Nemesis: NemesisConfig{Faults: mustFaults(t, "kill-leader,pause-leader"), Interval: 2 * time.Second, Hold: 2 * time.Second, MaxFaults: 2,
 			RecoverTimeout: 20 * time.Second},
 		Duration:       40 * time.Second,
 		Seed:           20261203,
 		ResolveTimeout: 15 * time.Second,
 		CheckTimeout:   15 * time.Second,
 	}
-	start := time.Now()
-	rep, err := Run(testCtx(t, 3*time.Minute), cfg)
-	if err != nil {
-		t.Fatalf("Run() = %v\n%s", err, nodeLogTails(dir))
-	}
-	t.Logf("run took %v\n%s", time.Since(start).Round(time.Second), summary(rep))
+	rep, _ := runLocal(t, 3*time.Minute, cfg)
 	if rep.Failed() {
-		t.Fatalf("checkers failed (seed %d)\n%s", cfg.Seed, nodeLogTails(dir))
+		t.Fatalf("checkers failed (seed %d)\n%s", cfg.Seed, nodeLogTails(cfg.Dir, 15))
 	}
 	kinds := map[Fault]int{}
 	for _, f := range rep.Faults {

@@ -18,37 +18,24 @@ func TestTLSChaosRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a real secured cluster, contenders and consumers")
 	}
-	bin, err := realTxlogd()
-	if err != nil {
-		t.Fatalf("build txlogd: %v", err)
-	}
-	weights, err := ParseFaults("kill-leader")
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	cfg := Config{
-		Bin:       bin,
+		Bin:       needTxlogd(t),
 		Dir:       dir,
 		TLS:       true,
 		Workload:  WorkloadConfig{Clients: 2, Rate: 20, Keys: 8, HotKeys: 2},
-		Leases:    LeaseConfig{Command: testContender(t), Leases: 1, Contenders: 2, TTL: 2 * time.Second},
-		Consumers: ConsumerConfig{Command: testConsumer(t), TTL: 2 * time.Second},
-		Nemesis: NemesisConfig{Faults: weights, Interval: 3 * time.Second, MaxFaults: 1,
+		Leases:    LeaseConfig{Command: testChild(t, contenderEnv), Leases: 1, Contenders: 2, TTL: 2 * time.Second},
+		Consumers: ConsumerConfig{Command: testChild(t, consumerEnv), TTL: 2 * time.Second},
+		Nemesis: NemesisConfig{Faults: mustFaults(t, "kill-leader"), Interval: 3 * time.Second, MaxFaults: 1,
 			RecoverTimeout: 15 * time.Second},
 		Duration:       20 * time.Second,
 		Seed:           20261204,
 		ResolveTimeout: 10 * time.Second,
 		CheckTimeout:   10 * time.Second,
 	}
-	start := time.Now()
-	rep, err := Run(testCtx(t, 2*time.Minute), cfg)
-	if err != nil {
-		t.Fatalf("Run() = %v\n%s", err, nodeLogTails(dir))
-	}
-	t.Logf("run took %v\n%s", time.Since(start).Round(time.Second), summary(rep))
+	rep, _ := runLocal(t, 2*time.Minute, cfg)
 	if rep.Failed() {
-		t.Fatalf("checkers failed (seed %d)\n%s", cfg.Seed, nodeLogTails(dir))
+		t.Fatalf("checkers failed (seed %d)\n%s", cfg.Seed, nodeLogTails(dir, 15))
 	}
 	if !strings.Contains(rep.Mode, "TLS") {
 		t.Errorf("report mode %q, want the secured local cluster", rep.Mode)
@@ -69,13 +56,4 @@ func TestTLSChaosRun(t *testing.T) {
 			}
 		}
 	}
-}
-
-// nodeLogTails returns the tail of each node's log of a local run in dir.
-func nodeLogTails(dir string) string {
-	var b strings.Builder
-	for _, id := range []string{"n1", "n2", "n3"} {
-		b.WriteString("--- " + id + " ---\n" + tailOrErr(filepath.Join(dir, "cluster", id+".log"), 15) + "\n")
-	}
-	return b.String()
 }

@@ -45,6 +45,21 @@ func fsyncDir(dir string) error {
 	return d.Sync()
 }
 
+// mapPages maps the first three pages of the file at path, read-only and
+// shared; unmap unmaps them and closes the file.
+func mapPages(path string) (m []byte, unmap func(), err error) {
+	r, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err = syscall.Mmap(int(r.Fd()), 0, 3*PageSize, syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("mmap: %w", err)
+	}
+	return m, func() { syscall.Munmap(m); r.Close() }, nil
+}
+
 func filled(c byte) []byte { return bytes.Repeat([]byte{c}, PageSize) }
 
 func mmapWrite(dir string) error {
@@ -63,16 +78,11 @@ func mmapWrite(dir string) error {
 	if err := fsyncDir(dir); err != nil {
 		return err
 	}
-	r, err := os.Open(p)
+	m, unmap, err := mapPages(p)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	m, err := syscall.Mmap(int(r.Fd()), 0, 3*PageSize, syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return fmt.Errorf("mmap: %w", err)
-	}
-	defer syscall.Munmap(m)
+	defer unmap()
 	if m[PageSize] != 'b' {
 		return fmt.Errorf("mmap page 1 = %q, want b", m[PageSize])
 	}
@@ -95,16 +105,11 @@ func mmapWrite(dir string) error {
 }
 
 func mmapAfter(dir string) error {
-	r, err := os.Open(filepath.Join(dir, "m"))
+	m, unmap, err := mapPages(filepath.Join(dir, "m"))
 	if err != nil {
 		return err
 	}
-	defer r.Close()
-	m, err := syscall.Mmap(int(r.Fd()), 0, 3*PageSize, syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return fmt.Errorf("mmap: %w", err)
-	}
-	defer syscall.Munmap(m)
+	defer unmap()
 	if got := string([]byte{m[0], m[PageSize], m[2*PageSize]}); got != "abC" {
 		return fmt.Errorf("after the power loss the mapping reads %q, want abC (the unsynced B dropped)", got)
 	}

@@ -100,12 +100,7 @@ func appendFile(t *testing.T, path string, data []byte) {
 
 func syncDir(t *testing.T, dir string) {
 	t.Helper()
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := fsyncDir(dir); err != nil {
 		t.Fatalf("fsync dir %s: %v", dir, err)
 	}
 }
@@ -471,26 +466,21 @@ func TestMmapCoherent(t *testing.T) {
 
 // TestBolt runs bbolt on the mount: committed transactions survive a power
 // loss, in a database opened again by a new process.
-func TestBolt(t *testing.T) {
-	for _, mode := range []LossMode{LossAll, LossTorn} {
-		t.Run(string(mode), func(t *testing.T) {
-			f, mnt := mount(t, DirsPOSIX, 5)
-			helper(t, "bolt-write", mnt)
-			crash(t, f, mode)
-			helper(t, "bolt-check", mnt)
-		})
-	}
-}
+func TestBolt(t *testing.T) { survivesLoss(t, DirsPOSIX, 5, "bolt") }
 
 // TestRaftWAL runs raft-wal on the mount: its 64 MiB preallocated segment,
 // appends, fdatasync, and its meta database; stored logs survive a power loss.
-func TestRaftWAL(t *testing.T) {
+func TestRaftWAL(t *testing.T) { survivesLoss(t, DirsJournal, 9, "raftwal") }
+
+// survivesLoss runs, for each loss mode, the helpers name-write and then,
+// after a power loss, name-check on a new mount under rule.
+func survivesLoss(t *testing.T, rule DirRule, seed uint64, name string) {
 	for _, mode := range []LossMode{LossAll, LossTorn} {
 		t.Run(string(mode), func(t *testing.T) {
-			f, mnt := mount(t, DirsJournal, 9)
-			helper(t, "raftwal-write", mnt)
+			f, mnt := mount(t, rule, seed)
+			helper(t, name+"-write", mnt)
 			crash(t, f, mode)
-			helper(t, "raftwal-check", mnt)
+			helper(t, name+"-check", mnt)
 		})
 	}
 }
