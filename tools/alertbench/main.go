@@ -28,17 +28,15 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/txlog/txlog/alert"
 	"github.com/txlog/txlog/launcher"
+	"github.com/txlog/txlog/tools/internal/command"
 )
 
 type config struct {
@@ -51,15 +49,9 @@ type config struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "alertbench:", err)
-		os.Exit(1)
-	}
+	command.Main("alertbench", func(ctx context.Context, args []string, stdout, _ io.Writer) error {
+		return run(ctx, args, stdout)
+	})
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {

@@ -29,9 +29,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,6 +42,7 @@ import (
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/lease"
+	"github.com/txlog/txlog/tools/internal/command"
 )
 
 // leaseClockSkew is node.LeaseClockSkew: how early a new leader may judge a
@@ -60,17 +59,7 @@ type config struct {
 	killInterval       time.Duration
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "leasebench:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("leasebench", run) }
 
 func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)

@@ -53,16 +53,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
+	"github.com/txlog/txlog/tools/internal/command"
 )
 
 // maxSubscribers bounds a count of -subs.
@@ -83,17 +81,7 @@ type config struct {
 	readers        []string
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "streambench:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("streambench", run) }
 
 func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	fs := flag.NewFlagSet("streambench", flag.ContinueOnError)
