@@ -117,9 +117,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer cl.close()
+		defer cl.Close()
 		cfg.targets = cl.clientURLs
-		pids = cl.pids
+		pids = cl.PIDs
 	}
 	var progress io.Writer
 	if cfg.progress > 0 {
