@@ -267,7 +267,7 @@ func (b *bench) once(ctx context.Context, n int) (try, error) {
 	}
 	// Late copies: a node that stayed leaderless past the threshold, or a
 	// retried POST.
-	if err := sleep(ctx, b.cfg.quiet); err != nil {
+	if err := command.Sleep(ctx, b.cfg.quiet); err != nil {
 		return t, err
 	}
 	t.events = b.rec.since(from)
@@ -348,14 +348,3 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

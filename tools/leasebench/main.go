@@ -254,7 +254,7 @@ func (b *bench) takeoverOnce(ctx context.Context, sig syscall.Signal, try int) (
 		if err == nil && l.Holder == "holder" {
 			break
 		}
-		if err := sleep(wctx, 20*time.Millisecond); err != nil {
+		if err := command.Sleep(wctx, 20*time.Millisecond); err != nil {
 			return 0, fmt.Errorf("the holder never held the lease: %w", err)
 		}
 	}
@@ -270,7 +270,7 @@ func (b *bench) takeoverOnce(ctx context.Context, sig syscall.Signal, try int) (
 		got <- err
 	}()
 	// Let the standby's acquire be refused and its long poll wait.
-	if err := sleep(wctx, 300*time.Millisecond); err != nil {
+	if err := command.Sleep(wctx, 300*time.Millisecond); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -284,17 +284,6 @@ func (b *bench) takeoverOnce(ctx context.Context, sig syscall.Signal, try int) (
 	}
 	d := at.Sub(start)
 	return d, el.Resign(ctx)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // manyStats counts what the holders of the many-leases part saw.
@@ -368,7 +357,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 		}
 		// Start measuring once every lease is held.
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		for st.grants.Load() < int64(b.cfg.leases) && sleep(wctx, 50*time.Millisecond) == nil {
+		for st.grants.Load() < int64(b.cfg.leases) && command.Sleep(wctx, 50*time.Millisecond) == nil {
 		}
 		cancel()
 	}
@@ -398,7 +387,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 	}
 	start := time.Now()
 	for k := range b.cfg.kills {
-		if err := sleep(ctx, b.cfg.killInterval); err != nil {
+		if err := command.Sleep(ctx, b.cfg.killInterval); err != nil {
 			return 0, nil, err
 		}
 		if k > 0 {
@@ -409,7 +398,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 			return 0, nil, fmt.Errorf("kill %d: %w", k+1, err)
 		}
 	}
-	if err := sleep(ctx, b.cfg.killInterval); err != nil {
+	if err := command.Sleep(ctx, b.cfg.killInterval); err != nil {
 		return 0, nil, err
 	}
 	if b.cfg.kills > 0 {
@@ -439,7 +428,7 @@ func (b *bench) killLeader(ctx context.Context) error {
 		if l, err := b.cl.Leader(ctx); err == nil && l != leader {
 			break
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := command.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("no new leader after killing %s: %w", leader, err)
 		}
 	}
@@ -461,7 +450,7 @@ func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string,
 		if token == 0 {
 			res, err := c.AcquireLease(ctx, name, holder, ttl)
 			if err != nil {
-				sleep(ctx, 100*time.Millisecond)
+				command.Sleep(ctx, 100*time.Millisecond)
 				continue
 			}
 			token, lastOK = res.Token, sent
@@ -497,11 +486,11 @@ func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string,
 					token = 0
 					continue
 				}
-				sleep(ctx, 100*time.Millisecond)
+				command.Sleep(ctx, 100*time.Millisecond)
 				continue
 			}
 		}
-		sleep(ctx, time.Until(lastOK.Add(ttl/3)))
+		command.Sleep(ctx, time.Until(lastOK.Add(ttl/3)))
 	}
 	if token != 0 {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

@@ -234,17 +234,6 @@ func (b *bench) stillLeader(ctx context.Context) bool {
 	return err == nil && b.cl.URL(id) == b.leader
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // jsonString returns a JSON string of n bytes, quotes included.
 func jsonString(n int) []byte {
 	v := make([]byte, n)
