@@ -43,6 +43,7 @@ import (
 	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/lease"
 	"github.com/txlog/txlog/tools/internal/command"
+	"github.com/txlog/txlog/tools/internal/servers"
 )
 
 // leaseClockSkew is node.LeaseClockSkew: how early a new leader may judge a
@@ -84,19 +85,13 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return errors.New("--txlogd and --dir are required, and --txlog with the takeover part")
 	}
 	// Fixed HTTP ports: a killed leader comes back where the holders' and
-	// writers' clients look for it (with ports chosen at each start, a client
-	// made before the restarts ends up with no node that answers).
-	host := launcher.PrivateLoopback()
-	base, err := launcher.FreeRange(host, launcher.DefaultNodes)
-	if err != nil {
-		return err
-	}
-	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{Bin: cfg.txlogd, Dir: filepath.Join(cfg.dir, "cluster"), Host: host, HTTPBasePort: base})
+	// writers' clients look for it.
+	cl, err := servers.StartTxlog(ctx, cfg.txlogd, filepath.Join(cfg.dir, "cluster"))
 	if err != nil {
 		return err
 	}
 	defer cl.Close(context.WithoutCancel(ctx))
-	if err := waitReady(ctx, cl); err != nil {
+	if _, err := servers.WaitTxlog(ctx, cl); err != nil {
 		return err
 	}
 	b := &bench{cfg: cfg, cl: cl, out: out, log: logw}
@@ -123,15 +118,6 @@ type bench struct {
 	cl  *launcher.Cluster
 	out io.Writer
 	log io.Writer
-}
-
-func waitReady(ctx context.Context, cl *launcher.Cluster) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if _, err := cl.Leader(ctx); err != nil {
-		return err
-	}
-	return cl.WaitReady(ctx)
 }
 
 // endpoints returns the nodes' URLs, the leader's first.
@@ -339,7 +325,7 @@ func (b *bench) many(ctx context.Context) error {
 // manyRun runs the writers (and with leases, the holders) through the
 // leader kills and returns the writers' committed writes per second.
 func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manyStats, error) {
-	if err := waitReady(ctx, b.cl); err != nil {
+	if _, err := servers.WaitTxlog(ctx, b.cl); err != nil {
 		return 0, nil, err
 	}
 	rctx, stop := context.WithCancel(ctx)

@@ -61,6 +61,7 @@ import (
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/tools/internal/command"
+	"github.com/txlog/txlog/tools/internal/servers"
 )
 
 // maxSubscribers bounds a count of -subs.
@@ -170,24 +171,14 @@ type bench struct {
 // startBench starts a fresh cluster for part in its own directory and waits
 // until it is ready and has a leader.
 func startBench(ctx context.Context, cfg config, part string, out, logw io.Writer) (*bench, error) {
-	// Fixed HTTP ports, chosen now, as tools/leasebench: the clients made at
-	// the start reach every node to the end.
-	host := launcher.PrivateLoopback()
-	base, err := launcher.FreeRange(host, launcher.DefaultNodes)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{Bin: cfg.txlogd, Dir: filepath.Join(cfg.dir, part), Host: host, HTTPBasePort: base})
+	// Fixed HTTP ports: the clients made at the start reach every node to the
+	// end.
+	cl, err := servers.StartTxlog(ctx, cfg.txlogd, filepath.Join(cfg.dir, part))
 	if err != nil {
 		return nil, err
 	}
 	b := &bench{cfg: cfg, cl: cl, out: out, log: logw}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	leader, err := cl.Leader(rctx)
-	if err == nil {
-		err = cl.WaitReady(rctx)
-	}
+	leader, err := servers.WaitTxlog(ctx, cl)
 	if err != nil {
 		b.close(ctx)
 		return nil, err
