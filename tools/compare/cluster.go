@@ -167,10 +167,7 @@ func startTxlog(ctx context.Context, cfg config) (*cluster, error) {
 		cl.Close(stopCtx)
 		os.RemoveAll(dir)
 	}
-	if _, err = cl.Leader(ctx); err == nil {
-		err = cl.WaitReady(ctx)
-	}
-	if err != nil {
+	if _, err := servers.WaitTxlog(ctx, cl); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("txlog cluster: %w", err)
 	}

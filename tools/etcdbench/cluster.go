@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/tools/internal/servers"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -50,19 +51,11 @@ func (c *cluster) waitLeader(ctx context.Context) error {
 		return err
 	}
 	defer cli.Close()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := c.agree(ctx, cli)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for a leader: %w; last: %w", ctx.Err(), err)
-		case <-tick.C:
-		}
+	err = launcher.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error { return c.agree(ctx, cli) })
+	if err != nil {
+		return fmt.Errorf("wait for a leader: %w", err)
 	}
+	return nil
 }
 
 func (c *cluster) agree(ctx context.Context, cli *clientv3.Client) error {
