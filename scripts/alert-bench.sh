@@ -13,29 +13,12 @@
 # With the defaults it takes about 4 minutes. Run it on a quiet machine: the
 # numbers are latencies.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/bench-prologue.sh" alert-bench
 
-BIN=$(mktemp -d -t txlog-alert-bench-bin-XXXXXX)
-made_work=""
-if [ -z "${WORK:-}" ]; then
-	WORK=$(mktemp -d -t txlog-alert-bench-XXXXXX)
-	made_work=$WORK
-fi
-cleanup() {
-	rm -rf "$BIN"
-	if [ -n "$made_work" ]; then rm -rf "$made_work"; fi
-}
-trap cleanup EXIT
-
-echo "== building"
-go build -o "$BIN/txlogd" ./cmd/txlogd
-(cd tools && go build -o "$BIN/alertbench" ./alertbench)
-
-echo "== machine"
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
-echo "cores: $(nproc), kernel $(uname -r), $(go version | awk '{print $3}'), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_build cmd/txlogd tools/alertbench
+bench_machine
 
 "$BIN/alertbench" --txlogd "$BIN/txlogd" --dir "$WORK" --tries "${TRIES:-10}" \
 	--no-leader-for "${NO_LEADER_FOR:-5s}" --leader-changed-for "${LEADER_CHANGED_FOR:-10s}" "$@"
 
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_load_after

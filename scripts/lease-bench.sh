@@ -18,32 +18,14 @@
 #   N=100 TRIES=3 LEASES=100 HOLDERS=10 KILLS=2 scripts/lease-bench.sh
 # Run it on a quiet machine: the numbers are latencies.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/bench-prologue.sh" lease-bench
 
-BIN=$(mktemp -d -t txlog-lease-bench-bin-XXXXXX)
-made_work=""
-if [ -z "${WORK:-}" ]; then
-	WORK=$(mktemp -d -t txlog-lease-bench-XXXXXX)
-	made_work=$WORK
-fi
-cleanup() {
-	rm -rf "$BIN"
-	if [ -n "$made_work" ]; then rm -rf "$made_work"; fi
-}
-trap cleanup EXIT
-
-echo "== building"
-go build -o "$BIN/txlog" ./cmd/txlog
-go build -o "$BIN/txlogd" ./cmd/txlogd
-(cd tools && go build -o "$BIN/leasebench" ./leasebench)
-
-echo "== machine"
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
-echo "cores: $(nproc), kernel $(uname -r), $(go version | awk '{print $3}'), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_build cmd/txlog cmd/txlogd tools/leasebench
+bench_machine
 
 "$BIN/leasebench" --txlogd "$BIN/txlogd" --txlog "$BIN/txlog" --dir "$WORK" \
 	--parts "${PARTS:-latency,takeover,many}" --n "${N:-1000}" --tries "${TRIES:-20}" --ttl "${TTL:-5s}" \
 	--leases "${LEASES:-1000}" --holders "${HOLDERS:-50}" --kills "${KILLS:-10}" --writers "${WRITERS:-8}" \
 	--kill-interval "${KILL_INTERVAL:-3s}" "$@"
 
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_load_after

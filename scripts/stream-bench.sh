@@ -22,31 +22,14 @@
 # Run it on a quiet machine: the numbers are throughputs and latencies, and
 # the bench shares the machine's CPUs with the nodes.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/bench-prologue.sh" stream-bench
 
-BIN=$(mktemp -d -t txlog-stream-bench-bin-XXXXXX)
-made_work=""
-if [ -z "${WORK:-}" ]; then
-	WORK=$(mktemp -d -t txlog-stream-bench-XXXXXX)
-	made_work=$WORK
-fi
-cleanup() {
-	rm -rf "$BIN"
-	if [ -n "$made_work" ]; then rm -rf "$made_work"; fi
-}
-trap cleanup EXIT
-
-echo "== building"
-go build -o "$BIN/txlogd" ./cmd/txlogd
-(cd tools && go build -o "$BIN/streambench" ./streambench)
-
-echo "== machine"
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
-echo "cores: $(nproc), kernel $(uname -r), $(go version | awk '{print $3}'), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_build cmd/txlogd tools/streambench
+bench_machine
 
 "$BIN/streambench" -txlogd "$BIN/txlogd" -dir "$WORK" \
 	-parts "${PARTS:-subscribers,catchup}" -subs "${SUBS:-0,1,0,10,0,100,0}" -writers "${WRITERS:-64}" \
 	-warmup "${WARMUP:-5s}" -duration "${DURATION:-20s}" \
 	-catchup-n "${CATCHUP_N:-1000000}" -readers "${READERS:-consumer,stream,log}" "$@"
 
-echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+bench_load_after

@@ -868,26 +868,8 @@ type benchResult struct {
 	// Errors counts failed requests by kind, and failed transactions inside
 	// successful batch answers as batch_item_<code>.
 	Errors map[string]int64 `json:"errors"`
-	// ClientCPU is the load generator's CPU use in cores over the window;
-	// ClientCPUPerReq its CPU time per request in microseconds.
-	ClientCPU       float64 `json:"client_cpu_cores"`
-	ClientCPUPerReq float64 `json:"client_cpu_us_per_req"`
-	// NodesCPU and NodesCPUPerTx are the same for all nodes together, known
-	// with --local only.
-	NodesCPU      float64 `json:"nodes_cpu_cores,omitempty"`
-	NodesCPUPerTx float64 `json:"nodes_cpu_us_per_tx,omitempty"`
-	// NodesSysCPUPerTx is the part of NodesCPUPerTx spent in the kernel (system
-	// time), and NodesSwitchesPerTx the context switches of the nodes' threads
-	// per transaction, voluntary or not; --local only.
-	NodesSysCPUPerTx   float64 `json:"nodes_sys_cpu_us_per_tx,omitempty"`
-	NodesSwitchesPerTx float64 `json:"nodes_ctx_switches_per_tx,omitempty"`
-	// MachineStealPct and MachineIdlePct are the parts of the whole machine's
-	// CPU time over the window that the hypervisor gave to other guests
-	// (steal) and that was idle, in percent; absent where /proc/stat is not.
-	// On a shared virtual machine steal comes and goes, and a run that had
-	// some is slower than one that had none (docs/performance.md).
-	MachineStealPct *float64 `json:"machine_steal_pct,omitempty"`
-	MachineIdlePct  *float64 `json:"machine_idle_pct,omitempty"`
+	// The CPU use over the window; the nodes' with --local only.
+	procstat.Usage
 }
 
 // latencySummary gives latencies in milliseconds.
@@ -920,22 +902,8 @@ func summarize(cfg benchConfig, stats []*clientStats, elapsed time.Duration, cpu
 	if s := elapsed.Seconds(); s > 0 {
 		res.ReqPerSec = float64(res.Requests) / s
 		res.TxPerSec = float64(res.Txs) / s
-		res.ClientCPU = (cpu1.Self - cpu0.Self).Seconds() / s
-		if cpu0.NodesOK && cpu1.NodesOK {
-			res.NodesCPU = (cpu1.Nodes - cpu0.Nodes).Seconds() / s
-		}
 	}
-	if steal, idle, ok := procstat.MachineShare(cpu0, cpu1); ok {
-		res.MachineStealPct, res.MachineIdlePct = &steal, &idle
-	}
-	if res.Requests > 0 {
-		res.ClientCPUPerReq = float64((cpu1.Self - cpu0.Self).Microseconds()) / float64(res.Requests)
-	}
-	if res.Txs > 0 && cpu0.NodesOK && cpu1.NodesOK {
-		res.NodesCPUPerTx = float64((cpu1.Nodes - cpu0.Nodes).Microseconds()) / float64(res.Txs)
-		res.NodesSysCPUPerTx = float64((cpu1.NodesSys - cpu0.NodesSys).Microseconds()) / float64(res.Txs)
-		res.NodesSwitchesPerTx = float64(cpu1.NodesCS-cpu0.NodesCS) / float64(res.Txs)
-	}
+	res.Usage = procstat.NewUsage(cpu0, cpu1, elapsed, res.Requests, res.Txs)
 	slices.SortFunc(samples, func(a, b reqSample) int { return int(a.lat - b.lat) })
 	res.Latency = summarizeLatency(samples, func(reqSample) int64 { return 1 })
 	if cfg.batch > 1 {
@@ -1008,14 +976,7 @@ func (res *benchResult) print(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "client CPU   %.2f cores  (%.0fµs per request)\n", res.ClientCPU, res.ClientCPUPerReq)
-	if res.NodesCPU > 0 {
-		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx, %.0fµs of it in the kernel; %.1f context switches per tx)\n",
-			res.NodesCPU, res.NodesCPUPerTx, res.NodesSysCPUPerTx, res.NodesSwitchesPerTx)
-	}
-	if res.MachineStealPct != nil && res.MachineIdlePct != nil {
-		fmt.Fprintf(&b, "machine      %.1f%% of its CPU time stolen by the host, %.1f%% idle\n", *res.MachineStealPct, *res.MachineIdlePct)
-	}
+	res.Usage.WriteText(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -28,17 +28,15 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/txlog/txlog/alert"
 	"github.com/txlog/txlog/launcher"
+	"github.com/txlog/txlog/tools/internal/command"
 )
 
 type config struct {
@@ -51,15 +49,9 @@ type config struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "alertbench:", err)
-		os.Exit(1)
-	}
+	command.Main("alertbench", func(ctx context.Context, args []string, stdout, _ io.Writer) error {
+		return run(ctx, args, stdout)
+	})
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -275,7 +267,7 @@ func (b *bench) once(ctx context.Context, n int) (try, error) {
 	}
 	// Late copies: a node that stayed leaderless past the threshold, or a
 	// retried POST.
-	if err := sleep(ctx, b.cfg.quiet); err != nil {
+	if err := command.Sleep(ctx, b.cfg.quiet); err != nil {
 		return t, err
 	}
 	t.events = b.rec.since(from)
@@ -356,14 +348,3 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -5,95 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/txlog/txlog/launcher"
+	"github.com/txlog/txlog/tools/internal/servers"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
 
 // Timeouts of a cluster's start and stop.
 const (
-	startTimeout = time.Minute      // until the cluster takes writes
-	stopTimeout  = 10 * time.Second // for each server after SIGTERM, then SIGKILL
+	startTimeout = time.Minute         // until the cluster takes writes
+	stopTimeout  = servers.StopTimeout // for each server after SIGTERM, then SIGKILL
 	pollInterval = 100 * time.Millisecond
 )
-
-// servers are the processes of a NATS or etcd cluster that this program
-// started, with their logs, in a directory of their own.
-type servers struct {
-	dir   string
-	procs []*exec.Cmd
-	logs  []string
-}
-
-// start launches one server with args, its output in dir/name.log.
-func (s *servers) start(name, bin string, args ...string) error {
-	logPath := filepath.Join(s.dir, name+".log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer log.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = launcher.SysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", bin, err)
-	}
-	s.procs = append(s.procs, cmd)
-	s.logs = append(s.logs, logPath)
-	return nil
-}
-
-// pids returns the servers' process IDs.
-func (s *servers) pids() []int {
-	out := make([]int, 0, len(s.procs))
-	for _, p := range s.procs {
-		out = append(out, p.Process.Pid)
-	}
-	return out
-}
-
-// close stops each server it started, by its PID, with SIGTERM (SIGKILL after
-// stopTimeout), and removes the directory.
-func (s *servers) close() {
-	for _, p := range s.procs {
-		p.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range s.procs {
-		done := make(chan struct{})
-		go func() { p.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(stopTimeout):
-			p.Process.Kill()
-			<-done
-		}
-	}
-	os.RemoveAll(s.dir)
-}
-
-// tails returns the last lines of every server's log.
-func (s *servers) tails() string {
-	var b strings.Builder
-	for _, path := range s.logs {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			fmt.Fprintf(&b, "--- %s: %v\n", filepath.Base(path), err)
-			continue
-		}
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(path), strings.Join(lines[max(0, len(lines)-10):], "\n"))
-	}
-	return b.String()
-}
 
 // cluster is a running three-node cluster of one system.
 type cluster struct {
@@ -128,15 +56,9 @@ const (
 // (sync_interval: always), and creates the file stream natsStream with
 // three replicas.
 func startNATS(ctx context.Context, cfg config) (*cluster, error) {
-	dir, err := os.MkdirTemp(cfg.dir, "nats-")
+	s, ports, err := servers.New(cfg.dir, "nats-", 6)
 	if err != nil {
 		return nil, err
-	}
-	s := &servers{dir: dir}
-	ports, err := launcher.FreePorts("127.0.0.1", 6)
-	if err != nil {
-		s.close()
-		return nil, fmt.Errorf("reserve ports: %w", err)
 	}
 	const n = 3
 	var routes, urls []string
@@ -157,14 +79,14 @@ cluster {
   listen: 127.0.0.1:%d
   routes: [%s]
 }
-`, name, ports[i], filepath.Join(dir, name), ports[n+i], strings.Join(routes, ", "))
-		path := filepath.Join(dir, name+".conf")
+`, name, ports[i], filepath.Join(s.Dir(), name), ports[n+i], strings.Join(routes, ", "))
+		path := filepath.Join(s.Dir(), name+".conf")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-			s.close()
+			s.Close()
 			return nil, err
 		}
-		if err := s.start(name, cfg.natsServer, "-c", path); err != nil {
-			s.close()
+		if err := s.Start(name, cfg.natsServer, "-c", path); err != nil {
+			s.Close()
 			return nil, err
 		}
 	}
@@ -190,50 +112,22 @@ cluster {
 		return err
 	})
 	if err != nil {
-		tails := s.tails()
-		s.close()
-		return nil, fmt.Errorf("nats cluster: %w\n%s", err, tails)
+		return nil, s.Fail("nats cluster", err)
 	}
-	return &cluster{targets: urls, pids: s.pids(), close: s.close}, nil
+	return &cluster{targets: urls, pids: s.PIDs(), close: s.Close}, nil
 }
 
 // startEtcd starts three etcd members bootstrapped together, with default
 // settings (fsync on), and waits until a put succeeds.
 func startEtcd(ctx context.Context, cfg config) (*cluster, error) {
-	dir, err := os.MkdirTemp(cfg.dir, "etcd-")
+	s, ports, err := servers.New(cfg.dir, "etcd-", 6)
 	if err != nil {
 		return nil, err
 	}
-	s := &servers{dir: dir}
-	ports, err := launcher.FreePorts("127.0.0.1", 6)
+	urls, err := s.StartEtcd(cfg.etcd, "compare", ports)
 	if err != nil {
-		s.close()
-		return nil, fmt.Errorf("reserve ports: %w", err)
-	}
-	const n = 3
-	var initial, urls []string
-	peerURL := func(i int) string { return "http://127.0.0.1:" + strconv.Itoa(ports[n+i]) }
-	for i := range n {
-		initial = append(initial, fmt.Sprintf("e%d=%s", i+1, peerURL(i)))
-		urls = append(urls, "http://127.0.0.1:"+strconv.Itoa(ports[i]))
-	}
-	for i := range n {
-		name := fmt.Sprintf("e%d", i+1)
-		err := s.start(name, cfg.etcd,
-			"--name", name,
-			"--data-dir", filepath.Join(dir, name),
-			"--listen-client-urls", urls[i],
-			"--advertise-client-urls", urls[i],
-			"--listen-peer-urls", peerURL(i),
-			"--initial-advertise-peer-urls", peerURL(i),
-			"--initial-cluster", strings.Join(initial, ","),
-			"--initial-cluster-token", "compare",
-			"--initial-cluster-state", "new",
-		)
-		if err != nil {
-			s.close()
-			return nil, err
-		}
+		s.Close()
+		return nil, err
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err == nil {
@@ -246,11 +140,9 @@ func startEtcd(ctx context.Context, cfg config) (*cluster, error) {
 		cli.Close()
 	}
 	if err != nil {
-		tails := s.tails()
-		s.close()
-		return nil, fmt.Errorf("etcd cluster: %w\n%s", err, tails)
+		return nil, s.Fail("etcd cluster", err)
 	}
-	return &cluster{targets: urls, pids: s.pids(), close: s.close}, nil
+	return &cluster{targets: urls, pids: s.PIDs(), close: s.Close}, nil
 }
 
 // startTxlog starts three txlogd nodes with the launcher (default settings:
@@ -275,10 +167,7 @@ func startTxlog(ctx context.Context, cfg config) (*cluster, error) {
 		cl.Close(stopCtx)
 		os.RemoveAll(dir)
 	}
-	if _, err = cl.Leader(ctx); err == nil {
-		err = cl.WaitReady(ctx)
-	}
-	if err != nil {
+	if _, err := servers.WaitTxlog(ctx, cl); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("txlog cluster: %w", err)
 	}

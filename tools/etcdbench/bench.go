@@ -211,37 +211,24 @@ func (r *benchRun) report(w io.Writer, done <-chan struct{}) {
 
 // result is the summary of a run, with the JSON fields of txlog bench's.
 type result struct {
-	System          string           `json:"system"`
-	Targets         []string         `json:"targets"`
-	Clients         int              `json:"clients"`
-	ValueSize       int              `json:"value_size"`
-	OpsPerTx        int              `json:"ops_per_tx"`
-	Batch           int              `json:"batch"`
-	Ack             string           `json:"ack"`
-	Keys            int              `json:"keys"`
-	Seconds         float64          `json:"seconds"`
-	Requests        int64            `json:"requests"`
-	Txs             int64            `json:"txs"`
-	Committed       int64            `json:"committed"`
-	ReqPerSec       float64          `json:"req_per_sec"`
-	TxPerSec        float64          `json:"tx_per_sec"`
-	Latency         latencySummary   `json:"latency_ms"`
-	Errors          map[string]int64 `json:"errors"`
-	ClientCPU       float64          `json:"client_cpu_cores"`
-	ClientCPUPerReq float64          `json:"client_cpu_us_per_req"`
-	NodesCPU        float64          `json:"nodes_cpu_cores,omitempty"`
-	NodesCPUPerTx   float64          `json:"nodes_cpu_us_per_tx,omitempty"`
-	// The kernel's part of NodesCPUPerTx and the members' context switches
-	// per transaction.
-	NodesSysCPUPerTx   float64 `json:"nodes_sys_cpu_us_per_tx,omitempty"`
-	NodesSwitchesPerTx float64 `json:"nodes_ctx_switches_per_tx,omitempty"`
-	// MachineStealPct and MachineIdlePct are the parts of the whole machine's
-	// CPU time over the window that the hypervisor gave to other guests
-	// (steal) and that was idle, in percent; absent where /proc/stat is not.
-	// On a shared virtual machine steal comes and goes, and a run that had
-	// some is slower than one that had none (docs/performance.md).
-	MachineStealPct *float64 `json:"machine_steal_pct,omitempty"`
-	MachineIdlePct  *float64 `json:"machine_idle_pct,omitempty"`
+	System    string           `json:"system"`
+	Targets   []string         `json:"targets"`
+	Clients   int              `json:"clients"`
+	ValueSize int              `json:"value_size"`
+	OpsPerTx  int              `json:"ops_per_tx"`
+	Batch     int              `json:"batch"`
+	Ack       string           `json:"ack"`
+	Keys      int              `json:"keys"`
+	Seconds   float64          `json:"seconds"`
+	Requests  int64            `json:"requests"`
+	Txs       int64            `json:"txs"`
+	Committed int64            `json:"committed"`
+	ReqPerSec float64          `json:"req_per_sec"`
+	TxPerSec  float64          `json:"tx_per_sec"`
+	Latency   latencySummary   `json:"latency_ms"`
+	Errors    map[string]int64 `json:"errors"`
+	// The CPU use over the window; the members' with --local only.
+	procstat.Usage
 }
 
 // latencySummary gives latencies in milliseconds.
@@ -275,22 +262,8 @@ func summarize(cfg config, stats []*clientStats, elapsed time.Duration, cpu0, cp
 	if s := elapsed.Seconds(); s > 0 {
 		res.ReqPerSec = float64(res.Requests) / s
 		res.TxPerSec = res.ReqPerSec
-		res.ClientCPU = (cpu1.Self - cpu0.Self).Seconds() / s
-		if cpu0.NodesOK && cpu1.NodesOK {
-			res.NodesCPU = (cpu1.Nodes - cpu0.Nodes).Seconds() / s
-		}
 	}
-	if steal, idle, ok := procstat.MachineShare(cpu0, cpu1); ok {
-		res.MachineStealPct, res.MachineIdlePct = &steal, &idle
-	}
-	if res.Requests > 0 {
-		res.ClientCPUPerReq = float64((cpu1.Self - cpu0.Self).Microseconds()) / float64(res.Requests)
-		if cpu0.NodesOK && cpu1.NodesOK {
-			res.NodesCPUPerTx = float64((cpu1.Nodes - cpu0.Nodes).Microseconds()) / float64(res.Txs)
-			res.NodesSysCPUPerTx = float64((cpu1.NodesSys - cpu0.NodesSys).Microseconds()) / float64(res.Txs)
-			res.NodesSwitchesPerTx = float64(cpu1.NodesCS-cpu0.NodesCS) / float64(res.Txs)
-		}
-	}
+	res.Usage = procstat.NewUsage(cpu0, cpu1, elapsed, res.Requests, res.Txs)
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -330,14 +303,7 @@ func (res *result) print(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "client CPU   %.2f cores  (%.0fµs per request)\n", res.ClientCPU, res.ClientCPUPerReq)
-	if res.NodesCPU > 0 {
-		fmt.Fprintf(&b, "nodes CPU    %.2f cores  (%.0fµs per tx, %.0fµs of it in the kernel; %.1f context switches per tx)\n",
-			res.NodesCPU, res.NodesCPUPerTx, res.NodesSysCPUPerTx, res.NodesSwitchesPerTx)
-	}
-	if res.MachineStealPct != nil && res.MachineIdlePct != nil {
-		fmt.Fprintf(&b, "machine      %.1f%% of its CPU time stolen by the host, %.1f%% idle\n", *res.MachineStealPct, *res.MachineIdlePct)
-	}
+	res.Usage.WriteText(&b)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

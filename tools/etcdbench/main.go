@@ -26,11 +26,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/txlog/txlog/tools/internal/command"
 )
 
 // defaultTargets are the client URLs of an etcd cluster started by hand on the
@@ -55,18 +54,7 @@ type config struct {
 	etcd      string
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "etcdbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("etcdbench", run) }
 
 func parse(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("etcdbench", flag.ContinueOnError)
@@ -129,9 +117,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer cl.close()
+		defer cl.Close()
 		cfg.targets = cl.clientURLs
-		pids = cl.pids
+		pids = cl.PIDs
 	}
 	var progress io.Writer
 	if cfg.progress > 0 {

@@ -203,6 +203,11 @@ func raftAppend(dir string, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	defer store.Close()
+	return timeAppends(store, n)
+}
+
+// timeAppends times n appends of one payloadBytes entry each to store.
+func timeAppends(store raft.LogStore, n int) ([]time.Duration, error) {
 	data := bytes.Repeat([]byte{'r'}, payloadBytes)
 	return timeEach(n, func(i int) error {
 		return store.StoreLogs([]*raft.Log{{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}})
@@ -221,10 +226,7 @@ func raftWALAppend(dir string, n int) ([]time.Duration, error) {
 		return nil, err
 	}
 	defer store.Close()
-	data := bytes.Repeat([]byte{'r'}, payloadBytes)
-	return timeEach(n, func(i int) error {
-		return store.StoreLogs([]*raft.Log{{Index: uint64(i + 1), Term: 1, Type: raft.LogCommand, Data: data}})
-	})
+	return timeAppends(store, n)
 }
 
 // raftWALAppend3 runs raftWALAppend in three logs at once and returns the

@@ -29,9 +29,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,6 +42,8 @@ import (
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
 	"github.com/txlog/txlog/lease"
+	"github.com/txlog/txlog/tools/internal/command"
+	"github.com/txlog/txlog/tools/internal/servers"
 )
 
 // leaseClockSkew is node.LeaseClockSkew: how early a new leader may judge a
@@ -60,17 +60,7 @@ type config struct {
 	killInterval       time.Duration
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "leasebench:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("leasebench", run) }
 
 func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)
@@ -95,19 +85,13 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return errors.New("--txlogd and --dir are required, and --txlog with the takeover part")
 	}
 	// Fixed HTTP ports: a killed leader comes back where the holders' and
-	// writers' clients look for it (with ports chosen at each start, a client
-	// made before the restarts ends up with no node that answers).
-	host := launcher.PrivateLoopback()
-	base, err := launcher.FreeRange(host, launcher.DefaultNodes)
-	if err != nil {
-		return err
-	}
-	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{Bin: cfg.txlogd, Dir: filepath.Join(cfg.dir, "cluster"), Host: host, HTTPBasePort: base})
+	// writers' clients look for it.
+	cl, err := servers.StartTxlog(ctx, cfg.txlogd, filepath.Join(cfg.dir, "cluster"))
 	if err != nil {
 		return err
 	}
 	defer cl.Close(context.WithoutCancel(ctx))
-	if err := waitReady(ctx, cl); err != nil {
+	if _, err := servers.WaitTxlog(ctx, cl); err != nil {
 		return err
 	}
 	b := &bench{cfg: cfg, cl: cl, out: out, log: logw}
@@ -134,15 +118,6 @@ type bench struct {
 	cl  *launcher.Cluster
 	out io.Writer
 	log io.Writer
-}
-
-func waitReady(ctx context.Context, cl *launcher.Cluster) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if _, err := cl.Leader(ctx); err != nil {
-		return err
-	}
-	return cl.WaitReady(ctx)
 }
 
 // endpoints returns the nodes' URLs, the leader's first.
@@ -265,7 +240,7 @@ func (b *bench) takeoverOnce(ctx context.Context, sig syscall.Signal, try int) (
 		if err == nil && l.Holder == "holder" {
 			break
 		}
-		if err := sleep(wctx, 20*time.Millisecond); err != nil {
+		if err := command.Sleep(wctx, 20*time.Millisecond); err != nil {
 			return 0, fmt.Errorf("the holder never held the lease: %w", err)
 		}
 	}
@@ -281,7 +256,7 @@ func (b *bench) takeoverOnce(ctx context.Context, sig syscall.Signal, try int) (
 		got <- err
 	}()
 	// Let the standby's acquire be refused and its long poll wait.
-	if err := sleep(wctx, 300*time.Millisecond); err != nil {
+	if err := command.Sleep(wctx, 300*time.Millisecond); err != nil {
 		return 0, err
 	}
 	start := time.Now()
@@ -295,17 +270,6 @@ func (b *bench) takeoverOnce(ctx context.Context, sig syscall.Signal, try int) (
 	}
 	d := at.Sub(start)
 	return d, el.Resign(ctx)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // manyStats counts what the holders of the many-leases part saw.
@@ -361,7 +325,7 @@ func (b *bench) many(ctx context.Context) error {
 // manyRun runs the writers (and with leases, the holders) through the
 // leader kills and returns the writers' committed writes per second.
 func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manyStats, error) {
-	if err := waitReady(ctx, b.cl); err != nil {
+	if _, err := servers.WaitTxlog(ctx, b.cl); err != nil {
 		return 0, nil, err
 	}
 	rctx, stop := context.WithCancel(ctx)
@@ -379,7 +343,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 		}
 		// Start measuring once every lease is held.
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
-		for st.grants.Load() < int64(b.cfg.leases) && sleep(wctx, 50*time.Millisecond) == nil {
+		for st.grants.Load() < int64(b.cfg.leases) && command.Sleep(wctx, 50*time.Millisecond) == nil {
 		}
 		cancel()
 	}
@@ -409,7 +373,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 	}
 	start := time.Now()
 	for k := range b.cfg.kills {
-		if err := sleep(ctx, b.cfg.killInterval); err != nil {
+		if err := command.Sleep(ctx, b.cfg.killInterval); err != nil {
 			return 0, nil, err
 		}
 		if k > 0 {
@@ -420,7 +384,7 @@ func (b *bench) manyRun(ctx context.Context, withLeases bool) (float64, *manySta
 			return 0, nil, fmt.Errorf("kill %d: %w", k+1, err)
 		}
 	}
-	if err := sleep(ctx, b.cfg.killInterval); err != nil {
+	if err := command.Sleep(ctx, b.cfg.killInterval); err != nil {
 		return 0, nil, err
 	}
 	if b.cfg.kills > 0 {
@@ -450,7 +414,7 @@ func (b *bench) killLeader(ctx context.Context) error {
 		if l, err := b.cl.Leader(ctx); err == nil && l != leader {
 			break
 		}
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if err := command.Sleep(ctx, 50*time.Millisecond); err != nil {
 			return fmt.Errorf("no new leader after killing %s: %w", leader, err)
 		}
 	}
@@ -472,7 +436,7 @@ func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string,
 		if token == 0 {
 			res, err := c.AcquireLease(ctx, name, holder, ttl)
 			if err != nil {
-				sleep(ctx, 100*time.Millisecond)
+				command.Sleep(ctx, 100*time.Millisecond)
 				continue
 			}
 			token, lastOK = res.Token, sent
@@ -508,11 +472,11 @@ func (b *bench) hold(ctx context.Context, c *client.Client, name, holder string,
 					token = 0
 					continue
 				}
-				sleep(ctx, 100*time.Millisecond)
+				command.Sleep(ctx, 100*time.Millisecond)
 				continue
 			}
 		}
-		sleep(ctx, time.Until(lastOK.Add(ttl/3)))
+		command.Sleep(ctx, time.Until(lastOK.Add(ttl/3)))
 	}
 	if token != 0 {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)

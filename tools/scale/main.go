@@ -51,29 +51,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/txlog/txlog/tools/internal/command"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// After the first signal the default handling comes back, so a second
-	// Ctrl-C ends scale at once (its nodes die with it, see chaos).
-	context.AfterFunc(ctx, stop)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "scale:", err)
-		os.Exit(1)
-	}
-}
+// A second Ctrl-C ends scale at once (its nodes die with it, see chaos).
+func main() { command.MainOnce("scale", run) }
 
 // config is what the command line asks for.
 type config struct {

@@ -53,16 +53,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
+	"github.com/txlog/txlog/tools/internal/command"
+	"github.com/txlog/txlog/tools/internal/servers"
 )
 
 // maxSubscribers bounds a count of -subs.
@@ -83,17 +82,7 @@ type config struct {
 	readers        []string
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "streambench:", err)
-		os.Exit(1)
-	}
-}
+func main() { command.Main("streambench", run) }
 
 func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	fs := flag.NewFlagSet("streambench", flag.ContinueOnError)
@@ -182,24 +171,14 @@ type bench struct {
 // startBench starts a fresh cluster for part in its own directory and waits
 // until it is ready and has a leader.
 func startBench(ctx context.Context, cfg config, part string, out, logw io.Writer) (*bench, error) {
-	// Fixed HTTP ports, chosen now, as tools/leasebench: the clients made at
-	// the start reach every node to the end.
-	host := launcher.PrivateLoopback()
-	base, err := launcher.FreeRange(host, launcher.DefaultNodes)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := launcher.StartCluster(ctx, launcher.ClusterConfig{Bin: cfg.txlogd, Dir: filepath.Join(cfg.dir, part), Host: host, HTTPBasePort: base})
+	// Fixed HTTP ports: the clients made at the start reach every node to the
+	// end.
+	cl, err := servers.StartTxlog(ctx, cfg.txlogd, filepath.Join(cfg.dir, part))
 	if err != nil {
 		return nil, err
 	}
 	b := &bench{cfg: cfg, cl: cl, out: out, log: logw}
-	rctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	leader, err := cl.Leader(rctx)
-	if err == nil {
-		err = cl.WaitReady(rctx)
-	}
+	leader, err := servers.WaitTxlog(ctx, cl)
 	if err != nil {
 		b.close(ctx)
 		return nil, err
@@ -244,17 +223,6 @@ func (b *bench) stillLeader(ctx context.Context) bool {
 	defer cancel()
 	id, err := b.cl.Leader(ctx)
 	return err == nil && b.cl.URL(id) == b.leader
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // jsonString returns a JSON string of n bytes, quotes included.

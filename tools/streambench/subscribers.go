@@ -15,6 +15,7 @@ import (
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/chaos/procstat"
+	"github.com/txlog/txlog/tools/internal/command"
 )
 
 // written is one transaction a writer saw committed in the measured window.
@@ -242,11 +243,11 @@ func (b *bench) runOnce(ctx context.Context, hc *http.Client, k int) (runResult,
 		}
 		return p
 	}
-	if err := sleep(ctx, time.Until(start.Add(measured))); err != nil {
+	if err := command.Sleep(ctx, time.Until(start.Add(measured))); err != nil {
 		return r, err
 	}
 	cpu0 := procstat.TakeSample(pids)
-	if err := sleep(ctx, time.Until(start.Add(end))); err != nil {
+	if err := command.Sleep(ctx, time.Until(start.Add(end))); err != nil {
 		return r, err
 	}
 	cpu1 := procstat.TakeSample(pids)
