@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/docs"
+	"github.com/txlog/txlog/internal/docexec"
 )
 
 // The OpenAPI document (docs/openapi.yaml) is checked four ways here: its
@@ -682,105 +682,6 @@ func jsonExamples(md []byte) ([]example, error) {
 	return out, errors.Join(errs...)
 }
 
-// curlExample is a curl command of a ```sh block of docs/api.md.
-type curlExample struct {
-	line           int
-	method, target string
-	header         http.Header
-	body           string
-}
-
-// curlExamples returns the curl commands of md's ```sh blocks.
-func curlExamples(md []byte) ([]curlExample, error) {
-	var out []curlExample
-	var errs []error
-	in, start := false, 0
-	var cmd strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(md))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case strings.TrimSpace(line) == "```sh":
-			in, start = true, n+1
-			cmd.Reset()
-		case in && strings.TrimSpace(line) == "```":
-			in = false
-			c, err := parseCurl(cmd.String())
-			if err != nil {
-				errs = append(errs, fmt.Errorf("docs/api.md:%d: %w", start, err))
-				continue
-			}
-			c.line = start
-			out = append(out, c)
-		case in:
-			cmd.WriteString(strings.TrimSuffix(line, "\\"))
-			cmd.WriteByte('\n')
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
-// parseCurl reads a curl command: -s, -X METHOD, -H 'Name: value',
-// -d 'body' and the URL, words in single quotes or none.
-func parseCurl(cmd string) (curlExample, error) {
-	var words []string
-	for rest := strings.TrimSpace(cmd); rest != ""; rest = strings.TrimLeft(rest, " \t\n") {
-		if q := rest[0]; q == '\'' || q == '"' {
-			end := strings.IndexByte(rest[1:], q)
-			if end < 0 {
-				return curlExample{}, fmt.Errorf("unclosed quote in %q", cmd)
-			}
-			words = append(words, rest[1:end+1])
-			rest = rest[end+2:]
-			continue
-		}
-		end := strings.IndexAny(rest, " \t\n")
-		if end < 0 {
-			end = len(rest)
-		}
-		words = append(words, rest[:end])
-		rest = rest[end:]
-	}
-	c := curlExample{header: http.Header{}}
-	if len(words) == 0 || words[0] != "curl" {
-		return c, fmt.Errorf("not a curl command: %q", cmd)
-	}
-	for i := 1; i < len(words); i++ {
-		w := words[i]
-		switch {
-		case w == "-s":
-		case w == "-o" && i+1 < len(words):
-			i++ // where curl writes the answer
-		case (w == "-X" || w == "-H" || w == "-d") && i+1 < len(words):
-			i++
-			switch w {
-			case "-X":
-				c.method = words[i]
-			case "-H":
-				name, value, _ := strings.Cut(words[i], ":")
-				c.header.Add(name, strings.TrimSpace(value))
-			case "-d":
-				c.body = words[i]
-			}
-		case !strings.HasPrefix(w, "-") && c.target == "":
-			_, target, ok := strings.Cut(w, "/")
-			if !ok {
-				return c, fmt.Errorf("URL %q without a path", w)
-			}
-			c.target = "/" + target
-		default:
-			return c, fmt.Errorf("curl word %q not understood", w)
-		}
-	}
-	if c.method == "" {
-		c.method = "GET"
-		if c.body != "" {
-			c.method = "POST"
-		}
-	}
-	return c, nil
-}
-
 // checkExamples validates md's JSON examples against the schemas their
 // tags name, and its curl examples' paths, parameters and bodies against
 // the operations they ask.
@@ -799,23 +700,34 @@ func checkExamples(s *spec, md []byte) error {
 	errs = append(errs, err)
 	for _, c := range curls {
 		if err := s.checkCurl(c); err != nil {
-			errs = append(errs, fmt.Errorf("docs/api.md:%d (%s %s): %w", c.line, c.method, c.target, err))
+			errs = append(errs, fmt.Errorf("docs/api.md:%d (%s %s): %w", c.Line, c.Method, c.Target, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// curlExamples returns the curl examples of md as docexec reads them for
+// running (systemtest's TestDocsExecuted), so that the examples checked
+// here are the ones that run. A skipped example is checked too when its
+// command could be read: it cannot run, but it still asks an operation.
+func curlExamples(md []byte) ([]docexec.Example, error) {
+	exs, err := docexec.Parse("docs/api.md", md)
+	return slices.DeleteFunc(exs, func(e docexec.Example) bool {
+		return e.Skip != "" && (e.Method == "" || e.Target == "")
+	}), err
 }
 
 // checkCurl checks a curl example against the document: its operation
 // exists, each query parameter and header it sets is one of the
 // operation's with a value its schema takes, and its body is one the
 // request body's schema takes.
-func (s *spec) checkCurl(c curlExample) error {
-	p, rawQuery, _ := strings.Cut(c.target, "?")
-	tpl, ok := s.matchPath(c.method, p)
+func (s *spec) checkCurl(c docexec.Example) error {
+	p, rawQuery, _ := strings.Cut(c.Target, "?")
+	tpl, ok := s.matchPath(c.Method, p)
 	if !ok {
 		return fmt.Errorf("no operation serves it")
 	}
-	op, err := s.operation(c.method, tpl)
+	op, err := s.operation(c.Method, tpl)
 	if err != nil {
 		return err
 	}
@@ -837,7 +749,7 @@ func (s *spec) checkCurl(c curlExample) error {
 	checkParam := func(in, name, value string) {
 		prm := find(in, name)
 		if prm == nil {
-			errs = append(errs, fmt.Errorf("%s parameter %s: not one of %s %s's", in, name, c.method, tpl))
+			errs = append(errs, fmt.Errorf("%s parameter %s: not one of %s %s's", in, name, c.Method, tpl))
 			return
 		}
 		v := strconv.Quote(value)
@@ -851,14 +763,14 @@ func (s *spec) checkCurl(c curlExample) error {
 	for name, vs := range q {
 		checkParam("query", name, vs[0])
 	}
-	for name, vs := range c.header {
+	for name, vs := range c.Header {
 		if name == "Authorization" {
 			continue // the security schemes' (OpenAPI ignores it as a parameter)
 		}
 		checkParam("header", name, vs[0])
 	}
-	if c.body != "" {
-		if err := s.validate(c.method+" "+tpl+" request", []byte(c.body)); err != nil {
+	if c.Body != "" {
+		if err := s.validate(c.Method+" "+tpl+" request", []byte(c.Body)); err != nil {
 			errs = append(errs, fmt.Errorf("body: %w", err))
 		}
 	}
