@@ -119,21 +119,26 @@ func leaseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// changeTarget reads what PUT and DELETE /v1/leases/{name} both take after
+// their query: the forwarded header, then the lease's name, which the
+// credential must be allowed to touch.
+func (h *leaseHandlers) changeTarget(r *http.Request) (name string, forwarded bool, err error) {
+	if forwarded, err = forwardedHeader(r); err != nil {
+		return "", false, err
+	}
+	if name, err = h.leaseName(r); err != nil {
+		return "", false, err
+	}
+	return name, forwarded, checkTouches(auth.FromContext(r.Context()), "name", name)
+}
+
 // handlePut serves PUT /v1/leases/{name}.
 func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
 	if _, err := parseQuery(r); err != nil {
 		h.writeError(w, err)
 		return
 	}
-	forwarded, err := forwardedHeader(r)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	name, err := h.leaseName(r)
-	if err == nil {
-		err = checkTouches(auth.FromContext(r.Context()), "name", name)
-	}
+	name, forwarded, err := h.changeTarget(r)
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -160,15 +165,7 @@ func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, err)
 		return
 	}
-	forwarded, err := forwardedHeader(r)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	name, err := h.leaseName(r)
-	if err == nil {
-		err = checkTouches(auth.FromContext(r.Context()), "name", name)
-	}
+	name, forwarded, err := h.changeTarget(r)
 	if err != nil {
 		h.writeError(w, err)
 		return
