@@ -502,6 +502,14 @@ func uintValue(raw json.RawMessage, path string) (uint64, error) {
 	return v, nil
 }
 
+// boolValue reads the JSON boolean raw at path.
+func boolValue(raw json.RawMessage, path string) (bool, error) {
+	if k := kind(raw); k != "boolean" {
+		return false, fieldErr(path, wire.MsgFieldKind, "boolean", k)
+	}
+	return raw[0] == 't', nil
+}
+
 // kind names the kind of the valid JSON value raw.
 func kind(raw json.RawMessage) string {
 	if len(raw) == 0 {
@@ -562,16 +570,11 @@ func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 				req.HTTPAddr, err = stringValue(f.raw, f.name)
 			case "voter":
 				var v bool
-				if k := kind(f.raw); k != "boolean" {
-					return fieldErr(f.name, wire.MsgFieldKind, "boolean", k)
+				if v, err = boolValue(f.raw, f.name); err == nil {
+					req.Voter = &v
 				}
-				v = f.raw[0] == 't'
-				req.Voter = &v
 			case "replace":
-				if k := kind(f.raw); k != "boolean" {
-					return fieldErr(f.name, wire.MsgFieldKind, "boolean", k)
-				}
-				req.Replace = f.raw[0] == 't'
+				req.Replace, err = boolValue(f.raw, f.name)
 			case "node_number":
 				var v uint64
 				if v, err = uintValue(f.raw, f.name); err == nil && (v < 1 || v > txid.MaxNode) {
