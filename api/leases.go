@@ -65,16 +65,9 @@ func checkHolder(h, path string) error {
 // decodeLeaseBody decodes and checks the body of PUT /v1/leases/{name}.
 func decodeLeaseBody(body []byte) (wire.LeaseRequest, error) {
 	var req wire.LeaseRequest
-	raw, err := jsonBody(body)
-	if err != nil {
-		return req, err
-	}
-	fields, err := objectFields(raw, "")
-	if err != nil {
-		return req, asError(err, wire.CodeBadRequest)
-	}
 	var hasHolder, hasTTL bool
-	for _, f := range fields {
+	err := decodeObject(body, func(f field) error {
+		var err error
 		switch f.name {
 		case "holder":
 			if req.Holder, err = stringValue(f.raw, f.name); err == nil {
@@ -94,11 +87,11 @@ func decodeLeaseBody(body []byte) (wire.LeaseRequest, error) {
 		default:
 			err = fieldErr(f.name, wire.MsgFieldUnknown)
 		}
-		if err != nil {
-			return req, asError(err, wire.CodeBadRequest)
-		}
-	}
+		return err
+	})
 	switch {
+	case err != nil:
+		return req, err
 	case !hasHolder:
 		return req, asError(fieldErr("holder", wire.MsgFieldMissing), wire.CodeBadRequest)
 	case !hasTTL:
