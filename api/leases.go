@@ -112,26 +112,25 @@ func leaseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// changeTarget reads what PUT and DELETE /v1/leases/{name} both take after
-// their query: the forwarded header, then the lease's name, which the
-// credential must be allowed to touch.
-func (h *leaseHandlers) changeTarget(r *http.Request) (name string, forwarded bool, err error) {
+// changeTarget reads what PUT and DELETE /v1/leases/{name} both take, in
+// this order: the query, with the parameters allowed; the forwarded header;
+// the lease's name, which the credential must be allowed to touch.
+func (h *leaseHandlers) changeTarget(r *http.Request, allowed ...string) (q query, name string, forwarded bool, err error) {
+	if q, err = parseQuery(r, allowed...); err != nil {
+		return nil, "", false, err
+	}
 	if forwarded, err = forwardedHeader(r); err != nil {
-		return "", false, err
+		return nil, "", false, err
 	}
 	if name, err = h.leaseName(r); err != nil {
-		return "", false, err
+		return nil, "", false, err
 	}
-	return name, forwarded, checkTouches(auth.FromContext(r.Context()), "name", name)
+	return q, name, forwarded, checkTouches(auth.FromContext(r.Context()), "name", name)
 }
 
 // handlePut serves PUT /v1/leases/{name}.
 func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
-	if _, err := parseQuery(r); err != nil {
-		h.writeError(w, err)
-		return
-	}
-	name, forwarded, err := h.changeTarget(r)
+	_, name, forwarded, err := h.changeTarget(r)
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -153,12 +152,7 @@ func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
 
 // handleDelete serves DELETE /v1/leases/{name}?holder=H&token=N.
 func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, "holder", "token")
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	name, forwarded, err := h.changeTarget(r)
+	q, name, forwarded, err := h.changeTarget(r, "holder", "token")
 	if err != nil {
 		h.writeError(w, err)
 		return
