@@ -788,7 +788,7 @@ func TestOpenAPIDocExamples(t *testing.T) {
 // TestOpenAPIDocExamplesBad: the example check fails on a bad example: a
 // field the schema does not have, a wrong type or value, a block without
 // a tag, a tag naming nothing, a curl with an unknown parameter or a bad
-// body.
+// body (a skipped one too), a curl that cannot be read.
 func TestOpenAPIDocExamplesBad(t *testing.T) {
 	s := loadSpec(t, servedSpec(t))
 	for _, tt := range []struct{ name, md, want string }{
@@ -804,6 +804,8 @@ func TestOpenAPIDocExamplesBad(t *testing.T) {
 		{"curl bad value", "```sh\ncurl -s 'localhost:8081/v1/kv/k?consistency=eventual'\n```\n", "consistency=eventual"},
 		{"curl bad body", "```sh\ncurl -s -X POST localhost:8081/v1/cluster/join -d '{\"id\":\"n4\"}'\n```\n", "body"},
 		{"curl no route", "```sh\ncurl -s -X PATCH localhost:8081/v1/tx -d '{}'\n```\n", "no operation serves it"},
+		{"curl not read", "```sh\ncurl -s --verbose localhost:8081/v1/cluster\n```\n", `curl word "--verbose" not understood`},
+		{"curl skipped, bad parameter", "<!-- exec: skip: needs a token -->\n```sh\ncurl -s 'localhost:8081/v1/log?form=7'\n```\n", "query parameter form"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := checkExamples(s, []byte(tt.md))
