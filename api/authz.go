@@ -110,11 +110,18 @@ func (s *Server) guard(acc access, h http.Handler) http.Handler {
 func (s *Server) unscoped(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := auth.FromContext(r.Context()); p.Scoped() {
-			s.writeError(w, &wire.Error{Code: wire.CodeForbidden, Message: fmt.Sprintf("%s %s names consumer groups of every key scope; credential %q has key prefixes", r.Method, r.URL.EscapedPath(), p.Name)})
+			s.writeError(w, everyScopeRefused(r.Method+" "+r.URL.EscapedPath()+" names consumer groups of every key scope", p))
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// everyScopeRefused is the 403 answer to p, a credential with key
+// prefixes, on a route whose answer holds every key scope; what says what
+// the route holds.
+func everyScopeRefused(what string, p *auth.Principal) error {
+	return &wire.Error{Code: wire.CodeForbidden, Message: fmt.Sprintf("%s; credential %q has key prefixes", what, p.Name)}
 }
 
 // writeUnauthenticated answers 401 unauthenticated with err's message and

@@ -2,6 +2,7 @@ package api
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http/httptest"
 	"net/netip"
@@ -321,8 +322,12 @@ func TestScopedMetrics(t *testing.T) {
 		if rec.Code != want {
 			t.Errorf("GET /metrics as %s = %d %s, want %d", tok, rec.Code, rec.Body, want)
 		}
-		if want == 403 && (errorOf(t, rec).Code != wire.CodeForbidden || !strings.Contains(rec.Body.String(), "key prefixes")) {
-			t.Errorf("GET /metrics as %s = %s, want forbidden saying why", tok, rec.Body)
+		if want != 403 {
+			continue
+		}
+		why := fmt.Sprintf("GET /metrics names consumer groups of every key scope; credential %q has key prefixes", testAuth[tok].Name)
+		if e := errorOf(t, rec); e.Code != wire.CodeForbidden || e.Message != why {
+			t.Errorf("GET /metrics as %s = %s, want forbidden saying %q", tok, rec.Body, why)
 		}
 	}
 	cfg := worldConfig(true, nil)

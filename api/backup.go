@@ -2,11 +2,9 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 
-	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/auth"
 )
 
@@ -46,7 +44,7 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p := auth.FromContext(r.Context()); p.Scoped() {
-		s.writeError(w, &wire.Error{Code: wire.CodeForbidden, Message: fmt.Sprintf("GET /v1/backup holds every key; credential %q has key prefixes", p.Name)})
+		s.writeError(w, everyScopeRefused("GET /v1/backup holds every key", p))
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

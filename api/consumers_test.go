@@ -31,13 +31,7 @@ func TestDecodeCommitOffsetOp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeTxBody([]byte(tt.body), fuzzLimits)
-			if err != nil {
-				t.Fatalf("decodeTxBody() error = %v", err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("decodeTxBody() = %+v, want %+v", got, tt.want)
-			}
+			mustDecodeTx(t, tt.body, tt.want)
 			if fast, ok := fastTxBody([]byte(tt.body), fuzzLimits); !ok || !reflect.DeepEqual(fast, tt.want) {
 				t.Errorf("fastTxBody() = %+v, %v; want %+v", fast, ok, tt.want)
 			}

@@ -502,6 +502,14 @@ func uintValue(raw json.RawMessage, path string) (uint64, error) {
 	return v, nil
 }
 
+// boolValue reads the JSON boolean raw at path.
+func boolValue(raw json.RawMessage, path string) (bool, error) {
+	if k := kind(raw); k != "boolean" {
+		return false, fieldErr(path, wire.MsgFieldKind, "boolean", k)
+	}
+	return raw[0] == 't', nil
+}
+
 // kind names the kind of the valid JSON value raw.
 func kind(raw json.RawMessage) string {
 	if len(raw) == 0 {
@@ -542,60 +550,51 @@ func orBody(path string) string {
 // and raft_addr are required; voter, node_number and replace are optional.
 func decodeJoinBody(body []byte) (wire.JoinRequest, error) {
 	var req wire.JoinRequest
-	raw, err := jsonBody(body)
+	err := decodeObject(body, func(f field) error {
+		var err error
+		switch f.name {
+		case "id":
+			req.ID, err = stringValue(f.raw, f.name)
+		case "raft_addr":
+			req.RaftAddr, err = stringValue(f.raw, f.name)
+		case "http_addr":
+			req.HTTPAddr, err = stringValue(f.raw, f.name)
+		case "voter":
+			var v bool
+			if v, err = boolValue(f.raw, f.name); err == nil {
+				req.Voter = &v
+			}
+		case "replace":
+			req.Replace, err = boolValue(f.raw, f.name)
+		case "node_number":
+			var v uint64
+			if v, err = uintValue(f.raw, f.name); err == nil && (v < 1 || v > txid.MaxNode) {
+				err = fieldErr(f.name, wire.MsgFieldNodeNumber, v, txid.MaxNode)
+			}
+			req.NodeNumber = int(v)
+		default:
+			err = fieldErr(f.name, wire.MsgFieldUnknown)
+		}
+		return err
+	})
 	if err != nil {
 		return req, err
 	}
-	err = func() error {
-		fields, err := objectFields(raw, "")
-		if err != nil {
+	return req, asError(checkJoin(req), wire.CodeBadRequest)
+}
+
+// checkJoin checks a decoded join body: id and raft_addr given, the
+// addresses and id valid text, and raft_addr one other nodes can dial.
+func checkJoin(req wire.JoinRequest) error {
+	for _, c := range []struct{ name, v string }{{"id", req.ID}, {"raft_addr", req.RaftAddr}, {"http_addr", req.HTTPAddr}} {
+		if c.v == "" && c.name != "http_addr" {
+			return fieldErr(c.name, wire.MsgFieldMissingOrEmpty)
+		}
+		if err := checkText(c.v, c.name); err != nil {
 			return err
 		}
-		for _, f := range fields {
-			var err error
-			switch f.name {
-			case "id":
-				req.ID, err = stringValue(f.raw, f.name)
-			case "raft_addr":
-				req.RaftAddr, err = stringValue(f.raw, f.name)
-			case "http_addr":
-				req.HTTPAddr, err = stringValue(f.raw, f.name)
-			case "voter":
-				var v bool
-				if k := kind(f.raw); k != "boolean" {
-					return fieldErr(f.name, wire.MsgFieldKind, "boolean", k)
-				}
-				v = f.raw[0] == 't'
-				req.Voter = &v
-			case "replace":
-				if k := kind(f.raw); k != "boolean" {
-					return fieldErr(f.name, wire.MsgFieldKind, "boolean", k)
-				}
-				req.Replace = f.raw[0] == 't'
-			case "node_number":
-				var v uint64
-				if v, err = uintValue(f.raw, f.name); err == nil && (v < 1 || v > txid.MaxNode) {
-					err = fieldErr(f.name, wire.MsgFieldNodeNumber, v, txid.MaxNode)
-				}
-				req.NodeNumber = int(v)
-			default:
-				err = fieldErr(f.name, wire.MsgFieldUnknown)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		for _, c := range []struct{ name, v string }{{"id", req.ID}, {"raft_addr", req.RaftAddr}, {"http_addr", req.HTTPAddr}} {
-			if c.v == "" && c.name != "http_addr" {
-				return fieldErr(c.name, wire.MsgFieldMissingOrEmpty)
-			}
-			if err := checkText(c.v, c.name); err != nil {
-				return err
-			}
-		}
-		return checkPeerAddr(req.RaftAddr, "raft_addr")
-	}()
-	return req, asError(err, wire.CodeBadRequest)
+	}
+	return checkPeerAddr(req.RaftAddr, "raft_addr")
 }
 
 // checkPeerAddr refuses an address other nodes cannot dial: anything but
@@ -623,24 +622,31 @@ func decodeTransferBody(body []byte) (wire.TransferRequest, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, nil
 	}
-	raw, err := jsonBody(body)
+	err := decodeObject(body, func(f field) error {
+		if f.name != "id" {
+			return fieldErr(f.name, wire.MsgFieldUnknown)
+		}
+		var err error
+		req.ID, err = stringValue(f.raw, "id")
+		return err
+	})
 	if err != nil {
 		return req, err
 	}
-	err = func() error {
-		fields, err := objectFields(raw, "")
-		if err != nil {
-			return err
-		}
-		for _, f := range fields {
-			if f.name != "id" {
-				return fieldErr(f.name, wire.MsgFieldUnknown)
-			}
-			if req.ID, err = stringValue(f.raw, "id"); err != nil {
-				return err
-			}
-		}
-		return checkText(req.ID, "id")
-	}()
-	return req, asError(err, wire.CodeBadRequest)
+	return req, asError(checkText(req.ID, "id"), wire.CodeBadRequest)
+}
+
+// decodeObject decodes body, which must hold one JSON object, calling each
+// with its members in order until one is refused: the decoding of a body
+// that is not a transaction (its schema errors are bad_request).
+func decodeObject(body []byte, each func(f field) error) error {
+	raw, err := jsonBody(body)
+	if err != nil {
+		return err
+	}
+	fields, err := objectFields(raw, "")
+	for i := 0; err == nil && i < len(fields); i++ {
+		err = each(fields[i])
+	}
+	return asError(err, wire.CodeBadRequest)
 }

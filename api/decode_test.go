@@ -153,14 +153,18 @@ func TestDecodeTxBodyValues(t *testing.T) {
 			wire.TxRequest{Ops: []wire.Op{{Op: wire.OpDelete, Key: "k"}}}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeTxBody([]byte(tt.body), fuzzLimits)
-			if err != nil {
-				t.Fatalf("decodeTxBody() error = %v", err)
-			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("decodeTxBody() = %+v, want %+v", got, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { mustDecodeTx(t, tt.body, tt.want) })
+	}
+}
+
+// mustDecodeTx checks that decodeTxBody accepts body as want.
+func mustDecodeTx(t *testing.T, body string, want wire.TxRequest) {
+	t.Helper()
+	got, err := decodeTxBody([]byte(body), fuzzLimits)
+	if err != nil {
+		t.Fatalf("decodeTxBody() error = %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decodeTxBody() = %+v, want %+v", got, want)
 	}
 }

@@ -65,16 +65,9 @@ func checkHolder(h, path string) error {
 // decodeLeaseBody decodes and checks the body of PUT /v1/leases/{name}.
 func decodeLeaseBody(body []byte) (wire.LeaseRequest, error) {
 	var req wire.LeaseRequest
-	raw, err := jsonBody(body)
-	if err != nil {
-		return req, err
-	}
-	fields, err := objectFields(raw, "")
-	if err != nil {
-		return req, asError(err, wire.CodeBadRequest)
-	}
 	var hasHolder, hasTTL bool
-	for _, f := range fields {
+	err := decodeObject(body, func(f field) error {
+		var err error
 		switch f.name {
 		case "holder":
 			if req.Holder, err = stringValue(f.raw, f.name); err == nil {
@@ -94,11 +87,11 @@ func decodeLeaseBody(body []byte) (wire.LeaseRequest, error) {
 		default:
 			err = fieldErr(f.name, wire.MsgFieldUnknown)
 		}
-		if err != nil {
-			return req, asError(err, wire.CodeBadRequest)
-		}
-	}
+		return err
+	})
 	switch {
+	case err != nil:
+		return req, err
 	case !hasHolder:
 		return req, asError(fieldErr("holder", wire.MsgFieldMissing), wire.CodeBadRequest)
 	case !hasTTL:
@@ -119,21 +112,25 @@ func leaseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// changeTarget reads what PUT and DELETE /v1/leases/{name} both take, in
+// this order: the query, with the parameters allowed; the forwarded header;
+// the lease's name, which the credential must be allowed to touch.
+func (h *leaseHandlers) changeTarget(r *http.Request, allowed ...string) (q query, name string, forwarded bool, err error) {
+	if q, err = parseQuery(r, allowed...); err != nil {
+		return nil, "", false, err
+	}
+	if forwarded, err = forwardedHeader(r); err != nil {
+		return nil, "", false, err
+	}
+	if name, err = h.leaseName(r); err != nil {
+		return nil, "", false, err
+	}
+	return q, name, forwarded, checkTouches(auth.FromContext(r.Context()), "name", name)
+}
+
 // handlePut serves PUT /v1/leases/{name}.
 func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
-	if _, err := parseQuery(r); err != nil {
-		h.writeError(w, err)
-		return
-	}
-	forwarded, err := forwardedHeader(r)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	name, err := h.leaseName(r)
-	if err == nil {
-		err = checkTouches(auth.FromContext(r.Context()), "name", name)
-	}
+	_, name, forwarded, err := h.changeTarget(r)
 	if err != nil {
 		h.writeError(w, err)
 		return
@@ -155,20 +152,7 @@ func (h *leaseHandlers) handlePut(w http.ResponseWriter, r *http.Request) {
 
 // handleDelete serves DELETE /v1/leases/{name}?holder=H&token=N.
 func (h *leaseHandlers) handleDelete(w http.ResponseWriter, r *http.Request) {
-	q, err := parseQuery(r, "holder", "token")
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	forwarded, err := forwardedHeader(r)
-	if err != nil {
-		h.writeError(w, err)
-		return
-	}
-	name, err := h.leaseName(r)
-	if err == nil {
-		err = checkTouches(auth.FromContext(r.Context()), "name", name)
-	}
+	q, name, forwarded, err := h.changeTarget(r, "holder", "token")
 	if err != nil {
 		h.writeError(w, err)
 		return

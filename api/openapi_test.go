@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"regexp"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/txlog/txlog/api/wire"
 	"github.com/txlog/txlog/docs"
+	"github.com/txlog/txlog/internal/docexec"
 )
 
 // The OpenAPI document (docs/openapi.yaml) is checked four ways here: its
@@ -109,23 +109,15 @@ var routeVar = regexp.MustCompile(`\{([^}:]+):[^}]*\}`)
 
 // routerOperations returns the routes of r by "METHOD /path", the path as
 // OpenAPI writes it.
-func routerOperations(r *mux.Router) (map[string]bool, error) {
+func routerOperations(t *testing.T, r *mux.Router) map[string]bool {
+	t.Helper()
 	out := map[string]bool{}
-	err := r.Walk(func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
-		tpl, err := route.GetPathTemplate()
-		if err != nil {
-			return err
+	for _, wr := range walkRoutes(t, r) {
+		for _, m := range wr.methods {
+			out[m+" "+routeVar.ReplaceAllString(wr.tpl, "{$1}")] = true
 		}
-		methods, err := route.GetMethods()
-		if err != nil {
-			return fmt.Errorf("route %s: %w", tpl, err)
-		}
-		for _, m := range methods {
-			out[m+" "+routeVar.ReplaceAllString(tpl, "{$1}")] = true
-		}
-		return nil
-	})
-	return out, err
+	}
+	return out
 }
 
 // checkRoutes returns what differs between the document's operations and
@@ -158,10 +150,7 @@ func fullServer(on bool) *Server { return NewServer(worldConfig(on, nil), newWor
 func TestOpenAPIRoutes(t *testing.T) {
 	s := loadSpec(t, servedSpec(t))
 	srv := fullServer(true)
-	routes, err := routerOperations(srv.router)
-	if err != nil {
-		t.Fatal(err)
-	}
+	routes := routerOperations(t, srv.router)
 	if len(routes) < 25 {
 		t.Fatalf("the router has %d routes: %v; the walk missed some", len(routes), routes)
 	}
@@ -170,10 +159,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	}
 	// The peer link's router has the internal route too, and the check
 	// sees it: the walk reads what is served, not a list.
-	peer, err := routerOperations(srv.peerRouter)
-	if err != nil {
-		t.Fatal(err)
-	}
+	peer := routerOperations(t, srv.peerRouter)
 	want := []string{"route POST /v1/internal/propose is not in docs/openapi.yaml", "route POST /v1/internal/range is not in docs/openapi.yaml"}
 	if p := checkRoutes(s, peer); !slices.Equal(p, want) {
 		t.Fatalf("checkRoutes(peer routes) = %q, want %q", p, want)
@@ -183,10 +169,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 // TestOpenAPIRoutesMutated: the route check fails on a document with a
 // route removed, a method changed, or a path no route serves.
 func TestOpenAPIRoutesMutated(t *testing.T) {
-	routes, err := routerOperations(fullServer(false).router)
-	if err != nil {
-		t.Fatal(err)
-	}
+	routes := routerOperations(t, fullServer(false).router)
 	tests := []struct {
 		name   string
 		mutate func(paths map[string]any)
@@ -682,105 +665,6 @@ func jsonExamples(md []byte) ([]example, error) {
 	return out, errors.Join(errs...)
 }
 
-// curlExample is a curl command of a ```sh block of docs/api.md.
-type curlExample struct {
-	line           int
-	method, target string
-	header         http.Header
-	body           string
-}
-
-// curlExamples returns the curl commands of md's ```sh blocks.
-func curlExamples(md []byte) ([]curlExample, error) {
-	var out []curlExample
-	var errs []error
-	in, start := false, 0
-	var cmd strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(md))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case strings.TrimSpace(line) == "```sh":
-			in, start = true, n+1
-			cmd.Reset()
-		case in && strings.TrimSpace(line) == "```":
-			in = false
-			c, err := parseCurl(cmd.String())
-			if err != nil {
-				errs = append(errs, fmt.Errorf("docs/api.md:%d: %w", start, err))
-				continue
-			}
-			c.line = start
-			out = append(out, c)
-		case in:
-			cmd.WriteString(strings.TrimSuffix(line, "\\"))
-			cmd.WriteByte('\n')
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
-// parseCurl reads a curl command: -s, -X METHOD, -H 'Name: value',
-// -d 'body' and the URL, words in single quotes or none.
-func parseCurl(cmd string) (curlExample, error) {
-	var words []string
-	for rest := strings.TrimSpace(cmd); rest != ""; rest = strings.TrimLeft(rest, " \t\n") {
-		if q := rest[0]; q == '\'' || q == '"' {
-			end := strings.IndexByte(rest[1:], q)
-			if end < 0 {
-				return curlExample{}, fmt.Errorf("unclosed quote in %q", cmd)
-			}
-			words = append(words, rest[1:end+1])
-			rest = rest[end+2:]
-			continue
-		}
-		end := strings.IndexAny(rest, " \t\n")
-		if end < 0 {
-			end = len(rest)
-		}
-		words = append(words, rest[:end])
-		rest = rest[end:]
-	}
-	c := curlExample{header: http.Header{}}
-	if len(words) == 0 || words[0] != "curl" {
-		return c, fmt.Errorf("not a curl command: %q", cmd)
-	}
-	for i := 1; i < len(words); i++ {
-		w := words[i]
-		switch {
-		case w == "-s":
-		case w == "-o" && i+1 < len(words):
-			i++ // where curl writes the answer
-		case (w == "-X" || w == "-H" || w == "-d") && i+1 < len(words):
-			i++
-			switch w {
-			case "-X":
-				c.method = words[i]
-			case "-H":
-				name, value, _ := strings.Cut(words[i], ":")
-				c.header.Add(name, strings.TrimSpace(value))
-			case "-d":
-				c.body = words[i]
-			}
-		case !strings.HasPrefix(w, "-") && c.target == "":
-			_, target, ok := strings.Cut(w, "/")
-			if !ok {
-				return c, fmt.Errorf("URL %q without a path", w)
-			}
-			c.target = "/" + target
-		default:
-			return c, fmt.Errorf("curl word %q not understood", w)
-		}
-	}
-	if c.method == "" {
-		c.method = "GET"
-		if c.body != "" {
-			c.method = "POST"
-		}
-	}
-	return c, nil
-}
-
 // checkExamples validates md's JSON examples against the schemas their
 // tags name, and its curl examples' paths, parameters and bodies against
 // the operations they ask.
@@ -799,23 +683,34 @@ func checkExamples(s *spec, md []byte) error {
 	errs = append(errs, err)
 	for _, c := range curls {
 		if err := s.checkCurl(c); err != nil {
-			errs = append(errs, fmt.Errorf("docs/api.md:%d (%s %s): %w", c.line, c.method, c.target, err))
+			errs = append(errs, fmt.Errorf("docs/api.md:%d (%s %s): %w", c.Line, c.Method, c.Target, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// curlExamples returns the curl examples of md as docexec reads them for
+// running (systemtest's TestDocsExecuted), so that the examples checked
+// here are the ones that run. A skipped example is checked too when its
+// command could be read: it cannot run, but it still asks an operation.
+func curlExamples(md []byte) ([]docexec.Example, error) {
+	exs, err := docexec.Parse("docs/api.md", md)
+	return slices.DeleteFunc(exs, func(e docexec.Example) bool {
+		return e.Skip != "" && (e.Method == "" || e.Target == "")
+	}), err
 }
 
 // checkCurl checks a curl example against the document: its operation
 // exists, each query parameter and header it sets is one of the
 // operation's with a value its schema takes, and its body is one the
 // request body's schema takes.
-func (s *spec) checkCurl(c curlExample) error {
-	p, rawQuery, _ := strings.Cut(c.target, "?")
-	tpl, ok := s.matchPath(c.method, p)
+func (s *spec) checkCurl(c docexec.Example) error {
+	p, rawQuery, _ := strings.Cut(c.Target, "?")
+	tpl, ok := s.matchPath(c.Method, p)
 	if !ok {
 		return fmt.Errorf("no operation serves it")
 	}
-	op, err := s.operation(c.method, tpl)
+	op, err := s.operation(c.Method, tpl)
 	if err != nil {
 		return err
 	}
@@ -837,7 +732,7 @@ func (s *spec) checkCurl(c curlExample) error {
 	checkParam := func(in, name, value string) {
 		prm := find(in, name)
 		if prm == nil {
-			errs = append(errs, fmt.Errorf("%s parameter %s: not one of %s %s's", in, name, c.method, tpl))
+			errs = append(errs, fmt.Errorf("%s parameter %s: not one of %s %s's", in, name, c.Method, tpl))
 			return
 		}
 		v := strconv.Quote(value)
@@ -851,14 +746,14 @@ func (s *spec) checkCurl(c curlExample) error {
 	for name, vs := range q {
 		checkParam("query", name, vs[0])
 	}
-	for name, vs := range c.header {
+	for name, vs := range c.Header {
 		if name == "Authorization" {
 			continue // the security schemes' (OpenAPI ignores it as a parameter)
 		}
 		checkParam("header", name, vs[0])
 	}
-	if c.body != "" {
-		if err := s.validate(c.method+" "+tpl+" request", []byte(c.body)); err != nil {
+	if c.Body != "" {
+		if err := s.validate(c.Method+" "+tpl+" request", []byte(c.Body)); err != nil {
 			errs = append(errs, fmt.Errorf("body: %w", err))
 		}
 	}
@@ -893,7 +788,7 @@ func TestOpenAPIDocExamples(t *testing.T) {
 // TestOpenAPIDocExamplesBad: the example check fails on a bad example: a
 // field the schema does not have, a wrong type or value, a block without
 // a tag, a tag naming nothing, a curl with an unknown parameter or a bad
-// body.
+// body (a skipped one too), a curl that cannot be read.
 func TestOpenAPIDocExamplesBad(t *testing.T) {
 	s := loadSpec(t, servedSpec(t))
 	for _, tt := range []struct{ name, md, want string }{
@@ -909,6 +804,8 @@ func TestOpenAPIDocExamplesBad(t *testing.T) {
 		{"curl bad value", "```sh\ncurl -s 'localhost:8081/v1/kv/k?consistency=eventual'\n```\n", "consistency=eventual"},
 		{"curl bad body", "```sh\ncurl -s -X POST localhost:8081/v1/cluster/join -d '{\"id\":\"n4\"}'\n```\n", "body"},
 		{"curl no route", "```sh\ncurl -s -X PATCH localhost:8081/v1/tx -d '{}'\n```\n", "no operation serves it"},
+		{"curl not read", "```sh\ncurl -s --verbose localhost:8081/v1/cluster\n```\n", `curl word "--verbose" not understood`},
+		{"curl skipped, bad parameter", "<!-- exec: skip: needs a token -->\n```sh\ncurl -s 'localhost:8081/v1/log?form=7'\n```\n", "query parameter form"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := checkExamples(s, []byte(tt.md))

@@ -111,10 +111,8 @@ func decodeRangeRequest(b []byte) (wire.RangeRequest, error) {
 	if dec.More() {
 		return req, &wire.Error{Code: wire.CodeBadRequest, Message: "range request body: data after the JSON object"}
 	}
-	switch req.Consistency {
-	case wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale, "":
-	default:
-		return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("body field consistency=%q: want one of linearizable, leader, stale", req.Consistency)}
+	if req.Consistency != "" && !slices.Contains(consistencies, req.Consistency) {
+		return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("body field consistency=%q: want one of %s", req.Consistency, strings.Join(consistencies, ", "))}
 	}
 	if req.Limit < 1 || req.Limit > wire.MaxRangeLimit {
 		return req, &wire.Error{Code: wire.CodeInvalidParam, Message: fmt.Sprintf("body field limit=%d: want an integer from 1 to %d", req.Limit, wire.MaxRangeLimit)}

@@ -119,6 +119,10 @@ func TestDecodeRangeRequest(t *testing.T) {
 			t.Errorf("decodeRangeRequest(%s) = nil error", body)
 		}
 	}
+	const want = `invalid_parameter: body field consistency="x": want one of linearizable, leader, stale`
+	if _, err := decodeRangeRequest([]byte(`{"limit":1,"consistency":"x"}`)); err == nil || err.Error() != want {
+		t.Errorf("decodeRangeRequest(consistency x) = %v, want %s", err, want)
+	}
 	if _, err := decodeRangeRequest([]byte(`{"limit":5,"spans":[{"start":"a","end":"b"},{"start":"c"}],"after":"a","consistency":"leader"}`)); err != nil {
 		t.Errorf("good body: %v", err)
 	}

@@ -54,12 +54,16 @@ func serveRead[A, R any](a *answers, w http.ResponseWriter, r *http.Request, par
 // level (docs/api.md, "Consistency").
 const paramConsistency = "consistency"
 
+// consistencies are the consistency levels a read takes, its default
+// first; the range a node forwards (range.go) takes the same.
+var consistencies = []string{wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale}
+
 // readOptions reads what every read takes: its consistency level
 // (linearizable when absent) and the forwarded header.
 func readOptions(r *http.Request, q query) (wire.ReadOptions, error) {
 	var opts wire.ReadOptions
 	var err error
-	if opts.Consistency, err = q.choice(paramConsistency, wire.ConsistencyLinearizable, wire.ConsistencyLeader, wire.ConsistencyStale); err != nil {
+	if opts.Consistency, err = q.choice(paramConsistency, consistencies...); err != nil {
 		return opts, err
 	}
 	opts.Forwarded, err = forwardedHeader(r)

@@ -35,16 +35,7 @@ func (a *countedAuth) set(tok string, p *auth.Principal) {
 // credential removed, lowered or narrowed by a reload still ends the stream
 // at its next request.
 func TestTxStreamCredentialCached(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		now  *auth.Principal
-		want int
-		code string
-	}{
-		{"removed", nil, 401, wire.CodeUnauthenticated},
-		{"role lowered", &auth.Principal{Name: "w", Role: auth.RoleRead}, 403, wire.CodeForbidden},
-		{"prefixes changed", &auth.Principal{Name: "w", Role: auth.RoleWrite, Prefixes: []string{"al/"}}, 401, wire.CodeUnauthenticated},
-	} {
+	for _, tc := range credentialChanges {
 		t.Run(tc.name, func(t *testing.T) {
 			ca := &countedAuth{reloadableAuth: reloadableAuth{m: fakeAuth{"tok": {Name: "w", Role: auth.RoleWrite}}}}
 			b := newStreamBackend()
@@ -70,12 +61,7 @@ func TestTxStreamCredentialCached(t *testing.T) {
 				t.Fatalf("after a reload: %d authentications, want 2", got)
 			}
 			ca.set("tok", tc.now)
-			before := b.submits.Load()
-			c.send(wire.EncodeTxStreamRequest(7, "", txBody("k")))
-			c.mustGoaway(tc.want, tc.code)
-			if got := b.submits.Load(); got != before {
-				t.Fatalf("the backend was asked %d times after the credential changed", got-before)
-			}
+			c.mustEndAfterChange(tc, 7, b)
 		})
 	}
 }

@@ -436,16 +436,7 @@ func TestTxStreamUpgradeRefused(t *testing.T) {
 // re-read), the next request gets a goaway 401 and the connection closes;
 // a role lowered to read gets 403.
 func TestTxStreamCredentialGone(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		now  *auth.Principal
-		want int
-		code string
-	}{
-		{"removed", nil, 401, wire.CodeUnauthenticated},
-		{"role lowered", &auth.Principal{Name: "w", Role: auth.RoleRead}, 403, wire.CodeForbidden},
-		{"prefixes changed", &auth.Principal{Name: "w", Role: auth.RoleWrite, Prefixes: []string{"al/"}}, 401, wire.CodeUnauthenticated},
-	} {
+	for _, tc := range credentialChanges {
 		t.Run(tc.name, func(t *testing.T) {
 			ra := &reloadableAuth{m: fakeAuth{"tok": {Name: "w", Role: auth.RoleWrite}}}
 			b := newStreamBackend()
@@ -456,13 +447,38 @@ func TestTxStreamCredentialGone(t *testing.T) {
 				t.Fatalf("answer = %d %s", a.status, a.body)
 			}
 			ra.set("tok", tc.now)
-			before := b.submits.Load()
-			c.send(wire.EncodeTxStreamRequest(2, "", txBody("k")))
-			c.mustGoaway(tc.want, tc.code)
-			if got := b.submits.Load(); got != before {
-				t.Fatalf("the backend was asked %d times after the credential changed", got-before)
-			}
+			c.mustEndAfterChange(tc, 2, b)
 		})
+	}
+}
+
+// credentialChange is a re-read of the auth file that changes the write
+// credential "w" (token "tok") of a client stream, and the goaway that ends
+// the stream at its next request.
+type credentialChange struct {
+	name string
+	now  *auth.Principal // nil: removed
+	want int
+	code string
+}
+
+// credentialChanges are the changes that end a client stream: the
+// credential removed, its role lowered, its key prefixes changed.
+var credentialChanges = []credentialChange{
+	{"removed", nil, 401, wire.CodeUnauthenticated},
+	{"role lowered", &auth.Principal{Name: "w", Role: auth.RoleRead}, 403, wire.CodeForbidden},
+	{"prefixes changed", &auth.Principal{Name: "w", Role: auth.RoleWrite, Prefixes: []string{"al/"}}, 401, wire.CodeUnauthenticated},
+}
+
+// mustEndAfterChange sends request id after change cc and checks that the
+// stream ends with cc's goaway and that b was not asked.
+func (c *streamClient) mustEndAfterChange(cc credentialChange, id uint64, b *streamBackend) {
+	c.t.Helper()
+	before := b.submits.Load()
+	c.send(wire.EncodeTxStreamRequest(id, "", txBody("k")))
+	c.mustGoaway(cc.want, cc.code)
+	if got := b.submits.Load(); got != before {
+		c.t.Fatalf("the backend was asked %d times after the credential changed", got-before)
 	}
 }
 

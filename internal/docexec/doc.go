@@ -3,7 +3,8 @@
 // field by field. systemtest's TestDocsExecuted runs every example of
 // README.md and docs/*.md against a real three-node cluster with it;
 // cmd/txlog's TestDocsTargets checks with it that every example asks a port
-// that `txlog local` opens.
+// that `txlog local` opens; api's TestOpenAPIDocExamples checks the examples
+// of docs/api.md it reads against the OpenAPI document.
 //
 // # What is executed
 //
