@@ -63,23 +63,10 @@ func startBackupNode(t *testing.T, dir, id string, args ...string) *launcher.Pro
 	}
 	raftAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	dataDir := filepath.Join(dir, id)
-	p, err := launcher.NewProcess(launcher.ProcessConfig{
-		ID: id, Bin: txlogdBin, DataDir: dataDir, LogDir: dir,
+	return startProcess(t, launcher.ProcessConfig{
+		ID: id, DataDir: dataDir, LogDir: dir,
 		Args: append([]string{"--id=" + id, "--data-dir=" + dataDir, "--http-addr=127.0.0.1:0", "--raft-addr=" + raftAddr, "--shutdown-timeout=3s"}, args...),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- %s log tail:\n%s", id, p.LogTail(40))
-		}
-		p.Kill()
-	})
-	return p
 }
 
 // TestBackupRestore takes a backup from a follower while clients write,

@@ -45,31 +45,15 @@ func newTestToken(t *testing.T) (token, hash string) {
 // (launchertest.StartCluster asks without a credential.)
 func startAuthCluster(t *testing.T, token string, args ...string) *launcher.Cluster {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), launchertest.StartTimeout)
-	defer cancel()
-	cfg := launcher.ClusterConfig{Bin: txlogdBin, Dir: t.TempDir(), Host: launcher.PrivateLoopback(), ExtraArgs: args}
-	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
-		cfg.Dir = d
-	}
+	cfg := launcher.ClusterConfig{Dir: t.TempDir(), Host: launcher.PrivateLoopback(), ExtraArgs: args}
 	base, err := launcher.FreeRange(cfg.Host, launcher.DefaultNodes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.HTTPBasePort = base
-	c, err := launcher.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), launchertest.StopTimeout)
-		defer cancel()
-		c.Close(ctx)
-	})
+	c := launchCluster(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), launchertest.StartTimeout)
+	defer cancel()
 	getJSON := func(ctx context.Context, url string, out any) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

@@ -209,27 +209,7 @@ func testWipedDisks(t *testing.T, order string) {
 	if err := os.RemoveAll(old.DataDir()); err != nil {
 		t.Fatal(err)
 	}
-	var args []string
-	for _, a := range old.Args() {
-		if strings.HasPrefix(a, "--cluster=") {
-			a = "--join=" + c.URL(intact)
-		}
-		args = append(args, a)
-	}
-	logDir := t.TempDir()
-	n2, err := launcher.NewProcess(launcher.ProcessConfig{ID: "n2", Bin: txlogdBin, Args: args, DataDir: old.DataDir(), LogDir: logDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- n2 (rejoined) log tail:\n%s", n2.LogTail(40))
-		}
-		n2.Kill()
-	})
+	n2 := startProcess(t, launcher.ProcessConfig{ID: "n2", Args: rejoinArgs(old, c.URL(intact)), DataDir: old.DataDir(), LogDir: t.TempDir()})
 	n2Addr, err := n2.HTTPAddr(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -72,32 +72,16 @@ func startClientCluster(t testing.TB, tlsOn bool, nodes int, args ...string) *tl
 		t.Fatal(err)
 	}
 	cfg := launcher.ClusterConfig{
-		Bin: txlogdBin, Dir: t.TempDir(), Nodes: nodes, Host: tc.host, HTTPBasePort: base,
+		Dir: t.TempDir(), Nodes: nodes, Host: tc.host, HTTPBasePort: base,
 		ExtraArgs: args,
 	}
 	if tlsOn {
 		cfg.ExtraArgs = append([]string{"--tls-cert-file=" + tc.certFile, "--tls-key-file=" + tc.keyFile,
 			"--tls-client-ca-file=" + tc.caFile}, args...)
 	}
-	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
-		cfg.Dir = d
-	}
+	tc.c = launchCluster(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tc.c, err = launcher.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range tc.c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		tc.c.Close(ctx)
-	})
 	for _, p := range tc.c.Nodes() {
 		addr, err := p.HTTPAddr(ctx) // host:port, from the node's http.addr
 		if err != nil {
