@@ -83,6 +83,17 @@ type ack struct {
 	at     time.Time // when the answer came (set by the failover load)
 }
 
+// committedAcks counts the acks answered committed.
+func committedAcks(acks []ack) int {
+	n := 0
+	for _, a := range acks {
+		if a.err == nil && a.res.Status == wire.StatusCommitted {
+			n++
+		}
+	}
+	return n
+}
+
 // TestClusterSurvivesLeaderKill is the core cluster's acceptance test: 16 clients
 // submit 2,000 transactions through all three nodes while the leader is killed
 // with SIGKILL and later restarted.
