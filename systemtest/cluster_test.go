@@ -287,6 +287,13 @@ func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []wire
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return pageLog(ctx, t, cl, base)
+}
+
+// pageLog reads the whole log of the node at base, which cl asks, a page at a
+// time.
+func pageLog(ctx context.Context, t *testing.T, cl *client.Client, base string) []wire.LogEntry {
+	t.Helper()
 	var all []wire.LogEntry
 	from := uint64(1)
 	for {
