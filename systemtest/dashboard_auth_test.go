@@ -123,10 +123,7 @@ func TestDashboardWithAuth(t *testing.T) {
 	c := startAuthCluster(t, adminTok, "--auth-file", authFile, "--ui-open")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var ids []string
-	for _, p := range c.Nodes() {
-		ids = append(ids, p.ID())
-	}
+	ids := nodeIDs(c)
 	served := c.URL(ids[1])
 
 	// Plain HTTP first: what a browser without a credential gets.
@@ -197,20 +194,7 @@ func TestDashboardWithAuth(t *testing.T) {
 	// A browser with the read token as Basic credentials: every member's
 	// stats, no error, its own origin only.
 	bctx := newBrowser(t, ctx)
-	var mu sync.Mutex
-	var requests []string
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			mu.Lock()
-			requests = append(requests, e.Request.URL)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	requests := recordRequests(t, bctx)
 	if _, err := chromedp.Call(bctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": basic}}); err != nil {
 		t.Fatalf("set the Authorization header: %v", err)
 	}
@@ -222,13 +206,11 @@ func TestDashboardWithAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	for _, r := range requests {
+	for _, r := range requests() {
 		if u, err := url.Parse(r); err != nil || u.Host != origin.Host {
 			t.Errorf("page requested %s, not of its origin %s", r, served)
 		}
 	}
-	mu.Unlock()
 
 	// A read token scoped to a/: the page shows the members' stats, no
 	// error, and of the leases a/job and b/job only a/job.
@@ -337,10 +319,7 @@ func TestDashboardBasicPrompt(t *testing.T) {
 	c := startAuthCluster(t, adminTok, "--auth-file", authFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var ids []string
-	for _, p := range c.Nodes() {
-		ids = append(ids, p.ID())
-	}
+	ids := nodeIDs(c)
 	bctx := newBrowser(t, ctx)
 	prompts := answerBasicPrompt(t, bctx, "dash", readTok)
 	if err := chromedp.Do(bctx, chromedp.Navigate(c.URL(ids[0])+"/ui/")); err != nil {
