@@ -114,7 +114,7 @@ func testWipedDisks(t *testing.T, order string) {
 				t.Fatalf("%s: %v", id, err)
 			}
 			waitUntil(ctx, t, id+" answers 503 not_ready naming n3", func() bool {
-				code, body := httpGet(ctx, "http://"+addr+"/readyz")
+				code, body := get(ctx, t, "http://"+addr+"/readyz")
 				return code == http.StatusServiceUnavailable && strings.Contains(body, wire.CodeNotReady) && strings.Contains(body, "n3")
 			})
 		}
@@ -307,21 +307,6 @@ func (w *leaderWatch) stop() []string {
 	return w.seen
 }
 
-// httpGet returns the status and body of a GET, 0 on a transport error.
-func httpGet(ctx context.Context, url string) (int, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // TestPeerOfAnotherCluster: two clusters, A and B, each with its own
 // cluster ID. B's leader is told to replicate to A's n1 (a non-voting member
 // at n1's peer address); A's n1 refuses B's Raft connections and logs "peer
@@ -486,7 +471,7 @@ func TestBootstrapWaitsForPeers(t *testing.T) {
 	a := newNode(t, dir, "a", "--raft-addr="+addrs[0], members)
 	base := startNode(ctx, t, a)
 	waitUntil(ctx, t, "a answers 503 not_ready naming b", func() bool {
-		code, body := httpGet(ctx, base+"/v1/cluster")
+		code, body := get(ctx, t, base+"/v1/cluster")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, wire.CodeNotReady) && strings.Contains(body, "b")
 	})
 	if err := a.Stop(ctx); err != nil {
@@ -618,7 +603,7 @@ func TestBootstrapHostileProbeAnswers(t *testing.T) {
 					l := a.LogTail(50)
 					return strings.Contains(l, `"msg":"waiting for --cluster peers before bootstrapping"`) && strings.Contains(l, tt.why)
 				})
-				if code, body := httpGet(ctx, "http://"+addr+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, wire.CodeNotReady) {
+				if code, body := get(ctx, t, "http://"+addr+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, wire.CodeNotReady) {
 					t.Fatalf("a's /readyz = %d %s, want 503 not_ready", code, body)
 				}
 				if err := a.Stop(ctx); err != nil {
