@@ -78,12 +78,8 @@ func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	sc.ca = newTestCA(t, "secure-ca")
 	// The client ports' certificate; each node's peer certificate is
 	// peerArgs'.
-	server := issueLeaf(t, sc.ca, certgen.Options{CommonName: "txlogd", Hosts: []string{sc.host}, Server: true})
-	sc.certFile, sc.keyFile = filepath.Join(sc.dir, "cert.pem"), filepath.Join(sc.dir, "key.pem")
-	sc.caFile, sc.authFile = filepath.Join(sc.dir, "ca.pem"), filepath.Join(sc.dir, "auth")
-	replaceFile(t, sc.certFile, server.CertPEM)
-	replaceFile(t, sc.keyFile, server.KeyPEM)
-	replaceFile(t, sc.caFile, sc.ca.CertPEM)
+	sc.certFile, sc.keyFile, sc.caFile = writeServerCert(t, sc.ca, sc.host, sc.dir)
+	sc.authFile = filepath.Join(sc.dir, "auth")
 	for _, c := range []struct {
 		name     string
 		role     auth.Role

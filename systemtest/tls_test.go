@@ -60,12 +60,8 @@ func startClientCluster(t testing.TB, tlsOn bool, nodes int, args ...string) *tl
 	tc := &tlsCluster{host: launcher.PrivateLoopback()}
 	dir := t.TempDir()
 	tc.ca = newTestCA(t, "client-port-ca")
-	server := issueLeaf(t, tc.ca, certgen.Options{CommonName: "txlogd", Hosts: []string{tc.host}, Server: true})
 	tc.clientCert = tlsCert(t, issueLeaf(t, tc.ca, certgen.Options{CommonName: "client", Client: true}))
-	tc.certFile, tc.keyFile, tc.caFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
-	replaceFile(t, tc.certFile, server.CertPEM)
-	replaceFile(t, tc.keyFile, server.KeyPEM)
-	replaceFile(t, tc.caFile, tc.ca.CertPEM)
+	tc.certFile, tc.keyFile, tc.caFile = writeServerCert(t, tc.ca, tc.host, dir)
 
 	base, err := launcher.FreeRange(tc.host, nodes)
 	if err != nil {
@@ -153,6 +149,19 @@ func tlsCert(t testing.TB, l *certgen.Leaf) tls.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// writeServerCert writes into dir a client port's certificate and key (CN
+// txlogd, for host, signed by ca) and ca's certificate, and returns the three
+// files.
+func writeServerCert(t testing.TB, ca *certgen.CA, host, dir string) (certFile, keyFile, caFile string) {
+	t.Helper()
+	server := issueLeaf(t, ca, certgen.Options{CommonName: "txlogd", Hosts: []string{host}, Server: true})
+	certFile, keyFile, caFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
+	replaceFile(t, certFile, server.CertPEM)
+	replaceFile(t, keyFile, server.KeyPEM)
+	replaceFile(t, caFile, ca.CertPEM)
+	return certFile, keyFile, caFile
 }
 
 // replaceFile replaces path as rotation tools do: a new file renamed over it.
