@@ -40,7 +40,7 @@ func TestMembership(t *testing.T) {
 	// Join n4 through a follower: the request is forwarded to the leader.
 	leader := mustLeaderID(ctx, t, c)
 	via := c.URL(aFollower(c, leader))
-	n4 := startBackupNode(t, t.TempDir(), "n4", "--join="+via)
+	n4 := startExtraNode(t, t.TempDir(), "n4", "--join="+via)
 	addr, err := n4.HTTPAddr(ctx)
 	if err != nil {
 		t.Fatal(err)
