@@ -45,13 +45,7 @@ func newTestToken(t *testing.T) (token, hash string) {
 // (launchertest.StartCluster asks without a credential.)
 func startAuthCluster(t *testing.T, token string, args ...string) *launcher.Cluster {
 	t.Helper()
-	cfg := launcher.ClusterConfig{Dir: t.TempDir(), Host: launcher.PrivateLoopback(), ExtraArgs: args}
-	base, err := launcher.FreeRange(cfg.Host, launcher.DefaultNodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPBasePort = base
-	c := launchCluster(t, cfg)
+	c := launchCluster(t, launcher.ClusterConfig{ExtraArgs: args})
 	ctx, cancel := context.WithTimeout(context.Background(), launchertest.StartTimeout)
 	defer cancel()
 	getJSON := func(ctx context.Context, url string, out any) error {
@@ -77,7 +71,7 @@ func startAuthCluster(t *testing.T, token string, args ...string) *launcher.Clus
 		}
 		return json.Unmarshal(b, out)
 	}
-	err = launcher.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error {
+	err := launcher.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		leaders := map[string]bool{}
 		for _, p := range c.Nodes() {
 			var st struct {

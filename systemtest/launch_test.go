@@ -1,6 +1,7 @@
 package systemtest
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"strings"
@@ -10,19 +11,33 @@ import (
 	"github.com/txlog/txlog/launcher/launchertest"
 )
 
-// launchCluster starts the cluster cfg describes, with Dir from TXLOG_TEST_DIR
-// when that is set and Bin txlogdBin unless cfg has one, and stops it when the
-// test ends, printing each node's log tail if the test failed. Unlike
-// startClusterConfig it waits for no leader and no readiness: it is for
-// clusters whose nodes answer only a client with credentials, and for tests
-// that check the start themselves.
+// launchCluster starts the cluster cfg describes and stops it when the test
+// ends, printing each node's log tail if the test failed. It fills in what
+// cfg leaves unset as launchertest.StartCluster does (Dir, Host and
+// HTTPBasePort), takes Dir from TXLOG_TEST_DIR when that is set and Bin
+// txlogdBin unless cfg has one. Unlike startClusterConfig it waits for no
+// leader and no readiness: it is for clusters whose nodes answer only a
+// client with credentials, and for tests that check the start themselves.
 func launchCluster(t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
 	t.Helper()
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
 		cfg.Dir = d
 	}
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
 	if cfg.Bin == "" {
 		cfg.Bin = txlogdBin
+	}
+	if cfg.Host == "" {
+		cfg.Host = launcher.PrivateLoopback()
+	}
+	if cfg.HTTPBasePort == 0 {
+		base, err := launcher.FreeRange(cfg.Host, cmp.Or(cfg.Nodes, launcher.DefaultNodes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.HTTPBasePort = base
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), launchertest.StartTimeout)
 	defer cancel()
@@ -41,6 +56,23 @@ func launchCluster(t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
 		c.Close(ctx)
 	})
 	return c
+}
+
+// hostPorts returns the host:port of each node's client port in c, in ID
+// order, from the nodes' http.addr files.
+func hostPorts(t testing.TB, c *launcher.Cluster) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), launchertest.StartTimeout)
+	defer cancel()
+	var addrs []string
+	for _, p := range c.Nodes() {
+		addr, err := p.HTTPAddr(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, addr)
+	}
+	return addrs
 }
 
 // newProcess makes the process cfg describes (Bin txlogdBin unless cfg has

@@ -512,7 +512,6 @@ func TestNodeNumberClash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := launchCluster(t, launcher.ClusterConfig{
-		Dir: t.TempDir(),
 		NodeArgs: func(id string, _ map[string]string) ([]string, error) {
 			if id == "n1" || id == "n2" {
 				return []string{"--node-number=7"}, nil

@@ -103,29 +103,17 @@ func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	sc.authLines[cnBrowser] = "cert:" + cnBrowser + " write " + cnBrowser
 	sc.writeAuthFile(t)
 
-	base, err := launcher.FreeRange(sc.host, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
 	peerArgs := map[string][]string{}
 	for i := range nodes {
 		id := "n" + strconv.Itoa(i+1)
 		peerArgs[id] = sc.peerArgs(t, id)
 	}
 	sc.c = launchCluster(t, launcher.ClusterConfig{
-		Dir: t.TempDir(), Nodes: nodes, Host: sc.host, HTTPBasePort: base,
+		Nodes: nodes, Host: sc.host,
 		ExtraArgs: append(sc.secureArgs(), args...),
 		NodeArgs:  func(id string, _ map[string]string) ([]string, error) { return peerArgs[id], nil },
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, p := range sc.c.Nodes() {
-		addr, err := p.HTTPAddr(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc.addrs = append(sc.addrs, addr)
-	}
+	sc.addrs = hostPorts(t, sc.c)
 	for i := range sc.addrs {
 		sc.waitReady(t, i)
 	}

@@ -3,7 +3,6 @@ package systemtest
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -63,28 +62,13 @@ func startClientCluster(t testing.TB, tlsOn bool, nodes int, args ...string) *tl
 	tc.clientCert = tlsCert(t, issueLeaf(t, tc.ca, certgen.Options{CommonName: "client", Client: true}))
 	tc.certFile, tc.keyFile, tc.caFile = writeServerCert(t, tc.ca, tc.host, dir)
 
-	base, err := launcher.FreeRange(tc.host, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := launcher.ClusterConfig{
-		Dir: t.TempDir(), Nodes: nodes, Host: tc.host, HTTPBasePort: base,
-		ExtraArgs: args,
-	}
+	cfg := launcher.ClusterConfig{Nodes: nodes, Host: tc.host, ExtraArgs: args}
 	if tlsOn {
 		cfg.ExtraArgs = append([]string{"--tls-cert-file=" + tc.certFile, "--tls-key-file=" + tc.keyFile,
 			"--tls-client-ca-file=" + tc.caFile}, args...)
 	}
 	tc.c = launchCluster(t, cfg)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, p := range tc.c.Nodes() {
-		addr, err := p.HTTPAddr(ctx) // host:port, from the node's http.addr
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.addrs = append(tc.addrs, addr)
-	}
+	tc.addrs = hostPorts(t, tc.c)
 	tc.tls = tlsOn
 	hc := tc.client(tc.ca.Pool(), func() *tls.Certificate { return &tc.clientCert }, false)
 	for _, addr := range tc.addrs {
