@@ -42,18 +42,13 @@ func TestSubmitAsyncQueuesOnTheStream(t *testing.T) {
 	const writes = 64
 	l := newLedger()
 	n := newStreamNode(t, l.backend())
-	var arrived atomic.Int64
-	all := make(chan struct{})
+	g := newGate(writes)
 	var goroutines atomic.Int64
 	n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
 		if k == 1 {
 			return action{} // the Submit that opens the stream
 		}
-		if arrived.Add(1) == writes {
-			goroutines.Store(int64(runtime.NumGoroutine()))
-			close(all)
-		}
-		<-all // every request is in flight at once
+		g.wait(func() { goroutines.Store(int64(runtime.NumGoroutine())) }) // every request is in flight at once
 		return action{}
 	}
 	c := NewClient(ClientConfig{Endpoints: []string{n.srv.URL}, MaxAsyncPending: writes})
@@ -67,11 +62,7 @@ func TestSubmitAsyncQueuesOnTheStream(t *testing.T) {
 			t.Errorf("Result(%s) = %+v, %v; want committed", keys[i], res, err)
 		}
 	}
-	for _, k := range keys {
-		if got := l.count(k); got != 1 {
-			t.Errorf("transaction %s carried out %d times, want once", k, got)
-		}
-	}
+	l.wantOnce(t, keys...)
 	// The node holds a goroutine per request; the Client none per write.
 	if g := goroutines.Load(); g >= int64(before+writes+writes/2) {
 		t.Errorf("%d goroutines with %d writes in flight, %d before: want no goroutine per SubmitAsync", g, writes, before)
@@ -91,19 +82,7 @@ func TestSubmitAsyncStreamDies(t *testing.T) {
 	const writes = 32
 	l := newLedger()
 	n := newStreamNode(t, l.backend())
-	var arrived atomic.Int64
-	all := make(chan struct{})
-	n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
-		if k == 1 || k > writes+1 {
-			return action{} // the opening Submit, and the new stream: served
-		}
-		l.submit(tx) // carried out, but the answer is lost
-		if arrived.Add(1) == writes {
-			close(all)
-		}
-		<-all
-		return action{drop: true}
-	}
+	n.onRequest = loseAnswers(l, 2, writes) // the opening Submit, and the new stream's: served
 	c := streamClient(n.srv.URL)
 	defer c.Close()
 	openStream(t, c)
@@ -113,11 +92,7 @@ func TestSubmitAsyncStreamDies(t *testing.T) {
 			t.Errorf("Result(%s) = %+v, %v; want committed, resolved by a lookup", keys[i], res, err)
 		}
 	}
-	for _, k := range keys {
-		if got := l.count(k); got != 1 {
-			t.Errorf("transaction %s carried out %d times, want once", k, got)
-		}
-	}
+	l.wantOnce(t, keys...)
 }
 
 func TestSubmitAsyncStreamFull(t *testing.T) {
@@ -125,7 +100,7 @@ func TestSubmitAsyncStreamFull(t *testing.T) {
 	n := newStreamNode(t, l.backend())
 	n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
 		if k >= 2 && k <= 4 {
-			return action{status: http.StatusTooManyRequests, body: `{"error":{"code":"stream_full","message":"1024 requests in flight"}}`}
+			return streamFull
 		}
 		return action{}
 	}
@@ -140,9 +115,7 @@ func TestSubmitAsyncStreamFull(t *testing.T) {
 	if got := n.requests.Load(); got != 5 {
 		t.Errorf("stream requests = %d, want 5 (the opening one, three refused, one served)", got)
 	}
-	if got := l.count("full-async"); got != 1 {
-		t.Errorf("carried out %d times, want once", got)
-	}
+	l.wantOnce(t, "full-async")
 }
 
 func TestSubmitAsyncErrorAnswer(t *testing.T) {

@@ -55,6 +55,16 @@ func (l *ledger) count(key string) int {
 	return l.applied[key]
 }
 
+// wantOnce fails t unless each of keys was carried out exactly once.
+func (l *ledger) wantOnce(t *testing.T, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		if got := l.count(k); got != 1 {
+			t.Errorf("transaction %s carried out %d times, want once", k, got)
+		}
+	}
+}
+
 func (l *ledger) backend() *fakeBackend {
 	return &fakeBackend{
 		SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
@@ -241,6 +251,47 @@ type action struct {
 	raw []byte
 }
 
+// streamFull is the answer of a node whose stream holds too many requests.
+var streamFull = action{status: http.StatusTooManyRequests, body: `{"error":{"code":"stream_full","message":"1024 requests in flight"}}`}
+
+// gate holds the goroutines that wait on it until n of them have arrived, so
+// that n requests are in flight at once.
+type gate struct {
+	n       int64
+	arrived atomic.Int64
+	all     chan struct{}
+}
+
+func newGate(n int) *gate { return &gate{n: int64(n), all: make(chan struct{})} }
+
+// wait blocks until n callers have called it. The n-th runs last, when it is
+// not nil, before it lets them all go.
+func (g *gate) wait(last func()) {
+	if g.arrived.Add(1) == g.n {
+		if last != nil {
+			last()
+		}
+		close(g.all)
+	}
+	<-g.all
+}
+
+// loseAnswers is an onRequest for a stream that dies with n requests in
+// flight: the requests first to first+n-1 are carried out on l and, once all
+// n have arrived, their answers dropped with the connection. The others are
+// served.
+func loseAnswers(l *ledger, first, n int) func(int, uint64, wire.TxRequest) action {
+	g := newGate(n)
+	return func(k int, id uint64, tx wire.TxRequest) action {
+		if k < first || k >= first+n {
+			return action{}
+		}
+		l.submit(tx) // carried out, but the answer is lost
+		g.wait(nil)
+		return action{drop: true}
+	}
+}
+
 func wireUnmarshal(b []byte, tx *wire.TxRequest) error {
 	return json.Unmarshal(b, tx)
 }
@@ -315,13 +366,9 @@ func waitABit(t *testing.T) {
 
 func TestStreamCoalescesWrites(t *testing.T) {
 	const writers = 256
-	var arrived atomic.Int64
-	all := make(chan struct{})
+	g := newGate(writers)
 	b := &fakeBackend{SubmitFunc: func(ctx context.Context, tx wire.TxRequest, opts wire.SubmitOptions) (wire.TxResult, error) {
-		if arrived.Add(1) == writers {
-			close(all)
-		}
-		<-all // every request is in flight at once
+		g.wait(nil) // every request is in flight at once
 		return wire.TxResult{TxID: testID, Status: wire.StatusCommitted}, nil
 	}}
 	n := newStreamNode(t, b)
@@ -350,19 +397,7 @@ func TestStreamDiesWithRequestsInFlight(t *testing.T) {
 	const writers = 32
 	l := newLedger()
 	n := newStreamNode(t, l.backend())
-	var arrived atomic.Int64
-	all := make(chan struct{})
-	n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
-		if k > writers {
-			return action{} // on the new stream: served
-		}
-		l.submit(tx) // carried out, but the answer is lost
-		if arrived.Add(1) == writers {
-			close(all)
-		}
-		<-all
-		return action{drop: true}
-	}
+	n.onRequest = loseAnswers(l, 1, writers) // then the new stream's: served
 	c := streamClient(n.srv.URL)
 	defer c.Close()
 	var wg sync.WaitGroup
@@ -379,11 +414,7 @@ func TestStreamDiesWithRequestsInFlight(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for _, k := range keys {
-		if got := l.count(k); got != 1 {
-			t.Errorf("transaction %s carried out %d times, want once", k, got)
-		}
-	}
+	l.wantOnce(t, keys...)
 }
 
 func TestStreamFullIsRetried(t *testing.T) {
@@ -391,7 +422,7 @@ func TestStreamFullIsRetried(t *testing.T) {
 	n := newStreamNode(t, l.backend())
 	n.onRequest = func(k int, id uint64, tx wire.TxRequest) action {
 		if k <= 3 {
-			return action{status: http.StatusTooManyRequests, body: `{"error":{"code":"stream_full","message":"1024 requests in flight"}}`}
+			return streamFull
 		}
 		return action{}
 	}
@@ -406,9 +437,7 @@ func TestStreamFullIsRetried(t *testing.T) {
 	if got := n.requests.Load(); got != 4 {
 		t.Errorf("stream requests = %d, want 4 (three refused, one served)", got)
 	}
-	if got, want := l.count("full-1"), 1; got != want {
-		t.Errorf("carried out %d times, want %d", got, want)
-	}
+	l.wantOnce(t, "full-1")
 }
 
 func TestStreamGoaway(t *testing.T) {

@@ -180,27 +180,7 @@ func testAmnesia(t *testing.T, missing string, lose func(t *testing.T, raftDir s
 			t.Fatal(err)
 		}
 	}
-	var args []string
-	for _, a := range old.Args() {
-		if strings.HasPrefix(a, "--cluster=") {
-			a = "--join=" + c.URL(healthy[0])
-		}
-		args = append(args, a)
-	}
-	logDir := t.TempDir()
-	p, err := launcher.NewProcess(launcher.ProcessConfig{ID: victim, Bin: txlogdBin, Args: args, DataDir: old.DataDir(), LogDir: logDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- %s (rejoined) log tail:\n%s", victim, p.LogTail(40))
-		}
-		p.Kill()
-	})
+	p := startProcess(t, launcher.ProcessConfig{ID: victim, Args: rejoinArgs(old, c.URL(healthy[0])), DataDir: old.DataDir(), LogDir: t.TempDir()})
 	if _, err := p.HTTPAddr(ctx); err != nil {
 		t.Fatal(err)
 	}

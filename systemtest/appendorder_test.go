@@ -63,7 +63,8 @@ func TestMixedLeaderAppend(t *testing.T) {
 }
 
 // putLoad is a steady stream of blind puts through every node, each client
-// going to the nodes in turn from its own first one, until stop.
+// going to the nodes in turn from its own first one, keeping each answer,
+// until stop; the rolling tests restart and replace members under it.
 type putLoad struct {
 	t       *testing.T
 	ctx     context.Context
@@ -103,6 +104,20 @@ func (l *putLoad) committedSince(n int) {
 		defer l.mu.Unlock()
 		return len(l.results) >= from+n
 	})
+}
+
+// committed counts the writes answered committed so far.
+func (l *putLoad) committed() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return committedAcks(l.results)
+}
+
+// more waits for 20 more writes to commit after the step named after.
+func (l *putLoad) more(after string) {
+	l.t.Helper()
+	from := l.committed()
+	waitUntil(l.ctx, l.t, "writes to commit after "+after, func() bool { return l.committed() >= from+20 })
 }
 
 // stop stops the writers and returns every write's result.

@@ -53,9 +53,10 @@ func fetchBackup(ctx context.Context, t *testing.T, base, path string) {
 	}
 }
 
-// startBackupNode starts a txlogd with its own loopback ports and data dir
-// dir/id, and args; it is killed when the test ends.
-func startBackupNode(t *testing.T, dir, id string, args ...string) *launcher.Process {
+// startExtraNode starts a txlogd outside any launcher.Cluster, with its own
+// loopback ports, data dir dir/id and args (a --restore or a --join); it is
+// killed when the test ends.
+func startExtraNode(t *testing.T, dir, id string, args ...string) *launcher.Process {
 	t.Helper()
 	ports, err := launcher.FreePorts("127.0.0.1", 1)
 	if err != nil {
@@ -63,23 +64,10 @@ func startBackupNode(t *testing.T, dir, id string, args ...string) *launcher.Pro
 	}
 	raftAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	dataDir := filepath.Join(dir, id)
-	p, err := launcher.NewProcess(launcher.ProcessConfig{
-		ID: id, Bin: txlogdBin, DataDir: dataDir, LogDir: dir,
+	return startProcess(t, launcher.ProcessConfig{
+		ID: id, DataDir: dataDir, LogDir: dir,
 		Args: append([]string{"--id=" + id, "--data-dir=" + dataDir, "--http-addr=127.0.0.1:0", "--raft-addr=" + raftAddr, "--shutdown-timeout=3s"}, args...),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- %s log tail:\n%s", id, p.LogTail(40))
-		}
-		p.Kill()
-	})
-	return p
 }
 
 // TestBackupRestore takes a backup from a follower while clients write,
@@ -177,7 +165,7 @@ func TestBackupRestore(t *testing.T) {
 
 	// Restore into a new cluster: r1 from the file, r2 and r3 join it.
 	rdir := t.TempDir()
-	r1 := startBackupNode(t, rdir, "r1", "--restore="+file)
+	r1 := startExtraNode(t, rdir, "r1", "--restore="+file)
 	addr, err := r1.HTTPAddr(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +178,7 @@ func TestBackupRestore(t *testing.T) {
 	})
 	urls := []string{r1URL}
 	for _, id := range []string{"r2", "r3"} {
-		p := startBackupNode(t, rdir, id, "--join="+r1URL)
+		p := startExtraNode(t, rdir, id, "--join="+r1URL)
 		a, err := p.HTTPAddr(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -292,7 +280,7 @@ func TestBackupRestoreRefused(t *testing.T) {
 
 	expectRefused := func(name, dataDir, backup, want string) {
 		t.Helper()
-		p := startBackupNode(t, filepath.Dir(dataDir), filepath.Base(dataDir), "--restore="+backup)
+		p := startExtraNode(t, filepath.Dir(dataDir), filepath.Base(dataDir), "--restore="+backup)
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 		defer wcancel()
 		err := p.Wait(wctx)
@@ -508,7 +496,7 @@ func TestBackupMeasure(t *testing.T) {
 	t.Logf("write throughput: %.0f tx/s without a backup, %.0f tx/s with %d back-to-back backups from a follower (%.0f%%)", without, with, backups, 100*with/without)
 
 	rstart := time.Now()
-	r1 := startBackupNode(t, t.TempDir(), "r1", "--restore="+file)
+	r1 := startExtraNode(t, t.TempDir(), "r1", "--restore="+file)
 	addr, err := r1.HTTPAddr(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,17 @@ type ack struct {
 	at     time.Time // when the answer came (set by the failover load)
 }
 
+// committedAcks counts the acks answered committed.
+func committedAcks(acks []ack) int {
+	n := 0
+	for _, a := range acks {
+		if a.err == nil && a.res.Status == wire.StatusCommitted {
+			n++
+		}
+	}
+	return n
+}
+
 // TestClusterSurvivesLeaderKill is the core cluster's acceptance test: 16 clients
 // submit 2,000 transactions through all three nodes while the leader is killed
 // with SIGKILL and later restarted.
@@ -276,6 +287,13 @@ func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []wire
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return pageLog(ctx, t, cl, base)
+}
+
+// pageLog reads the whole log of the node at base, which cl asks, a page at a
+// time.
+func pageLog(ctx context.Context, t *testing.T, cl *client.Client, base string) []wire.LogEntry {
+	t.Helper()
 	var all []wire.LogEntry
 	from := uint64(1)
 	for {

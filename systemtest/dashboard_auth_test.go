@@ -45,31 +45,9 @@ func newTestToken(t *testing.T) (token, hash string) {
 // (launchertest.StartCluster asks without a credential.)
 func startAuthCluster(t *testing.T, token string, args ...string) *launcher.Cluster {
 	t.Helper()
+	c := launchCluster(t, launcher.ClusterConfig{ExtraArgs: args})
 	ctx, cancel := context.WithTimeout(context.Background(), launchertest.StartTimeout)
 	defer cancel()
-	cfg := launcher.ClusterConfig{Bin: txlogdBin, Dir: t.TempDir(), Host: launcher.PrivateLoopback(), ExtraArgs: args}
-	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
-		cfg.Dir = d
-	}
-	base, err := launcher.FreeRange(cfg.Host, launcher.DefaultNodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.HTTPBasePort = base
-	c, err := launcher.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), launchertest.StopTimeout)
-		defer cancel()
-		c.Close(ctx)
-	})
 	getJSON := func(ctx context.Context, url string, out any) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -93,7 +71,7 @@ func startAuthCluster(t *testing.T, token string, args ...string) *launcher.Clus
 		}
 		return json.Unmarshal(b, out)
 	}
-	err = launcher.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error {
+	err := launcher.Poll(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		leaders := map[string]bool{}
 		for _, p := range c.Nodes() {
 			var st struct {
@@ -139,10 +117,7 @@ func TestDashboardWithAuth(t *testing.T) {
 	c := startAuthCluster(t, adminTok, "--auth-file", authFile, "--ui-open")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var ids []string
-	for _, p := range c.Nodes() {
-		ids = append(ids, p.ID())
-	}
+	ids := nodeIDs(c)
 	served := c.URL(ids[1])
 
 	// Plain HTTP first: what a browser without a credential gets.
@@ -213,20 +188,7 @@ func TestDashboardWithAuth(t *testing.T) {
 	// A browser with the read token as Basic credentials: every member's
 	// stats, no error, its own origin only.
 	bctx := newBrowser(t, ctx)
-	var mu sync.Mutex
-	var requests []string
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			mu.Lock()
-			requests = append(requests, e.Request.URL)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	requests := recordRequests(t, bctx)
 	if _, err := chromedp.Call(bctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": basic}}); err != nil {
 		t.Fatalf("set the Authorization header: %v", err)
 	}
@@ -238,13 +200,11 @@ func TestDashboardWithAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	for _, r := range requests {
+	for _, r := range requests() {
 		if u, err := url.Parse(r); err != nil || u.Host != origin.Host {
 			t.Errorf("page requested %s, not of its origin %s", r, served)
 		}
 	}
-	mu.Unlock()
 
 	// A read token scoped to a/: the page shows the members' stats, no
 	// error, and of the leases a/job and b/job only a/job.
@@ -353,10 +313,7 @@ func TestDashboardBasicPrompt(t *testing.T) {
 	c := startAuthCluster(t, adminTok, "--auth-file", authFile)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var ids []string
-	for _, p := range c.Nodes() {
-		ids = append(ids, p.ID())
-	}
+	ids := nodeIDs(c)
 	bctx := newBrowser(t, ctx)
 	prompts := answerBasicPrompt(t, bctx, "dash", readTok)
 	if err := chromedp.Do(bctx, chromedp.Navigate(c.URL(ids[0])+"/ui/")); err != nil {

@@ -335,14 +335,7 @@ func TestDashboardHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	served := ""
-	for _, p := range c.Nodes() {
-		ids = append(ids, p.ID())
-		if served == "" && p.ID() != leader {
-			served = p.ID()
-		}
-	}
+	ids, served := nodeIDs(c), aFollower(c, leader)
 
 	// One writer through each node, one request at a time (so that no
 	// node has more than one transaction in flight, under the parked

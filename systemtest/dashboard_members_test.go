@@ -48,6 +48,42 @@ func newBrowser(t *testing.T, ctx context.Context) context.Context {
 	return bctx
 }
 
+// recordRequests opens bctx's tab and records the URL of every request it
+// sends from then on (the listener runs in the tab's loop: it only appends);
+// the function it returns gives a copy of those so far.
+func recordRequests(t *testing.T, bctx context.Context) func() []string {
+	t.Helper()
+	var mu sync.Mutex
+	var requests []string
+	if err := chromedp.Do(bctx); err != nil { // open the tab, so the listener sees its first request
+		t.Fatal(err)
+	}
+	if err := chromedp.Listen(bctx, func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			requests = append(requests, e.Request.URL)
+			mu.Unlock()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), requests...)
+	}
+}
+
+// nodeIDs returns the IDs of c's nodes in ID order.
+func nodeIDs(c *launcher.Cluster) []string {
+	nodes := c.Nodes()
+	ids := make([]string, len(nodes))
+	for i, p := range nodes {
+		ids[i] = p.ID()
+	}
+	return ids
+}
+
 // memberRow is one row of the page's members table.
 type memberRow struct {
 	ID     string `json:"id"`
@@ -140,29 +176,10 @@ func TestDashboardReadsItsOwnOrigin(t *testing.T) {
 	if _, err := c.Leader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for _, p := range c.Nodes() {
-		ids = append(ids, p.ID())
-	}
+	ids := nodeIDs(c)
 	served := ids[0]
 	bctx := newBrowser(t, ctx)
-
-	// Every request the tab sends (the listener runs in the tab's loop: it
-	// only appends).
-	var mu sync.Mutex
-	var requests []string
-	if err := chromedp.Do(bctx); err != nil { // open the tab, so the listener sees its first request
-		t.Fatal(err)
-	}
-	if err := chromedp.Listen(bctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			mu.Lock()
-			requests = append(requests, e.Request.URL)
-			mu.Unlock()
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	requests := recordRequests(t, bctx) // every request the tab sends
 	page := c.URL(served) + "/ui/"
 	if err := chromedp.Do(bctx, chromedp.Navigate(page)); err != nil {
 		t.Fatalf("open %s: %v", page, err)
@@ -173,9 +190,7 @@ func TestDashboardReadsItsOwnOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	seen := append([]string(nil), requests...)
-	mu.Unlock()
+	seen := requests()
 	var members int
 	for _, r := range seen {
 		u, err := url.Parse(r)
@@ -234,10 +249,7 @@ func TestDashboardSaysWhenDenied(t *testing.T) {
 	if _, err := c.Leader(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for _, p := range c.Nodes() {
-		ids = append(ids, p.ID())
-	}
+	ids := nodeIDs(c)
 	target, err := url.Parse(c.URL(ids[0]))
 	if err != nil {
 		t.Fatal(err)

@@ -57,13 +57,7 @@ func TestDashboardFollowsFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var follower string
-	for _, p := range c.Nodes() {
-		if p.ID() != leader {
-			follower = p.ID()
-			break
-		}
-	}
+	follower := aFollower(c, leader)
 	// Something for the write and lease panels to show: writes through the
 	// two followers (they outlive the kill) for as long as the test runs.
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs(), Timeout: 5 * time.Second})

@@ -118,7 +118,7 @@ func runDocExamples(t *testing.T, c *launcher.Cluster, exs []docexec.Example, ge
 		}
 		if _, ok := to[docexec.FourthHTTPPort]; !ok && docexec.NamesFourth(e) {
 			// n4, not a member, to be joined by hand by the example.
-			n4 := startBackupNode(t, t.TempDir(), "n4")
+			n4 := startExtraNode(t, t.TempDir(), "n4")
 			http4, err := n4.HTTPAddr(ctx)
 			if err != nil {
 				failures = append(failures, fmt.Sprintf("%s: the fourth node: %v", e.Where(), err))

@@ -114,7 +114,7 @@ func testWipedDisks(t *testing.T, order string) {
 				t.Fatalf("%s: %v", id, err)
 			}
 			waitUntil(ctx, t, id+" answers 503 not_ready naming n3", func() bool {
-				code, body := httpGet(ctx, "http://"+addr+"/readyz")
+				code, body := get(ctx, t, "http://"+addr+"/readyz")
 				return code == http.StatusServiceUnavailable && strings.Contains(body, wire.CodeNotReady) && strings.Contains(body, "n3")
 			})
 		}
@@ -209,27 +209,7 @@ func testWipedDisks(t *testing.T, order string) {
 	if err := os.RemoveAll(old.DataDir()); err != nil {
 		t.Fatal(err)
 	}
-	var args []string
-	for _, a := range old.Args() {
-		if strings.HasPrefix(a, "--cluster=") {
-			a = "--join=" + c.URL(intact)
-		}
-		args = append(args, a)
-	}
-	logDir := t.TempDir()
-	n2, err := launcher.NewProcess(launcher.ProcessConfig{ID: "n2", Bin: txlogdBin, Args: args, DataDir: old.DataDir(), LogDir: logDir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- n2 (rejoined) log tail:\n%s", n2.LogTail(40))
-		}
-		n2.Kill()
-	})
+	n2 := startProcess(t, launcher.ProcessConfig{ID: "n2", Args: rejoinArgs(old, c.URL(intact)), DataDir: old.DataDir(), LogDir: t.TempDir()})
 	n2Addr, err := n2.HTTPAddr(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -325,21 +305,6 @@ func (w *leaderWatch) stop() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.seen
-}
-
-// httpGet returns the status and body of a GET, 0 on a transport error.
-func httpGet(ctx context.Context, url string) (int, string) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err.Error()
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // TestPeerOfAnotherCluster: two clusters, A and B, each with its own
@@ -506,7 +471,7 @@ func TestBootstrapWaitsForPeers(t *testing.T) {
 	a := newNode(t, dir, "a", "--raft-addr="+addrs[0], members)
 	base := startNode(ctx, t, a)
 	waitUntil(ctx, t, "a answers 503 not_ready naming b", func() bool {
-		code, body := httpGet(ctx, base+"/v1/cluster")
+		code, body := get(ctx, t, base+"/v1/cluster")
 		return code == http.StatusServiceUnavailable && strings.Contains(body, wire.CodeNotReady) && strings.Contains(body, "b")
 	})
 	if err := a.Stop(ctx); err != nil {
@@ -638,7 +603,7 @@ func TestBootstrapHostileProbeAnswers(t *testing.T) {
 					l := a.LogTail(50)
 					return strings.Contains(l, `"msg":"waiting for --cluster peers before bootstrapping"`) && strings.Contains(l, tt.why)
 				})
-				if code, body := httpGet(ctx, "http://"+addr+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, wire.CodeNotReady) {
+				if code, body := get(ctx, t, "http://"+addr+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, wire.CodeNotReady) {
 					t.Fatalf("a's /readyz = %d %s, want 503 not_ready", code, body)
 				}
 				if err := a.Stop(ctx); err != nil {

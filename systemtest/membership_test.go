@@ -38,30 +38,9 @@ func TestMembership(t *testing.T) {
 	}
 
 	// Join n4 through a follower: the request is forwarded to the leader.
-	ports, err := launcher.FreePorts("127.0.0.1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	dir := t.TempDir()
 	leader := mustLeaderID(ctx, t, c)
 	via := c.URL(aFollower(c, leader))
-	n4, err := launcher.NewProcess(launcher.ProcessConfig{
-		ID: "n4", Bin: txlogdBin, DataDir: filepath.Join(dir, "n4"), LogDir: dir,
-		Args: []string{"--id=n4", "--data-dir=" + filepath.Join(dir, "n4"), "--http-addr=127.0.0.1:0", "--raft-addr=" + raftAddr, "--join=" + via, "--shutdown-timeout=3s"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n4.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- n4 log tail:\n%s", n4.LogTail(40))
-		}
-		n4.Kill()
-	})
+	n4 := startExtraNode(t, t.TempDir(), "n4", "--join="+via)
 	addr, err := n4.HTTPAddr(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -190,20 +169,10 @@ func freeAddr(t *testing.T) string {
 // if the test failed). It does not start it.
 func newNode(t *testing.T, dir, id string, args ...string) *launcher.Process {
 	t.Helper()
-	p, err := launcher.NewProcess(launcher.ProcessConfig{
-		ID: id, Bin: txlogdBin, DataDir: filepath.Join(dir, id), LogDir: dir,
+	return newProcess(t, launcher.ProcessConfig{
+		ID: id, DataDir: filepath.Join(dir, id), LogDir: dir,
 		Args: append([]string{"--id=" + id, "--data-dir=" + filepath.Join(dir, id), "--http-addr=127.0.0.1:0"}, args...),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- %s log tail:\n%s", id, p.LogTail(40))
-		}
-		p.Kill()
-	})
-	return p
 }
 
 // startNode starts p and returns its HTTP base URL.
@@ -542,26 +511,13 @@ func TestNodeNumbersJoin(t *testing.T) {
 func TestNodeNumberClash(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	c, err := launcher.StartCluster(ctx, launcher.ClusterConfig{
-		Bin: txlogdBin, Dir: dir,
+	c := launchCluster(t, launcher.ClusterConfig{
 		NodeArgs: func(id string, _ map[string]string) ([]string, error) {
 			if id == "n1" || id == "n2" {
 				return []string{"--node-number=7"}, nil
 			}
 			return nil, nil
 		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		c.Close(context.Background())
 	})
 	mustLeaderID(ctx, t, c)
 	for _, id := range []string{"n1", "n2"} {

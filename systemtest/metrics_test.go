@@ -97,13 +97,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var follower string
-	for _, p := range c.Nodes() {
-		if p.ID() != leader {
-			follower = p.ID()
-			break
-		}
-	}
+	follower := aFollower(c, leader)
 	fURL, lURL := c.URL(follower), c.URL(leader)
 
 	before := scrapeMetrics(ctx, t, fURL+"/metrics")

@@ -195,13 +195,7 @@ func TestCallbacksOutlastFailingReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Through a follower, so the forward path carries notify too.
-	var follower string
-	for _, p := range c.Nodes() {
-		if p.ID() != leader {
-			follower = p.ID()
-			break
-		}
-	}
+	follower := aFollower(c, leader)
 	start := time.Now()
 	var acks []wireAnswer
 	for i := range 5 {

@@ -318,21 +318,9 @@ func TestPeerTLS(t *testing.T) {
 	}
 	n4dir := filepath.Join(dir, "n4")
 	n4 := &peerNode{id: "n4", dataDir: n4dir, raftAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))}
-	p4, err := launcher.NewProcess(launcher.ProcessConfig{ID: "n4", Bin: txlogdBin, DataDir: n4dir, LogDir: dir,
+	p4 := startProcess(t, launcher.ProcessConfig{ID: "n4", DataDir: n4dir, LogDir: dir,
 		Args: append([]string{"--id=n4", "--data-dir=" + n4dir, "--http-addr=127.0.0.1:0", "--raft-addr=" + n4.raftAddr,
 			"--join=" + tc.nodes[0].url(), "--shutdown-timeout=3s"}, rogue.args("n4", "tls")...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p4.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- n4 log tail:\n%s", p4.LogTail(40))
-		}
-		p4.Kill()
-	})
 	if n4.httpAddr, err = p4.HTTPAddr(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -205,17 +205,7 @@ func TestRecoverLostMajority(t *testing.T) {
 // tail if the test failed). It does not start it.
 func ownProcess(t *testing.T, id, dataDir string, args []string) *launcher.Process {
 	t.Helper()
-	p, err := launcher.NewProcess(launcher.ProcessConfig{ID: id, Bin: txlogdBin, Args: args, DataDir: dataDir, LogDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- %s log tail:\n%s", id, p.LogTail(40))
-		}
-		p.Kill()
-	})
-	return p
+	return newProcess(t, launcher.ProcessConfig{ID: id, Args: args, DataDir: dataDir, LogDir: t.TempDir()})
 }
 
 // wantExit starts p and checks that it exits non-zero with want in its log.

@@ -46,8 +46,8 @@ func TestReplaceDeadMember(t *testing.T) {
 		return out
 	}
 
-	w := startRollingWriters(ctx, c)
-	w.more(ctx, t, "the start")
+	w := startPutLoad(ctx, t, c.HTTPAddrs(), 3)
+	w.more("the start")
 
 	leader := mustLeaderID(ctx, t, c)
 	leaderURL := c.URL(leader)
@@ -95,7 +95,7 @@ func TestReplaceDeadMember(t *testing.T) {
 	url1 := startNode(ctx, t, ownProcess(t, gone, dir1, []string{"--id=" + gone, "--data-dir=" + dir1,
 		"--http-addr=127.0.0.1:0", "--raft-addr=" + raft1, "--join=" + leaderURL, "--shutdown-timeout=3s"}))
 	rejoined(gone, raft1, []string{leaderURL, c.URL(followers[1]), url1})
-	w.more(ctx, t, gone+" rejoined")
+	w.more(gone + " rejoined")
 
 	// Replace: re-point the member, then start it there.
 	moved := followers[1]
@@ -107,8 +107,8 @@ func TestReplaceDeadMember(t *testing.T) {
 	url2 := startNode(ctx, t, ownProcess(t, moved, dir2, []string{"--id=" + moved, "--data-dir=" + dir2,
 		"--http-addr=" + http2, "--raft-addr=" + raft2, "--join=" + leaderURL, "--shutdown-timeout=3s"}))
 	rejoined(moved, raft2, []string{leaderURL, url1, url2})
-	w.more(ctx, t, moved+" replaced")
-	results := w.finish()
+	w.more(moved + " replaced")
+	results := w.stop()
 
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{leaderURL}})
 	st, err := cl.ClusterFrom(ctx, leaderURL)

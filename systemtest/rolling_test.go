@@ -6,13 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/txlog/txlog/api/wire"
-	"github.com/txlog/txlog/client"
 	"github.com/txlog/txlog/launcher"
 )
 
@@ -53,9 +50,9 @@ func TestRollingRestart(t *testing.T) {
 	}
 
 	// The writer: unique keys through every node, each answer kept.
-	w := startRollingWriters(ctx, c)
+	w := startPutLoad(ctx, t, c.HTTPAddrs(), 3)
 	healthy("the start")
-	w.more(ctx, t, "the start")
+	w.more("the start")
 
 	leader := mustLeaderID(ctx, t, c)
 	var followers []string
@@ -69,7 +66,7 @@ func TestRollingRestart(t *testing.T) {
 			t.Fatalf("restart follower %s: %v", f, err)
 		}
 		healthy("restarting follower " + f)
-		w.more(ctx, t, "restarting follower "+f)
+		w.more("restarting follower " + f)
 	}
 	out, err := cli("leader", "transfer", followers[0])
 	var tr wire.TransferResult
@@ -85,8 +82,8 @@ func TestRollingRestart(t *testing.T) {
 		t.Fatalf("restart the old leader %s: %v", leader, err)
 	}
 	healthy("restarting the old leader " + leader)
-	w.more(ctx, t, "restarting the old leader "+leader)
-	results := w.finish()
+	w.more("restarting the old leader " + leader)
+	results := w.stop()
 
 	failed := 0
 	for _, r := range results {
@@ -97,60 +94,4 @@ func TestRollingRestart(t *testing.T) {
 	checkSettled(ctx, t, c, results)
 	t.Logf("rolling restart (%v, then %s after the transfer): %d writes acknowledged once in every log, %d without an answer",
 		followers, leader, w.committed(), failed)
-}
-
-// rollingWriters writes unique keys through every node of c, one client per
-// node (each starting its endpoints there), keeping each answer, until
-// finish; the rolling tests restart and replace members under it.
-type rollingWriters struct {
-	mu      sync.Mutex
-	results []ack
-	next    atomic.Int64
-	stop    atomic.Bool
-	wg      sync.WaitGroup
-}
-
-func startRollingWriters(ctx context.Context, c *launcher.Cluster) *rollingWriters {
-	w := &rollingWriters{}
-	urls := c.HTTPAddrs()
-	for i := range 3 {
-		eps := append(append([]string(nil), urls[i:]...), urls[:i]...)
-		cl := client.NewClient(client.ClientConfig{Endpoints: eps, Timeout: 20 * time.Second})
-		w.wg.Go(func() {
-			for !w.stop.Load() && ctx.Err() == nil {
-				a := blindPut(ctx, cl, w.next.Add(1))
-				w.mu.Lock()
-				w.results = append(w.results, a)
-				w.mu.Unlock()
-			}
-		})
-	}
-	return w
-}
-
-// committed counts the writes answered committed so far.
-func (w *rollingWriters) committed() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, r := range w.results {
-		if r.err == nil && r.res.Status == wire.StatusCommitted {
-			n++
-		}
-	}
-	return n
-}
-
-// more waits for 20 more writes to commit after the step named after.
-func (w *rollingWriters) more(ctx context.Context, t *testing.T, after string) {
-	t.Helper()
-	from := w.committed()
-	waitUntil(ctx, t, "writes to commit after "+after, func() bool { return w.committed() >= from+20 })
-}
-
-// finish stops the writers and returns every answer.
-func (w *rollingWriters) finish() []ack {
-	w.stop.Store(true)
-	w.wg.Wait()
-	return w.results
 }

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -79,12 +78,8 @@ func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	sc.ca = newTestCA(t, "secure-ca")
 	// The client ports' certificate; each node's peer certificate is
 	// peerArgs'.
-	server := issueLeaf(t, sc.ca, certgen.Options{CommonName: "txlogd", Hosts: []string{sc.host}, Server: true})
-	sc.certFile, sc.keyFile = filepath.Join(sc.dir, "cert.pem"), filepath.Join(sc.dir, "key.pem")
-	sc.caFile, sc.authFile = filepath.Join(sc.dir, "ca.pem"), filepath.Join(sc.dir, "auth")
-	replaceFile(t, sc.certFile, server.CertPEM)
-	replaceFile(t, sc.keyFile, server.KeyPEM)
-	replaceFile(t, sc.caFile, sc.ca.CertPEM)
+	sc.certFile, sc.keyFile, sc.caFile = writeServerCert(t, sc.ca, sc.host, sc.dir)
+	sc.authFile = filepath.Join(sc.dir, "auth")
 	for _, c := range []struct {
 		name     string
 		role     auth.Role
@@ -108,46 +103,17 @@ func startSecureCluster(t *testing.T, nodes int, args ...string) *secCluster {
 	sc.authLines[cnBrowser] = "cert:" + cnBrowser + " write " + cnBrowser
 	sc.writeAuthFile(t)
 
-	base, err := launcher.FreeRange(sc.host, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
 	peerArgs := map[string][]string{}
 	for i := range nodes {
 		id := "n" + strconv.Itoa(i+1)
 		peerArgs[id] = sc.peerArgs(t, id)
 	}
-	cfg := launcher.ClusterConfig{
-		Bin: txlogdBin, Dir: t.TempDir(), Nodes: nodes, Host: sc.host, HTTPBasePort: base,
+	sc.c = launchCluster(t, launcher.ClusterConfig{
+		Nodes: nodes, Host: sc.host,
 		ExtraArgs: append(sc.secureArgs(), args...),
 		NodeArgs:  func(id string, _ map[string]string) ([]string, error) { return peerArgs[id], nil },
-	}
-	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
-		cfg.Dir = d
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sc.c, err = launcher.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range sc.c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		sc.c.Close(ctx)
 	})
-	for _, p := range sc.c.Nodes() {
-		addr, err := p.HTTPAddr(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc.addrs = append(sc.addrs, addr)
-	}
+	sc.addrs = hostPorts(t, sc.c)
 	for i := range sc.addrs {
 		sc.waitReady(t, i)
 	}
@@ -398,20 +364,7 @@ func (sc *secCluster) startJoiner(t *testing.T, id string, via int, tokenFile st
 		"--join=https://" + sc.addrs[via], "--join-token-file=" + tokenFile,
 		"--join-ca-file=" + sc.caFile, "--shutdown-timeout=2s"}, sc.secureArgs()...)
 	args = append(args, sc.peerArgs(t, id)...)
-	p, err := launcher.NewProcess(launcher.ProcessConfig{ID: id, Bin: txlogdBin, Args: args,
-		DataDir: filepath.Join(dir, id), LogDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("--- %s log tail:\n%s", id, p.LogTail(40))
-		}
-		p.Kill()
-	})
+	p := startProcess(t, launcher.ProcessConfig{ID: id, Args: args, DataDir: filepath.Join(dir, id), LogDir: dir})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	addr, err := p.HTTPAddr(ctx)

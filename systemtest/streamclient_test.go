@@ -60,13 +60,7 @@ func startStreamLoad(cl *client.Client, writers int) *streamLoad {
 func (l *streamLoad) committed() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, a := range l.acks {
-		if a.err == nil && a.res.Status == wire.StatusCommitted {
-			n++
-		}
-	}
-	return n
+	return committedAcks(l.acks)
 }
 
 // waitCommitted polls until n more writes than now were committed.

@@ -365,19 +365,7 @@ func readNodeLog(ctx context.Context, t *testing.T, cl *client.Client, base stri
 	if err != nil {
 		t.Fatalf("%s: %v", base, err)
 	}
-	var all []wire.LogEntry
-	from := uint64(1)
-	for {
-		page, err := cl.Log(ctx, from, 1000)
-		if err != nil {
-			t.Fatalf("Log(%s, %d) = %v", base, from, err)
-		}
-		all = append(all, page.Entries...)
-		if len(page.Entries) == 0 || page.Next <= from {
-			return all
-		}
-		from = page.Next
-	}
+	return pageLog(ctx, t, cl, base)
 }
 
 // pingRedis sends one inline PING to addr over dial and wants +PONG.

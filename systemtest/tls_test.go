@@ -3,7 +3,6 @@ package systemtest
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -60,51 +59,16 @@ func startClientCluster(t testing.TB, tlsOn bool, nodes int, args ...string) *tl
 	tc := &tlsCluster{host: launcher.PrivateLoopback()}
 	dir := t.TempDir()
 	tc.ca = newTestCA(t, "client-port-ca")
-	server := issueLeaf(t, tc.ca, certgen.Options{CommonName: "txlogd", Hosts: []string{tc.host}, Server: true})
 	tc.clientCert = tlsCert(t, issueLeaf(t, tc.ca, certgen.Options{CommonName: "client", Client: true}))
-	tc.certFile, tc.keyFile, tc.caFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
-	replaceFile(t, tc.certFile, server.CertPEM)
-	replaceFile(t, tc.keyFile, server.KeyPEM)
-	replaceFile(t, tc.caFile, tc.ca.CertPEM)
+	tc.certFile, tc.keyFile, tc.caFile = writeServerCert(t, tc.ca, tc.host, dir)
 
-	base, err := launcher.FreeRange(tc.host, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := launcher.ClusterConfig{
-		Bin: txlogdBin, Dir: t.TempDir(), Nodes: nodes, Host: tc.host, HTTPBasePort: base,
-		ExtraArgs: args,
-	}
+	cfg := launcher.ClusterConfig{Nodes: nodes, Host: tc.host, ExtraArgs: args}
 	if tlsOn {
 		cfg.ExtraArgs = append([]string{"--tls-cert-file=" + tc.certFile, "--tls-key-file=" + tc.keyFile,
 			"--tls-client-ca-file=" + tc.caFile}, args...)
 	}
-	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
-		cfg.Dir = d
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	tc.c, err = launcher.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range tc.c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		tc.c.Close(ctx)
-	})
-	for _, p := range tc.c.Nodes() {
-		addr, err := p.HTTPAddr(ctx) // host:port, from the node's http.addr
-		if err != nil {
-			t.Fatal(err)
-		}
-		tc.addrs = append(tc.addrs, addr)
-	}
+	tc.c = launchCluster(t, cfg)
+	tc.addrs = hostPorts(t, tc.c)
 	tc.tls = tlsOn
 	hc := tc.client(tc.ca.Pool(), func() *tls.Certificate { return &tc.clientCert }, false)
 	for _, addr := range tc.addrs {
@@ -169,6 +133,19 @@ func tlsCert(t testing.TB, l *certgen.Leaf) tls.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// writeServerCert writes into dir a client port's certificate and key (CN
+// txlogd, for host, signed by ca) and ca's certificate, and returns the three
+// files.
+func writeServerCert(t testing.TB, ca *certgen.CA, host, dir string) (certFile, keyFile, caFile string) {
+	t.Helper()
+	server := issueLeaf(t, ca, certgen.Options{CommonName: "txlogd", Hosts: []string{host}, Server: true})
+	certFile, keyFile, caFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.pem")
+	replaceFile(t, certFile, server.CertPEM)
+	replaceFile(t, keyFile, server.KeyPEM)
+	replaceFile(t, caFile, ca.CertPEM)
+	return certFile, keyFile, caFile
 }
 
 // replaceFile replaces path as rotation tools do: a new file renamed over it.
