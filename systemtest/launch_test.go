@@ -1,7 +1,6 @@
 package systemtest
 
 import (
-	"cmp"
 	"context"
 	"os"
 	"strings"
@@ -11,51 +10,20 @@ import (
 	"github.com/txlog/txlog/launcher/launchertest"
 )
 
-// launchCluster starts the cluster cfg describes and stops it when the test
-// ends, printing each node's log tail if the test failed. It fills in what
-// cfg leaves unset as launchertest.StartCluster does (Dir, Host and
-// HTTPBasePort), takes Dir from TXLOG_TEST_DIR when that is set and Bin
-// txlogdBin unless cfg has one. Unlike startClusterConfig it waits for no
-// leader and no readiness: it is for clusters whose nodes answer only a
-// client with credentials, and for tests that check the start themselves.
+// launchCluster is launchertest.Launch (the cluster started with no wait for
+// a leader or readiness, stopped when the test ends) with Dir from
+// TXLOG_TEST_DIR when that is set and Bin txlogdBin unless cfg has one: for
+// clusters whose nodes answer only a client with credentials, and for tests
+// that check the start themselves.
 func launchCluster(t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
 	t.Helper()
 	if d := os.Getenv("TXLOG_TEST_DIR"); d != "" {
 		cfg.Dir = d
 	}
-	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
-	}
 	if cfg.Bin == "" {
 		cfg.Bin = txlogdBin
 	}
-	if cfg.Host == "" {
-		cfg.Host = launcher.PrivateLoopback()
-	}
-	if cfg.HTTPBasePort == 0 {
-		base, err := launcher.FreeRange(cfg.Host, cmp.Or(cfg.Nodes, launcher.DefaultNodes))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.HTTPBasePort = base
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), launchertest.StartTimeout)
-	defer cancel()
-	c, err := launcher.StartCluster(ctx, cfg)
-	if err != nil {
-		t.Fatalf("StartCluster() = %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, p := range c.Nodes() {
-				t.Logf("--- %s log tail:\n%s", p.ID(), p.LogTail(40))
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), launchertest.StopTimeout)
-		defer cancel()
-		c.Close(ctx)
-	})
-	return c
+	return launchertest.Launch(t, cfg)
 }
 
 // hostPorts returns the host:port of each node's client port in c, in ID

@@ -28,6 +28,31 @@ func StartCluster(t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	defer cancel()
+	c := launch(ctx, t, cfg)
+	if _, err := c.Leader(ctx); err != nil {
+		t.Fatalf("Leader() = %v", err)
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady() = %v", err)
+	}
+	return c
+}
+
+// Launch is StartCluster without its waits: it starts the cluster, with the
+// same defaults and cleanup, and returns without waiting for a leader or
+// readiness (for a cluster whose nodes answer only a client with
+// credentials, or a test that checks the start itself).
+func Launch(t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	return launch(ctx, t, cfg)
+}
+
+// launch fills in cfg's defaults, starts the cluster within ctx and stops it
+// when the test ends, printing each node's log tail if the test failed.
+func launch(ctx context.Context, t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
+	t.Helper()
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
@@ -59,11 +84,5 @@ func StartCluster(t testing.TB, cfg launcher.ClusterConfig) *launcher.Cluster {
 		defer cancel()
 		c.Close(ctx)
 	})
-	if _, err := c.Leader(ctx); err != nil {
-		t.Fatalf("Leader() = %v", err)
-	}
-	if err := c.WaitReady(ctx); err != nil {
-		t.Fatalf("WaitReady() = %v", err)
-	}
 	return c
 }
