@@ -1,7 +1,8 @@
 // Package launchertest starts a txlogd cluster for a test with the launcher:
 // on an address of its own in 127.0.0.0/8 with fixed HTTP ports chosen at run
 // time, stopped in t.Cleanup with each node's log tail printed when the test
-// failed. The process-level tests (systemtest) and the examples' tests use it.
+// failed (StartCluster waits for a leader and readiness; Launch does not).
+// The process-level tests (systemtest) and the examples' tests use it.
 //
 // For the tests of a tool that runs against the cluster (the examples'), it
 // also builds the tool beside txlogd (BuildWithTxlogd), starts instances of
