@@ -132,8 +132,9 @@ func waitLog(t *testing.T, b *logBuffer, want ...string) {
 // acceptOne accepts one connection of kind on l and returns it.
 func acceptOne(l *Link, kind byte) <-chan net.Conn {
 	ch := make(chan net.Conn, 1)
+	ln := l.Listener(kind) // before returning: a dial that comes first is refused
 	go func() {
-		c, err := l.Listener(kind).Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			close(ch)
 			return
