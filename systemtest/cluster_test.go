@@ -309,14 +309,18 @@ func pageLog(ctx context.Context, t *testing.T, cl *client.Client, base string) 
 	}
 }
 
-// checkSettled waits until every node is ready, reads each node's log up to
-// the highest commit index and checks it and results with checkCluster. It
+// checkSettled waits until every node is ready and every write answered 202
+// in results has its outcome (within 30 s), reads each node's log up to the
+// highest commit index and checks it and results with checkCluster. It
 // returns the logs by node.
 func checkSettled(ctx context.Context, t *testing.T, c *launcher.Cluster, results []ack) map[string][]wire.LogEntry {
 	t.Helper()
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady() = %v", err)
 	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	resolvePending(rctx, t, c, results)
+	cancel()
 	upTo := lastIndex(ctx, t, c)
 	logs := make(map[string][]wire.LogEntry)
 	for _, p := range c.Nodes() {
@@ -326,6 +330,25 @@ func checkSettled(ctx context.Context, t *testing.T, c *launcher.Cluster, result
 		t.Fatal(err)
 	}
 	return logs
+}
+
+// resolvePending replaces in results each write answered 202 by its outcome,
+// which it waits for within ctx: a write parked while there was no leader (its
+// timeout passed, or it asked for ack=accepted) is committed once by the next
+// leader.
+func resolvePending(ctx context.Context, t *testing.T, c *launcher.Cluster, results []ack) {
+	t.Helper()
+	ids := pendingIDs(results)
+	if len(ids) == 0 {
+		return
+	}
+	resolved := waitResolved(ctx, t, c, ids)
+	for i, a := range results {
+		if a.err == nil && a.res.Status == wire.StatusPending {
+			results[i].res = resolved[a.res.TxID]
+		}
+	}
+	t.Logf("%d writes answered 202 resolved", len(ids))
 }
 
 // checkCluster checks the acknowledged results against every node's log with

@@ -288,13 +288,8 @@ func TestFailoverLosesNothing(t *testing.T) {
 	// then compare every node's log with what the clients were told.
 	acks := l.halt()
 	rctx, rcancel = context.WithDeadline(ctx, lastElection.Add(30*time.Second))
-	resolved := waitResolved(rctx, t, c, pendingIDs(acks))
+	resolvePending(rctx, t, c, acks)
 	rcancel()
-	for i, a := range acks {
-		if a.err == nil && a.res.Status == wire.StatusPending {
-			acks[i].res = resolved[a.res.TxID]
-		}
-	}
 	logs := checkSettled(ctx, t, c, acks)
 	t.Logf("outcomes: %d×200, %d×202, %d×409, %d errors; %d log entries", l.counts[200], l.counts[202], l.counts[409], l.counts[0], len(logs["n1"]))
 	if l.counts[202] == 0 || l.counts[200] == 0 {
