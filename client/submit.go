@@ -101,8 +101,9 @@ func serverTimeout(opts wire.SubmitOptions) time.Duration {
 }
 
 // Submit runs one transaction on any node and returns its result: committed,
-// rejected by a failed if_version (not an error), or pending (with
-// ack=accepted).
+// rejected by a failed if_version (not an error), or pending with its txid
+// (with ack=accepted, or parked by a node that had no leader within the
+// timeout; Tx waits for its outcome).
 //
 // Without an idempotency key in tx, Submit makes a random one, and every
 // retry carries the same key, so a retry can never create a second
