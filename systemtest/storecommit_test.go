@@ -39,6 +39,20 @@ func TestStoreLosesOpenEntries(t *testing.T) {
 	leader := mustLeaderID(ctx, t, c)
 	victim := aFollower(c, leader)
 	p := c.Node(victim)
+	// A member's registration commits the store at once: wait until the last
+	// is in the log, so that none comes after the kill's open entries.
+	waitUntil(ctx, t, "every member registered", func() bool {
+		st, err := cl.ClusterFrom(ctx, c.URL(leader))
+		if err != nil || len(st.Members) != len(c.Nodes()) {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.NodeNumber == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	before := lastIndex(ctx, t, c)
 	// Wait until the victim has applied everything, without reading its log
 	// (a read that comes up short commits).
