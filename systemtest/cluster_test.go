@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -266,7 +267,10 @@ func lastIndex(ctx context.Context, t *testing.T, c *launcher.Cluster) uint64 {
 	return last
 }
 
-// readLog pages through one node's log, first waiting until it has applied upTo.
+// readLog pages through one node's log up to upTo (the whole log when upTo is
+// 0), first waiting until it has applied upTo: a write that commits meanwhile
+// (one a client gave up on, which its node still held) makes no node's log
+// longer than another's.
 func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []wire.LogEntry {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
@@ -287,7 +291,11 @@ func readLog(ctx context.Context, t *testing.T, base string, upTo uint64) []wire
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return pageLog(ctx, t, cl, base)
+	log := pageLog(ctx, t, cl, base)
+	if upTo == 0 {
+		return log
+	}
+	return slices.DeleteFunc(log, func(e wire.LogEntry) bool { return e.Index > upTo })
 }
 
 // pageLog reads the whole log of the node at base, which cl asks, a page at a

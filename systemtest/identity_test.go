@@ -54,6 +54,7 @@ func testWipedDisks(t *testing.T, order string) {
 		}
 		acks = append(acks, a)
 	}
+	resolvePending(ctx, t, c, acks)
 	const intact = "n3"
 	wiped := []string{"n1", "n2"}
 	// The claim is about the intact node's history, so it must hold every
@@ -226,6 +227,7 @@ func testWipedDisks(t *testing.T, order string) {
 		}
 		acks = append(acks, a)
 	}
+	resolvePending(ctx, t, c, acks)
 	bases := map[string]string{"n1": c.URL("n1"), intact: c.URL(intact), "n2": "http://" + n2Addr}
 	var upTo uint64
 	for _, base := range bases {

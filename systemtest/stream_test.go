@@ -140,6 +140,9 @@ func TestLogStreamThroughLeaderKills(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	// A write parked around a kill may commit after want was read: compare
+	// what the log held then.
+	got = slices.DeleteFunc(got, func(i uint64) bool { return i > want[len(want)-1] })
 	if !slices.Equal(got, want) {
 		t.Fatalf("the stream gave %d entries, the log of %s holds %d: they differ (first stream %v, log %v)", len(got), f, len(want), got[:min(5, len(got))], want[:min(5, len(want))])
 	}
