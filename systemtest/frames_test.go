@@ -316,11 +316,12 @@ func TestSquattedTxIDs(t *testing.T) {
 	// The squat: sequence 0 of each millisecond from start to start+window,
 	// all within the leader's clock bound (8 s ahead), in one request; tried
 	// again while the leader answers not_ready (it has not yet seen the
-	// victim's registration).
+	// victim's registration). It starts 4 s ahead: committing its 3,000
+	// entries takes seconds on a loaded machine.
 	const window = 3 * time.Second
 	var start time.Time
 	waitUntil(ctx, t, "the squat committed", func() bool {
-		start = time.Now().Add(time.Second).Truncate(time.Millisecond)
+		start = time.Now().Add(4 * time.Second).Truncate(time.Millisecond)
 		var frames [][]byte
 		for at := start; at.Before(start.Add(window)); at = at.Add(time.Millisecond) {
 			key := fmt.Sprintf("squat/%d", at.UnixMilli())
