@@ -242,11 +242,13 @@ func httpDo(ctx context.Context, t *testing.T, method, url, body string) (int, [
 	return resp.StatusCode, b
 }
 
-// checkSettledOn is checkSettled for the nodes ids only: it waits until each
-// is ready, reads its log up to the highest commit index among them and
-// checks the logs and results with checkCluster.
+// checkSettledOn is checkSettled for the nodes ids only: it resolves the
+// writes answered 202, waits until each node is ready, reads its log up to
+// the highest commit index among them and checks the logs and results with
+// checkCluster.
 func checkSettledOn(ctx context.Context, t *testing.T, c *launcher.Cluster, ids []string, results []ack) {
 	t.Helper()
+	resolvePending(ctx, t, c, results)
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var upTo uint64
 	for _, id := range ids {

@@ -326,9 +326,7 @@ func checkSettled(ctx context.Context, t *testing.T, c *launcher.Cluster, result
 	if err := c.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady() = %v", err)
 	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	resolvePending(rctx, t, c, results)
-	cancel()
+	resolvePending(ctx, t, c, results)
 	upTo := lastIndex(ctx, t, c)
 	logs := make(map[string][]wire.LogEntry)
 	for _, p := range c.Nodes() {
@@ -341,15 +339,17 @@ func checkSettled(ctx context.Context, t *testing.T, c *launcher.Cluster, result
 }
 
 // resolvePending replaces in results each write answered 202 by its outcome,
-// which it waits for within ctx: a write parked while there was no leader (its
-// timeout passed, or it asked for ack=accepted) is committed once by the next
-// leader.
+// which it waits for within ctx and 30 s: a write parked while there was no
+// leader (its timeout passed, or it asked for ack=accepted) is committed once
+// by the next leader.
 func resolvePending(ctx context.Context, t *testing.T, c *launcher.Cluster, results []ack) {
 	t.Helper()
 	ids := pendingIDs(results)
 	if len(ids) == 0 {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	resolved := waitResolved(ctx, t, c, ids)
 	for i, a := range results {
 		if a.err == nil && a.res.Status == wire.StatusPending {

@@ -41,6 +41,7 @@ func TestRecoverLostMajority(t *testing.T) {
 	for i := range 150 {
 		results = append(results, blindPut(ctx, cl, int64(i)))
 	}
+	resolvePending(ctx, t, c, results)
 	for _, r := range results {
 		if r.err != nil || r.res.Status != wire.StatusCommitted {
 			t.Fatalf("write %s = %+v, %v; want committed", r.key, r.res, r.err)

@@ -109,6 +109,7 @@ func TestReplaceDeadMember(t *testing.T) {
 	rejoined(moved, raft2, []string{leaderURL, url1, url2})
 	w.more(moved + " replaced")
 	results := w.stop()
+	resolvePending(ctx, t, c, results)
 
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{leaderURL}})
 	st, err := cl.ClusterFrom(ctx, leaderURL)
