@@ -71,6 +71,18 @@ func TestMembership(t *testing.T) {
 	if err := cl.Remove(ctx, "n4"); err != nil {
 		t.Fatalf("Remove(n4) = %v", err)
 	}
+	// n4 finds out, refuses writes, and exits 3 s later (--shutdown-timeout):
+	// asked at once, with writes that park after 500 ms. Until it knows, a
+	// write is committed through the leader (200) or, once the leader no
+	// longer answers n4, parked (202: TestRemovedMember shows it is handed to
+	// the leader).
+	waitUntil(ctx, t, "n4 answers writes with 503 removed", func() bool {
+		a := call(ctx, t, http.MethodPost, n4URL+"/v1/tx?timeout=500ms", `{"ops":[{"op":"put","key":"after-removal","value":1}]}`)
+		if a.status != http.StatusOK && a.status != http.StatusAccepted && a.code != wire.CodeRemoved {
+			t.Fatalf("write to n4 after its removal: %d %s; want 200 or 202 until it knows, then 503 removed", a.status, a.body)
+		}
+		return a.code == wire.CodeRemoved
+	})
 	// Every remaining node learns the new configuration from the log.
 	for _, p := range c.Nodes() {
 		waitUntil(ctx, t, p.ID()+" drops n4", func() bool {
@@ -89,17 +101,6 @@ func TestMembership(t *testing.T) {
 	if err := cl.Remove(ctx, "n4"); err == nil {
 		t.Fatal("removing n4 twice succeeded; want not found")
 	}
-	// n4 finds out, refuses writes, and exits after its shutdown timeout. Until
-	// it knows, a write is committed through the leader (200) or, once the
-	// leader no longer answers n4, parked (202: TestRemovedMember shows
-	// it is handed to the leader).
-	waitUntil(ctx, t, "n4 answers writes with 503 removed", func() bool {
-		a := call(ctx, t, http.MethodPost, n4URL+"/v1/tx", `{"ops":[{"op":"put","key":"after-removal","value":1}]}`)
-		if a.status != http.StatusOK && a.status != http.StatusAccepted && a.code != wire.CodeRemoved {
-			t.Fatalf("write to n4 after its removal: %d %s; want 200 or 202 until it knows, then 503 removed", a.status, a.body)
-		}
-		return a.code == wire.CodeRemoved
-	})
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer wcancel()
 	if err := n4.Wait(wctx); err != nil {
