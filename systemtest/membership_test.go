@@ -248,7 +248,8 @@ func call(ctx context.Context, t *testing.T, method, url, body string) httpAnswe
 func numberOf(ctx context.Context, t *testing.T, base string) uint16 {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
-	res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "num/" + base, Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{})
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "num/" + base, Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{Timeout: 30 * time.Second})
 	if err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("write to %s = %+v, %v; want committed", base, res, err)
 	}
@@ -433,7 +434,8 @@ func TestNodeNumbersJoin(t *testing.T) {
 					key := fmt.Sprintf("join-%d-%d-%d", w, b, i)
 					txs = append(txs, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}})
 				}
-				res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{})
+				// 30 s: a slow fsync on a loaded machine must not park the write (202).
+				res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{Timeout: 30 * time.Second})
 				if err != nil {
 					t.Errorf("SubmitBatch via %s = %v", base, err)
 					return
