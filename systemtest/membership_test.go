@@ -536,7 +536,8 @@ func TestNodeNumberClash(t *testing.T) {
 			}
 		}
 	}
-	if a := call(ctx, t, http.MethodPost, c.URL("n3")+"/v1/tx", `{"ops":[{"op":"put","key":"clash","value":3}]}`); a.status != http.StatusOK {
+	// 30 s, as in numberOf.
+	if a := call(ctx, t, http.MethodPost, c.URL("n3")+"/v1/tx?timeout=30s", `{"ops":[{"op":"put","key":"clash","value":3}]}`); a.status != http.StatusOK {
 		t.Fatalf("write to n3: %d %s; want 200", a.status, a.body)
 	}
 	if err := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL("n3")}}).Remove(ctx, "n2"); err != nil {

@@ -416,7 +416,8 @@ func TestRangePagesWhileWriting(t *testing.T) {
 			}
 			txs.WriteString(`]}`)
 		}
-		status, body := httpDo(ctx, t, http.MethodPost, base+"/v1/tx/batch", `{"txs":[`+txs.String()+`]}`)
+		// 30 s, as in rywSubmit.
+		status, body := httpDo(ctx, t, http.MethodPost, base+"/v1/tx/batch?timeout=30s", `{"txs":[`+txs.String()+`]}`)
 		var br wire.BatchResponse
 		if status != http.StatusOK || json.Unmarshal(body, &br) != nil || len(br.Results) != perBatch {
 			t.Fatalf("batch %d = %d %.300s", b, status, body)
