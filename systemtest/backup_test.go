@@ -83,7 +83,8 @@ func TestBackupRestore(t *testing.T) {
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	put := func(key, value, idem string) wire.TxResult {
 		t.Helper()
-		res, err := cl.Submit(ctx, wire.TxRequest{IdempotencyKey: idem, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(value)}}}, wire.SubmitOptions{})
+		// 30 s: a slow fsync on a loaded machine must not park the write (202).
+		res, err := cl.Submit(ctx, wire.TxRequest{IdempotencyKey: idem, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(value)}}}, wire.SubmitOptions{Timeout: 30 * time.Second})
 		if err != nil || res.Status != "committed" {
 			t.Fatalf("Submit(%s) = %+v, %v", key, res, err)
 		}
@@ -247,7 +248,8 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatalf("Consumer() = %+v, %v; want offset 42", g, err)
 	}
 	// New txids come after every txid in the backup, and new indexes after its index.
-	nres, err := rcl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "after", Value: json.RawMessage("1")}}}, wire.SubmitOptions{})
+	// 30 s, as in put above.
+	nres, err := rcl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "after", Value: json.RawMessage("1")}}}, wire.SubmitOptions{Timeout: 30 * time.Second})
 	if err != nil || nres.Status != "committed" || uint64(nres.TxID) <= h.MaxTxID || nres.Index <= h.Index {
 		t.Fatalf("Submit() after restore = %+v, %v; want a txid above %d and an index above %d", nres, err, h.MaxTxID, h.Index)
 	}

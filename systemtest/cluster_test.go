@@ -207,9 +207,14 @@ func TestClusterSurvivesLeaderKill(t *testing.T) {
 // blindPut writes one key with an idempotency key; on an error it retries with
 // the same idempotency key until it learns the outcome or ctx ends.
 func blindPut(ctx context.Context, cl *client.Client, n int64) ack {
+	return blindPutOpts(ctx, cl, n, wire.SubmitOptions{})
+}
+
+// blindPutOpts is blindPut with the write's options opts.
+func blindPutOpts(ctx context.Context, cl *client.Client, n int64, opts wire.SubmitOptions) ack {
 	key := fmt.Sprintf("put-%d", n)
 	tx := wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: fmt.Sprintf("k/%d", n), Value: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}}}
-	return submit(ctx, cl, tx)
+	return submitOpts(ctx, cl, tx, opts)
 }
 
 // casOnce reads a hot key and writes it back with if_version, once. A 409 is a
@@ -231,10 +236,15 @@ func casOnce(ctx context.Context, cl *client.Client, w int, n int64, k string) a
 }
 
 func submit(ctx context.Context, cl *client.Client, tx wire.TxRequest) ack {
+	return submitOpts(ctx, cl, tx, wire.SubmitOptions{})
+}
+
+// submitOpts is submit with the write's options opts.
+func submitOpts(ctx context.Context, cl *client.Client, tx wire.TxRequest, opts wire.SubmitOptions) ack {
 	var err error
 	for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
 		var res wire.TxResult
-		res, err = cl.Submit(ctx, tx, wire.SubmitOptions{})
+		res, err = cl.Submit(ctx, tx, opts)
 		if err == nil {
 			return ack{key: tx.IdempotencyKey, res: res}
 		}

@@ -34,11 +34,12 @@ func TestConsumerOffsets(t *testing.T) {
 	}
 	fence := fmt.Sprintf(`{"lease":%q,"token":%d}`, lease, held.Lease.Token)
 
-	status, body := httpDo(ctx, t, "POST", wurl+"/v1/consumers/billing/offset", `{"offset":1,"fence":`+fence+`}`)
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	status, body := httpDo(ctx, t, "POST", wurl+"/v1/consumers/billing/offset?timeout=30s", `{"offset":1,"fence":`+fence+`}`)
 	if res := txResult(t, body); status != http.StatusOK || res.Status != wire.StatusCommitted {
 		t.Fatalf("POST offset 1 on %s = %d %s, want 200 committed", writer, status, body)
 	}
-	status, body = httpDo(ctx, t, "POST", wurl+"/v1/tx",
+	status, body = httpDo(ctx, t, "POST", wurl+"/v1/tx?timeout=30s",
 		`{"fence":`+fence+`,"ops":[{"op":"put","key":"billing/out","value":1},{"op":"commit_offset","group":"billing","offset":2}]}`)
 	committed := txResult(t, body)
 	if status != http.StatusOK || committed.Status != wire.StatusCommitted {

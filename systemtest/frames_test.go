@@ -140,9 +140,11 @@ func TestHostileFrames(t *testing.T) {
 	from := aFollower(c, leader)
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var results []ack
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	long := wire.SubmitOptions{Timeout: 30 * time.Second}
 	writeSome := func(round string) {
 		for i := range 20 {
-			results = append(results, blindPut(ctx, cl, int64(len(results)+i)))
+			results = append(results, blindPutOpts(ctx, cl, int64(len(results)+i), long))
 		}
 		for _, a := range results {
 			if a.err != nil || a.res.Status != wire.StatusCommitted {
@@ -352,7 +354,8 @@ func TestSquattedTxIDs(t *testing.T) {
 	vc := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL(victim)}, HTTPWrites: true})
 	var results []ack
 	for n := int64(0); time.Now().Before(start.Add(window)); n++ {
-		a := blindPut(ctx, vc, n)
+		// 30 s, as in TestHostileFrames' writeSome.
+		a := blindPutOpts(ctx, vc, n, wire.SubmitOptions{Timeout: 30 * time.Second})
 		if a.err != nil || a.res.Status != wire.StatusCommitted {
 			t.Fatalf("write %s through %s = %+v, %v; want committed", a.key, victim, a.res, a.err)
 		}

@@ -113,11 +113,12 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Run(at.name, func(t *testing.T) {
 			base := c.URL(at.id)
 			key := "on-" + at.name
-			first := postTx(ctx, t, base, putTx(key, `1`), 5*time.Second)
+			// 30 s: a slow fsync on a loaded machine must not park the write (202).
+			first := postTx(ctx, t, base, putTx(key, `1`), 30*time.Second)
 			if first.status != http.StatusOK || first.res.Status != wire.StatusCommitted {
 				t.Fatalf("first submission: %d %+v", first.status, first.res)
 			}
-			again := postTx(ctx, t, base, putTx(key, `1`), 5*time.Second)
+			again := postTx(ctx, t, base, putTx(key, `1`), 30*time.Second)
 			if again.status != http.StatusOK || again.res.TxID != first.res.TxID || !again.res.Duplicate || again.res.Index != first.res.Index {
 				t.Fatalf("same transaction again: %d %+v, want 200 the original %s as a duplicate", again.status, again.res, first.res.TxID)
 			}

@@ -120,7 +120,8 @@ func TestJoinGuard(t *testing.T) {
 	// The cluster still takes writes through every node.
 	for _, p := range c.Nodes() {
 		base := c.URL(p.ID())
-		if a := call(ctx, t, http.MethodPost, base+"/v1/tx", `{"ops":[{"op":"put","key":"after-joins","value":1}]}`); a.status != http.StatusOK {
+		// 30 s: a slow fsync on a loaded machine must not park the write (202).
+		if a := call(ctx, t, http.MethodPost, base+"/v1/tx?timeout=30s", `{"ops":[{"op":"put","key":"after-joins","value":1}]}`); a.status != http.StatusOK {
 			t.Fatalf("write through %s after the joins: %d %s", p.ID(), a.status, a.body)
 		}
 	}
@@ -297,7 +298,8 @@ func TestJoinedMemberRestarts(t *testing.T) {
 		}
 		return false
 	})
-	if a := call(ctx, t, http.MethodPost, base2+"/v1/tx", `{"ops":[{"op":"put","key":"n4-back","value":1}]}`); a.status != http.StatusOK {
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	if a := call(ctx, t, http.MethodPost, base2+"/v1/tx?timeout=30s", `{"ops":[{"op":"put","key":"n4-back","value":1}]}`); a.status != http.StatusOK {
 		t.Fatalf("write through the restarted n4: %d %s; want 200", a.status, a.body)
 	}
 	if !n4.Running() {

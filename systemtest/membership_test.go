@@ -249,7 +249,8 @@ func call(ctx context.Context, t *testing.T, method, url, body string) httpAnswe
 func numberOf(ctx context.Context, t *testing.T, base string) uint16 {
 	t.Helper()
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}})
-	res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "num/" + base, Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{})
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: "num/" + base, Value: json.RawMessage(`1`)}}}, wire.SubmitOptions{Timeout: 30 * time.Second})
 	if err != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("write to %s = %+v, %v; want committed", base, res, err)
 	}
@@ -434,7 +435,8 @@ func TestNodeNumbersJoin(t *testing.T) {
 					key := fmt.Sprintf("join-%d-%d-%d", w, b, i)
 					txs = append(txs, wire.TxRequest{IdempotencyKey: key, Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(`1`)}}})
 				}
-				res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{})
+				// 30 s: a slow fsync on a loaded machine must not park the write (202).
+				res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{Timeout: 30 * time.Second})
 				if err != nil {
 					t.Errorf("SubmitBatch via %s = %v", base, err)
 					return
@@ -535,7 +537,8 @@ func TestNodeNumberClash(t *testing.T) {
 			}
 		}
 	}
-	if a := call(ctx, t, http.MethodPost, c.URL("n3")+"/v1/tx", `{"ops":[{"op":"put","key":"clash","value":3}]}`); a.status != http.StatusOK {
+	// 30 s, as in numberOf.
+	if a := call(ctx, t, http.MethodPost, c.URL("n3")+"/v1/tx?timeout=30s", `{"ops":[{"op":"put","key":"clash","value":3}]}`); a.status != http.StatusOK {
 		t.Fatalf("write to n3: %d %s; want 200", a.status, a.body)
 	}
 	if err := client.NewClient(client.ClientConfig{Endpoints: []string{c.URL("n3")}}).Remove(ctx, "n2"); err != nil {

@@ -159,12 +159,14 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("POST /v1/tx%s %s = %d %s, want %d", query, body, code, b, want)
 		}
 	}
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	const long = "?timeout=30s"
 	for i := range n {
-		post("", fmt.Sprintf(`{"ops":[{"op":"put","key":"m/%d","value":%d}]}`, i, i), http.StatusOK)
+		post(long, fmt.Sprintf(`{"ops":[{"op":"put","key":"m/%d","value":%d}]}`, i, i), http.StatusOK)
 	}
-	post("", `{"ops":[{"op":"put","key":"m/0","value":0,"if_version":99}]}`, http.StatusConflict)
-	post("", `{"idempotency_key":"m-dup","ops":[{"op":"put","key":"m/dup","value":1}]}`, http.StatusOK)
-	post("", `{"idempotency_key":"m-dup","ops":[{"op":"put","key":"m/dup","value":1}]}`, http.StatusOK)
+	post(long, `{"ops":[{"op":"put","key":"m/0","value":0,"if_version":99}]}`, http.StatusConflict)
+	post(long, `{"idempotency_key":"m-dup","ops":[{"op":"put","key":"m/dup","value":1}]}`, http.StatusOK)
+	post(long, `{"idempotency_key":"m-dup","ops":[{"op":"put","key":"m/dup","value":1}]}`, http.StatusOK)
 	post("?ack=accepted", `{"ops":[{"op":"put","key":"m/parked","value":1}]}`, http.StatusAccepted)
 	if code, b := httpDo(ctx, t, http.MethodPost, fURL+"/v1/consumers/g1/offset", `{"offset":1}`); code != http.StatusOK {
 		t.Fatalf("POST /v1/consumers/g1/offset = %d %s, want 200", code, b)

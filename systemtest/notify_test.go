@@ -280,7 +280,8 @@ func TestCallbacksFairAcrossDestinations(t *testing.T) {
 		txs[i] = notifyTx(fmt.Sprintf("silent%d", i), "http://"+silent+"/cb", false)
 	}
 	cl := client.NewClient(client.ClientConfig{Endpoints: []string{base}, Timeout: time.Minute})
-	res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{})
+	// 30 s: a slow fsync on a loaded machine must not park the writes (202).
+	res, err := cl.SubmitBatch(ctx, txs, wire.SubmitOptions{Timeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

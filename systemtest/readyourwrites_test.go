@@ -44,7 +44,8 @@ type rywRoute struct {
 // rywSubmit commits a transaction through base and returns its result.
 func rywSubmit(ctx context.Context, t *testing.T, base, body string) wire.TxResult {
 	t.Helper()
-	status, b := httpDo(ctx, t, http.MethodPost, base+"/v1/tx", body)
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	status, b := httpDo(ctx, t, http.MethodPost, base+"/v1/tx?timeout=30s", body)
 	var res wire.TxResult
 	if status != http.StatusOK || json.Unmarshal(b, &res) != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("POST /v1/tx %s on %s = %d %s, want 200 committed", body, base, status, b)
@@ -415,7 +416,8 @@ func TestRangePagesWhileWriting(t *testing.T) {
 			}
 			txs.WriteString(`]}`)
 		}
-		status, body := httpDo(ctx, t, http.MethodPost, base+"/v1/tx/batch", `{"txs":[`+txs.String()+`]}`)
+		// 30 s, as in rywSubmit.
+		status, body := httpDo(ctx, t, http.MethodPost, base+"/v1/tx/batch?timeout=30s", `{"txs":[`+txs.String()+`]}`)
 		var br wire.BatchResponse
 		if status != http.StatusOK || json.Unmarshal(body, &br) != nil || len(br.Results) != perBatch {
 			t.Fatalf("batch %d = %d %.300s", b, status, body)

@@ -31,7 +31,8 @@ func TestLogRetention(t *testing.T) {
 	want := map[string]state{}
 	put := func(key, value string) {
 		t.Helper()
-		res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(value)}}}, wire.SubmitOptions{})
+		// 30 s: a slow fsync on a loaded machine must not park the write (202).
+		res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: key, Value: json.RawMessage(value)}}}, wire.SubmitOptions{Timeout: 30 * time.Second})
 		if err != nil || res.Status != wire.StatusCommitted {
 			t.Fatalf("Submit(put %s) = %+v, %v", key, res, err)
 		}

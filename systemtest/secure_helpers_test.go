@@ -326,7 +326,8 @@ func (sc *secCluster) leader(t *testing.T) int {
 // submit commits one transaction through node i as c and returns its result.
 func (sc *secCluster) submit(t *testing.T, i int, c cred, body string) wire.TxResult {
 	t.Helper()
-	a := sc.do(t, i, c, req{method: http.MethodPost, path: "/v1/tx", body: body})
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	a := sc.do(t, i, c, req{method: http.MethodPost, path: "/v1/tx?timeout=30s", body: body})
 	var res wire.TxResult
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &res) != nil || res.Status != wire.StatusCommitted {
 		t.Fatalf("POST /v1/tx %s on node %d: %s, want 200 committed", body, i+1, a)

@@ -797,8 +797,10 @@ func TestBrowserCSRFAndHost(t *testing.T) {
 	admin := sc.tok(credAdmin)
 	browser := cred{cert: cnBrowser} // a certificate the file names, role write
 	own := "https://" + sc.addrs[0]
+	// 30 s: a slow fsync on a loaded machine must not park a write allowed
+	// here (202); a refused one is refused before.
 	textPost := func(key, origin string) req {
-		r := req{method: http.MethodPost, path: "/v1/tx", body: putBody("", key), header: map[string]string{"Content-Type": "text/plain"}}
+		r := req{method: http.MethodPost, path: "/v1/tx?timeout=30s", body: putBody("", key), header: map[string]string{"Content-Type": "text/plain"}}
 		if origin != "" {
 			r.header["Origin"] = origin
 		}

@@ -111,7 +111,8 @@ func TestThreeHosts(t *testing.T) {
 		for _, id := range through {
 			cl := nodeClient(id, hostHTTP, 10*time.Second)
 			for i := range n {
-				a := submit(ctx, cl, tx(fmt.Sprintf("%s-%s-%d", tag, id, i))) // retried under its idempotency key
+				// 30 s: a slow fsync on a loaded machine must not park the write (202).
+				a := submitOpts(ctx, cl, tx(fmt.Sprintf("%s-%s-%d", tag, id, i)), wire.SubmitOptions{Timeout: 30 * time.Second}) // retried under its idempotency key
 				if a.err != nil || a.res.Status != wire.StatusCommitted {
 					t.Fatalf("%s: write %d through %s = %+v, %v; want committed", tag, i, id, a.res, a.err)
 				}

@@ -185,7 +185,8 @@ func bundle(cas ...*certgen.CA) []byte {
 // when it is not 200.
 func tlsWrite(hc *http.Client, addr, key, value string) error {
 	body := fmt.Sprintf(`{"ops":[{"op":"put","key":%q,"value":%q}]}`, key, value)
-	resp, err := hc.Post("https://"+addr+"/v1/tx", "application/json", strings.NewReader(body))
+	// 30 s: a slow fsync on a loaded machine must not park the write (202).
+	resp, err := hc.Post("https://"+addr+"/v1/tx?timeout=30s", "application/json", strings.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -33,7 +33,8 @@ func TestUnreadableRecordOnDisk(t *testing.T) {
 	cl := client.NewClient(client.ClientConfig{Endpoints: c.HTTPAddrs()})
 	var index []uint64
 	for i := range 5 {
-		res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: fmt.Sprintf("ur/%d", i), Value: json.RawMessage(fmt.Sprint(i))}}}, wire.SubmitOptions{})
+		// 30 s: a slow fsync on a loaded machine must not park the write (202).
+		res, err := cl.Submit(ctx, wire.TxRequest{Ops: []wire.Op{{Op: "put", Key: fmt.Sprintf("ur/%d", i), Value: json.RawMessage(fmt.Sprint(i))}}}, wire.SubmitOptions{Timeout: 30 * time.Second})
 		if err != nil || res.Status != wire.StatusCommitted {
 			t.Fatalf("Submit(%d) = %+v, %v", i, res, err)
 		}

@@ -44,12 +44,13 @@ func TestCommandsAgainstCluster(t *testing.T) {
 		return r
 	}
 
-	// Writes: committed, rejected, pending.
-	run(exitOK, "submit", "greeting", "hello")
+	// Writes: committed, rejected, pending. 30 s: a slow fsync on a loaded
+	// machine must not park a write that must commit or be rejected (202).
+	run(exitOK, "submit", "--timeout", "30s", "greeting", "hello")
 	if r := run(exitOK, "get", "--print-value-only", "greeting"); r.stdout != "\"hello\"\n" {
 		t.Fatalf("get --print-value-only printed %q", r.stdout)
 	}
-	r := run(exitRejected, "submit", "--if-version", "7", "greeting", "again")
+	r := run(exitRejected, "submit", "--timeout", "30s", "--if-version", "7", "greeting", "again")
 	if !strings.Contains(r.stderr, `key "greeting": expected 7, found 1`) {
 		t.Fatalf("rejected submit: stderr %q", r.stderr)
 	}
@@ -62,8 +63,8 @@ func TestCommandsAgainstCluster(t *testing.T) {
 	wdone := make(chan error, 1)
 	go func() { wdone <- wc.run(wctx, []string{"watch", "--print-value-only", "watched"}) }()
 	if err := launcher.Poll(ctx, 50*time.Millisecond, func(ctx context.Context) error {
-		run(exitOK, "submit", "watched/not", "0") // under the key as a prefix: not printed
-		run(exitOK, "submit", "watched", "1")
+		run(exitOK, "submit", "--timeout", "30s", "watched/not", "0") // under the key as a prefix: not printed
+		run(exitOK, "submit", "--timeout", "30s", "watched", "1")
 		if !strings.Contains(wout.String(), "1\n") {
 			return fmt.Errorf("watch printed %q", wout.String())
 		}
