@@ -101,6 +101,7 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 		return err
 	}
 	var token uint64 // the token of the term's last batch
+	late := 0        // the late writes sent so far
 	for ctx.Err() == nil {
 		err := cons.Run(ctx, func(ctx context.Context, b *consumer.Batch) error {
 			ops, projected, err := projectionOps(ctx, cl, c, b.Entries)
@@ -116,7 +117,8 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 		}
 		logger.Info("consumer term ended", "err", err)
 		if token != 0 {
-			out.write(lateWrite(ctx, cl, c, token))
+			late++
+			out.write(lateWrite(ctx, cl, c, token, late))
 			token = 0
 		}
 		sleepCtx(ctx, 100*time.Millisecond)
@@ -128,10 +130,14 @@ func RunConsumerProc(ctx context.Context, c ConsumerProcConfig, logger *slog.Log
 // by token, as a consumer that stalled past its TTL would send the commit
 // it had in hand: a put that only the fence can refuse (no if_version, a
 // key of its own under the projection's prefix). If another consumer took
-// the lease over, the fence must refuse it (CheckConsumer, rule 3).
-func lateWrite(ctx context.Context, cl *client.Client, c ConsumerProcConfig, token uint64) ConsumerBatchOp {
+// the lease over, the fence must refuse it (CheckConsumer, rule 3). n, the
+// process's count of late writes, makes its idempotency key its own: a term
+// that ended without a takeover (a renewal lost in an election, the lease
+// then taken again under the same token) commits its late write, and the
+// next one under that token must not be answered as its duplicate.
+func lateWrite(ctx context.Context, cl *client.Client, c ConsumerProcConfig, token uint64, n int) ConsumerBatchOp {
 	key := c.Projection + "/late/" + c.ID
-	tx := wire.TxRequest{IdempotencyKey: key + "/" + strconv.FormatUint(token, 10),
+	tx := wire.TxRequest{IdempotencyKey: key + "/" + strconv.FormatUint(token, 10) + "/" + strconv.Itoa(n),
 		Fence: &wire.Fence{Lease: consumer.LeaseName(c.Group), Token: token},
 		Ops:   []wire.Op{{Op: wire.OpPut, Key: key, Value: json.RawMessage(strconv.FormatUint(token, 10))}}}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultSubmitTimeout)
