@@ -111,9 +111,10 @@ func rawPost(target, headers, body string) string {
 	return "POST " + target + " HTTP/1.1\r\nHost: x\r\n" + headers + "Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
 }
 
-// rawPut is a raw POST /v1/tx that puts key.
-func rawPut(key string) string {
-	return rawPost("/v1/tx", "", `{"ops":[{"op":"put","key":"`+key+`","value":1}]}`)
+// rawPut is a raw POST of target (/v1/tx and its query) that puts key, with
+// extra header lines.
+func rawPut(target, headers, key string) string {
+	return rawPost(target, headers, `{"ops":[{"op":"put","key":"`+key+`","value":1}]}`)
 }
 
 // heapInUse reads go_memstats_heap_inuse_bytes from a node's /metrics.
@@ -147,14 +148,14 @@ func TestHostileHTTP(t *testing.T) {
 	const long = "/v1/tx?timeout=30s"
 	serves := func(t *testing.T, key string) {
 		t.Helper()
-		answers, _ := rawExchange(t, addr, 0, 10*time.Second, rawPost(long, "Connection: close\r\n", `{"ops":[{"op":"put","key":"`+key+`","value":1}]}`))
+		answers, _ := rawExchange(t, addr, 0, 10*time.Second, rawPut(long, "Connection: close\r\n", key))
 		if len(answers) != 1 || answers[0].status != http.StatusOK {
 			t.Fatalf("after the case, a write: %+v, want 200", answers)
 		}
 	}
 
 	// hidden is a write behind another request's framing: it must never run.
-	hidden := rawPut("smuggled/1")
+	hidden := rawPut("/v1/tx", "", "smuggled/1")
 	hex := strconv.FormatInt(int64(len(hidden)), 16)
 	goodTx := `{"ops":[{"op":"put","key":"framing/ok","value":1}]}`
 	bigValue := func(n int) string { // a transaction body of exactly n bytes
@@ -234,8 +235,7 @@ func TestHostileHTTP(t *testing.T) {
 	}
 
 	t.Run("pipelining split at every byte", func(t *testing.T) {
-		put := func(key string) string { return rawPost(long, "", `{"ops":[{"op":"put","key":"`+key+`","value":1}]}`) }
-		raw := put("split/a") + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + put("split/b")
+		raw := rawPut(long, "", "split/a") + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" + rawPut(long, "", "split/b")
 		for at := 1; at < len(raw); at++ {
 			c, err := net.Dial("tcp", addr)
 			if err != nil {
@@ -273,7 +273,7 @@ func TestHostileHTTP(t *testing.T) {
 			{"a header handed to net/http halfway", []string{"POST /v1/tx HTTP/1.1\r\n", "Host: x\n"}, 5 * time.Second, 9 * time.Second, 15 * time.Second, 0},
 			{"a read header that stops", []string{"GET /v1/kv/k HTTP/1.1\r\nHost: x\r\n"}, 0, 9 * time.Second, 15 * time.Second, 0},
 			{"a header a byte every 2 s", []string{"POST /v1/tx HTTP/1.1\r\n", "H", "o", "s", "t", ":", " ", "x", "\r", "\n"}, 2 * time.Second, 9 * time.Second, 17 * time.Second, http.StatusBadRequest}, // net/http answers a line cut by the deadline
-			{"a body that stops (fast path)", []string{rawPut("slow/body")[:len(rawPut("slow/body"))-5]}, 0, 29 * time.Second, 40 * time.Second, http.StatusRequestTimeout},
+			{"a body that stops (fast path)", []string{rawPut("/v1/tx", "", "slow/body")[:len(rawPut("/v1/tx", "", "slow/body"))-5]}, 0, 29 * time.Second, 40 * time.Second, http.StatusRequestTimeout},
 			{"a body that stops (net/http)", []string{"PUT /v1/leases/slow HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n{\"holder\""}, 0, 29 * time.Second, 40 * time.Second, http.StatusRequestTimeout},
 			{"a declared body over the limit, not sent", []string{"POST /v1/tx HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(maxBody+1) + "\r\n\r\n"}, 0, 29 * time.Second, 40 * time.Second, http.StatusRequestTimeout},
 			{"a body no handler reads", []string{"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"}, 0, 30 * time.Second, 50 * time.Second, http.StatusOK},
